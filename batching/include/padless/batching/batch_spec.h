@@ -1,0 +1,39 @@
+// BatchSpec: what one batch holds (example indices) and how it is laid out, without tensors.
+// A plan is a std::vector<BatchSpec>: cheap, deterministic and testable on its own.
+#ifndef PADLESS_BATCHING_BATCH_SPEC_H_
+#define PADLESS_BATCHING_BATCH_SPEC_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace padless::batching {
+
+enum class Layout {
+  kPadded,  // [rows, length] ids + bool mask, one sequence per row.
+  kPacked,  // [rows, length] rows, several sequences per row, cu_seqlens + restarting positions.
+  kVarlen,  // flat [total_tokens], cu_seqlens; no padding at all.
+};
+
+// One piece of an example placed in a packed row. Examples longer than a row may be split into
+// several windows (`start` > 0); otherwise `start` is 0 and `length` the (possibly truncated) length.
+struct Placement {
+  int64_t example = 0;
+  int64_t start = 0;   // first token of the example that this piece holds
+  int64_t length = 0;  // tokens of this piece
+};
+
+struct BatchSpec {
+  Layout layout = Layout::kPadded;
+  // kPadded: one entry per row. kPacked: rows[r] lists the pieces of row r, in order.
+  // kVarlen: a single "row" holding every piece.
+  std::vector<std::vector<Placement>> rows;
+  int64_t length = 0;  // padded row length (kPadded, kPacked); total tokens for kVarlen
+
+  int64_t num_sequences() const;
+  int64_t real_tokens() const;
+  int64_t token_slots() const;  // rows * length (padded, packed) or total tokens (varlen)
+};
+
+}  // namespace padless::batching
+
+#endif  // PADLESS_BATCHING_BATCH_SPEC_H_

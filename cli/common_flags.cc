@@ -1,0 +1,15 @@
+#include "common_flags.h"
+
+#include "absl/flags/flag.h"
+
+ABSL_FLAG(std::string, data, "", "Labeled data file (TSV, CSV or JSONL; see --format)");
+ABSL_FLAG(std::string, model, "", "SentencePiece .model file, or a trained model directory");
+ABSL_FLAG(std::string, out, "", "Output path or directory");
+ABSL_FLAG(int64_t, max_len, 512, "Maximum sequence length in tokens, special tokens included");
+ABSL_FLAG(std::string, csv, "", "Also write the report as CSV to this path");
+ABSL_FLAG(std::string, svg, "", "Also write the report as an SVG chart to this path");
+ABSL_FLAG(int, threads, 0, "Worker threads (0: hardware concurrency)");
+ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
+ABSL_FLAG(bool, skip_bad_rows, false, "Skip malformed rows (counted and reported) instead of failing");
+ABSL_FLAG(std::string, format, "auto", "Data format: auto (from the extension), tsv, csv or jsonl");
+ABSL_FLAG(bool, quiet, false, "No progress output on stderr");

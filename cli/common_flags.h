@@ -1,0 +1,24 @@
+// Flags shared by several subcommands (absl flags are process-global, so a flag such as --data is
+// defined once here and read by every subcommand that takes it).
+#ifndef PADLESS_CLI_COMMON_FLAGS_H_
+#define PADLESS_CLI_COMMON_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+
+ABSL_DECLARE_FLAG(std::string, data);
+ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(int64_t, max_len);
+ABSL_DECLARE_FLAG(std::string, csv);
+ABSL_DECLARE_FLAG(std::string, svg);
+ABSL_DECLARE_FLAG(int, threads);
+ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(bool, skip_bad_rows);
+ABSL_DECLARE_FLAG(std::string, format);
+ABSL_DECLARE_FLAG(bool, quiet);
+
+#endif  // PADLESS_CLI_COMMON_FLAGS_H_

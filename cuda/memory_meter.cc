@@ -1,0 +1,1 @@
+#include "padless/cuda/memory_meter.h"

@@ -1,0 +1,1 @@
+// EncoderConfig: filled in by the models work.
