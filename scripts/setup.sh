@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what padless needs on Debian 12 and builds it. Idempotent: every step is skipped when
+# its result is already there, so running it again costs seconds.
+#   scripts/setup.sh [build-dir]        (default: build)
+# Environment: PADLESS_JOBS (parallel build jobs, default nproc), PADLESS_CMAKE_ARGS (extra -D...).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+jobs=${PADLESS_JOBS:-$(nproc)}
+
+step() { printf '== %s\n' "$*" >&2; }
+
+# 1. Debian packages (the compiler toolchain, SentencePiece, Abseil, GoogleTest, Google Benchmark,
+#    nlohmann-json). apt only runs when one of them is missing.
+packages=(build-essential cmake ninja-build python3 python3-pip git
+          libsentencepiece-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+          nlohmann-json3-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  step "installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  step "Debian packages present"
+fi
+
+# 2. LibTorch 2.11.0 from PyPI (the wheel carries the C++ library and its CMake config).
+if python3 -c 'import torch, sys; sys.exit(0 if torch.__version__.split("+")[0] == "2.11.0" else 1)' 2>/dev/null; then
+  step "torch 2.11.0 present"
+else
+  step "installing torch==2.11.0 (pip)"
+  python3 -m pip install --quiet --disable-pip-version-check torch==2.11.0 \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages torch==2.11.0
+fi
+
+# 3. Configure (once) and build (incrementally).
+if [[ ! -f $build/build.ninja ]]; then
+  step "configuring $build"
+  # shellcheck disable=SC2086
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${PADLESS_CMAKE_ARGS:-}
+fi
+step "building ($jobs jobs)"
+cmake --build "$build" -j "$jobs"
