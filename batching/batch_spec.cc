@@ -21,4 +21,14 @@ int64_t BatchSpec::token_slots() const {
   return static_cast<int64_t>(rows.size()) * length;
 }
 
+int64_t BatchSpec::longest_row() const {
+  int64_t best = 0;
+  for (const auto& row : rows) {
+    int64_t n = 0;
+    for (const Placement& p : row) n += p.length;
+    best = n > best ? n : best;
+  }
+  return best;
+}
+
 }  // namespace padless::batching
