@@ -6,12 +6,14 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${PADLESS_BUILD_DIR} --prefix
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
 endif()
+string(REPLACE "|" ";" prefix_path "${PREFIX_PATH}")
+list(PREPEND prefix_path ${WORK_DIR}/install)
 set(cuda_arg "")
 if(CMAKE_CUDA_COMPILER)
   set(cuda_arg -DCMAKE_CUDA_COMPILER=${CMAKE_CUDA_COMPILER})
 endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SOURCE_DIR} -B ${WORK_DIR}/build
-  -G ${CMAKE_GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK_DIR}/install ${cuda_arg}
+  -G ${CMAKE_GENERATOR} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix_path}" ${cuda_arg}
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "configuring the consumer failed (${rc})")
