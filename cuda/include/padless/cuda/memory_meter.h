@@ -9,6 +9,8 @@
 
 #include <c10/core/Device.h>
 
+#include "absl/status/statusor.h"
+
 namespace padless::cuda {
 
 struct MemorySnapshot {
@@ -21,37 +23,60 @@ struct MemorySnapshot {
   int64_t num_alloc_retries = 0;
 };
 
+// Reads one device's memory statistics. Peaks are process-wide per device (they live in the
+// allocator), so ResetPeak affects every meter of that device, nested ScopedPeaks included.
+// On the CPU there is no cache: reserved == active == allocated, and the OOM counters stay 0.
 class MemoryMeter {
  public:
-  // For a CPU device, installs the counting CPU allocator on first use (process-wide).
+  // Checks that the device can be metered: a CUDA device must exist and torch must have been
+  // built with CUDA. Use this where the device comes from user input.
+  static absl::StatusOr<MemoryMeter> Create(c10::Device device);
+
+  // For a CPU device, installs the counting CPU allocator on first use (process-wide); only
+  // allocations made after that are counted. A CUDA device that does not exist reads as zeros.
   explicit MemoryMeter(c10::Device device);
 
   MemorySnapshot Snapshot() const;
+  // Sets the peaks to the current values.
   void ResetPeak();
   // Returns cached blocks to the driver (CUDA); no-op on the CPU.
   void EmptyCache();
   c10::Device device() const { return device_; }
 
  private:
+  bool cuda_ready_ = false;
   c10::Device device_;
 };
 
-// Peak allocated and reserved bytes between construction and Stop()/destruction, relative to the
-// allocated bytes at construction (so it measures what the region added).
+// Peak allocated and reserved bytes between construction and Stop() (or now, if not stopped).
+// Construction resets the device's peaks, so the peak seen is this region's.
 class ScopedPeak {
  public:
   explicit ScopedPeak(MemoryMeter& meter);
-  // Peak bytes above the baseline seen since construction.
+  // Freezes the peaks; later calls to the accessors return the frozen values.
+  void Stop();
+  // Peak allocated bytes above the allocated bytes at construction (what the region added).
   int64_t PeakAllocatedDelta() const;
+  // Absolute peak of allocated bytes in the region.
+  int64_t PeakAllocated() const;
+  // Absolute peak of reserved bytes in the region.
   int64_t PeakReserved() const;
   int64_t baseline_allocated() const { return baseline_; }
 
  private:
+  MemorySnapshot Current() const;
+
   MemoryMeter& meter_;
   int64_t baseline_ = 0;
+  bool stopped_ = false;
+  MemorySnapshot frozen_;
 };
 
-// "allocated 1.20 GiB, reserved 1.50 GiB (cache overhead 0.30 GiB, 20%) ..." for logs and reports.
+// "1.50 GiB", "12.0 MiB", "512 B": binary units, three significant digits.
+std::string FormatBytes(int64_t bytes);
+
+// "allocated 1.20 GiB, reserved 1.50 GiB (cache overhead 307 MiB, 20.0%), active ..., peak
+// allocated ..., peak reserved ..., ooms 0, alloc retries 0" for logs and reports.
 std::string FormatMemoryReport(const MemorySnapshot& s);
 
 }  // namespace padless::cuda
