@@ -1,1 +1,170 @@
-// EncoderConfig: filled in by the models work.
+#include "padless/models/encoder_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::models {
+
+absl::StatusOr<Activation> ParseActivation(const std::string& name) {
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "gelu_tanh") return Activation::kGeluTanh;
+  if (name == "relu") return Activation::kRelu;
+  return absl::InvalidArgumentError(
+      absl::StrCat("activation: unknown '", name, "' (expected gelu, gelu_tanh or relu)"));
+}
+
+std::string ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kGeluTanh:
+      return "gelu_tanh";
+    case Activation::kRelu:
+      return "relu";
+  }
+  return "gelu";
+}
+
+absl::StatusOr<Pooling> ParsePooling(const std::string& name) {
+  if (name == "cls") return Pooling::kCls;
+  if (name == "mean") return Pooling::kMean;
+  return absl::InvalidArgumentError(
+      absl::StrCat("pooling: unknown '", name, "' (expected cls or mean)"));
+}
+
+std::string PoolingName(Pooling p) { return p == Pooling::kCls ? "cls" : "mean"; }
+
+EncoderConfig EncoderConfig::Tiny() {
+  return EncoderConfig().hidden(128).layers(2).heads(2).ffn(512).max_positions(512);
+}
+
+EncoderConfig EncoderConfig::Small() {
+  return EncoderConfig().hidden(512).layers(4).heads(8).ffn(2048).max_positions(512);
+}
+
+EncoderConfig EncoderConfig::Base() {
+  return EncoderConfig().hidden(768).layers(12).heads(12).ffn(3072).max_positions(512);
+}
+
+absl::StatusOr<EncoderConfig> EncoderConfig::Preset(const std::string& name) {
+  if (name == "tiny") return Tiny();
+  if (name == "small") return Small();
+  if (name == "base") return Base();
+  return absl::InvalidArgumentError(
+      absl::StrCat("preset: unknown '", name, "' (expected tiny, small or base)"));
+}
+
+absl::Status EncoderConfig::Validate() const {
+  auto positive = [](const char* field, int64_t v) -> absl::Status {
+    if (v > 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(field, ": must be positive, got ", v));
+  };
+  for (const auto& [field, v] :
+       {std::pair<const char*, int64_t>{"vocab_size", vocab_size_},
+        {"hidden", hidden_},
+        {"layers", layers_},
+        {"heads", heads_},
+        {"ffn", ffn_},
+        {"max_positions", max_positions_},
+        {"type_vocab_size", type_vocab_size_},
+        {"num_labels", num_labels_}}) {
+    absl::Status s = positive(field, v);
+    if (!s.ok()) return s;
+  }
+  if (hidden_ % heads_ != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hidden: ", hidden_, " is not divisible by heads ", heads_));
+  }
+  if (!(dropout_ >= 0.0 && dropout_ < 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("dropout: must be in [0, 1), got ", dropout_));
+  }
+  if (!(attention_dropout_ >= 0.0 && attention_dropout_ < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attention_dropout: must be in [0, 1), got ", attention_dropout_));
+  }
+  if (!(layer_norm_eps_ > 0.0)) {
+    return absl::InvalidArgumentError("layer_norm_eps: must be positive");
+  }
+  return absl::OkStatus();
+}
+
+std::string EncoderConfig::ToJson() const {
+  nlohmann::json j = {{"vocab_size", vocab_size_},
+                      {"hidden", hidden_},
+                      {"layers", layers_},
+                      {"heads", heads_},
+                      {"ffn", ffn_},
+                      {"max_positions", max_positions_},
+                      {"type_vocab_size", type_vocab_size_},
+                      {"num_labels", num_labels_},
+                      {"dropout", dropout_},
+                      {"attention_dropout", attention_dropout_},
+                      {"layer_norm_eps", layer_norm_eps_},
+                      {"pre_ln", pre_ln_},
+                      {"activation", ActivationName(activation_)},
+                      {"pooling", PoolingName(pooling_)}};
+  return j.dump(2);
+}
+
+absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
+                                                      const std::string& origin) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": not a JSON object"));
+  }
+  EncoderConfig c;
+  // Each field is optional (defaults stay) but must have the right type when present.
+  auto get_int = [&](const char* field, int64_t& out) -> absl::Status {
+    if (!j.contains(field)) return absl::OkStatus();
+    if (!j[field].is_number_integer()) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": field '", field, "' must be an integer"));
+    }
+    out = j[field].get<int64_t>();
+    return absl::OkStatus();
+  };
+  auto get_double = [&](const char* field, double& out) -> absl::Status {
+    if (!j.contains(field)) return absl::OkStatus();
+    if (!j[field].is_number()) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": field '", field, "' must be a number"));
+    }
+    out = j[field].get<double>();
+    return absl::OkStatus();
+  };
+  for (absl::Status s : {get_int("vocab_size", c.vocab_size_), get_int("hidden", c.hidden_),
+                         get_int("layers", c.layers_), get_int("heads", c.heads_),
+                         get_int("ffn", c.ffn_), get_int("max_positions", c.max_positions_),
+                         get_int("type_vocab_size", c.type_vocab_size_),
+                         get_int("num_labels", c.num_labels_), get_double("dropout", c.dropout_),
+                         get_double("attention_dropout", c.attention_dropout_),
+                         get_double("layer_norm_eps", c.layer_norm_eps_)}) {
+    if (!s.ok()) return s;
+  }
+  if (j.contains("pre_ln")) {
+    if (!j["pre_ln"].is_boolean()) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": field 'pre_ln' must be a boolean"));
+    }
+    c.pre_ln_ = j["pre_ln"].get<bool>();
+  }
+  for (const char* field : {"activation", "pooling"}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": field '", field, "' must be a string"));
+    }
+    const std::string v = j[field].get<std::string>();
+    if (std::string(field) == "activation") {
+      absl::StatusOr<Activation> a = ParseActivation(v);
+      if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", a.status().message()));
+      c.activation_ = *a;
+    } else {
+      absl::StatusOr<Pooling> p = ParsePooling(v);
+      if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p.status().message()));
+      c.pooling_ = *p;
+    }
+  }
+  absl::Status valid = c.Validate();
+  if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", valid.message()));
+  return c;
+}
+
+}  // namespace padless::models

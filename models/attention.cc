@@ -1,0 +1,78 @@
+#include "padless/models/attention.h"
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::models {
+
+absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name) {
+  if (name == "auto") return AttentionBackend::kAuto;
+  if (name == "dense") return AttentionBackend::kDense;
+  if (name == "varlen_flash" || name == "flash") return AttentionBackend::kVarlenFlash;
+  if (name == "varlen_reference" || name == "reference") return AttentionBackend::kVarlenReference;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "attention backend: unknown '", name, "' (expected auto, dense, flash or reference)"));
+}
+
+std::string AttentionBackendName(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::kAuto:
+      return "auto";
+    case AttentionBackend::kDense:
+      return "dense";
+    case AttentionBackend::kVarlenFlash:
+      return "flash";
+    case AttentionBackend::kVarlenReference:
+      return "reference";
+  }
+  return "auto";
+}
+
+namespace {
+
+at::Tensor AttendFlash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const AttentionContext& ctx, double dropout_p) {
+  // Flash takes only half types; under autocast q/k/v already come out of at::linear in bf16/fp16,
+  // otherwise compute attention in bf16 and return the input dtype.
+  const bool half = q.scalar_type() == at::kHalf || q.scalar_type() == at::kBFloat16;
+  const at::ScalarType compute = half ? q.scalar_type() : at::kBFloat16;
+  auto out = std::get<0>(at::_flash_attention_forward(
+      q.to(compute), k.to(compute), v.to(compute), ctx.cu_seqlens, ctx.cu_seqlens, ctx.max_seqlen,
+      ctx.max_seqlen, dropout_p, /*is_causal=*/false, /*return_debug_mask=*/false));
+  return out.to(q.scalar_type()).reshape({q.size(0), q.size(1) * q.size(2)});
+}
+
+at::Tensor AttendReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const AttentionContext& ctx, double dropout_p) {
+  std::vector<at::Tensor> outs;
+  outs.reserve(ctx.host_offsets.size());
+  for (size_t i = 0; i + 1 < ctx.host_offsets.size(); ++i) {
+    const int64_t start = ctx.host_offsets[i];
+    const int64_t len = ctx.host_offsets[i + 1] - start;
+    auto slice = [&](const at::Tensor& t) { return t.narrow(0, start, len).transpose(0, 1).unsqueeze(0); };
+    at::Tensor o = at::scaled_dot_product_attention(slice(q), slice(k), slice(v), {}, dropout_p);
+    outs.push_back(o.squeeze(0).transpose(0, 1));  // [len, heads, head_dim]
+  }
+  return at::cat(outs, 0).reshape({q.size(0), q.size(1) * q.size(2)});
+}
+
+}  // namespace
+
+at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                  const AttentionContext& ctx, double dropout_p) {
+  switch (ctx.backend) {
+    case AttentionBackend::kVarlenFlash:
+      return AttendFlash(q, k, v, ctx, dropout_p);
+    case AttentionBackend::kVarlenReference:
+      return AttendReference(q, k, v, ctx, dropout_p);
+    case AttentionBackend::kAuto:
+    case AttentionBackend::kDense:
+      break;
+  }
+  at::Tensor o = at::scaled_dot_product_attention(q, k, v, ctx.mask, dropout_p);
+  // [B, heads, L, d] -> [B, L, heads * d]
+  return o.transpose(1, 2).reshape({q.size(0), q.size(2), q.size(1) * q.size(3)});
+}
+
+}  // namespace padless::models

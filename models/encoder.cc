@@ -1,0 +1,260 @@
+#include "padless/models/encoder.h"
+
+#include <string>
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::models {
+
+using batching::Batch;
+using batching::Layout;
+
+EncoderClassifierImpl::EncoderClassifierImpl(const EncoderConfig& config) : config_(config) {
+  const int64_t h = config.hidden();
+  auto normal = [](std::vector<int64_t> shape) { return at::randn(shape) * 0.02; };
+  word_embeddings_ = register_parameter("word_embeddings", normal({config.vocab_size(), h}));
+  position_embeddings_ =
+      register_parameter("position_embeddings", normal({config.max_positions(), h}));
+  type_embeddings_ = register_parameter("type_embeddings", normal({config.type_vocab_size(), h}));
+  embedding_norm_weight_ = register_parameter("embedding_norm_weight", at::ones({h}));
+  embedding_norm_bias_ = register_parameter("embedding_norm_bias", at::zeros({h}));
+  for (int64_t i = 0; i < config.layers(); ++i) {
+    layers_.push_back(register_module(absl::StrCat("layer", i), EncoderLayer(config)));
+  }
+  if (config.pre_ln()) {
+    final_norm_weight_ = register_parameter("final_norm_weight", at::ones({h}));
+    final_norm_bias_ = register_parameter("final_norm_bias", at::zeros({h}));
+  }
+  head_weight_ = register_parameter("head_weight", normal({config.num_labels(), h}));
+  head_bias_ = register_parameter("head_bias", at::zeros({config.num_labels()}));
+}
+
+LayerSpec EncoderClassifierImpl::Spec() const {
+  LayerSpec s;
+  s.heads = config_.heads();
+  s.eps = config_.layer_norm_eps();
+  s.dropout = is_training() ? config_.dropout() : 0.0;
+  s.attention_dropout = is_training() ? config_.attention_dropout() : 0.0;
+  s.pre_ln = config_.pre_ln();
+  s.activation = config_.activation();
+  return s;
+}
+
+absl::Status EncoderClassifierImpl::CheckBatch(const Batch& b) const {
+  if (!b.input_ids.defined()) return absl::InvalidArgumentError("batch: input_ids is undefined");
+  if (!b.labels.defined() && b.num_sequences <= 0) {
+    return absl::InvalidArgumentError("batch: no sequences");
+  }
+  int64_t longest = 0;
+  switch (b.layout) {
+    case Layout::kPadded:
+      if (b.input_ids.dim() != 2 || !b.attention_mask.defined()) {
+        return absl::InvalidArgumentError("batch: padded layout needs input_ids [B, L] and attention_mask");
+      }
+      longest = b.input_ids.size(1);
+      break;
+    case Layout::kPacked:
+      if (b.input_ids.dim() != 2 || !b.position_ids.defined() || !b.segment_ids.defined() ||
+          !b.cu_seqlens.defined() || !b.token_index.defined()) {
+        return absl::InvalidArgumentError(
+            "batch: packed layout needs input_ids [R, L], position_ids, segment_ids, cu_seqlens "
+            "and token_index");
+      }
+      longest = b.max_seqlen;
+      break;
+    case Layout::kVarlen:
+      if (b.input_ids.dim() != 1 || !b.position_ids.defined() || !b.cu_seqlens.defined()) {
+        return absl::InvalidArgumentError(
+            "batch: varlen layout needs input_ids [T], position_ids and cu_seqlens");
+      }
+      longest = b.max_seqlen;
+      break;
+  }
+  if (longest > config_.max_positions()) {
+    return absl::InvalidArgumentError(absl::StrCat("batch: a sequence of ", longest,
+                                                   " tokens exceeds max_positions ",
+                                                   config_.max_positions()));
+  }
+  return absl::OkStatus();
+}
+
+AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
+  if (backend_ != AttentionBackend::kAuto) {
+    // A varlen-only layout cannot use a dense mask.
+    if (b.layout == Layout::kVarlen && backend_ == AttentionBackend::kDense) {
+      return AttentionBackend::kVarlenReference;
+    }
+    return backend_;
+  }
+  if (b.layout == Layout::kPadded) return AttentionBackend::kDense;
+  const bool cuda = b.input_ids.is_cuda();
+  const bool half_weights = word_embeddings_.scalar_type() == at::kHalf ||
+                            word_embeddings_.scalar_type() == at::kBFloat16;
+  const bool half_autocast = at::autocast::is_autocast_enabled(at::kCUDA) &&
+                             at::autocast::get_autocast_dtype(at::kCUDA) != at::kFloat;
+  if (cuda && (half_weights || half_autocast)) return AttentionBackend::kVarlenFlash;
+  return b.layout == Layout::kPacked ? AttentionBackend::kDense : AttentionBackend::kVarlenReference;
+}
+
+at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor& positions,
+                                        const at::Tensor& types) {
+  at::Tensor x = at::embedding(word_embeddings_, ids) + at::embedding(position_embeddings_, positions);
+  x = types.defined() ? x + at::embedding(type_embeddings_, types) : x + type_embeddings_[0];
+  x = at::layer_norm(x, {config_.hidden()}, embedding_norm_weight_, embedding_norm_bias_,
+                     config_.layer_norm_eps());
+  return at::dropout(x, is_training() ? config_.dropout() : 0.0, is_training());
+}
+
+at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx) {
+  const LayerSpec spec = Spec();
+  const bool recompute_possible = at::GradMode::is_enabled();
+  for (int64_t i = 0; i < num_layers(); ++i) {
+    const std::vector<at::Tensor>& w = layers_[i]->weights();
+    if (recompute_possible && checkpoint_.Checkpoints(i)) {
+      x = CheckpointedLayerForward(x, w, spec, ctx);
+    } else {
+      x = EncoderLayerForward(x, w, spec, ctx);
+    }
+  }
+  if (config_.pre_ln()) {
+    x = at::layer_norm(x, {config_.hidden()}, final_norm_weight_, final_norm_bias_,
+                       config_.layer_norm_eps());
+  }
+  return x;
+}
+
+namespace {
+
+// Pools a varlen [T, H] output per sequence. `seq_of_token` ([T] int64) is needed for mean.
+at::Tensor PoolVarlen(const at::Tensor& h, const at::Tensor& cu_seqlens, const at::Tensor& seq_of_token,
+                      int64_t n, Pooling pooling) {
+  at::Tensor starts = cu_seqlens.narrow(0, 0, n).to(at::kLong);
+  if (pooling == Pooling::kCls) return h.index_select(0, starts);
+  at::Tensor lengths = (cu_seqlens.narrow(0, 1, n) - cu_seqlens.narrow(0, 0, n)).to(h.scalar_type());
+  at::Tensor sums = at::zeros({n, h.size(1)}, h.options()).index_add_(0, seq_of_token, h);
+  return sums / lengths.clamp_min(1).unsqueeze(1);
+}
+
+// Sequence index of every token of a varlen layout, from cu_seqlens (no host sync: the output
+// size is the known token count).
+at::Tensor SequenceOfToken(const at::Tensor& cu_seqlens, int64_t n, int64_t total) {
+  at::Tensor lengths = (cu_seqlens.narrow(0, 1, n) - cu_seqlens.narrow(0, 0, n)).to(at::kLong);
+  return at::repeat_interleave(at::arange(n, lengths.options()), lengths, /*dim=*/0, total);
+}
+
+int64_t NumSequences(const Batch& b) {
+  if (b.num_sequences > 0) return b.num_sequences;
+  if (b.cu_seqlens.defined()) return b.cu_seqlens.size(0) - 1;
+  if (b.labels.defined()) return b.labels.size(0);
+  return b.input_ids.size(0);
+}
+
+std::vector<int64_t> HostOffsets(const at::Tensor& cu_seqlens) {
+  at::Tensor c = cu_seqlens.to(at::kCPU, at::kLong).contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+}  // namespace
+
+at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
+  const AttentionBackend backend = ResolveBackend(b);
+  const int64_t n = NumSequences(b);
+  const Pooling pooling = config_.pooling();
+  AttentionContext ctx;
+  ctx.backend = backend;
+
+  if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenReference) {
+    // Gather the real tokens into the varlen [T] layout, then never touch padding again.
+    at::Tensor ids, positions, types, seq;
+    if (b.layout == Layout::kVarlen) {
+      ids = b.input_ids;
+      positions = b.position_ids;
+      types = b.token_type_ids;
+      ctx.cu_seqlens = b.cu_seqlens;
+      ctx.max_seqlen = b.max_seqlen;
+      if (pooling == Pooling::kMean) {
+        seq = b.segment_ids.defined() ? b.segment_ids
+                                      : SequenceOfToken(b.cu_seqlens, n, ids.size(0));
+      }
+    } else {
+      at::Tensor index = b.token_index;
+      at::Tensor cu = b.cu_seqlens;
+      int64_t max_seqlen = b.max_seqlen;
+      at::Tensor seg_grid = b.segment_ids;
+      if (b.layout == Layout::kPadded) {
+        // Padded rows as varlen: one sequence per row (host sync: for tests and forced backends).
+        at::Tensor mask = b.attention_mask;
+        index = mask.reshape(-1).nonzero().squeeze(1);
+        at::Tensor lengths = mask.sum(1);
+        cu = at::cat({at::zeros({1}, lengths.options()), lengths.cumsum(0)}).to(at::kInt);
+        max_seqlen = b.input_ids.size(1);
+        seg_grid = at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
+      }
+      auto gather = [&](const at::Tensor& grid) {
+        return grid.defined() ? grid.reshape(-1).index_select(0, index) : grid;
+      };
+      ids = gather(b.input_ids);
+      positions = b.position_ids.defined()
+                      ? gather(b.position_ids)
+                      : gather(at::arange(b.input_ids.size(1), index.options()).expand_as(b.input_ids));
+      types = gather(b.token_type_ids);
+      seq = pooling == Pooling::kMean ? gather(seg_grid) : at::Tensor();
+      ctx.cu_seqlens = cu;
+      ctx.max_seqlen = max_seqlen;
+    }
+    if (backend == AttentionBackend::kVarlenReference) ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
+    at::Tensor h = RunLayers(Embed(ids, positions, types), ctx);
+    return PoolVarlen(h, ctx.cu_seqlens, seq, n, pooling);
+  }
+
+  // Dense [R, L, H] with a mask.
+  at::Tensor positions = b.position_ids;
+  if (!positions.defined()) {
+    positions = at::arange(b.input_ids.size(1), b.input_ids.options()).expand_as(b.input_ids);
+  }
+  at::Tensor x = Embed(b.input_ids, positions, b.token_type_ids);
+  if (b.layout == Layout::kPadded) {
+    ctx.mask = b.attention_mask.to(at::kBool).unsqueeze(1).unsqueeze(1);  // [B, 1, 1, L]
+    at::Tensor h = RunLayers(x, ctx);
+    if (pooling == Pooling::kCls) return h.select(1, 0);
+    at::Tensor m = b.attention_mask.to(h.scalar_type()).unsqueeze(2);
+    return (h * m).sum(1) / m.sum(1).clamp_min(1);
+  }
+  // Packed rows: block-diagonal mask. Padding slots (segment -1) attend among themselves, which
+  // keeps their softmax finite; no real token sees them.
+  at::Tensor seg = b.segment_ids;
+  ctx.mask = (seg.unsqueeze(2) == seg.unsqueeze(1)).unsqueeze(1);  // [R, 1, L, L]
+  at::Tensor h = RunLayers(x, ctx);
+  at::Tensor real = h.reshape({-1, h.size(2)}).index_select(0, b.token_index);
+  at::Tensor seq = pooling == Pooling::kMean ? seg.reshape(-1).index_select(0, b.token_index)
+                                              : at::Tensor();
+  return PoolVarlen(real, b.cu_seqlens, seq, n, pooling);
+}
+
+at::Tensor EncoderClassifierImpl::forward(const Batch& b) {
+  at::Tensor pooled = Encode(b);
+  pooled = at::dropout(pooled, is_training() ? config_.dropout() : 0.0, is_training());
+  return at::linear(pooled, head_weight_, head_bias_);
+}
+
+void EncoderClassifierImpl::FreezeEmbeddings(bool frozen) {
+  for (at::Tensor* t : {&word_embeddings_, &position_embeddings_, &type_embeddings_,
+                        &embedding_norm_weight_, &embedding_norm_bias_}) {
+    t->set_requires_grad(!frozen);
+  }
+}
+
+void EncoderClassifierImpl::FreezeLayersBelow(int64_t k) {
+  for (int64_t i = 0; i < num_layers(); ++i) {
+    for (at::Tensor& p : layers_[i]->parameters()) p.set_requires_grad(i >= k);
+  }
+}
+
+at::Tensor ClassificationLoss(const at::Tensor& logits, const at::Tensor& labels) {
+  return at::cross_entropy_loss(logits.to(at::kFloat), labels);
+}
+
+}  // namespace padless::models

@@ -1,0 +1,50 @@
+// Attention backends of the encoder. The same multi-head attention runs on a dense [B, L, H] layout
+// with a boolean mask (padding or block-diagonal), or on a varlen [T, H] layout of real tokens only,
+// described by cu_seqlens (flash attention on CUDA, a per-sequence SDPA loop as the CPU reference).
+#ifndef PADLESS_MODELS_ATTENTION_H_
+#define PADLESS_MODELS_ATTENTION_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+
+namespace padless::models {
+
+enum class AttentionBackend {
+  kAuto,             // chosen from the batch layout, device and dtype (see ChooseBackend)
+  kDense,            // at::scaled_dot_product_attention with a bool mask; any device and dtype
+  kVarlenFlash,      // at::_flash_attention_forward with cu_seqlens; CUDA, bf16/fp16
+  kVarlenReference,  // the varlen semantics as one SDPA call per sequence; for tests
+};
+
+absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name);
+std::string AttentionBackendName(AttentionBackend b);
+
+// What one attention call needs besides q, k and v. Built once per batch, shared by all layers.
+struct AttentionContext {
+  AttentionBackend backend = AttentionBackend::kDense;
+  // kDense: bool, true where a query may attend to a key; [B, 1, 1, L] (padding) or [B, 1, L, L]
+  // (block-diagonal for packed rows).
+  at::Tensor mask;
+  // Varlen backends: int32 [n+1] on the tokens' device, and the longest sequence.
+  at::Tensor cu_seqlens;
+  int64_t max_seqlen = 0;
+  // kVarlenReference: cu_seqlens on the host (read once per batch, not per layer).
+  std::vector<int64_t> host_offsets;
+
+  bool varlen() const { return backend != AttentionBackend::kDense; }
+};
+
+// Multi-head attention core. Dense: q, k, v are [B, heads, L, head_dim] and the result is
+// [B, L, heads * head_dim]. Varlen: q, k, v are [T, heads, head_dim] and the result is
+// [T, heads * head_dim]. `dropout_p` applies to the attention probabilities (pass 0 in eval).
+at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                  const AttentionContext& ctx, double dropout_p);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_ATTENTION_H_

@@ -1,0 +1,39 @@
+// AutocastGuard: scoped mixed precision for CUDA or the CPU (LibTorch has only the thread-local
+// switches). Also the AMP mode names the CLI and the trainer share.
+#ifndef PADLESS_MODELS_AUTOCAST_H_
+#define PADLESS_MODELS_AUTOCAST_H_
+
+#include <string>
+
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+
+#include "absl/status/statusor.h"
+
+namespace padless::models {
+
+enum class AmpMode { kOff, kBf16, kFp16 };
+
+absl::StatusOr<AmpMode> ParseAmpMode(const std::string& name);
+std::string AmpModeName(AmpMode mode);
+
+// While alive, ops on `device_type` run under autocast to `dtype` (when `enabled`), exactly as
+// torch.autocast does; the previous state is restored on destruction. Not copyable.
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device_type, c10::ScalarType dtype, bool enabled = true);
+  AutocastGuard(c10::DeviceType device_type, AmpMode mode);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_type_;
+  bool prev_enabled_;
+  c10::ScalarType prev_dtype_;
+  bool prev_cache_;
+};
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_AUTOCAST_H_

@@ -1,0 +1,78 @@
+// EncoderClassifier: the transformer encoder (embeddings, layers, per-sequence pooling) with a
+// classification head. It reads a batching::Batch in any layout and picks the attention backend
+// from it: dense SDPA with a padding or block-diagonal mask, or varlen attention over the real
+// tokens only ([T, H], no padding computed at all).
+#ifndef PADLESS_MODELS_ENCODER_H_
+#define PADLESS_MODELS_ENCODER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include "absl/status/status.h"
+#include "padless/batching/batch.h"
+#include "padless/models/attention.h"
+#include "padless/models/checkpoint.h"
+#include "padless/models/encoder_config.h"
+#include "padless/models/encoder_layer.h"
+
+namespace padless::models {
+
+class EncoderClassifierImpl : public torch::nn::Module {
+ public:
+  explicit EncoderClassifierImpl(const EncoderConfig& config);
+
+  // Logits [n, num_labels], one row per sequence of `batch`, in the batch's sequence order (the
+  // order of `labels` and of cu_seqlens).
+  at::Tensor forward(const batching::Batch& batch);
+  // Pooled sequence representations [n, hidden] (before dropout and the head).
+  at::Tensor Encode(const batching::Batch& batch);
+
+  // Checks what would otherwise fail deep inside ATen (or assert on the GPU): sequences longer
+  // than max_positions, missing tensors for the layout. Host-side only, no device sync.
+  absl::Status CheckBatch(const batching::Batch& batch) const;
+  // The backend that forward() will use for `batch` on the current device and autocast state.
+  AttentionBackend ResolveBackend(const batching::Batch& batch) const;
+
+  void set_attention_backend(AttentionBackend b) { backend_ = b; }
+  AttentionBackend attention_backend() const { return backend_; }
+  void set_checkpoint_policy(CheckpointPolicy p) { checkpoint_ = p; }
+  CheckpointPolicy checkpoint_policy() const { return checkpoint_; }
+
+  // Transfer learning: freeze (requires_grad = false) the embeddings, and layers [0, k).
+  void FreezeEmbeddings(bool frozen);
+  void FreezeLayersBelow(int64_t k);
+
+  const EncoderConfig& config() const { return config_; }
+  int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+
+ private:
+  at::Tensor Embed(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& types);
+  at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx);
+  LayerSpec Spec() const;
+
+  EncoderConfig config_;
+  AttentionBackend backend_ = AttentionBackend::kAuto;
+  CheckpointPolicy checkpoint_ = CheckpointPolicy::None();
+  at::Tensor word_embeddings_;
+  at::Tensor position_embeddings_;
+  at::Tensor type_embeddings_;
+  at::Tensor embedding_norm_weight_;
+  at::Tensor embedding_norm_bias_;
+  std::vector<EncoderLayer> layers_;
+  at::Tensor final_norm_weight_;  // pre-LN only
+  at::Tensor final_norm_bias_;
+  at::Tensor head_weight_;
+  at::Tensor head_bias_;
+};
+TORCH_MODULE(EncoderClassifier);
+
+// Mean cross-entropy of logits [n, C] against labels [n], computed in fp32.
+at::Tensor ClassificationLoss(const at::Tensor& logits, const at::Tensor& labels);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_ENCODER_H_

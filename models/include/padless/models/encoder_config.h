@@ -1,0 +1,61 @@
+// EncoderConfig: the shape and regularisation of the transformer encoder classifier, in the LibTorch
+// frontend's builder style (`EncoderConfig::Base().layers(6)`), with presets and a JSON form that
+// a saved model directory carries.
+#ifndef PADLESS_MODELS_ENCODER_CONFIG_H_
+#define PADLESS_MODELS_ENCODER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include <torch/arg.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace padless::models {
+
+enum class Activation { kGelu, kGeluTanh, kRelu };
+enum class Pooling { kCls, kMean };
+
+absl::StatusOr<Activation> ParseActivation(const std::string& name);
+std::string ActivationName(Activation a);
+absl::StatusOr<Pooling> ParsePooling(const std::string& name);
+std::string PoolingName(Pooling p);
+
+struct EncoderConfig {
+  TORCH_ARG(int64_t, vocab_size) = 16000;
+  TORCH_ARG(int64_t, hidden) = 768;
+  TORCH_ARG(int64_t, layers) = 12;
+  TORCH_ARG(int64_t, heads) = 12;
+  TORCH_ARG(int64_t, ffn) = 3072;
+  TORCH_ARG(int64_t, max_positions) = 512;
+  TORCH_ARG(int64_t, type_vocab_size) = 2;
+  TORCH_ARG(int64_t, num_labels) = 2;
+  // Dropout after embeddings, attention output and FFN output; attention_dropout on the attention
+  // probabilities.
+  TORCH_ARG(double, dropout) = 0.1;
+  TORCH_ARG(double, attention_dropout) = 0.1;
+  TORCH_ARG(double, layer_norm_eps) = 1e-12;
+  // false: BERT's post-LN (LayerNorm after each residual add); true: pre-LN plus a final LayerNorm.
+  TORCH_ARG(bool, pre_ln) = false;
+  TORCH_ARG(Activation, activation) = Activation::kGelu;
+  TORCH_ARG(Pooling, pooling) = Pooling::kCls;
+
+  // Presets. base is the BERT-base shape: 12 layers, 768 hidden, 12 heads, FFN 3072.
+  static EncoderConfig Tiny();
+  static EncoderConfig Small();
+  static EncoderConfig Base();
+  static absl::StatusOr<EncoderConfig> Preset(const std::string& name);
+
+  // Checks sizes (hidden divisible by heads, positives, dropout in [0, 1)); names the field.
+  absl::Status Validate() const;
+
+  std::string ToJson() const;
+  // `origin` (a file path) prefixes error messages.
+  static absl::StatusOr<EncoderConfig> FromJson(const std::string& json,
+                                                const std::string& origin = "config");
+};
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_ENCODER_CONFIG_H_

@@ -1,0 +1,173 @@
+// The encoder gives the same logits, loss and gradients whichever layout carries the sequences:
+// padded rows with a padding mask, packed rows with a block-diagonal mask, or the varlen layout.
+#include "padless/models/encoder.h"
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "batch_factory.h"
+
+namespace padless::models {
+namespace {
+
+using testing::MakePacked;
+using testing::MakePadded;
+using testing::MakeVarlen;
+using testing::RandomSequences;
+using testing::Sequences;
+
+struct Result {
+  at::Tensor logits;
+  at::Tensor loss;
+  std::vector<std::pair<std::string, at::Tensor>> grads;
+};
+
+Result RunStep(EncoderClassifier& model, const batching::Batch& b) {
+  model->zero_grad();
+  Result r;
+  r.logits = model->forward(b);
+  r.loss = ClassificationLoss(r.logits, b.labels);
+  r.loss.backward();
+  for (const auto& p : model->named_parameters()) {
+    r.grads.emplace_back(p.key(), p.value().grad().defined() ? p.value().grad().clone() : at::Tensor());
+  }
+  return r;
+}
+
+double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+void ExpectSame(const Result& a, const Result& b, double tol) {
+  ASSERT_EQ(a.logits.sizes(), b.logits.sizes());
+  EXPECT_LE(MaxDiff(a.logits, b.logits), tol);
+  EXPECT_LE(MaxDiff(a.loss, b.loss), tol);
+  ASSERT_EQ(a.grads.size(), b.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    ASSERT_TRUE(a.grads[i].second.defined()) << a.grads[i].first;
+    ASSERT_TRUE(b.grads[i].second.defined()) << b.grads[i].first;
+    EXPECT_LE(MaxDiff(a.grads[i].second, b.grads[i].second), tol) << a.grads[i].first;
+  }
+}
+
+EncoderConfig SmallConfig(Pooling pooling, bool pre_ln) {
+  return EncoderConfig()
+      .vocab_size(50)
+      .hidden(32)
+      .layers(2)
+      .heads(4)
+      .ffn(64)
+      .max_positions(64)
+      .num_labels(3)
+      .dropout(0.0)
+      .attention_dropout(0.0)
+      .pooling(pooling)
+      .pre_ln(pre_ln);
+}
+
+class LayoutEquivalenceTest : public ::testing::TestWithParam<std::tuple<Pooling, bool>> {};
+
+TEST_P(LayoutEquivalenceTest, PackedAndVarlenMatchPadded) {
+  const auto [pooling, pre_ln] = GetParam();
+  at::manual_seed(11);
+  EncoderClassifier model(SmallConfig(pooling, pre_ln));
+  model->train();
+  const Sequences s = RandomSequences(/*seed=*/5, /*n=*/9, /*min_len=*/2, /*max_len=*/20, 50, 3);
+
+  const Result padded = RunStep(model, MakePadded(s));
+  ASSERT_TRUE(std::isfinite(padded.loss.item<double>()));
+
+  model->set_attention_backend(AttentionBackend::kAuto);  // packed on CPU fp32 -> dense mask
+  const batching::Batch packed = MakePacked(s, /*row_length=*/32);
+  ASSERT_EQ(model->ResolveBackend(packed), AttentionBackend::kDense);
+  ASSERT_LT(packed.input_ids.size(0), 9) << "rows must hold several sequences";
+  ExpectSame(padded, RunStep(model, packed), 1e-5);
+
+  // The varlen reference, from a flat batch, from packed rows and from padded rows.
+  model->set_attention_backend(AttentionBackend::kVarlenReference);
+  ExpectSame(padded, RunStep(model, MakeVarlen(s)), 1e-5);
+  ExpectSame(padded, RunStep(model, packed), 1e-5);
+  ExpectSame(padded, RunStep(model, MakePadded(s)), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(PoolingAndNorm, LayoutEquivalenceTest,
+                         ::testing::Combine(::testing::Values(Pooling::kCls, Pooling::kMean),
+                                            ::testing::Bool()));
+
+TEST(EncoderTest, PaddingTokensDoNotChangeLogits) {
+  for (Pooling pooling : {Pooling::kCls, Pooling::kMean}) {
+    at::manual_seed(3);
+    EncoderClassifier model(SmallConfig(pooling, false));
+    model->eval();
+    const Sequences s = RandomSequences(8, 6, 1, 15, 50, 3);
+    batching::Batch padded = MakePadded(s);
+    batching::Batch packed = MakePacked(s, 24);
+    const at::Tensor base_padded = model->forward(padded);
+    const at::Tensor base_packed = model->forward(packed);
+    // Poison every padding slot with real-looking token ids.
+    padded.input_ids.masked_fill_(padded.attention_mask.logical_not(), 17);
+    packed.input_ids.masked_fill_(packed.attention_mask.logical_not(), 17);
+    EXPECT_LE(MaxDiff(base_padded, model->forward(padded)), 1e-6);
+    EXPECT_LE(MaxDiff(base_packed, model->forward(packed)), 1e-6);
+  }
+}
+
+TEST(EncoderTest, PackedSequencesDoNotSeeTheirRowNeighbours) {
+  for (Pooling pooling : {Pooling::kCls, Pooling::kMean}) {
+    at::manual_seed(4);
+    EncoderClassifier model(SmallConfig(pooling, false));
+    model->eval();
+    Sequences s = RandomSequences(9, 4, 5, 5, 50, 3);
+    const at::Tensor before = model->forward(MakePacked(s, 20));  // all four in one row
+    ASSERT_EQ(MakePacked(s, 20).input_ids.size(0), 1);
+    for (int64_t& t : s.tokens[2]) t = (t % 40) + 5;  // change only sequence 2
+    const at::Tensor after = model->forward(MakePacked(s, 20));
+    for (int64_t i : {0, 1, 3}) EXPECT_LE(MaxDiff(before[i], after[i]), 1e-6) << i;
+    EXPECT_GT(MaxDiff(before[2], after[2]), 1e-4);
+  }
+}
+
+TEST(EncoderTest, MeanPoolingAveragesOnlyTheSequencesOwnTokens) {
+  at::manual_seed(5);
+  EncoderClassifier model(SmallConfig(Pooling::kMean, false).layers(1));
+  model->eval();
+  const Sequences s = RandomSequences(10, 5, 1, 12, 50, 3);
+  const at::Tensor pooled = model->Encode(MakePacked(s, 16));
+  // Each sequence alone (its own batch, no padding at all) pools to the same vector.
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    Sequences one;
+    one.tokens = {s.tokens[i]};
+    one.labels = {0};
+    EXPECT_LE(MaxDiff(pooled[i], model->Encode(MakePadded(one))[0]), 1e-5) << i;
+  }
+}
+
+TEST(EncoderTest, CheckBatchRejectsTooLongSequences) {
+  EncoderClassifier model(SmallConfig(Pooling::kCls, false).max_positions(8));
+  const Sequences s = RandomSequences(1, 2, 9, 9, 50, 3);
+  const absl::Status status = model->CheckBatch(MakePacked(s, 20));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(std::string(status.message()).find("max_positions"), std::string::npos);
+  EXPECT_TRUE(model->CheckBatch(MakePacked(RandomSequences(1, 2, 8, 8, 50, 3), 20)).ok());
+}
+
+TEST(EncoderTest, FreezingStopsGradients) {
+  at::manual_seed(6);
+  EncoderClassifier model(SmallConfig(Pooling::kCls, false));
+  model->FreezeEmbeddings(true);
+  model->FreezeLayersBelow(1);
+  const Sequences s = RandomSequences(2, 4, 3, 9, 50, 3);
+  const batching::Batch b = MakePadded(s);
+  ClassificationLoss(model->forward(b), b.labels).backward();
+  for (const auto& p : model->named_parameters()) {
+    const bool frozen = p.key().find("embedding") != std::string::npos || p.key().rfind("layer0.", 0) == 0;
+    EXPECT_EQ(p.value().grad().defined(), !frozen) << p.key();
+  }
+}
+
+}  // namespace
+}  // namespace padless::models
