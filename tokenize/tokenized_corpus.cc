@@ -1,11 +1,12 @@
 #include "padless/tokenize/tokenized_corpus.h"
 
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "atomic_file.h"
+#include "fnv1a.h"
 
 namespace padless::tokenize {
 namespace {
@@ -30,20 +31,7 @@ struct Header {
 };
 static_assert(sizeof(Header) == 64, "cache header must stay 64 bytes");
 
-class Fnv1a {
- public:
-  void Update(const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) {
-      hash_ ^= p[i];
-      hash_ *= 1099511628211ull;
-    }
-  }
-  uint64_t value() const { return hash_; }
-
- private:
-  uint64_t hash_ = 1469598103934665603ull;
-};
+using internal::Fnv1a;
 
 template <typename T>
 size_t Bytes(const std::vector<T>& v) {
@@ -94,27 +82,13 @@ absl::Status TokenizedCorpus::Save(const std::string& path, uint64_t fingerprint
   sum.Update(labels_.data(), Bytes(labels_));
   h.checksum = sum.value();
 
-  // Write to a temporary file and rename, so a crash never leaves a half-written cache in place.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write corpus cache ", tmp));
+  return internal::WriteFileAtomically(path, [&](std::ostream& out) {
     out.write(reinterpret_cast<const char*>(&h), sizeof(h));
     out.write(reinterpret_cast<const char*>(tokens_.data()), Bytes(tokens_));
     out.write(reinterpret_cast<const char*>(type_ids_.data()), Bytes(type_ids_));
     out.write(reinterpret_cast<const char*>(offsets_.data()), Bytes(offsets_));
     out.write(reinterpret_cast<const char*>(labels_.data()), Bytes(labels_));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return absl::DataLossError(absl::StrCat("short write to corpus cache ", tmp));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<TokenizedCorpus> TokenizedCorpus::Load(const std::string& path,
@@ -138,6 +112,10 @@ absl::StatusOr<TokenizedCorpus> TokenizedCorpus::Load(const std::string& path,
   if (h.fingerprint != fingerprint) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": corpus cache was built from other data, model or options"));
+  }
+  // Unknown flag bits or a non-zero spare field mean a damaged (or future) header: not trusted.
+  if ((h.flags & ~1u) != 0 || h.reserved != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": corpus cache header has unknown flags"));
   }
   const bool typed = (h.flags & 1u) != 0;
   // Validate sizes with overflow-safe arithmetic before allocating anything.

@@ -1,0 +1,76 @@
+// Corpus readers for labeled text: TSV (label<TAB>text[<TAB>text_pair]), CSV (RFC 4180 quoting)
+// and JSONL (configurable field names). Bad rows fail with file:line and the reason, or are
+// skipped and counted when asked; invalid UTF-8 is replaced with U+FFFD and counted, never
+// passed on silently.
+#ifndef PADLESS_TOKENIZE_CORPUS_READER_H_
+#define PADLESS_TOKENIZE_CORPUS_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace padless::tokenize {
+
+enum class CorpusFormat { kAuto, kTsv, kCsv, kJsonl };
+
+// "auto", "tsv", "csv" or "jsonl".
+absl::StatusOr<CorpusFormat> ParseCorpusFormat(absl::string_view name);
+// From the extension: .tsv/.txt -> TSV, .csv -> CSV, .jsonl/.json/.ndjson -> JSONL.
+absl::StatusOr<CorpusFormat> FormatFromPath(absl::string_view path);
+
+struct ReaderOptions {
+  CorpusFormat format = CorpusFormat::kAuto;
+  // JSONL keys, and TSV/CSV column names when the file has a header.
+  std::string label_field = "label";
+  std::string text_field = "text";
+  std::string text_pair_field = "text_pair";
+  // TSV/CSV: kAuto takes the first row as a header when it names both label_field and text_field.
+  enum class Header { kAuto, kPresent, kAbsent };
+  Header header = Header::kAuto;
+  // When false, an empty or absent label is accepted (data to predict on).
+  bool require_label = true;
+  // Skip malformed rows (counted in ReadReport) instead of failing on the first one.
+  bool skip_bad_rows = false;
+  // How many bad-row messages ReadReport keeps.
+  int max_reported_bad_rows = 10;
+};
+
+struct Example {
+  std::string label;
+  std::string text;
+  std::string text_pair;
+  bool has_pair = false;
+  int64_t line = 0;  // 1-based line where the row starts, for error messages
+};
+
+struct ReadReport {
+  int64_t examples = 0;
+  int64_t bad_rows = 0;
+  int64_t invalid_utf8_rows = 0;       // rows with at least one replaced sequence
+  int64_t invalid_utf8_sequences = 0;  // U+FFFD substitutions in total
+  bool had_header = false;
+  std::vector<std::string> bad_row_messages;  // the first few, "file:line: reason"
+  // One line for humans, e.g. "25000 examples, 2 bad rows skipped, 1 row with invalid UTF-8".
+  std::string Summary() const;
+};
+
+struct RawCorpus {
+  std::string source;  // the file name, used in messages
+  std::vector<Example> examples;
+  ReadReport report;
+  bool has_pairs() const;
+};
+
+// Reads a whole file. InvalidArgument naming file:line for the first bad row (unless
+// skip_bad_rows), and when the file holds no examples at all.
+absl::StatusOr<RawCorpus> ReadCorpus(const std::string& path, const ReaderOptions& options);
+// The same on content in memory; `source` names it in messages and, for kAuto, its format.
+absl::StatusOr<RawCorpus> ParseCorpus(absl::string_view content, const std::string& source,
+                                      const ReaderOptions& options);
+
+}  // namespace padless::tokenize
+
+#endif  // PADLESS_TOKENIZE_CORPUS_READER_H_

@@ -1,0 +1,301 @@
+#include "padless/tokenize/tokenizer.h"
+
+#include <fstream>
+#include <limits>
+#include <map>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "atomic_file.h"
+#include "spm_backend.h"
+
+namespace padless::tokenize {
+namespace {
+
+std::string_view Std(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+
+absl::StatusOr<std::map<std::string, std::string>> TrainerOptions(const TrainOptions& options) {
+  if (options.model_type != "unigram" && options.model_type != "bpe") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model type '", options.model_type, "' is not unigram or bpe"));
+  }
+  const int64_t min_vocab =
+      kNumSpecialTokens + static_cast<int64_t>(options.user_defined_symbols.size()) + 1;
+  if (options.vocab_size < min_vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("vocab size ", options.vocab_size,
+                                                   " is below the minimum of ", min_vocab,
+                                                   " (special tokens and user symbols)"));
+  }
+  if (!(options.character_coverage > 0.0 && options.character_coverage <= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("character coverage ",
+                                                   options.character_coverage,
+                                                   " is outside (0, 1]"));
+  }
+  for (const std::string& symbol : options.user_defined_symbols) {
+    // SentencePiece takes the list comma-separated, so a comma cannot be escaped.
+    if (symbol.empty() || symbol.find(',') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("user-defined symbol '", symbol, "' is empty or contains a comma"));
+    }
+  }
+  const int threads = options.num_threads > 0
+                          ? options.num_threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::map<std::string, std::string> o = {
+      {"model_type", options.model_type},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"character_coverage", absl::StrCat(options.character_coverage)},
+      {"pad_id", std::to_string(kPadId)},
+      {"unk_id", std::to_string(kUnkId)},
+      {"bos_id", std::to_string(kClsId)},
+      {"eos_id", std::to_string(kSepId)},
+      {"pad_piece", kPadPiece},
+      {"unk_piece", kUnkPiece},
+      {"bos_piece", kClsPiece},
+      {"eos_piece", kSepPiece},
+      // A control symbol gets the next id after the reserved ones (4) and is never produced from
+      // text, so a literal "[MASK]" in a review stays ordinary text.
+      {"control_symbols", kMaskPiece},
+      {"max_sentence_length", std::to_string(options.max_sentence_length)},
+      {"num_threads", std::to_string(threads)},
+      {"minloglevel", options.verbose ? "0" : "2"},
+  };
+  if (!options.user_defined_symbols.empty()) {
+    o["user_defined_symbols"] = absl::StrJoin(options.user_defined_symbols, ",");
+  }
+  if (options.input_sentence_size > 0) {
+    o["input_sentence_size"] = std::to_string(options.input_sentence_size);
+    o["shuffle_input_sentence"] = "true";
+  }
+  return o;
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer(std::unique_ptr<internal::SpmBackend> backend)
+    : backend_(std::move(backend)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+absl::StatusOr<Tokenizer> Tokenizer::FromBackend(std::unique_ptr<internal::SpmBackend> backend,
+                                                 const std::string& origin) {
+  const internal::SpmBackend& b = *backend;
+  const bool layout_ok = b.PieceSize() > kNumSpecialTokens && b.pad_id() == kPadId &&
+                         b.unk_id() == kUnkId && b.bos_id() == kClsId && b.eos_id() == kSepId &&
+                         b.IdToPiece(kMaskId) == kMaskPiece && b.IsControl(kMaskId);
+  if (!layout_ok) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        origin, ": SentencePiece model lacks padless's special token ids ([PAD]=0 [UNK]=1 [CLS]=2 "
+        "[SEP]=3 [MASK]=4); it has pad=", b.pad_id(), " unk=", b.unk_id(), " bos=", b.bos_id(),
+        " eos=", b.eos_id(), ". Train it with `padless tokenize train`."));
+  }
+  return Tokenizer(std::move(backend));
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& model_path) {
+  auto backend = std::make_unique<internal::SpmBackend>();
+  if (std::ifstream probe(model_path); !probe) {
+    return absl::NotFoundError(absl::StrCat("cannot open SentencePiece model ", model_path));
+  }
+  const std::string error = backend->LoadFromFile(model_path);
+  if (!error.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_path, ": not a valid SentencePiece model: ", error));
+  }
+  return FromBackend(std::move(backend), model_path);
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::FromSerialized(const std::string& serialized_model) {
+  auto backend = std::make_unique<internal::SpmBackend>();
+  const std::string error = backend->LoadFromSerialized(serialized_model);
+  if (!error.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("not a valid SentencePiece model: ", error));
+  }
+  return FromBackend(std::move(backend), "<serialized model>");
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::TrainFromFiles(const std::vector<std::string>& files,
+                                                    const TrainOptions& options) {
+  if (files.empty()) return absl::InvalidArgumentError("no training files given");
+  for (const std::string& f : files) {
+    if (std::ifstream probe(f); !probe) {
+      return absl::NotFoundError(absl::StrCat("cannot open training file ", f));
+    }
+  }
+  absl::StatusOr<std::map<std::string, std::string>> trainer_options = TrainerOptions(options);
+  if (!trainer_options.ok()) return trainer_options.status();
+  (*trainer_options)["input"] = absl::StrJoin(files, ",");
+  std::string serialized;
+  const std::string error = internal::TrainSpm(*trainer_options, nullptr, &serialized);
+  if (!error.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("SentencePiece training on ",
+                                                   absl::StrJoin(files, ","), " failed: ", error));
+  }
+  return FromSerialized(serialized);
+}
+
+absl::StatusOr<Tokenizer> Tokenizer::TrainFromSentences(absl::Span<const std::string> sentences,
+                                                        const TrainOptions& options) {
+  if (sentences.empty()) return absl::InvalidArgumentError("no training sentences given");
+  absl::StatusOr<std::map<std::string, std::string>> trainer_options = TrainerOptions(options);
+  if (!trainer_options.ok()) return trainer_options.status();
+  size_t next = 0;
+  const std::function<bool(std::string*)> pull = [&](std::string* out) {
+    if (next >= sentences.size()) return false;
+    *out = sentences[next++];
+    return true;
+  };
+  std::string serialized;
+  const std::string error = internal::TrainSpm(*trainer_options, pull, &serialized);
+  if (!error.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("SentencePiece training failed: ", error));
+  }
+  return FromSerialized(serialized);
+}
+
+absl::Status Tokenizer::Save(const std::string& model_path) const {
+  const std::string bytes = backend_->Serialized();
+  return internal::WriteFileAtomically(model_path, [&](std::ostream& out) {
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  });
+}
+
+std::string Tokenizer::Serialized() const { return backend_->Serialized(); }
+
+int32_t Tokenizer::vocab_size() const { return backend_->PieceSize(); }
+
+std::string Tokenizer::IdToPiece(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return "";
+  return backend_->IdToPiece(id);
+}
+
+int32_t Tokenizer::PieceToId(absl::string_view piece) const {
+  return backend_->PieceToId(Std(piece));
+}
+
+absl::Status Tokenizer::EncodePieces(absl::string_view text, std::vector<int32_t>* ids) const {
+  static_assert(std::is_same_v<int, int32_t>, "SentencePiece ids are int");
+  const std::string error = backend_->Encode(Std(text), ids);
+  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodePieces(absl::string_view text) const {
+  std::vector<int32_t> ids;
+  if (absl::Status s = EncodePieces(text, &ids); !s.ok()) return s;
+  return ids;
+}
+
+absl::Status Tokenizer::EncodeAppend(absl::string_view text, const absl::string_view* pair,
+                                     const EncodeOptions& options, Scratch* scratch,
+                                     std::vector<int32_t>* ids,
+                                     std::vector<int8_t>* type_ids) const {
+  const int64_t specials = pair == nullptr ? 2 : 3;
+  if (options.max_length < 0 || (options.max_length > 0 && options.max_length < specials)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_length ", options.max_length, " cannot hold the ", specials, " special tokens of ",
+        pair == nullptr ? "[CLS] text [SEP]" : "[CLS] a [SEP] b [SEP]"));
+  }
+  const int64_t budget =
+      options.max_length == 0 ? std::numeric_limits<int64_t>::max() : options.max_length - specials;
+  std::string error = backend_->Encode(Std(text), &scratch->first);
+  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
+  const std::vector<int>& a = scratch->first;
+  if (pair == nullptr) {
+    const SingleKeep keep = PlanSingle(static_cast<int64_t>(a.size()), budget, options.truncation,
+                                       options.head_fraction);
+    ids->push_back(kClsId);
+    ids->insert(ids->end(), a.begin(), a.begin() + keep.head);
+    ids->insert(ids->end(), a.end() - keep.tail, a.end());
+    ids->push_back(kSepId);
+    return absl::OkStatus();
+  }
+  error = backend_->Encode(Std(*pair), &scratch->second);
+  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
+  const std::vector<int>& b = scratch->second;
+  absl::StatusOr<PairKeep> keep = PlanPair(static_cast<int64_t>(a.size()),
+                                           static_cast<int64_t>(b.size()), budget,
+                                           options.pair_truncation);
+  if (!keep.ok()) return keep.status();
+  ids->push_back(kClsId);
+  ids->insert(ids->end(), a.begin(), a.begin() + keep->first);
+  ids->push_back(kSepId);
+  ids->insert(ids->end(), b.begin(), b.begin() + keep->second);
+  ids->push_back(kSepId);
+  type_ids->insert(type_ids->end(), keep->first + 2, 0);
+  type_ids->insert(type_ids->end(), keep->second + 1, 1);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Encoding> Tokenizer::Encode(absl::string_view text,
+                                           const EncodeOptions& options) const {
+  Encoding e;
+  Scratch scratch;
+  if (absl::Status s = EncodeAppend(text, nullptr, options, &scratch, &e.ids, &e.type_ids);
+      !s.ok()) {
+    return s;
+  }
+  return e;
+}
+
+absl::StatusOr<Encoding> Tokenizer::EncodePair(absl::string_view first, absl::string_view second,
+                                               const EncodeOptions& options) const {
+  Encoding e;
+  Scratch scratch;
+  if (absl::Status s = EncodeAppend(first, &second, options, &scratch, &e.ids, &e.type_ids);
+      !s.ok()) {
+    return s;
+  }
+  return e;
+}
+
+absl::StatusOr<std::vector<Encoding>> Tokenizer::EncodeWindows(absl::string_view text,
+                                                               int64_t max_length,
+                                                               int64_t stride) const {
+  if (max_length < 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window max_length ", max_length, " must hold [CLS], [SEP] and at least one token"));
+  }
+  const int64_t budget = max_length - 2;
+  if (stride < 0 || stride >= budget) {
+    return absl::InvalidArgumentError(absl::StrCat("window stride ", stride,
+                                                   " must be in [0, ", budget, ")"));
+  }
+  absl::StatusOr<std::vector<int32_t>> pieces = EncodePieces(text);
+  if (!pieces.ok()) return pieces.status();
+  const int64_t n = static_cast<int64_t>(pieces->size());
+  std::vector<Encoding> windows;
+  for (int64_t start : WindowStarts(n, budget, stride)) {
+    Encoding& w = windows.emplace_back();
+    const int64_t end = std::min(n, start + budget);
+    w.ids.reserve(end - start + 2);
+    w.ids.push_back(kClsId);
+    w.ids.insert(w.ids.end(), pieces->begin() + start, pieces->begin() + end);
+    w.ids.push_back(kSepId);
+  }
+  return windows;
+}
+
+absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int32_t> ids) const {
+  std::vector<int> kept;
+  kept.reserve(ids.size());
+  const int32_t size = vocab_size();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= size) {
+      return absl::InvalidArgumentError(absl::StrCat("id ", ids[i], " at position ", i,
+                                                     " is outside the vocabulary of ", size));
+    }
+    // [UNK] stays (SentencePiece renders it as " \xE2\x81\x87 "); the others are structure.
+    if (ids[i] == kUnkId || !IsSpecialId(ids[i])) kept.push_back(ids[i]);
+  }
+  std::string text;
+  const std::string error = backend_->Decode(kept, &text);
+  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece decode: ", error));
+  return text;
+}
+
+}  // namespace padless::tokenize

@@ -1,0 +1,110 @@
+#include "padless/tokenize/truncation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace padless::tokenize {
+
+absl::StatusOr<Truncation> ParseTruncation(absl::string_view name) {
+  if (name == "head") return Truncation::kHead;
+  if (name == "tail") return Truncation::kTail;
+  if (name == "head_tail" || name == "head-tail") return Truncation::kHeadTail;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown truncation '", name, "' (expected head, tail or head_tail)"));
+}
+
+absl::StatusOr<PairTruncation> ParsePairTruncation(absl::string_view name) {
+  if (name == "longest_first") return PairTruncation::kLongestFirst;
+  if (name == "only_first") return PairTruncation::kOnlyFirst;
+  if (name == "only_second") return PairTruncation::kOnlySecond;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown pair truncation '", name, "' (expected longest_first, only_first or only_second)"));
+}
+
+std::string TruncationName(Truncation t) {
+  switch (t) {
+    case Truncation::kHead:
+      return "head";
+    case Truncation::kTail:
+      return "tail";
+    case Truncation::kHeadTail:
+      return "head_tail";
+  }
+  return "?";
+}
+
+std::string PairTruncationName(PairTruncation t) {
+  switch (t) {
+    case PairTruncation::kLongestFirst:
+      return "longest_first";
+    case PairTruncation::kOnlyFirst:
+      return "only_first";
+    case PairTruncation::kOnlySecond:
+      return "only_second";
+  }
+  return "?";
+}
+
+SingleKeep PlanSingle(int64_t length, int64_t budget, Truncation strategy, double head_fraction) {
+  budget = std::max<int64_t>(budget, 0);
+  if (length <= budget) return {length, 0};
+  switch (strategy) {
+    case Truncation::kHead:
+      return {budget, 0};
+    case Truncation::kTail:
+      return {0, budget};
+    case Truncation::kHeadTail: {
+      const double fraction = std::clamp(head_fraction, 0.0, 1.0);
+      const int64_t head =
+          std::clamp<int64_t>(std::llround(static_cast<double>(budget) * fraction), 0, budget);
+      return {head, budget - head};
+    }
+  }
+  return {budget, 0};
+}
+
+absl::StatusOr<PairKeep> PlanPair(int64_t first_length, int64_t second_length, int64_t budget,
+                                  PairTruncation strategy) {
+  const int64_t a = first_length, b = second_length;
+  const int64_t remove = a + b - std::max<int64_t>(budget, 0);
+  if (remove <= 0) return PairKeep{a, b};
+  switch (strategy) {
+    case PairTruncation::kOnlyFirst:
+      // Hugging Face requires the segment to keep at least one token.
+      if (a > remove) return PairKeep{a - remove, b};
+      return absl::InvalidArgumentError(absl::StrCat(
+          "need to remove ", remove, " tokens to truncate the pair but the first sequence has ",
+          a, "; choose another truncation than only_first, e.g. longest_first or only_second"));
+    case PairTruncation::kOnlySecond:
+      if (b > remove) return PairKeep{a, b - remove};
+      return absl::InvalidArgumentError(absl::StrCat(
+          "need to remove ", remove, " tokens to truncate the pair but the second sequence has ",
+          b, "; choose another truncation than only_second, e.g. longest_first or only_first"));
+    case PairTruncation::kLongestFirst: {
+      // Closed form of Hugging Face's loop `if len(a) > len(b): a.pop() else: b.pop()`: the longer
+      // segment shrinks alone until it meets the shorter one; from then on both shrink in turn,
+      // the second first, which leaves the first with the odd token.
+      const int64_t target = a + b - remove;
+      if (a > b && a - remove >= b) return PairKeep{a - remove, b};
+      if (b >= a && b - remove >= a) return PairKeep{a, b - remove};
+      return PairKeep{target - target / 2, target / 2};
+    }
+  }
+  return PairKeep{a, b};
+}
+
+std::vector<int64_t> WindowStarts(int64_t length, int64_t budget, int64_t stride) {
+  std::vector<int64_t> starts = {0};
+  if (budget <= 0 || stride < 0 || stride >= budget) return starts;
+  const int64_t step = budget - stride;
+  for (int64_t start = 0; start + budget < length;) {
+    start += step;
+    starts.push_back(start);
+  }
+  return starts;
+}
+
+}  // namespace padless::tokenize
