@@ -42,12 +42,20 @@ def bert_base_flops_per_token(length, hidden=768, layers=12, ffn=3072):
     return 3 * (2 * matmul_params + layers * 4 * length * hidden)
 
 
-def time_steps(step_fn, batches, warmup, steps):
-    """Runs warmup then timed steps; returns (seconds, real_tokens, slots) of the timed part."""
+def param_bytes(model):
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def time_steps(step_fn, batches, warmup, steps, grad_bytes=0):
+    """Runs warmup then timed steps; returns (seconds, real_tokens, slots, static_bytes) of the
+    timed part. static_bytes = weights + optimizer state (allocated right before the first timed
+    step, when the optimizer state exists) + `grad_bytes` (gradients are set to None between
+    steps, so the caller passes their size), the same accounting as the padless driver."""
     for i in range(warmup):
         step_fn(batches[i % len(batches)])
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
+    static_bytes = torch.cuda.memory_allocated() + grad_bytes
     real = slots = 0
     start = time.perf_counter()
     for i in range(steps):
@@ -56,7 +64,7 @@ def time_steps(step_fn, batches, warmup, steps):
         real += b["real"]
         slots += b["slots"]
     torch.cuda.synchronize()
-    return time.perf_counter() - start, real, slots
+    return time.perf_counter() - start, real, slots, static_bytes
 
 
 def report(args, name, strategy, seconds, real, slots, flops, static_bytes=0, peak_tflops=0.0):

@@ -56,8 +56,6 @@ def main():
         model.gradient_checkpointing_enable()
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    torch.cuda.synchronize()
-    static = torch.cuda.memory_allocated()
 
     def step(b):
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -70,7 +68,8 @@ def main():
     for strategy in args.strategies.split(","):
         batches = make_batches(lengths, strategy, b, args.max_len, args.seed, args.vocab,
                                args.warmup + args.steps)
-        seconds, real, slots = common.time_steps(step, batches, args.warmup, args.steps)
+        seconds, real, slots, static = common.time_steps(
+            step, batches, args.warmup, args.steps, common.param_bytes(model))
         flops = sum(sum(n * common.bert_base_flops_per_token(n) for n in bb["lens"])
                     for bb in batches[args.warmup:args.warmup + args.steps])
         common.report(args, "hf_transformers", strategy, seconds, real, slots, flops, static, peak_tflops)

@@ -88,8 +88,6 @@ def main():
     peak_tflops = common.bf16_matmul_tflops()
     model = Encoder(args.vocab, args.max_len, args.checkpoint).cuda().train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    torch.cuda.synchronize()
-    static = torch.cuda.memory_allocated()
 
     def step(b):
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -101,7 +99,8 @@ def main():
 
     batches = make_batches(lengths, args.budget, args.max_len, args.seed, args.vocab,
                            args.warmup + args.steps)
-    seconds, real, slots = common.time_steps(step, batches, args.warmup, args.steps)
+    seconds, real, slots, static = common.time_steps(
+        step, batches, args.warmup, args.steps, common.param_bytes(model))
     flops = sum(sum(n * common.bert_base_flops_per_token(n) for n in bb["lens"])
                 for bb in batches[args.warmup:args.warmup + args.steps])
     common.report(args, "plain_pytorch", "packed_varlen", seconds, real, slots, flops, static, peak_tflops)

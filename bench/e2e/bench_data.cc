@@ -1,0 +1,114 @@
+#include "bench_data.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "padless/tokenize/batch_encoder.h"
+#include "padless/tokenize/corpus_cache.h"
+#include "padless/tokenize/corpus_reader.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/tokenizer.h"
+
+namespace padless::bench::e2e {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.cache_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create cache dir ", options.cache_dir, ": ", ec.message()));
+  }
+  auto start = std::chrono::steady_clock::now();
+  tokenize::ReaderOptions reader;
+  absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(options.data_path, reader);
+  if (!raw.ok()) return raw.status();
+  if (options.max_rows > 0 && static_cast<int64_t>(raw->examples.size()) > options.max_rows) {
+    raw->examples.resize(static_cast<size_t>(options.max_rows));
+  }
+  BenchData out;
+  out.read_summary = raw->report.Summary();
+
+  // The tokenizer depends on the data file, the rows used and the vocabulary size; the name says
+  // all three so that a different choice trains a new model instead of reusing a stale one.
+  const std::string stem = std::filesystem::path(options.data_path).stem().string();
+  out.tokenizer_path =
+      absl::StrCat(options.cache_dir, "/", stem, "_unigram", options.vocab_size, "_rows",
+                   raw->examples.size(), ".model");
+  absl::StatusOr<tokenize::Tokenizer> tokenizer = absl::UnknownError("unset");
+  if (std::filesystem::exists(out.tokenizer_path)) {
+    tokenizer = tokenize::Tokenizer::Load(out.tokenizer_path);
+    if (!tokenizer.ok()) return tokenizer.status();
+    out.tokenizer_from_cache = true;
+  } else {
+    std::vector<std::string> texts;
+    texts.reserve(raw->examples.size());
+    for (const tokenize::Example& e : raw->examples) texts.push_back(e.text);
+    tokenize::TrainOptions train;
+    train.model_type = "unigram";
+    train.vocab_size = options.vocab_size;
+    train.num_threads = options.threads;
+    tokenizer = tokenize::Tokenizer::TrainFromSentences(texts, train);
+    if (!tokenizer.ok()) {
+      return absl::Status(tokenizer.status().code(),
+                          absl::StrCat("training the tokenizer on ", options.data_path, ": ",
+                                       tokenizer.status().message()));
+    }
+    if (absl::Status s = tokenizer->Save(out.tokenizer_path); !s.ok()) return s;
+  }
+  out.vocab_size = tokenizer->vocab_size();
+  out.tokenizer_seconds = SecondsSince(start);
+
+  start = std::chrono::steady_clock::now();
+  std::vector<std::string> labels;
+  labels.reserve(raw->examples.size());
+  for (const tokenize::Example& e : raw->examples) labels.push_back(e.label);
+  const tokenize::LabelMap label_map = tokenize::LabelMap::FromLabels(labels);
+  out.num_labels = label_map.size();
+
+  tokenize::BatchEncodeOptions encode;
+  encode.encode.max_length = options.max_len;
+  encode.encode.truncation = tokenize::Truncation::kHeadTail;
+  encode.num_threads = options.threads;
+  const std::string description =
+      absl::StrCat(tokenize::DescribeOptions(encode.encode), " rows=", raw->examples.size());
+  absl::StatusOr<uint64_t> fingerprint =
+      tokenize::CacheFingerprint({options.data_path}, *tokenizer, description);
+  if (!fingerprint.ok()) return fingerprint.status();
+  const std::string cache_path = absl::StrCat(options.cache_dir, "/", stem, "_unigram",
+                                              options.vocab_size, "_len", options.max_len,
+                                              ".corpus");
+  absl::StatusOr<tokenize::CachedCorpus> cached = tokenize::LoadOrBuildCorpus(
+      cache_path, *fingerprint, [&]() -> absl::StatusOr<tokenize::TokenizedCorpus> {
+        return tokenize::EncodeCorpus(*tokenizer, *raw, label_map, encode);
+      });
+  if (!cached.ok()) return cached.status();
+  out.corpus = std::move(cached->corpus);
+  out.corpus_from_cache = cached->from_cache;
+  out.encode_seconds = SecondsSince(start);
+  if (out.corpus.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(options.data_path, ": no examples"));
+  }
+  return out;
+}
+
+absl::Status WriteLengths(const tokenize::TokenizedCorpus& corpus, const std::string& path) {
+  std::ofstream f(path, std::ios::trunc);
+  if (!f) return absl::InternalError(absl::StrCat("cannot write ", path));
+  for (size_t i = 0; i < corpus.size(); ++i) f << corpus.length(i) << '\n';
+  f.close();
+  if (!f) return absl::InternalError(absl::StrCat("error writing ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace padless::bench::e2e

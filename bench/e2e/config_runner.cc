@@ -1,0 +1,287 @@
+#include "config_runner.h"
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <c10/util/Exception.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "padless/batching/loader.h"
+#include "padless/batching/padding_stats.h"
+#include "padless/batching/planner.h"
+#include "padless/cuda/memory_meter.h"
+#include "padless/models/attention.h"
+#include "padless/models/autocast.h"
+#include "padless/models/checkpoint.h"
+#include "padless/models/encoder.h"
+#include "padless/models/encoder_config.h"
+#include "padless/tokenize/special_tokens.h"
+
+#ifdef PADLESS_TORCH_HAS_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#endif
+
+namespace padless::bench::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+void Synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());
+}
+
+// AdamW as Python's `torch.optim.AdamW(fused=True)` runs it: one multi-tensor kernel for every
+// parameter (at::_fused_adamw_), step counters kept on the device, gradients dropped after the
+// step (set_to_none). LibTorch's C++ torch::optim::AdamW has no fused option and launches a
+// dozen kernels per parameter, which would tax padless with host overhead the anchors do not pay.
+class FusedAdamW {
+ public:
+  FusedAdamW(std::vector<at::Tensor> params, double lr, double weight_decay)
+      : params_(std::move(params)), lr_(lr), weight_decay_(weight_decay) {
+    for (const at::Tensor& p : params_) {
+      exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+      exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+      steps_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
+    }
+  }
+
+  void Step() {
+    std::vector<at::Tensor> p, g, m, v, s;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const at::Tensor& grad = params_[i].grad();
+      if (!grad.defined()) continue;  // unused this step (e.g. a frozen or unreached weight)
+      p.push_back(params_[i]);
+      g.push_back(grad);
+      m.push_back(exp_avg_[i]);
+      v.push_back(exp_avg_sq_[i]);
+      s.push_back(steps_[i]);
+    }
+    if (p.empty()) return;
+    at::NoGradGuard no_grad;
+    at::_foreach_add_(s, 1.0);
+    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr_, kBeta1, kBeta2, weight_decay_,
+                      kEps, /*amsgrad=*/false, /*maximize=*/false);
+  }
+
+  void ZeroGrad() {
+    for (at::Tensor& p : params_) p.mutable_grad().reset();
+  }
+
+  int64_t ParamBytes() const {
+    int64_t bytes = 0;
+    for (const at::Tensor& p : params_) bytes += p.numel() * static_cast<int64_t>(p.element_size());
+    return bytes;
+  }
+
+ private:
+  static constexpr double kBeta1 = 0.9;
+  static constexpr double kBeta2 = 0.999;
+  static constexpr double kEps = 1e-8;
+  std::vector<at::Tensor> params_, exp_avg_, exp_avg_sq_, steps_;
+  double lr_;
+  double weight_decay_;
+};
+
+// The `count` batches of the run: the planned epoch from its start, repeated if it is shorter
+// (tiny smoke corpora).
+absl::StatusOr<std::vector<batching::BatchSpec>> PlanRun(const RunConfig& config,
+                                                         const tokenize::TokenizedCorpus& corpus,
+                                                         const RunOptions& o, int64_t count) {
+  const batching::Planner planner(
+      PlannerOptionsFor(config.strategy, o.budget, o.max_len, o.seed));
+  const std::vector<int64_t> lengths = corpus.Lengths();
+  absl::StatusOr<std::vector<batching::BatchSpec>> epoch = planner.Plan(lengths, /*epoch=*/0);
+  if (!epoch.ok()) {
+    return absl::Status(epoch.status().code(), absl::StrCat(config.Name(), ": planning: ",
+                                                            epoch.status().message()));
+  }
+  if (epoch->empty()) return absl::InvalidArgumentError(absl::StrCat(config.Name(), ": empty plan"));
+  std::vector<batching::BatchSpec> out;
+  out.reserve(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) out.push_back((*epoch)[static_cast<size_t>(i) % epoch->size()]);
+  return out;
+}
+
+absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
+                                       const tokenize::TokenizedCorpus& corpus,
+                                       const RunOptions& o) {
+  if (o.steps < 1 || o.warmup_steps < 0) {
+    return absl::InvalidArgumentError("--steps must be >= 1 and --warmup_steps >= 0");
+  }
+  const int64_t total = o.warmup_steps + o.steps;
+  absl::StatusOr<std::vector<batching::BatchSpec>> specs = PlanRun(config, corpus, o, total);
+  if (!specs.ok()) return specs.status();
+  const std::vector<batching::BatchSpec> timed(specs->begin() + o.warmup_steps, specs->end());
+
+  absl::StatusOr<models::EncoderConfig> model_config = models::EncoderConfig::Preset(o.preset);
+  if (!model_config.ok()) return model_config.status();
+  model_config->vocab_size(o.vocab_size).num_labels(o.num_labels).max_positions(o.max_len);
+  if (absl::Status s = model_config->Validate(); !s.ok()) return s;
+
+  // Before the model exists: on the CPU the meter installs its counting allocator on first use,
+  // and the weights must be counted too.
+  cuda::MemoryMeter meter(o.device);
+  at::manual_seed(o.seed);
+  models::EncoderClassifier model(*model_config);
+  model->to(o.device);
+  model->train();
+  model->set_checkpoint_policy(config.checkpoint ? models::CheckpointPolicy::All()
+                                                 : models::CheckpointPolicy::None());
+  // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
+  // choice would gather them into the varlen layout on a GPU.
+  model->set_attention_backend(config.strategy == Strategy::kPackedDense
+                                   ? models::AttentionBackend::kDense
+                                   : models::AttentionBackend::kAuto);
+  FusedAdamW optimizer(model->parameters(), o.lr, /*weight_decay=*/0.01);
+
+  batching::LoaderOptions loader_options;
+  loader_options.num_workers = o.loader_workers;
+  loader_options.prefetch = o.prefetch;
+  loader_options.collator.pad_id = tokenize::kPadId;
+  loader_options.device = o.device;
+  absl::StatusOr<std::unique_ptr<batching::Loader>> loader =
+      batching::Loader::Create(&corpus, *specs, loader_options);
+  if (!loader.ok()) return loader.status();
+
+  const bool bf16 = config.precision == Precision::kBf16;
+  RunResult r;
+  r.config = config;
+  r.optimizer = "AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr 1e-4, wd 0.01)";
+  r.steps = o.steps;
+  r.flops = TrainingFlops(
+      timed, ModelShape{model_config->hidden(), model_config->layers(), model_config->ffn()});
+  r.distinct_shapes = batching::ComputePaddingStats(timed).distinct_shapes;
+  for (const batching::BatchSpec& s : timed) {
+    r.sequences += s.num_sequences();
+    r.real_tokens += s.real_tokens();
+    r.token_slots += s.token_slots();
+  }
+
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(o.device).dtype(at::kFloat));
+  Clock::time_point start;
+  for (int64_t step = 0; step < total; ++step) {
+    const bool timing = step >= o.warmup_steps;
+    if (step == o.warmup_steps) {
+      // Warmup is over: the allocator's cache, cuDNN/cuBLAS plans and optimizer state exist.
+      Synchronize(o.device);
+      meter.ResetPeak();
+      // Gradients are dropped after every step, so they are counted from the parameter sizes.
+      r.static_bytes = meter.Snapshot().allocated_bytes + optimizer.ParamBytes();
+      start = Clock::now();
+    }
+    const Clock::time_point wait_start = Clock::now();
+    absl::StatusOr<std::optional<batching::Batch>> next = (*loader)->Next();
+    if (timing) r.data_wait_seconds += SecondsBetween(wait_start, Clock::now());
+    if (!next.ok()) return next.status();
+    if (!next->has_value()) {
+      return absl::InternalError(
+          absl::StrCat(config.Name(), ": loader ended after ", step, " of ", total, " batches"));
+    }
+    const batching::Batch& batch = **next;
+    if (absl::Status s = model->CheckBatch(batch); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(config.Name(), " step ", step, ": ", s.message()));
+    }
+    at::Tensor loss;
+    {
+      models::AutocastGuard autocast(o.device.type(), at::kBFloat16, bf16);
+      if (step == 0) r.backend = models::AttentionBackendName(model->ResolveBackend(batch));
+      loss = models::ClassificationLoss(model->forward(batch), batch.labels);
+    }
+    loss.backward();
+    optimizer.Step();
+    optimizer.ZeroGrad();
+    // Accumulated on the device: reading the loss every step would sync the host with the GPU.
+    if (timing) loss_sum.add_(loss.detach());
+  }
+  Synchronize(o.device);
+  r.seconds = SecondsBetween(start, Clock::now());
+  const cuda::MemorySnapshot mem = meter.Snapshot();
+  r.peak_allocated_bytes = mem.peak_allocated_bytes;
+  r.peak_reserved_bytes = mem.peak_reserved_bytes;
+  r.mean_loss = loss_sum.item<double>() / static_cast<double>(o.steps);
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> RunConfiguration(const RunConfig& config,
+                                           const tokenize::TokenizedCorpus& corpus,
+                                           const RunOptions& options) {
+  absl::StatusOr<RunResult> result;
+  try {
+    result = RunUnchecked(config, corpus, options);
+  } catch (const c10::Error& e) {
+    result = absl::InternalError(
+        absl::StrCat(config.Name(), ": LibTorch error: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    result = absl::InternalError(absl::StrCat(config.Name(), ": ", e.what()));
+  }
+  // Everything of this configuration is gone now; hand the cache back so that the next one's
+  // reserved peak is its own.
+  cuda::MemoryMeter(options.device).EmptyCache();
+  return result;
+}
+
+absl::StatusOr<double> MeasureMatmulTflops(const c10::Device& device, int64_t n, int reps) {
+#ifdef PADLESS_TORCH_HAS_CUDA
+  if (!device.is_cuda()) {
+    return absl::FailedPreconditionError("the bf16 matmul rate is measured on CUDA devices only");
+  }
+  try {
+    const auto opts = at::TensorOptions().device(device).dtype(at::kBFloat16);
+    const at::Tensor a = at::randn({n, n}, opts);
+    const at::Tensor b = at::randn({n, n}, opts);
+    at::Tensor c = at::empty({n, n}, opts);
+    for (int i = 0; i < 3; ++i) at::mm_out(c, a, b);
+    at::cuda::CUDAEvent begin(cudaEventDefault);
+    at::cuda::CUDAEvent end(cudaEventDefault);
+    begin.record();
+    for (int i = 0; i < reps; ++i) at::mm_out(c, a, b);
+    end.record();
+    end.synchronize();
+    const double ms = begin.elapsed_time(end);
+    if (ms <= 0) return absl::InternalError("matmul timing: elapsed time is not positive");
+    return 2.0 * static_cast<double>(n) * n * n * reps / (ms / 1000.0) / 1e12;
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("matmul timing: ", e.what_without_backtrace()));
+  }
+#else
+  (void)device;
+  (void)n;
+  (void)reps;
+  return absl::FailedPreconditionError("LibTorch was built without CUDA");
+#endif
+}
+
+std::string DeviceName(const c10::Device& device) {
+#ifdef PADLESS_TORCH_HAS_CUDA
+  if (device.is_cuda()) {
+    try {
+      return at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index())->name;
+    } catch (const c10::Error& e) {
+      return absl::StrCat("CUDA device (name unavailable: ", e.what_without_backtrace(), ")");
+    }
+  }
+#endif
+  return "CPU";
+}
+
+std::string TorchVersion() { return TORCH_VERSION; }
+
+bool CudaAvailable() { return torch::cuda::is_available(); }
+
+}  // namespace padless::bench::e2e

@@ -1,0 +1,339 @@
+// padless_bench_e2e: trains the encoder classifier under every selected batching strategy,
+// precision and checkpointing policy with one budget of token slots per step, runs the Python
+// anchors in the same invocation, and writes RESULTS.md, a CSV and SVG plots. --smoke runs the
+// whole pipeline on the CPU with the tiny preset (CI keeps the driver from rotting with it).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "anchors.h"
+#include "bench_data.h"
+#include "config_runner.h"
+#include "report.h"
+#include "run_config.h"
+
+ABSL_FLAG(std::string, data, PADLESS_SOURCE_DIR "/../shared/data/imdb_train.tsv",
+          "labeled TSV (label<TAB>text) to train the tokenizer on and to benchmark");
+ABSL_FLAG(int64_t, max_rows, 0, "use only the first N rows of --data (0: all)");
+ABSL_FLAG(std::string, cache_dir, PADLESS_BENCH_CACHE_DIR,
+          "where the SentencePiece model and the tokenized corpus are cached");
+ABSL_FLAG(std::string, out_dir, PADLESS_SOURCE_DIR "/bench/report",
+          "CSV, SVG plots, token lengths and anchor logs go here");
+ABSL_FLAG(std::string, results_md, PADLESS_SOURCE_DIR "/bench/RESULTS.md",
+          "the generated report");
+ABSL_FLAG(std::string, strategies, "all",
+          "comma list of pad_to_max, pad_longest, hf_group_by_length, token_budget_buckets, "
+          "packed_dense, packed_varlen (or all)");
+ABSL_FLAG(std::string, precisions, "bf16", "comma list of fp32, bf16");
+ABSL_FLAG(std::string, checkpoint, "none,all", "comma list of checkpoint policies: none, all");
+ABSL_FLAG(std::string, fp32_strategies, "pad_to_max,packed_varlen",
+          "strategies also run in fp32 without checkpointing (empty: none)");
+ABSL_FLAG(std::string, preset, "base", "encoder preset: tiny, small, base");
+ABSL_FLAG(int, vocab, 16000, "SentencePiece unigram vocabulary size");
+ABSL_FLAG(int64_t, max_len, 512, "tokens per sequence, special tokens included (head+tail cut)");
+ABSL_FLAG(int64_t, budget, 16384, "token slots per step for every strategy");
+ABSL_FLAG(int, warmup_steps, 10, "untimed steps per configuration");
+ABSL_FLAG(int, steps, 50, "timed steps per configuration");
+ABSL_FLAG(int, loader_workers, 2, "collating worker threads of the loader");
+ABSL_FLAG(int, prefetch, 4, "batches the loader builds ahead");
+ABSL_FLAG(int, threads, 0, "tokenizer threads (0: all cores)");
+ABSL_FLAG(uint64_t, seed, 1234, "seed of the planner, the model and the anchors");
+ABSL_FLAG(std::string, device, "auto", "auto (cuda when available), cpu, cuda or cuda:N");
+ABSL_FLAG(bool, anchors, true, "run the Python anchors (GPU only)");
+ABSL_FLAG(std::string, python, "python3", "interpreter for the anchors");
+ABSL_FLAG(std::string, baselines_dir, PADLESS_SOURCE_DIR "/bench/baselines",
+          "folder of hf_bert.py and torch_packed.py");
+ABSL_FLAG(std::string, hf_strategies, "pad_to_max,pad_longest,group_by_length",
+          "strategies of the Hugging Face anchor");
+ABSL_FLAG(bool, smoke, false,
+          "CPU smoke run: tiny preset, 1 warmup + 2 steps, the first 200 rows of data/imdb_1k.tsv, "
+          "max_len 128, budget 2048, every strategy x fp32/bf16 x none/all, no anchors; fails "
+          "unless every configuration ran and every output file was written");
+
+namespace padless::bench::e2e {
+namespace {
+
+constexpr int kExitSkip = 77;  // ctest's SKIP_RETURN_CODE
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string CommandLine(int argc, char** argv) {
+  std::vector<std::string> parts;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool plain = a.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+") ==
+                       std::string::npos;
+    parts.push_back(plain ? a : ShellQuote(a));
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+std::string LengthSummary(const tokenize::TokenizedCorpus& corpus) {
+  std::vector<int64_t> lengths = corpus.Lengths();
+  std::sort(lengths.begin(), lengths.end());
+  auto pct = [&](double p) {
+    const size_t i = std::min(lengths.size() - 1, static_cast<size_t>(p * (lengths.size() - 1)));
+    return lengths[i];
+  };
+  const double mean = static_cast<double>(corpus.total_tokens()) / lengths.size();
+  return absl::StrFormat("lengths mean %.0f, p50 %d, p90 %d, max %d", mean, pct(0.5), pct(0.9),
+                         lengths.back());
+}
+
+absl::Status CheckOutputs(const std::vector<std::string>& paths) {
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!std::filesystem::exists(p, ec) || std::filesystem::file_size(p, ec) == 0) {
+      return absl::InternalError(absl::StrCat("output missing or empty: ", p));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string RelativeTo(const std::string& path, const std::string& base_file) {
+  std::error_code ec;
+  const auto base = std::filesystem::absolute(base_file, ec).parent_path();
+  const auto rel = std::filesystem::absolute(path, ec).lexically_relative(base);
+  return rel.empty() ? path : rel.string();
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "End-to-end throughput/memory benchmark of padless against the Python anchors.\n"
+      "GPU run: padless_bench_e2e  (defaults: every strategy in bf16 x {none, all} plus fp32 "
+      "pad_to_max and packed_varlen).\nCI: padless_bench_e2e --smoke --out_dir D --results_md F");
+  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::fprintf(stderr, "unexpected argument: %s\n", rest[1]);
+    return 2;
+  }
+  const bool smoke = absl::GetFlag(FLAGS_smoke);
+  std::string data_path = absl::GetFlag(FLAGS_data);
+  int64_t max_rows = absl::GetFlag(FLAGS_max_rows);
+  std::string strategies = absl::GetFlag(FLAGS_strategies);
+  std::string precisions = absl::GetFlag(FLAGS_precisions);
+  std::string checkpoints = absl::GetFlag(FLAGS_checkpoint);
+  std::string fp32_extra = absl::GetFlag(FLAGS_fp32_strategies);
+  std::string device_name = absl::GetFlag(FLAGS_device);
+  bool anchors = absl::GetFlag(FLAGS_anchors);
+  RunOptions run;
+  run.preset = absl::GetFlag(FLAGS_preset);
+  run.max_len = absl::GetFlag(FLAGS_max_len);
+  run.budget = absl::GetFlag(FLAGS_budget);
+  run.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  run.steps = absl::GetFlag(FLAGS_steps);
+  run.loader_workers = absl::GetFlag(FLAGS_loader_workers);
+  run.prefetch = absl::GetFlag(FLAGS_prefetch);
+  run.seed = absl::GetFlag(FLAGS_seed);
+  int vocab = absl::GetFlag(FLAGS_vocab);
+  if (smoke) {
+    // Everything small enough for 2 CPU cores in well under a minute, yet every code path.
+    data_path = PADLESS_SOURCE_DIR "/data/imdb_1k.tsv";
+    max_rows = 200;
+    vocab = 1000;
+    run.preset = "tiny";
+    run.max_len = 128;
+    run.budget = 2048;
+    run.warmup_steps = 1;
+    run.steps = 2;
+    run.loader_workers = 1;
+    strategies = "all";
+    precisions = "fp32,bf16";
+    checkpoints = "none,all";
+    fp32_extra = "";
+    device_name = "cpu";
+    anchors = false;
+  }
+  if (!std::filesystem::exists(data_path)) {
+    std::fprintf(stderr, "data file not found: %s\n", data_path.c_str());
+    return smoke ? kExitSkip : 1;
+  }
+
+  absl::StatusOr<std::vector<RunConfig>> configs =
+      ExpandConfigs(strategies, precisions, checkpoints, fp32_extra);
+  if (!configs.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(configs.status().message()).c_str());
+    return 2;
+  }
+  if (device_name == "auto") device_name = CudaAvailable() ? "cuda:0" : "cpu";
+  try {
+    run.device = c10::Device(device_name);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "--device: cannot parse '%s'\n", device_name.c_str());
+    return 2;
+  }
+  if (run.device.is_cuda() && !CudaAvailable()) {
+    std::fprintf(stderr, "--device %s: CUDA is not available in this process\n",
+                 device_name.c_str());
+    return 2;
+  }
+  if (!run.device.is_cuda() && anchors) {
+    std::fprintf(stderr, "[e2e] CPU device: the Python anchors need a GPU; skipping them\n");
+    anchors = false;
+  }
+
+  const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+  const std::string results_md = absl::GetFlag(FLAGS_results_md);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "cannot create --out_dir %s: %s\n", out_dir.c_str(), ec.message().c_str());
+    return 1;
+  }
+  const auto md_dir = std::filesystem::absolute(results_md).parent_path();
+  std::filesystem::create_directories(md_dir, ec);
+
+  // Data.
+  DataOptions data_options;
+  data_options.data_path = data_path;
+  data_options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  data_options.vocab_size = vocab;
+  data_options.max_len = run.max_len;
+  data_options.max_rows = max_rows;
+  data_options.threads = absl::GetFlag(FLAGS_threads);
+  std::fprintf(stderr, "[e2e] preparing data from %s\n", data_path.c_str());
+  absl::StatusOr<BenchData> data = PrepareData(data_options);
+  if (!data.ok()) {
+    std::fprintf(stderr, "data: %s\n", std::string(data.status().message()).c_str());
+    return 1;
+  }
+  run.vocab_size = data->vocab_size;
+  run.num_labels = data->num_labels;
+  const std::string lengths_path = absl::StrCat(out_dir, "/imdb_lengths.txt");
+  if (absl::Status s = WriteLengths(data->corpus, lengths_path); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  ReportInput report;
+  report.smoke = smoke;
+  report.command = CommandLine(argc, argv);
+  report.date_utc = UtcNow();
+  report.device = run.device.str();
+  report.gpu_name = DeviceName(run.device);
+  report.torch_version = TorchVersion();
+  report.run_options = run;
+  report.data_summary = absl::StrFormat(
+      "%s (%s; %d examples used), SentencePiece unigram %d pieces (%s, %.1f s), head+tail "
+      "truncation at %d (%s, %.1f s); %s",
+      data_path, data->read_summary, data->corpus.size(), data->vocab_size,
+      data->tokenizer_from_cache ? "cached" : "trained", data->tokenizer_seconds, run.max_len,
+      data->corpus_from_cache ? "cached corpus" : "tokenized", data->encode_seconds,
+      LengthSummary(data->corpus));
+  std::fprintf(stderr, "[e2e] %s\n", report.data_summary.c_str());
+
+  absl::StatusOr<double> matmul = MeasureMatmulTflops(run.device);
+  if (matmul.ok()) {
+    report.matmul_tflops = *matmul;
+    std::fprintf(stderr, "[e2e] bf16 matmul 8192^3: %.0f TFLOP/s\n", *matmul);
+  } else {
+    report.matmul_note = std::string(matmul.status().message());
+  }
+
+  // padless configurations.
+  for (const RunConfig& config : *configs) {
+    std::fprintf(stderr, "[e2e] running %s\n", config.Name().c_str());
+    absl::StatusOr<RunResult> r = RunConfiguration(config, data->corpus, run);
+    if (!r.ok()) {
+      report.run_failures.push_back(std::string(r.status().message()));
+      std::fprintf(stderr, "[e2e] FAILED %s\n", std::string(r.status().message()).c_str());
+      continue;
+    }
+    std::fprintf(stderr,
+                 "[e2e]   %s: %.1fk real tok/s, padding eff. %.1f%%, step %.1f ms, data wait "
+                 "%.1f%%, peak %.2f GiB, activations %.2f GiB, loss %.4f\n",
+                 r->backend.c_str(), r->tokens_per_second() / 1e3, 100 * r->padding_efficiency(),
+                 r->step_ms(), 100 * r->data_wait_share(), r->peak_allocated_bytes / 1073741824.0,
+                 r->activation_bytes() / 1073741824.0, r->mean_loss);
+    report.runs.push_back(*std::move(r));
+  }
+
+  // Python anchors.
+  report.anchors_requested = anchors;
+  bool anchor_failed = false;
+  if (anchors) {
+    AnchorOptions a;
+    a.python = absl::GetFlag(FLAGS_python);
+    a.baselines_dir = absl::GetFlag(FLAGS_baselines_dir);
+    a.lengths_path = lengths_path;
+    a.out_dir = out_dir;
+    a.hf_strategies = absl::GetFlag(FLAGS_hf_strategies);
+    a.budget = run.budget;
+    a.max_len = run.max_len;
+    a.vocab_size = run.vocab_size;
+    a.warmup_steps = run.warmup_steps;
+    a.steps = run.steps;
+    a.seed = run.seed;
+    a.checkpoint_policies.clear();
+    for (const RunConfig& c : *configs) {
+      if (std::find(a.checkpoint_policies.begin(), a.checkpoint_policies.end(), c.checkpoint) ==
+          a.checkpoint_policies.end()) {
+        a.checkpoint_policies.push_back(c.checkpoint);
+      }
+    }
+    report.anchors = RunAnchors(a);
+    for (const AnchorRun& ar : report.anchors) {
+      if (!ar.error.empty()) {
+        anchor_failed = true;
+        std::fprintf(stderr, "[e2e] anchor FAILED: %s\n", ar.error.c_str());
+      }
+      for (const AnchorRow& row : ar.rows) {
+        std::fprintf(stderr, "[e2e]   %s: %.1fk real tok/s\n", row.Name().c_str(),
+                     row.real_tokens_per_s / 1e3);
+        if (report.python_torch_version.empty()) report.python_torch_version = row.torch;
+      }
+    }
+  }
+
+  // Outputs.
+  const std::string csv = absl::StrCat(out_dir, "/e2e_results.csv");
+  const std::string throughput_svg = absl::StrCat(out_dir, "/e2e_throughput.svg");
+  const std::string memory_svg = absl::StrCat(out_dir, "/e2e_memory_vs_throughput.svg");
+  report.csv_link = RelativeTo(csv, results_md);
+  report.throughput_svg_link = RelativeTo(throughput_svg, results_md);
+  report.memory_svg_link = RelativeTo(memory_svg, results_md);
+  for (const absl::Status& s :
+       {WriteCsv(csv, report), WriteThroughputSvg(throughput_svg, report),
+        WriteMemorySvg(memory_svg, report), WriteMarkdown(results_md, report)}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+  }
+  if (absl::Status s = CheckOutputs({lengths_path, csv, throughput_svg, memory_svg, results_md});
+      !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "[e2e] wrote %s, %s, %s, %s\n", results_md.c_str(), csv.c_str(),
+               throughput_svg.c_str(), memory_svg.c_str());
+  if (!report.run_failures.empty()) {
+    std::fprintf(stderr, "[e2e] %zu configuration(s) failed\n", report.run_failures.size());
+    return 1;
+  }
+  if (smoke && report.runs.size() != configs->size()) return 1;
+  return anchor_failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace padless::bench::e2e
+
+int main(int argc, char** argv) { return padless::bench::e2e::Main(argc, argv); }

@@ -1,0 +1,512 @@
+#include "report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace padless::bench::e2e {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double GiB(int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
+
+std::vector<AnchorRow> AnchorRows(const ReportInput& in) {
+  std::vector<AnchorRow> rows;
+  for (const AnchorRun& run : in.anchors) rows.insert(rows.end(), run.rows.begin(), run.rows.end());
+  return rows;
+}
+
+// The plain-PyTorch packed peer with the same checkpointing, if it ran.
+std::optional<AnchorRow> PlainPeer(const std::vector<AnchorRow>& rows, bool checkpoint) {
+  for (const AnchorRow& r : rows) {
+    if (r.impl == "plain_pytorch" && r.checkpoint == checkpoint) return r;
+  }
+  return std::nullopt;
+}
+
+// Hugging Face on its best padding strategy, with the same checkpointing.
+std::optional<AnchorRow> HfBest(const std::vector<AnchorRow>& rows, bool checkpoint) {
+  std::optional<AnchorRow> best;
+  for (const AnchorRow& r : rows) {
+    if (r.impl != "hf_transformers" || r.checkpoint != checkpoint) continue;
+    if (!best || r.real_tokens_per_s > best->real_tokens_per_s) best = r;
+  }
+  return best;
+}
+
+std::optional<double> Ratio(double value, const std::optional<AnchorRow>& peer) {
+  if (!peer || !(peer->real_tokens_per_s > 0)) return std::nullopt;
+  return value / peer->real_tokens_per_s;
+}
+
+std::string RatioText(const std::optional<double>& r) {
+  return r ? absl::StrFormat("%.2fx", *r) : std::string("n/a");
+}
+
+std::string Kilo(double tokens_per_s) { return absl::StrFormat("%.1fk", tokens_per_s / 1e3); }
+
+std::string Percent(double share) { return absl::StrFormat("%.1f%%", 100.0 * share); }
+
+std::string XmlEscape(const std::string& s) {
+  return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
+}
+
+// A round tick step (1, 2 or 5 times a power of ten) that splits `range` into about 5 parts.
+double NiceStep(double range) {
+  if (!(range > 0)) return 1;
+  const double raw = range / 5;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * mag) return m * mag;
+  }
+  return 10 * mag;
+}
+
+const RunResult* BestRun(const std::vector<RunResult>& runs) {
+  const RunResult* best = nullptr;
+  for (const RunResult& r : runs) {
+    if (!best || r.tokens_per_second() > best->tokens_per_second()) best = &r;
+  }
+  return best;
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+    f << text;
+    f.close();
+    if (!f) return absl::InternalError(absl::StrCat("error writing ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+const char* StrategyColor(Strategy s) {
+  switch (s) {
+    case Strategy::kPadToMax: return "#d62728";
+    case Strategy::kPadLongest: return "#ff7f0e";
+    case Strategy::kHfGroupByLength: return "#bcbd22";
+    case Strategy::kTokenBudgetBuckets: return "#2ca02c";
+    case Strategy::kPackedDense: return "#17becf";
+    case Strategy::kPackedVarlen: return "#1f77b4";
+  }
+  return "#000000";
+}
+
+}  // namespace
+
+double Mfu(const RunResult& r, double matmul_tflops) {
+  return matmul_tflops > 0 ? r.tflops() / matmul_tflops : 0;
+}
+
+std::string RenderCsv(const ReportInput& in) {
+  const std::vector<AnchorRow> anchors = AnchorRows(in);
+  std::string out =
+      "kind,name,strategy,precision,checkpoint,backend,steps,real_tokens,token_slots,"
+      "real_tokens_per_s,padding_efficiency,step_ms,data_wait_share,peak_allocated_bytes,"
+      "peak_reserved_bytes,static_bytes,activation_bytes,tflops,mfu,matmul_tflops,mean_loss,"
+      "vs_plain_pytorch,vs_hf_best\n";
+  auto ratio_field = [](const std::optional<double>& r) {
+    return r ? absl::StrFormat("%.4f", *r) : std::string();
+  };
+  for (const RunResult& r : in.runs) {
+    const double tps = r.tokens_per_second();
+    absl::StrAppend(
+        &out,
+        absl::StrJoin(
+            {std::string("padless"), CsvField(r.config.Name()), StrategyName(r.config.strategy),
+             PrecisionName(r.config.precision), std::string(r.config.checkpoint ? "all" : "none"),
+             CsvField(r.backend), absl::StrCat(r.steps), absl::StrCat(r.real_tokens),
+             absl::StrCat(r.token_slots), absl::StrFormat("%.1f", tps),
+             absl::StrFormat("%.4f", r.padding_efficiency()), absl::StrFormat("%.3f", r.step_ms()),
+             absl::StrFormat("%.4f", r.data_wait_share()), absl::StrCat(r.peak_allocated_bytes),
+             absl::StrCat(r.peak_reserved_bytes), absl::StrCat(r.static_bytes),
+             absl::StrCat(r.activation_bytes()), absl::StrFormat("%.2f", r.tflops()),
+             absl::StrFormat("%.4f", Mfu(r, in.matmul_tflops)),
+             absl::StrFormat("%.1f", in.matmul_tflops), absl::StrFormat("%.5f", r.mean_loss),
+             ratio_field(Ratio(tps, PlainPeer(anchors, r.config.checkpoint))),
+             ratio_field(Ratio(tps, HfBest(anchors, r.config.checkpoint)))},
+            ","),
+        "\n");
+  }
+  for (const AnchorRow& a : anchors) {
+    absl::StrAppend(
+        &out,
+        absl::StrJoin({std::string("anchor"), CsvField(a.Name()), CsvField(a.strategy),
+                       std::string("bf16"), std::string(a.checkpoint ? "all" : "none"),
+                       std::string(), std::string(), std::string(), std::string(),
+                       absl::StrFormat("%.1f", a.real_tokens_per_s),
+                       absl::StrFormat("%.4f", a.padding_efficiency),
+                       absl::StrFormat("%.3f", a.step_ms), std::string(),
+                       absl::StrCat(a.peak_allocated_bytes), absl::StrCat(a.peak_reserved_bytes),
+                       absl::StrCat(a.static_bytes), absl::StrCat(a.activation_bytes()),
+                       absl::StrFormat("%.2f", a.tflops), absl::StrFormat("%.4f", a.mfu),
+                       absl::StrFormat("%.1f", a.matmul_tflops), std::string(), std::string(),
+                       std::string()},
+                      ","),
+        "\n");
+  }
+  return out;
+}
+
+std::string RenderThroughputSvg(const ReportInput& in) {
+  struct Bar {
+    std::string label;
+    double value;
+    std::string color;
+  };
+  std::vector<Bar> bars;
+  for (const RunResult& r : in.runs) {
+    std::string color = r.config.precision == Precision::kFp32
+                            ? "#ff7f0e"
+                            : (r.config.checkpoint ? "#9ecae1" : "#1f77b4");
+    bars.push_back({"padless " + r.config.Name(), r.tokens_per_second(), color});
+  }
+  for (const AnchorRow& a : AnchorRows(in)) {
+    bars.push_back({a.Name(), a.real_tokens_per_s, a.checkpoint ? "#c7c7c7" : "#7f7f7f"});
+  }
+  const bool refs = in.matmul_tflops > 0;  // reference figures are H200 numbers
+  double max_value = 1;
+  for (const Bar& b : bars) max_value = std::max(max_value, b.value);
+  if (refs) max_value = std::max(max_value, kRefTorchPackedTokensPerSecond);
+  const double step = NiceStep(max_value);
+  const double axis_max = std::ceil(max_value * 1.05 / step) * step;
+  const int left = 330, width = 520, right = 90, top = 50, row = 22;
+  const int height = top + static_cast<int>(bars.size()) * row + 50;
+  const int total_width = left + width + right;
+  auto x_of = [&](double v) { return left + width * v / axis_max; };
+
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
+      "fill=\"white\"/>\n<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Real "
+      "tokens/s per configuration (%s, budget %d token slots/step)</text>\n",
+      total_width, height, 10, XmlEscape(in.gpu_name), in.run_options.budget);
+  const int axis_y = top + static_cast<int>(bars.size()) * row + 4;
+  for (double t = 0; t <= axis_max + step / 2; t += step) {
+    const double x = x_of(t);
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e0e0e0\"/>\n"
+                          "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                          x, top - 4, x, axis_y, x, axis_y + 16, Kilo(t));
+  }
+  absl::StrAppendFormat(&svg, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">real tokens/s</text>\n",
+                        left + width / 2, axis_y + 34);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const int y = top + static_cast<int>(i) * row;
+    const double w = x_of(bars[i].value) - left;
+    absl::StrAppendFormat(
+        &svg,
+        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
+        "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n"
+        "<text x=\"%.1f\" y=\"%d\">%s</text>\n",
+        left - 6, y + 15, XmlEscape(bars[i].label), left, y + 3, std::max(0.0, w), row - 6,
+        bars[i].color, left + w + 4, y + 15, Kilo(bars[i].value));
+  }
+  if (refs) {
+    for (const auto& [value, name] : {std::pair<double, const char*>{kRefHfTokensPerSecond, "HF ref"},
+                                      {kRefTorchPackedTokensPerSecond, "PyTorch packed ref"}}) {
+      const double x = x_of(value);
+      absl::StrAppendFormat(&svg,
+                            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\" "
+                            "stroke-dasharray=\"4,3\"/>\n<text x=\"%.1f\" y=\"%d\" "
+                            "text-anchor=\"middle\" font-size=\"10\">%s %s</text>\n",
+                            x, top - 4, x, axis_y, x, top - 8, name, Kilo(value));
+    }
+  }
+  svg += "</svg>\n";
+  return svg;
+}
+
+std::string RenderMemorySvg(const ReportInput& in) {
+  struct Point {
+    std::string label;
+    double gib;
+    double tps;
+    std::string color;
+    bool checkpoint;
+    bool anchor;
+  };
+  std::vector<Point> points;
+  for (const RunResult& r : in.runs) {
+    points.push_back({absl::StrCat(StrategyName(r.config.strategy),
+                                   r.config.precision == Precision::kFp32 ? " fp32" : ""),
+                      GiB(r.activation_bytes()), r.tokens_per_second(),
+                      StrategyColor(r.config.strategy), r.config.checkpoint, false});
+  }
+  for (const AnchorRow& a : AnchorRows(in)) {
+    points.push_back({absl::StrCat(a.impl == "hf_transformers" ? "HF " : "PyTorch ", a.strategy),
+                      GiB(a.activation_bytes()), a.real_tokens_per_s, "#000000", a.checkpoint,
+                      true});
+  }
+  double max_gib = 0.1, max_tps = 1;
+  for (const Point& p : points) {
+    max_gib = std::max(max_gib, p.gib);
+    max_tps = std::max(max_tps, p.tps);
+  }
+  const double xs = NiceStep(max_gib), ys = NiceStep(max_tps);
+  const double x_max = std::ceil(max_gib * 1.08 / xs) * xs;
+  const double y_max = std::ceil(max_tps * 1.08 / ys) * ys;
+  const int left = 80, top = 50, width = 620, height = 420, legend = 230;
+  auto x_of = [&](double v) { return left + width * std::max(0.0, v) / x_max; };
+  auto y_of = [&](double v) { return top + height - height * v / y_max; };
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
+      "fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Activation "
+      "memory vs throughput: checkpointing none (circles) / all (squares)</text>\n",
+      left + width + legend, top + height + 60);
+  for (double t = 0; t <= x_max + xs / 2; t += xs) {
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e0e0e0\"/>\n"
+                          "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+                          x_of(t), top, x_of(t), top + height, x_of(t), top + height + 16, t);
+  }
+  for (double t = 0; t <= y_max + ys / 2; t += ys) {
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n"
+                          "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                          left, y_of(t), left + width, y_of(t), left - 6, y_of(t) + 4, Kilo(t));
+  }
+  absl::StrAppendFormat(
+      &svg,
+      "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">activation memory (GiB): peak allocated "
+      "minus weights, grads and optimizer state</text>\n<text x=\"16\" y=\"%d\" "
+      "transform=\"rotate(-90 16 %d)\" text-anchor=\"middle\">real tokens/s</text>\n",
+      left + width / 2, top + height + 40, top + height / 2, top + height / 2);
+  for (const Point& p : points) {
+    const double x = x_of(p.gib), y = y_of(p.tps);
+    const std::string fill = p.anchor ? "none" : p.color;
+    if (p.checkpoint) {
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\" "
+                            "stroke=\"%s\" stroke-width=\"1.5\"/>\n",
+                            x - 5, y - 5, fill, p.color);
+    } else {
+      absl::StrAppendFormat(&svg,
+                            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\" fill=\"%s\" stroke=\"%s\" "
+                            "stroke-width=\"1.5\"/>\n",
+                            x, y, fill, p.color);
+    }
+    absl::StrAppendFormat(&svg, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s</text>\n", x + 8,
+                          y - 6, XmlEscape(p.label));
+  }
+  int ly = top + 10;
+  for (Strategy s : AllStrategies()) {
+    absl::StrAppendFormat(&svg,
+                          "<circle cx=\"%d\" cy=\"%d\" r=\"5\" fill=\"%s\"/>\n<text x=\"%d\" "
+                          "y=\"%d\">padless %s</text>\n",
+                          left + width + 20, ly, StrategyColor(s), left + width + 32, ly + 4,
+                          StrategyName(s));
+    ly += 18;
+  }
+  absl::StrAppendFormat(&svg,
+                        "<circle cx=\"%d\" cy=\"%d\" r=\"5\" fill=\"none\" stroke=\"#000\"/>\n"
+                        "<text x=\"%d\" y=\"%d\">Python anchors (hollow)</text>\n",
+                        left + width + 20, ly, left + width + 32, ly + 4);
+  svg += "</svg>\n";
+  return svg;
+}
+
+std::string RenderMarkdown(const ReportInput& in) {
+  const std::vector<AnchorRow> anchors = AnchorRows(in);
+  const RunOptions& o = in.run_options;
+  std::string md = "# padless end-to-end throughput and memory\n\n";
+  absl::StrAppend(&md,
+                  "Generated by `padless_bench_e2e` (bench/e2e/); do not edit by hand, rerun the "
+                  "command instead.",
+                  in.smoke ? " **Smoke run (CPU, tiny model): the numbers mean nothing.**" : "",
+                  "\n\n");
+  absl::StrAppend(&md, "- Command: `", in.command, "`\n");
+  absl::StrAppend(&md, "- Date (UTC): ", in.date_utc, "\n");
+  absl::StrAppend(&md, "- Device: ", in.gpu_name, " (", in.device, "); LibTorch ",
+                  in.torch_version, "; Python anchors: torch ",
+                  in.python_torch_version.empty() ? "n/a" : in.python_torch_version, "\n");
+  absl::StrAppend(&md, "- Model: preset `", o.preset, "`, vocabulary ", o.vocab_size, ", ",
+                  o.num_labels, " labels, max length ", o.max_len, "; budget ", o.budget,
+                  " token slots per step (b = ", o.budget / std::max<int64_t>(1, o.max_len),
+                  " x ", o.max_len, " padded, max_tokens ", o.budget,
+                  " for buckets and packing); ", o.warmup_steps, " warmup + ", o.steps,
+                  " timed steps per configuration\n");
+  if (!in.runs.empty()) absl::StrAppend(&md, "- Optimizer: ", in.runs.front().optimizer, "\n");
+  absl::StrAppend(&md, "- Data: ", in.data_summary, "\n");
+  if (in.matmul_tflops > 0) {
+    absl::StrAppendFormat(&md,
+                          "- Dense bf16 matmul (8192^3, CUDA events), the MFU denominator: %.0f "
+                          "TFLOP/s\n",
+                          in.matmul_tflops);
+  } else {
+    absl::StrAppend(&md, "- Dense bf16 matmul rate: not measured (", in.matmul_note,
+                    "); MFU is not reported\n");
+  }
+  md += "- Timing: the device is synchronized before and after the timed steps; the loss is "
+        "accumulated on the device and read once. MFU counts 3 x (2 x matmul parameters + "
+        "4 L H per layer) FLOPs per real token, L the sequence's own length.\n\n";
+
+  // Headline.
+  md += "## Headline\n\n";
+  const RunResult* best = BestRun(in.runs);
+  if (best == nullptr) {
+    md += "No configuration completed.\n\n";
+  } else {
+    const double tps = best->tokens_per_second();
+    const std::optional<double> vs_plain = Ratio(tps, PlainPeer(anchors, false));
+    const std::optional<double> vs_hf = Ratio(tps, HfBest(anchors, false));
+    absl::StrAppend(&md, "- Best padless configuration: **", best->config.Name(), "** (",
+                    best->backend, "): **", Kilo(tps), " real tokens/s**");
+    if (in.matmul_tflops > 0) absl::StrAppend(&md, ", MFU ", Percent(Mfu(*best, in.matmul_tflops)));
+    md += ".\n";
+    absl::StrAppend(&md, "- Against the anchors of this run: ", RatioText(vs_plain),
+                    " the plain-PyTorch packed peer (target >= 1.0x, stretch >= 1.3x: ",
+                    vs_plain ? (*vs_plain >= 1.3 ? "stretch met" : *vs_plain >= 1.0 ? "met" : "NOT met")
+                             : "not measured",
+                    "), ", RatioText(vs_hf), " Hugging Face on its best strategy (target >= 2.3x: ",
+                    vs_hf ? (*vs_hf >= 2.3 ? "met" : "NOT met") : "not measured", ").\n");
+    if (!in.smoke) {
+      absl::StrAppendFormat(&md,
+                            "- Against the reference figures (earlier H200 runs): %.2fx HF's 207k, "
+                            "%.2fx plain PyTorch's 488k",
+                            tps / kRefHfTokensPerSecond, tps / kRefTorchPackedTokensPerSecond);
+      if (in.matmul_tflops > 0) {
+        absl::StrAppendFormat(&md, "; MFU %s vs the peer's 34%%",
+                              Percent(Mfu(*best, in.matmul_tflops)));
+      }
+      md += ".\n";
+    }
+    double worst_wait = 0;
+    std::string worst_name;
+    for (const RunResult& r : in.runs) {
+      if (r.data_wait_share() >= worst_wait) {
+        worst_wait = r.data_wait_share();
+        worst_name = r.config.Name();
+      }
+    }
+    absl::StrAppend(&md, "- Data wait (host time blocked in Loader::Next over the timed wall "
+                         "time), worst configuration: ",
+                    Percent(worst_wait), " (", worst_name, "; target <= 2%: ",
+                    worst_wait <= 0.02 ? "met" : "NOT met", ").\n");
+  }
+  md += "\n";
+
+  // Configurations.
+  md += "## padless configurations\n\n";
+  md += "| configuration | attention | real tok/s | padding eff. | step ms | data wait | peak "
+        "alloc GiB | peak reserved GiB | activations GiB | TFLOP/s | MFU | vs plain PyTorch | "
+        "vs HF best | mean loss |\n";
+  md += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const RunResult& r : in.runs) {
+    const double tps = r.tokens_per_second();
+    absl::StrAppendFormat(
+        &md, "| %s | %s | %s | %s | %.1f | %s | %.2f | %.2f | %.2f | %.1f | %s | %s | %s | %.4f |\n",
+        r.config.Name(), r.backend, Kilo(tps), Percent(r.padding_efficiency()), r.step_ms(),
+        Percent(r.data_wait_share()), GiB(r.peak_allocated_bytes), GiB(r.peak_reserved_bytes),
+        GiB(r.activation_bytes()), r.tflops(),
+        in.matmul_tflops > 0 ? Percent(Mfu(r, in.matmul_tflops)) : std::string("n/a"),
+        RatioText(Ratio(tps, PlainPeer(anchors, r.config.checkpoint))),
+        RatioText(Ratio(tps, HfBest(anchors, r.config.checkpoint))), r.mean_loss);
+  }
+  md += "\nRatios compare with the anchor of the same checkpointing policy. Static memory "
+        "(weights + gradients + AdamW state) is measured before the first timed step; "
+        "activations = peak allocated - static.\n\n";
+  if (!in.run_failures.empty()) {
+    md += "**Failed configurations:**\n\n";
+    for (const std::string& f : in.run_failures) absl::StrAppend(&md, "- ", f, "\n");
+    md += "\n";
+  }
+
+  // Anchors.
+  md += "## Python anchors (same run)\n\n";
+  if (!in.anchors_requested) {
+    md += "Not run (--anchors=false or smoke mode).\n\n";
+  } else {
+    md += "| anchor | real tok/s | padding eff. | step ms | peak alloc GiB | activations GiB | "
+          "TFLOP/s | MFU |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const AnchorRow& a : anchors) {
+      absl::StrAppendFormat(&md, "| %s | %s | %s | %.1f | %.2f | %.2f | %.1f | %s |\n", a.Name(),
+                            Kilo(a.real_tokens_per_s), Percent(a.padding_efficiency), a.step_ms,
+                            GiB(a.peak_allocated_bytes), GiB(a.activation_bytes()), a.tflops,
+                            Percent(a.mfu));
+    }
+    md += "\nCommands:\n\n";
+    for (const AnchorRun& run : in.anchors) {
+      absl::StrAppend(&md, "- `", run.command, "`", run.error.empty() ? "" : " **FAILED**", "\n");
+      if (!run.error.empty()) absl::StrAppend(&md, "\n```\n", run.error, "\n```\n\n");
+    }
+    md += "\n";
+  }
+
+  // Checkpointing trade-off.
+  md += "## Checkpointing: throughput lost for activation memory saved\n\n";
+  md += "| configuration | real tok/s none -> all | throughput lost | activations GiB none "
+        "-> all |\n|---|---:|---:|---:|\n";
+  bool any = false;
+  for (const RunResult& a : in.runs) {
+    if (a.config.checkpoint) continue;
+    for (const RunResult& b : in.runs) {
+      if (!b.config.checkpoint || b.config.strategy != a.config.strategy ||
+          b.config.precision != a.config.precision) {
+        continue;
+      }
+      any = true;
+      const double loss = 1 - b.tokens_per_second() / std::max(1e-9, a.tokens_per_second());
+      absl::StrAppendFormat(&md, "| padless %s/%s | %s -> %s | %s | %.2f -> %.2f |\n",
+                            StrategyName(a.config.strategy), PrecisionName(a.config.precision),
+                            Kilo(a.tokens_per_second()), Kilo(b.tokens_per_second()),
+                            Percent(loss), GiB(a.activation_bytes()), GiB(b.activation_bytes()));
+    }
+  }
+  for (const AnchorRow& a : anchors) {
+    if (a.checkpoint) continue;
+    for (const AnchorRow& b : anchors) {
+      if (!b.checkpoint || b.impl != a.impl || b.strategy != a.strategy) continue;
+      any = true;
+      const double loss = 1 - b.real_tokens_per_s / std::max(1e-9, a.real_tokens_per_s);
+      absl::StrAppendFormat(&md, "| %s:%s | %s -> %s | %s | %.2f -> %.2f |\n", a.impl, a.strategy,
+                            Kilo(a.real_tokens_per_s), Kilo(b.real_tokens_per_s), Percent(loss),
+                            GiB(a.activation_bytes()), GiB(b.activation_bytes()));
+    }
+  }
+  if (!any) md += "| (no configuration ran with both policies) | | | |\n";
+  md += "\nTarget: lose <= 20% of the throughput without checkpointing (PyTorch and HF lose "
+        "about 35%).\n\n";
+
+  md += "## Outputs\n\n";
+  absl::StrAppend(&md, "- CSV: [", in.csv_link, "](", in.csv_link, ")\n");
+  absl::StrAppend(&md, "\n![real tokens/s per configuration](", in.throughput_svg_link, ")\n");
+  absl::StrAppend(&md, "\n![activation memory vs throughput](", in.memory_svg_link, ")\n");
+  md += "\nMemory against sequence length comes from `padless profile-memory` (not this "
+        "driver).\n";
+  return md;
+}
+
+absl::Status WriteCsv(const std::string& path, const ReportInput& in) {
+  return WriteText(path, RenderCsv(in));
+}
+absl::Status WriteThroughputSvg(const std::string& path, const ReportInput& in) {
+  return WriteText(path, RenderThroughputSvg(in));
+}
+absl::Status WriteMemorySvg(const std::string& path, const ReportInput& in) {
+  return WriteText(path, RenderMemorySvg(in));
+}
+absl::Status WriteMarkdown(const std::string& path, const ReportInput& in) {
+  return WriteText(path, RenderMarkdown(in));
+}
+
+}  // namespace padless::bench::e2e

@@ -1,0 +1,175 @@
+#include "run_config.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace padless::bench::e2e {
+namespace {
+
+struct StrategyEntry {
+  Strategy strategy;
+  const char* name;
+};
+constexpr StrategyEntry kStrategies[] = {
+    {Strategy::kPadToMax, "pad_to_max"},
+    {Strategy::kPadLongest, "pad_longest"},
+    {Strategy::kHfGroupByLength, "hf_group_by_length"},
+    {Strategy::kTokenBudgetBuckets, "token_budget_buckets"},
+    {Strategy::kPackedDense, "packed_dense"},
+    {Strategy::kPackedVarlen, "packed_varlen"},
+};
+
+std::vector<std::string> Items(absl::string_view list) {
+  std::vector<std::string> out;
+  for (absl::string_view item : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    out.emplace_back(absl::StripAsciiWhitespace(item));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Strategy>> ParseStrategies(absl::string_view flag,
+                                                      absl::string_view list) {
+  std::vector<Strategy> out;
+  for (const std::string& item : Items(list)) {
+    if (item == "all") {
+      for (Strategy s : AllStrategies()) out.push_back(s);
+      continue;
+    }
+    absl::StatusOr<Strategy> s = ParseStrategy(item);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.status().message()));
+    out.push_back(*s);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string StrategyName(Strategy s) {
+  for (const StrategyEntry& e : kStrategies) {
+    if (e.strategy == s) return e.name;
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Strategy> ParseStrategy(absl::string_view name) {
+  std::vector<std::string> names;
+  for (const StrategyEntry& e : kStrategies) {
+    if (name == e.name) return e.strategy;
+    names.push_back(e.name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown strategy '", name, "' (expected all or ",
+                                                 absl::StrJoin(names, ", "), ")"));
+}
+
+std::vector<Strategy> AllStrategies() {
+  std::vector<Strategy> out;
+  for (const StrategyEntry& e : kStrategies) out.push_back(e.strategy);
+  return out;
+}
+
+std::string PrecisionName(Precision p) { return p == Precision::kFp32 ? "fp32" : "bf16"; }
+
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "bf16") return Precision::kBf16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown precision '", name, "' (expected fp32 or bf16)"));
+}
+
+std::string RunConfig::Name() const {
+  return absl::StrCat(StrategyName(strategy), "/", PrecisionName(precision), "/ckpt_",
+                      checkpoint ? "all" : "none");
+}
+
+absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategies,
+                                                     absl::string_view precisions,
+                                                     absl::string_view checkpoints,
+                                                     absl::string_view fp32_extra) {
+  absl::StatusOr<std::vector<Strategy>> main = ParseStrategies("strategies", strategies);
+  if (!main.ok()) return main.status();
+  absl::StatusOr<std::vector<Strategy>> extra = ParseStrategies("fp32_strategies", fp32_extra);
+  if (!extra.ok()) return extra.status();
+  std::vector<Precision> precs;
+  for (const std::string& item : Items(precisions)) {
+    absl::StatusOr<Precision> p = ParsePrecision(item);
+    if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("--precisions: ", p.status().message()));
+    precs.push_back(*p);
+  }
+  std::vector<bool> ckpts;
+  for (const std::string& item : Items(checkpoints)) {
+    if (item != "none" && item != "all") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--checkpoint: unknown policy '", item, "' (expected none or all)"));
+    }
+    ckpts.push_back(item == "all");
+  }
+  std::vector<RunConfig> out;
+  auto add = [&out](const RunConfig& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  // Precision outermost: configurations of one precision run back to back.
+  for (Precision p : precs) {
+    for (bool c : ckpts) {
+      for (Strategy s : *main) add(RunConfig{s, p, c});
+    }
+  }
+  for (Strategy s : *extra) add(RunConfig{s, Precision::kFp32, false});
+  if (out.empty()) {
+    return absl::InvalidArgumentError(
+        "no configuration selected (--strategies, --precisions, --checkpoint, --fp32_strategies)");
+  }
+  return out;
+}
+
+batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, int64_t max_len,
+                                           uint64_t seed) {
+  using batching::PadTo;
+  using batching::Sampler;
+  batching::PlannerOptions o;
+  o.seed(seed).max_len(max_len);
+  const int64_t rows = std::max<int64_t>(1, budget / max_len);
+  switch (strategy) {
+    case Strategy::kPadToMax:
+      o.sampler(Sampler::kRandom).batch_size(rows).pad_to(PadTo::kMaxLength);
+      break;
+    case Strategy::kPadLongest:
+      o.sampler(Sampler::kRandom).batch_size(rows).pad_to(PadTo::kLongest);
+      break;
+    case Strategy::kHfGroupByLength:
+      o.sampler(Sampler::kSortedMegabatch).batch_size(rows).pad_to(PadTo::kLongest);
+      break;
+    case Strategy::kTokenBudgetBuckets:
+      // One tensor shape per bucket keeps the caching allocator and the kernels' autotuning warm.
+      o.sampler(Sampler::kBucketed).max_tokens(budget).pad_to(PadTo::kBucketBoundary);
+      break;
+    case Strategy::kPackedDense:
+      o.sampler(Sampler::kPacked).packed_layout(batching::Layout::kPacked).max_tokens(budget);
+      break;
+    case Strategy::kPackedVarlen:
+      o.sampler(Sampler::kPacked).packed_layout(batching::Layout::kVarlen).max_tokens(budget);
+      break;
+  }
+  return o;
+}
+
+double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape) {
+  const double matmul = 2.0 * static_cast<double>(shape.MatmulParams());
+  double forward = 0;
+  for (const batching::BatchSpec& spec : specs) {
+    for (const std::vector<batching::Placement>& row : spec.rows) {
+      for (const batching::Placement& p : row) {
+        const double len = static_cast<double>(p.length);
+        forward += len * (matmul + static_cast<double>(shape.layers) * 4.0 * len *
+                                       static_cast<double>(shape.hidden));
+      }
+    }
+  }
+  return 3.0 * forward;
+}
+
+}  // namespace padless::bench::e2e

@@ -1,0 +1,73 @@
+// The configurations the end-to-end benchmark trains: a batching strategy, a precision and a
+// checkpointing policy, how each strategy maps onto the batching planner under one budget of
+// token slots per step, and the FLOP count that turns real tokens into MFU.
+#ifndef PADLESS_BENCH_E2E_RUN_CONFIG_H_
+#define PADLESS_BENCH_E2E_RUN_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "padless/batching/batch_spec.h"
+#include "padless/batching/planner.h"
+
+namespace padless::bench::e2e {
+
+enum class Strategy {
+  kPadToMax,            // random batches of b sequences, every row padded to max_len
+  kPadLongest,          // random batches of b sequences, padded to the batch's longest
+  kHfGroupByLength,     // HF group_by_length: megabatches of 50*b sorted by length
+  kTokenBudgetBuckets,  // length buckets, batches of at most max_tokens slots per bucket
+  kPackedDense,         // packed rows of max_len, block-diagonal mask, dense SDPA
+  kPackedVarlen,        // flat batches of real tokens only, varlen (flash) attention
+};
+
+enum class Precision { kFp32, kBf16 };
+
+std::string StrategyName(Strategy s);
+absl::StatusOr<Strategy> ParseStrategy(absl::string_view name);
+std::vector<Strategy> AllStrategies();
+std::string PrecisionName(Precision p);
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
+
+struct RunConfig {
+  Strategy strategy = Strategy::kPadToMax;
+  Precision precision = Precision::kBf16;
+  bool checkpoint = false;  // per-layer activation checkpointing of every layer
+
+  // "packed_varlen/bf16/ckpt_all": unique, used in logs, the CSV and the plots.
+  std::string Name() const;
+  bool operator==(const RunConfig& o) const {
+    return strategy == o.strategy && precision == o.precision && checkpoint == o.checkpoint;
+  }
+};
+
+// The cross product strategies x precisions x checkpoint policies, then each of `fp32_extra`
+// in fp32 without checkpointing (the short GPU run's fp32 reference points), without duplicates.
+// Lists are comma-separated; "all" selects every strategy. Errors name the flag and the item.
+absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategies,
+                                                     absl::string_view precisions,
+                                                     absl::string_view checkpoints,
+                                                     absl::string_view fp32_extra);
+
+// Planner options that give `strategy` a budget of `budget` token slots per step: padded
+// strategies take b = budget / max_len sequences, budgeted and packed ones max_tokens = budget.
+batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, int64_t max_len,
+                                           uint64_t seed);
+
+// Training FLOPs of the real tokens of `specs`, counted as the issue defines MFU: 3 x forward,
+// forward = 2 x matmul parameters per token + 4 * L * hidden per layer per token, L the
+// sequence's own length. Padding contributes nothing.
+struct ModelShape {
+  int64_t hidden = 768;
+  int64_t layers = 12;
+  int64_t ffn = 3072;
+  int64_t MatmulParams() const { return layers * (4 * hidden * hidden + 2 * hidden * ffn); }
+};
+double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape);
+
+}  // namespace padless::bench::e2e
+
+#endif  // PADLESS_BENCH_E2E_RUN_CONFIG_H_
