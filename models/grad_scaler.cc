@@ -40,6 +40,13 @@ bool GradScaler::FoundInf(const std::vector<at::Tensor>& params) {
   return found_inf_.defined() && found_inf_.item<float>() != 0.0f;
 }
 
+bool GradScaler::Step(const std::function<void()>& optimizer_step,
+                      const std::vector<at::Tensor>& params) {
+  if (FoundInf(params)) return false;
+  optimizer_step();
+  return true;
+}
+
 void GradScaler::Update() {
   if (!options_.enabled || !scale_.defined()) return;
   at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor,

@@ -41,6 +41,7 @@ struct EncoderConfig {
   TORCH_ARG(Activation, activation) = Activation::kGelu;
   TORCH_ARG(Pooling, pooling) = Pooling::kCls;
 
+ public:  // TORCH_ARG leaves the access at private.
   // Presets. base is the BERT-base shape: 12 layers, 768 hidden, 12 heads, FFN 3072.
   static EncoderConfig Tiny();
   static EncoderConfig Small();

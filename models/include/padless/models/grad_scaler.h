@@ -5,6 +5,7 @@
 #define PADLESS_MODELS_GRAD_SCALER_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -30,6 +31,9 @@ class GradScaler {
   void Unscale(const std::vector<at::Tensor>& params);
   // Whether the step must be skipped (reads found_inf: one host sync). Unscales first if needed.
   bool FoundInf(const std::vector<at::Tensor>& params);
+  // Unscales, then runs `optimizer_step` unless a gradient is inf/NaN; returns whether it ran.
+  // Call Update() afterwards in either case.
+  bool Step(const std::function<void()>& optimizer_step, const std::vector<at::Tensor>& params);
   // Updates the scale from this step's found_inf (backs off on inf, grows after growth_interval
   // clean steps) and resets the per-step state.
   void Update();
