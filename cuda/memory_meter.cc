@@ -32,21 +32,21 @@ bool CudaDeviceExists(c10::Device device) {
 absl::StatusOr<MemoryMeter> MemoryMeter::Create(c10::Device device) {
   if (device.is_cpu()) return MemoryMeter(device);
   if (!device.is_cuda()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s:%d: MemoryMeter supports cpu and cuda devices, not %s", __FILE__, __LINE__,
-        device.str()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%d: MemoryMeter supports cpu and cuda devices, not %s", __FILE__,
+                        __LINE__, device.str()));
   }
 #ifdef PADLESS_TORCH_HAS_CUDA
   if (!CudaDeviceExists(device)) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s:%d: device %s does not exist (%d CUDA devices visible)", __FILE__, __LINE__,
-        device.str(), static_cast<int>(c10::cuda::device_count())));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s:%d: device %s does not exist (%d CUDA devices visible)", __FILE__,
+                        __LINE__, device.str(), static_cast<int>(c10::cuda::device_count())));
   }
   return MemoryMeter(device);
 #else
-  return absl::FailedPreconditionError(absl::StrFormat(
-      "%s:%d: device %s requested but LibTorch was built without CUDA", __FILE__, __LINE__,
-      device.str()));
+  return absl::FailedPreconditionError(
+      absl::StrFormat("%s:%d: device %s requested but LibTorch was built without CUDA", __FILE__,
+                      __LINE__, device.str()));
 #endif
 }
 

@@ -1,9 +1,9 @@
 #include "counting_cpu_allocator.h"
 
+#include <c10/core/CPUAllocator.h>
+
 #include <cstring>
 #include <utility>
-
-#include <c10/core/CPUAllocator.h>
 
 namespace padless::cuda::internal {
 namespace {

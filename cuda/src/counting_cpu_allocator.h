@@ -3,10 +3,10 @@
 #ifndef PADLESS_CUDA_SRC_COUNTING_CPU_ALLOCATOR_H_
 #define PADLESS_CUDA_SRC_COUNTING_CPU_ALLOCATOR_H_
 
+#include <c10/core/Allocator.h>
+
 #include <atomic>
 #include <cstdint>
-
-#include <c10/core/Allocator.h>
 
 namespace padless::cuda::internal {
 

@@ -1,12 +1,12 @@
 #include "padless/cuda/memory_meter.h"
 
-#include <thread>
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
+
+#include <thread>
+#include <vector>
 
 namespace padless::cuda {
 namespace {

@@ -4,10 +4,10 @@
 #ifndef PADLESS_CUDA_MEMORY_METER_H_
 #define PADLESS_CUDA_MEMORY_METER_H_
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <string>
-
-#include <c10/core/Device.h>
 
 #include "absl/status/statusor.h"
 

@@ -1,0 +1,28 @@
+// SegmentPool: one vector per sequence from packed hidden states [T, H] and cu_seqlens, by mean
+// (fp32 accumulation) or by the first ([CLS]) token, without padding the batch back first.
+// CUDA tensors of fp32 / bf16 / fp16 use a fused kernel; everything else the torch ops.
+#ifndef PADLESS_CUDA_SEGMENT_POOL_H_
+#define PADLESS_CUDA_SEGMENT_POOL_H_
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+
+namespace padless::cuda {
+
+enum class PoolMode { kMean, kCls };
+
+// hidden: [T, H] floating point; cu_seqlens: int32 [n+1] on the same device with cu[n] == T.
+// Returns [n, H] in hidden's dtype; empty sequences pool to zeros. Differentiable in `hidden`.
+absl::StatusOr<at::Tensor> SegmentPool(const at::Tensor& hidden, const at::Tensor& cu_seqlens,
+                                       PoolMode mode);
+
+namespace reference {
+// index_add_ (mean) / index_select (CLS) on any device.
+absl::StatusOr<at::Tensor> SegmentPool(const at::Tensor& hidden, const at::Tensor& cu_seqlens,
+                                       PoolMode mode);
+}  // namespace reference
+
+}  // namespace padless::cuda
+
+#endif  // PADLESS_CUDA_SEGMENT_POOL_H_

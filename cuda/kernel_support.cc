@@ -1,0 +1,13 @@
+#include "padless/cuda/kernel_support.h"
+
+namespace padless::cuda {
+
+bool CudaKernelsBuilt() {
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace padless::cuda

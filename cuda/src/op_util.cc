@@ -1,0 +1,81 @@
+#include "op_util.h"
+
+#include <ATen/ATen.h>
+
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+#include <cuda_runtime_api.h>
+#endif
+
+namespace padless::cuda::internal {
+
+absl::Status ArgError(const char* file, int line, const char* op, const std::string& message) {
+  return absl::InvalidArgumentError(std::string(file) + ":" + std::to_string(line) + ": " + op +
+                                    ": " + message);
+}
+
+absl::Status CheckCuSeqlens(const at::Tensor& cu, const c10::Device& device, const char* op) {
+  if (!cu.defined()) return ArgError(__FILE__, __LINE__, op, "cu_seqlens is undefined");
+  if (cu.dim() != 1 || cu.numel() < 1) {
+    return ArgError(__FILE__, __LINE__, op,
+                    "cu_seqlens must be 1-D with >= 1 element, got shape " + c10::str(cu.sizes()));
+  }
+  if (cu.scalar_type() != at::kInt) {
+    return ArgError(
+        __FILE__, __LINE__, op,
+        std::string("cu_seqlens must be int32, got ") + c10::toString(cu.scalar_type()));
+  }
+  if (cu.device() != device) {
+    return ArgError(
+        __FILE__, __LINE__, op,
+        "cu_seqlens is on " + cu.device().str() + " but the data is on " + device.str());
+  }
+  if (!cu.is_contiguous()) return ArgError(__FILE__, __LINE__, op, "cu_seqlens must be contiguous");
+  if (cu.is_cpu()) {
+    const int32_t* p = cu.data_ptr<int32_t>();
+    if (p[0] != 0) return ArgError(__FILE__, __LINE__, op, "cu_seqlens[0] must be 0");
+    for (int64_t i = 1; i < cu.numel(); ++i) {
+      if (p[i] < p[i - 1]) {
+        return ArgError(__FILE__, __LINE__, op,
+                        "cu_seqlens decreases at index " + std::to_string(i));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+int64_t ResolveTotalTokens(const at::Tensor& cu, int64_t total_tokens) {
+  if (total_tokens >= 0) return total_tokens;
+  return cu[cu.numel() - 1].item<int64_t>();
+}
+
+std::pair<at::Tensor, at::Tensor> ReferenceVarlenIds(const at::Tensor& cu, int64_t total) {
+  const auto long_opts = cu.options().dtype(at::kLong);
+  const at::Tensor cu64 = cu.to(at::kLong);
+  const at::Tensor lengths = cu64.slice(0, 1) - cu64.slice(0, 0, -1);
+  at::Tensor sequence_ids = at::repeat_interleave(lengths, std::optional<int64_t>(total));
+  at::Tensor position_ids = at::arange(total, long_opts) - cu64.index_select(0, sequence_ids);
+  return {sequence_ids, position_ids};
+}
+
+int64_t RowBytes(const at::Tensor& t, int64_t token_dims) {
+  int64_t n = static_cast<int64_t>(t.element_size());
+  for (int64_t d = token_dims; d < t.dim(); ++d) n *= t.size(d);
+  return n;
+}
+
+bool UseKernel(const at::Tensor& t) {
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  return t.is_cuda();
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+void CheckLaunch(cudaError_t err, const char* op) {
+  TORCH_CHECK(err == cudaSuccess, op, ": CUDA launch failed: ", cudaGetErrorString(err));
+}
+#endif
+
+}  // namespace padless::cuda::internal

@@ -1,0 +1,63 @@
+// Shared plumbing of the tensor-facing ops (unpad.cc, segment_pool.cc, packed_masks.cc): argument
+// checks, the choice between CUDA kernel and torch reference, and c10::Error -> absl::Status.
+#ifndef PADLESS_CUDA_SRC_OP_UTIL_H_
+#define PADLESS_CUDA_SRC_OP_UTIL_H_
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+#include <cuda_runtime_api.h>
+#endif
+
+namespace padless::cuda::internal {
+
+// "file:line: op: message" as an InvalidArgument status.
+absl::Status ArgError(const char* file, int line, const char* op, const std::string& message);
+
+// cu_seqlens must be a defined, contiguous 1-D int32 tensor with >= 1 element on `device`. When it
+// lives on the CPU, its contents are checked too (starts at 0, non-decreasing); on a GPU that would
+// cost a sync, so callers own that contract there.
+absl::Status CheckCuSeqlens(const at::Tensor& cu_seqlens, const c10::Device& device,
+                            const char* op);
+
+// cu_seqlens[-1] when `total_tokens` < 0 (a device sync for GPU tensors), else `total_tokens`.
+int64_t ResolveTotalTokens(const at::Tensor& cu_seqlens, int64_t total_tokens);
+
+// Reference (torch ops) per-token sequence and position ids of a varlen batch, int64 [T] each.
+std::pair<at::Tensor, at::Tensor> ReferenceVarlenIds(const at::Tensor& cu_seqlens,
+                                                     int64_t total_tokens);
+
+// Bytes of one token row of a tensor whose first `token_dims` dimensions index tokens.
+int64_t RowBytes(const at::Tensor& t, int64_t token_dims);
+
+// True when `t` is on a CUDA device and the kernels were compiled in.
+bool UseKernel(const at::Tensor& t);
+
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+// Throws c10::Error naming the op when a launch failed.
+void CheckLaunch(cudaError_t err, const char* op);
+#endif
+
+// Runs f (which may throw c10::Error) and turns the exception into a status naming `op`.
+template <typename F>
+auto CatchC10(const char* file, int line, const char* op, F&& f)
+    -> absl::StatusOr<decltype(std::forward<F>(f)())> {
+  try {
+    return std::forward<F>(f)();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(std::string(file) + ":" + std::to_string(line) + ": " + op + ": " +
+                               e.what_without_backtrace());
+  }
+}
+
+}  // namespace padless::cuda::internal
+
+#endif  // PADLESS_CUDA_SRC_OP_UTIL_H_

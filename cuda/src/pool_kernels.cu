@@ -1,0 +1,112 @@
+// Mean pooling of packed hidden states per sequence: one block per (sequence, column tile); the
+// 8 warps of a block stride over the sequence's tokens with 16-byte loads and reduce in shared
+// memory. Accumulation is fp32 for every input type.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels.h"
+
+namespace padless::cuda::internal {
+namespace {
+
+constexpr int kLanes = 32;
+constexpr int kWarps = 8;
+
+__device__ __forceinline__ float ToFloat(float v) { return v; }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+template <typename T, int kVec>
+__global__ void SegmentMeanKernel(const T* __restrict__ in, T* __restrict__ out,
+                                  const int32_t* __restrict__ cu, int64_t hidden) {
+  __shared__ float partial[kWarps][kLanes * kVec];
+  const int64_t b = blockIdx.y;
+  const int64_t begin = __ldg(cu + b);
+  const int64_t end = __ldg(cu + b + 1);
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * kLanes + threadIdx.x) * kVec;
+  float acc[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) acc[k] = 0.f;
+  if (col < hidden) {
+    for (int64_t t = begin + threadIdx.y; t < end; t += kWarps) {
+      const Pack<T, kVec> p = *reinterpret_cast<const Pack<T, kVec>*>(in + t * hidden + col);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) acc[k] += ToFloat(p.v[k]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) partial[threadIdx.y][threadIdx.x * kVec + k] = acc[k];
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= hidden) return;
+  const float scale = end > begin ? 1.f / static_cast<float>(end - begin) : 0.f;
+  Pack<T, kVec> result;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    float sum = 0.f;
+    for (int w = 0; w < kWarps; ++w) sum += partial[w][threadIdx.x * kVec + k];
+    result.v[k] = FromFloat<T>(sum * scale);
+  }
+  *reinterpret_cast<Pack<T, kVec>*>(out + b * hidden + col) = result;
+}
+
+template <typename T>
+cudaError_t Launch(const void* in, void* out, const int32_t* cu, int64_t batch, int64_t hidden,
+                   cudaStream_t stream) {
+  constexpr int kWide = 16 / sizeof(T);
+  const dim3 block(kLanes, kWarps);
+  const bool aligned = hidden % kWide == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  if (aligned) {
+    const dim3 grid(static_cast<unsigned>((hidden / kWide + kLanes - 1) / kLanes),
+                    static_cast<unsigned>(batch));
+    SegmentMeanKernel<T, kWide>
+        <<<grid, block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), cu, hidden);
+  } else {
+    const dim3 grid(static_cast<unsigned>((hidden + kLanes - 1) / kLanes),
+                    static_cast<unsigned>(batch));
+    SegmentMeanKernel<T, 1>
+        <<<grid, block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), cu, hidden);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchSegmentMean(const void* in, void* out, const int32_t* cu_seqlens, int64_t batch,
+                              int64_t hidden, FloatType type, cudaStream_t stream) {
+  if (batch == 0 || hidden == 0) return cudaSuccess;
+  switch (type) {
+    case FloatType::kFloat32:
+      return Launch<float>(in, out, cu_seqlens, batch, hidden, stream);
+    case FloatType::kBFloat16:
+      return Launch<__nv_bfloat16>(in, out, cu_seqlens, batch, hidden, stream);
+    case FloatType::kFloat16:
+      return Launch<__half>(in, out, cu_seqlens, batch, hidden, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace padless::cuda::internal

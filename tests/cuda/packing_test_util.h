@@ -1,0 +1,49 @@
+// Random varlen batches for the cuda/ op tests: lengths (including empty and full-length
+// sequences) drawn with a fixed seed, and their cu_seqlens.
+#ifndef PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
+#define PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace padless::cuda::testing {
+
+// `batch` lengths in [0, max_len]; the first is max_len and, when batch > 2, one is 0, so that
+// both edges are always exercised.
+inline std::vector<int32_t> RandomLengths(int64_t batch, int32_t max_len, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, max_len);
+  std::vector<int32_t> lengths(batch);
+  for (auto& l : lengths) l = dist(rng);
+  if (batch > 0) lengths[0] = max_len;
+  if (batch > 2) lengths[batch / 2] = 0;
+  return lengths;
+}
+
+// int32 [n+1] prefix sums on the CPU.
+inline at::Tensor CuSeqlens(const std::vector<int32_t>& lengths) {
+  at::Tensor cu = at::zeros({static_cast<int64_t>(lengths.size()) + 1}, at::kInt);
+  int32_t* p = cu.data_ptr<int32_t>();
+  for (size_t i = 0; i < lengths.size(); ++i) p[i + 1] = p[i] + lengths[i];
+  return cu;
+}
+
+inline int64_t Total(const std::vector<int32_t>& lengths) {
+  int64_t t = 0;
+  for (int32_t l : lengths) t += l;
+  return t;
+}
+
+// Fills the device's cached free memory with 0xFF bytes (NaN for floats, -1 for ints), so that an
+// op whose output is allocated afterwards shows any element it forgot to write.
+inline void PoisonFreeMemory(const c10::Device& device, int64_t bytes) {
+  at::Tensor junk = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  junk.fill_(0xFF);
+}
+
+}  // namespace padless::cuda::testing
+
+#endif  // PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
