@@ -63,9 +63,9 @@ std::vector<int64_t> DecreasingOrder(absl::Span<const int64_t> lengths, int64_t 
 }
 
 absl::Status Validate(absl::Span<const int64_t> lengths, const PackOptions& options) {
-  if (options.capacity < 1) {
+  if (options.capacity < 1 || options.capacity > (int64_t{1} << 30)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("PackOptions.capacity: must be >= 1, got ", options.capacity));
+        absl::StrCat("PackOptions.capacity: must be in [1, 2^30], got ", options.capacity));
   }
   if (options.max_sequences_per_row < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -95,10 +95,17 @@ Assignment FirstFitDecreasing(absl::Span<const int64_t> lengths, const PackOptio
   Assignment a;
   a.row_of.assign(n, -1);
   if (n == 0) return a;
+  // First fit leaves at most one row half empty or less, so rows <= 2 * total / capacity + 1; a
+  // sequence limit can force more rows, up to one per piece.
+  int64_t total = 0;
+  for (int64_t len : lengths) total += len;
+  const size_t bound = options.max_sequences_per_row > 0
+                           ? n
+                           : std::min<size_t>(n, static_cast<size_t>(2 * total / options.capacity + 2));
   size_t leaves = 1;
-  while (leaves < n) leaves <<= 1;
-  std::vector<int64_t> tree(2 * leaves, -1);
-  for (size_t i = 0; i < n; ++i) tree[leaves + i] = options.capacity;
+  while (leaves < bound) leaves <<= 1;
+  std::vector<int32_t> tree(2 * leaves, -1);
+  for (size_t i = 0; i < bound; ++i) tree[leaves + i] = static_cast<int32_t>(options.capacity);
   for (size_t i = leaves - 1; i >= 1; --i) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
   std::vector<int32_t> seqs(options.max_sequences_per_row > 0 ? n : 0, 0);
   for (int64_t idx : DecreasingOrder(lengths, options.capacity)) {
@@ -108,7 +115,7 @@ Assignment FirstFitDecreasing(absl::Span<const int64_t> lengths, const PackOptio
     const size_t row = node - leaves;
     a.row_of[idx] = static_cast<int64_t>(row);
     a.rows = std::max<int64_t>(a.rows, static_cast<int64_t>(row) + 1);
-    tree[node] -= len;
+    tree[node] -= static_cast<int32_t>(len);
     if (!seqs.empty() && ++seqs[row] >= options.max_sequences_per_row) tree[node] = -1;
     for (node >>= 1; node >= 1; node >>= 1) tree[node] = std::max(tree[2 * node], tree[2 * node + 1]);
   }
@@ -245,8 +252,12 @@ absl::StatusOr<std::vector<std::vector<Placement>>> Pack(absl::Span<const Placem
   for (size_t i = 0; i < pieces.size(); ++i) lengths[i] = pieces[i].length;
   absl::StatusOr<Assignment> a = Assign(lengths, options);
   if (!a.ok()) return a.status();
+  // Exact-size rows (one allocation each), filled in decreasing length order so each row lists
+  // its pieces longest first.
+  std::vector<int32_t> sizes(a->rows, 0);
+  for (int64_t row : a->row_of) ++sizes[row];
   std::vector<std::vector<Placement>> rows(a->rows);
-  // Fill in decreasing length order so each row lists its pieces longest first.
+  for (int64_t r = 0; r < a->rows; ++r) rows[r].reserve(sizes[r]);
   for (int64_t idx : DecreasingOrder(lengths, options.capacity)) {
     rows[a->row_of[idx]].push_back(pieces[idx]);
   }

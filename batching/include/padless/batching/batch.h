@@ -24,17 +24,19 @@ struct Batch {
   // Same shape as input_ids, int64: token type ids (0/1 for pairs). Undefined when unused.
   at::Tensor token_type_ids;
 
-  // kPacked, kVarlen. segment_ids: same shape as input_ids, int64; the batch-local sequence index
-  // of each token, -1 on padding. cu_seqlens: int32 [n+1] offsets of the sequences in the
-  // flattened row-major token order (for packed rows, padding slots are excluded: cu_seqlens
-  // indexes the real tokens gathered by `token_index`).
+  // segment_ids (kPacked, kVarlen; undefined for kPadded): same shape as input_ids, int64; the
+  // batch-local sequence index of each token, -1 on padding.
+  // cu_seqlens (every layout): int32 [n+1] offsets of the sequences in the flattened row-major
+  // order of the real tokens (padding slots are excluded: for kPadded and kPacked, cu_seqlens
+  // indexes the real tokens gathered by `token_index`), so any batch can feed a varlen kernel.
   at::Tensor segment_ids;
   at::Tensor cu_seqlens;
-  int64_t max_seqlen = 0;
-  // kPacked: int64 [T_real] positions of the real tokens in the flattened [R*L] grid, so
-  // `flat.index_select(0, token_index)` gives the varlen layout without padding.
+  int64_t max_seqlen = 0;  // longest sequence of the batch (every layout)
+  // kPadded, kPacked: int64 [T_real] positions of the real tokens in the flattened [R*L] grid, so
+  // `flat.index_select(0, token_index)` gives the varlen layout without padding. kVarlen: undefined.
   at::Tensor token_index;
-  // kPacked, kPadded: int64 [n, 2]: (row, offset) of each sequence.
+  // Every layout: int64 [n, 2]: (row, offset) of each sequence; kVarlen uses row 0 and the offset
+  // in the flat tensor; left-padded rows have offset = L - length.
   at::Tensor sequence_location;
 
   // One label per sequence, int64 [n].
