@@ -55,12 +55,13 @@ constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
 
 std::string MemoryProfileCsv(absl::Span<const MemoryProfilePoint> points) {
   std::string out =
-      "config,batch,seq_len,tokens,baseline_bytes,peak_allocated_bytes,peak_reserved_bytes,"
-      "activation_bytes,oom\n";
+      "config,batch,seq_len,tokens,baseline_bytes,gradient_bytes,peak_allocated_bytes,"
+      "peak_reserved_bytes,activation_bytes,oom\n";
   for (const MemoryProfilePoint& p : points) {
     absl::StrAppend(&out, CsvField(p.config), ",", p.batch, ",", p.seq_len, ",",
-                    p.batch * p.seq_len, ",", p.baseline_bytes, ",", p.peak_allocated_bytes, ",",
-                    p.peak_reserved_bytes, ",", p.peak_allocated_bytes - p.baseline_bytes, ",",
+                    p.batch * p.seq_len, ",", p.baseline_bytes, ",", p.gradient_bytes, ",",
+                    p.peak_allocated_bytes, ",", p.peak_reserved_bytes, ",",
+                    p.peak_allocated_bytes - p.baseline_bytes - p.gradient_bytes, ",",
                     p.oom ? 1 : 0, "\n");
   }
   return out;

@@ -25,10 +25,10 @@ std::vector<MemoryProfilePoint> Points() {
   const MemoryModel linear(1e9, 3e5, 0), quadratic(1e9, 3e5, 300);
   for (int64_t len : {64, 128, 256, 512, 1024, 2048}) {
     for (int64_t batch : {2, 8}) {
-      out.push_back({"bf16/varlen", batch, len, 900000000,
+      out.push_back({"bf16/varlen", batch, len, 900000000, 0,
                      static_cast<int64_t>(linear.Predict(batch, len)),
                      static_cast<int64_t>(linear.Predict(batch, len) * 1.25), false});
-      out.push_back({"fp32/dense", batch, len, 900000000,
+      out.push_back({"fp32/dense", batch, len, 900000000, 0,
                      static_cast<int64_t>(quadratic.Predict(batch, len)),
                      static_cast<int64_t>(quadratic.Predict(batch, len) * 1.1), len == 2048});
     }
@@ -39,17 +39,19 @@ std::vector<MemoryProfilePoint> Points() {
 TEST(MemoryProfileTest, CsvHasOneLinePerPoint) {
   std::vector<MemoryProfilePoint> points = Points();
   points[0].config = "a,b";
+  points[1].gradient_bytes = 1000;
   const std::string csv = MemoryProfileCsv(points);
   const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), points.size() + 1);
   EXPECT_EQ(lines[0],
-            "config,batch,seq_len,tokens,baseline_bytes,peak_allocated_bytes,peak_reserved_bytes,"
-            "activation_bytes,oom");
-  EXPECT_THAT(lines[1], testing::StartsWith("\"a,b\",2,64,128,900000000,"));
+            "config,batch,seq_len,tokens,baseline_bytes,gradient_bytes,peak_allocated_bytes,"
+            "peak_reserved_bytes,activation_bytes,oom");
+  EXPECT_THAT(lines[1], testing::StartsWith("\"a,b\",2,64,128,900000000,0,"));
   const MemoryProfilePoint& p = points[1];
   EXPECT_EQ(lines[2],
-            absl::StrCat("fp32/dense,2,64,128,900000000,", p.peak_allocated_bytes, ",",
-                         p.peak_reserved_bytes, ",", p.peak_allocated_bytes - 900000000, ",0"));
+            absl::StrCat("fp32/dense,2,64,128,900000000,1000,", p.peak_allocated_bytes, ",",
+                         p.peak_reserved_bytes, ",", p.peak_allocated_bytes - 900000000 - 1000,
+                         ",0"));
 }
 
 TEST(MemoryProfileTest, SvgDrawsOneLinePerConfigAndBatch) {
@@ -69,7 +71,7 @@ TEST(MemoryProfileTest, SvgDrawsOneLinePerConfigAndBatch) {
 TEST(MemoryProfileTest, FitsEachConfigOnHeldOutLengths) {
   std::vector<std::string> skipped;
   std::vector<MemoryProfilePoint> points = Points();
-  points.push_back({"lonely", 1, 256, 0, 100, 100, false});
+  points.push_back({"lonely", 1, 256, 0, 0, 100, 100, false});
   const std::vector<ConfigFit> fits = FitPerConfig(points, {256}, &skipped);
   ASSERT_EQ(fits.size(), 2u);
   EXPECT_EQ(fits[0].config, "bf16/varlen");

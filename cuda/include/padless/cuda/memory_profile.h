@@ -19,12 +19,14 @@ struct MemoryProfilePoint {
   int64_t batch = 0;
   int64_t seq_len = 0;
   int64_t baseline_bytes = 0;        // allocated before the step: weights, optimizer state
+  int64_t gradient_bytes = 0;        // the gradients the step creates (one per trainable weight)
   int64_t peak_allocated_bytes = 0;  // during the measured step
   int64_t peak_reserved_bytes = 0;
   bool oom = false;  // the step ran out of memory; the peaks are not meaningful
 };
 
-// Header plus one line per point; activation_bytes = peak_allocated - baseline.
+// Header plus one line per point; activation_bytes = peak_allocated - baseline - gradients, the
+// definition of the HF reference numbers.
 std::string MemoryProfileCsv(absl::Span<const MemoryProfilePoint> points);
 
 // A standalone SVG: peak allocated GiB against sequence length (log2 axis), one polyline per
