@@ -13,3 +13,11 @@ ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
 ABSL_FLAG(bool, skip_bad_rows, false, "Skip malformed rows (counted and reported) instead of failing");
 ABSL_FLAG(std::string, format, "auto", "Data format: auto (from the extension), tsv, csv or jsonl");
 ABSL_FLAG(bool, quiet, false, "No progress output on stderr");
+ABSL_FLAG(std::string, truncation, "head_tail",
+          "Truncation of long single texts: head, tail or head_tail (first k + last tokens)");
+ABSL_FLAG(std::string, pair_truncation, "longest_first",
+          "Truncation of text pairs: longest_first, only_first or only_second");
+ABSL_FLAG(double, head_fraction, 0.25, "head_tail: share of the token budget kept from the start");
+ABSL_FLAG(std::string, text_field, "text", "Text column (TSV/CSV header) or JSONL key");
+ABSL_FLAG(std::string, text_pair_field, "text_pair", "Second-text column or JSONL key, if any");
+ABSL_FLAG(std::string, label_field, "label", "Label column (TSV/CSV header) or JSONL key");

@@ -20,5 +20,12 @@ ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(bool, skip_bad_rows);
 ABSL_DECLARE_FLAG(std::string, format);
 ABSL_DECLARE_FLAG(bool, quiet);
+// How text becomes model input (read by every command that tokenizes data).
+ABSL_DECLARE_FLAG(std::string, truncation);
+ABSL_DECLARE_FLAG(std::string, pair_truncation);
+ABSL_DECLARE_FLAG(double, head_fraction);
+ABSL_DECLARE_FLAG(std::string, text_field);
+ABSL_DECLARE_FLAG(std::string, text_pair_field);
+ABSL_DECLARE_FLAG(std::string, label_field);
 
 #endif  // PADLESS_CLI_COMMON_FLAGS_H_

@@ -1,12 +1,449 @@
-// padless tokenize train|encode|stats (filled in by the tokenize work).
+// padless tokenize train|encode|stats: trains SentencePiece models with padless's fixed special
+// tokens, encodes a labeled corpus into the TokenizedCorpus cache, and prints the token-length
+// distribution of a corpus. Only flags and printing live here; the work is in padless_tokenize.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "common_flags.h"
+#include "padless/tokenize/batch_encoder.h"
+#include "padless/tokenize/corpus_cache.h"
+#include "padless/tokenize/corpus_reader.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/length_stats.h"
+#include "padless/tokenize/tokenizer.h"
 #include "subcommand.h"
+
+ABSL_FLAG(std::string, input, "",
+          "tokenize train: comma-separated training files; labeled TSV/CSV/JSONL files give their "
+          "text columns, any other file is plain text, one sentence per line");
+ABSL_FLAG(int, vocab_size, 16000, "tokenize train: vocabulary size, special tokens included");
+ABSL_FLAG(std::string, model_type, "unigram", "tokenize train: unigram or bpe");
+ABSL_FLAG(double, character_coverage, 0.9995,
+          "tokenize train: share of characters the vocabulary covers (rest: [UNK])");
+ABSL_FLAG(std::string, user_symbols, "",
+          "tokenize train: comma-separated symbols that always stay single pieces");
+ABSL_FLAG(int64_t, input_sentence_size, 0,
+          "tokenize train: sample this many sentences for training (0: all)");
+ABSL_FLAG(int64_t, bin_width, 16, "tokenize stats: histogram bin width in tokens");
 
 namespace padless::cli {
 namespace {
-int RunTokenize(const std::vector<std::string>& args) { return kExitUsage; }
+
+namespace tok = ::padless::tokenize;
+
+// A usage error (exit 2) carries kInvalidArgument with this prefix so Run can tell it apart from
+// bad data, which is also kInvalidArgument but exits 1.
+constexpr absl::string_view kUsagePrefix = "usage: ";
+
+absl::Status UsageError(absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(kUsagePrefix, why));
+}
+
+bool Quiet() { return absl::GetFlag(FLAGS_quiet); }
+
+// Progress on stderr: a line redrawn in place on a terminal, only the final count in a log file.
+void Progress(const std::string& what, int64_t done, int64_t total) {
+  if (Quiet() || total <= 0) return;
+  static const bool terminal = isatty(fileno(stderr)) != 0;
+  if (!terminal && done != total) return;
+  absl::FPrintF(stderr, "%s%s %d/%d (%d%%)%s", terminal ? "\r" : "", what, done, total,
+                done * 100 / total, done == total ? "\n" : "");
+}
+
+absl::StatusOr<tok::ReaderOptions> ReaderOptionsFromFlags() {
+  tok::ReaderOptions o;
+  absl::StatusOr<tok::CorpusFormat> format = tok::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
+  if (!format.ok()) return UsageError(format.status().message());
+  o.format = *format;
+  o.text_field = absl::GetFlag(FLAGS_text_field);
+  o.text_pair_field = absl::GetFlag(FLAGS_text_pair_field);
+  o.label_field = absl::GetFlag(FLAGS_label_field);
+  o.skip_bad_rows = absl::GetFlag(FLAGS_skip_bad_rows);
+  return o;
+}
+
+absl::StatusOr<tok::EncodeOptions> EncodeOptionsFromFlags() {
+  tok::EncodeOptions o;
+  o.max_length = absl::GetFlag(FLAGS_max_len);
+  if (o.max_length < 0) return UsageError("--max-len must be >= 0 (0: no limit)");
+  absl::StatusOr<tok::Truncation> t = tok::ParseTruncation(absl::GetFlag(FLAGS_truncation));
+  if (!t.ok()) return UsageError(t.status().message());
+  o.truncation = *t;
+  absl::StatusOr<tok::PairTruncation> p =
+      tok::ParsePairTruncation(absl::GetFlag(FLAGS_pair_truncation));
+  if (!p.ok()) return UsageError(p.status().message());
+  o.pair_truncation = *p;
+  o.head_fraction = absl::GetFlag(FLAGS_head_fraction);
+  if (!(o.head_fraction >= 0.0 && o.head_fraction <= 1.0)) {
+    return UsageError("--head-fraction must be in [0, 1]");
+  }
+  return o;
+}
+
+absl::StatusOr<int> ThreadsFromFlags() {
+  const int threads = absl::GetFlag(FLAGS_threads);
+  if (threads < 0) return UsageError("--threads must be >= 0 (0: all cores)");
+  return threads;
+}
+
+absl::Status RequireFlag(const std::string& value, absl::string_view name) {
+  if (value.empty()) return UsageError(absl::StrCat("--", name, " is required"));
+  return absl::OkStatus();
+}
+
+// Reads --data with the flags' reader options and reports skipped rows and repaired text.
+absl::StatusOr<tok::RawCorpus> ReadData(const std::string& path) {
+  absl::StatusOr<tok::ReaderOptions> options = ReaderOptionsFromFlags();
+  if (!options.ok()) return options.status();
+  absl::StatusOr<tok::RawCorpus> corpus = tok::ReadCorpus(path, *options);
+  if (!corpus.ok()) return corpus.status();
+  if (!Quiet()) {
+    absl::FPrintF(stderr, "read %s: %s\n", path, corpus->report.Summary());
+    for (const std::string& message : corpus->report.bad_row_messages) {
+      absl::FPrintF(stderr, "  skipped %s\n", message);
+    }
+  }
+  return corpus;
+}
+
+// "out/m" and "out/m.model" both name the model out/m.model.
+std::string ModelPath(absl::string_view prefix) {
+  return absl::EndsWith(prefix, ".model") ? std::string(prefix) : absl::StrCat(prefix, ".model");
+}
+
+bool IsLabeledFile(const std::string& path) {
+  if (absl::GetFlag(FLAGS_format) != "auto") return true;
+  return tok::FormatFromPath(path).ok();
+}
+
+absl::Status Train(const std::vector<std::string>& rest) {
+  if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
+  const std::string input = absl::GetFlag(FLAGS_input), out = absl::GetFlag(FLAGS_out);
+  if (absl::Status s = RequireFlag(input, "input"); !s.ok()) return s;
+  if (absl::Status s = RequireFlag(out, "out"); !s.ok()) return s;
+  tok::TrainOptions options;
+  options.model_type = absl::GetFlag(FLAGS_model_type);
+  if (options.model_type != "unigram" && options.model_type != "bpe") {
+    return UsageError(absl::StrCat("--model-type must be unigram or bpe, not '",
+                                   options.model_type, "'"));
+  }
+  options.vocab_size = absl::GetFlag(FLAGS_vocab_size);
+  if (options.vocab_size <= tok::kNumSpecialTokens) {
+    return UsageError(absl::StrCat("--vocab-size must be above ", tok::kNumSpecialTokens));
+  }
+  options.character_coverage = absl::GetFlag(FLAGS_character_coverage);
+  if (!(options.character_coverage > 0 && options.character_coverage <= 1)) {
+    return UsageError("--character-coverage must be in (0, 1]");
+  }
+  const std::string symbols = absl::GetFlag(FLAGS_user_symbols);
+  if (!symbols.empty()) options.user_defined_symbols = absl::StrSplit(symbols, ',');
+  options.input_sentence_size = absl::GetFlag(FLAGS_input_sentence_size);
+  absl::StatusOr<int> threads = ThreadsFromFlags();
+  if (!threads.ok()) return threads.status();
+  options.num_threads = *threads;
+  options.verbose = false;
+
+  const std::vector<std::string> files = absl::StrSplit(input, ',', absl::SkipEmpty());
+  if (files.empty()) return UsageError("--input names no file");
+  const bool any_labeled = std::any_of(files.begin(), files.end(), IsLabeledFile);
+  absl::StatusOr<tok::Tokenizer> tokenizer = absl::UnknownError("not trained");
+  std::vector<std::string> labels;
+  int64_t sentences = 0;
+  if (!any_labeled) {
+    if (!Quiet()) absl::FPrintF(stderr, "training on %d plain text file(s)\n", files.size());
+    tokenizer = tok::Tokenizer::TrainFromFiles(files, options);
+  } else {
+    // Labeled data: train on its text columns, held in memory (plain files are read by lines).
+    std::vector<std::string> texts;
+    for (const std::string& file : files) {
+      if (!IsLabeledFile(file)) {
+        std::ifstream in(file);
+        if (!in) return absl::NotFoundError(absl::StrCat("cannot open training file ", file));
+        for (std::string line; std::getline(in, line);) {
+          if (!line.empty()) texts.push_back(std::move(line));
+        }
+        continue;
+      }
+      absl::StatusOr<tok::RawCorpus> corpus = ReadData(file);
+      if (!corpus.ok()) return corpus.status();
+      for (tok::Example& e : corpus->examples) {
+        labels.push_back(e.label);
+        texts.push_back(std::move(e.text));
+        if (e.has_pair && !e.text_pair.empty()) texts.push_back(std::move(e.text_pair));
+      }
+    }
+    sentences = static_cast<int64_t>(texts.size());
+    if (!Quiet()) absl::FPrintF(stderr, "training on %d texts\n", sentences);
+    tokenizer = tok::Tokenizer::TrainFromSentences(texts, options);
+  }
+  if (!tokenizer.ok()) return tokenizer.status();
+  const std::string model_path = ModelPath(out);
+  if (absl::Status s = tokenizer->Save(model_path); !s.ok()) return s;
+  absl::PrintF("model: %s\nvocab_size: %d\nmodel_type: %s\n", model_path,
+               tokenizer->vocab_size(), options.model_type);
+  if (sentences > 0) absl::PrintF("training_texts: %d\n", sentences);
+  if (!labels.empty()) {
+    const tok::LabelMap map = tok::LabelMap::FromLabels(labels);
+    const std::string labels_path = tok::LabelMap::PathForModel(model_path);
+    if (absl::Status s = map.Save(labels_path); !s.ok()) return s;
+    absl::PrintF("labels: %s (%d classes)\n", labels_path, map.size());
+  }
+  return absl::OkStatus();
+}
+
+struct Loaded {
+  tok::Tokenizer tokenizer;
+  tok::RawCorpus corpus;
+};
+
+absl::StatusOr<Loaded> LoadModelAndData() {
+  const std::string model = absl::GetFlag(FLAGS_model), data = absl::GetFlag(FLAGS_data);
+  if (absl::Status s = RequireFlag(model, "model"); !s.ok()) return s;
+  if (absl::Status s = RequireFlag(data, "data"); !s.ok()) return s;
+  // Usage problems first: a bad flag should not wait for a corpus to be read.
+  if (absl::StatusOr<tok::ReaderOptions> o = ReaderOptionsFromFlags(); !o.ok()) return o.status();
+  if (absl::StatusOr<tok::EncodeOptions> o = EncodeOptionsFromFlags(); !o.ok()) return o.status();
+  if (absl::StatusOr<int> t = ThreadsFromFlags(); !t.ok()) return t.status();
+  absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(model);
+  if (!tokenizer.ok()) return tokenizer.status();
+  absl::StatusOr<tok::RawCorpus> corpus = ReadData(data);
+  if (!corpus.ok()) return corpus.status();
+  return Loaded{*std::move(tokenizer), *std::move(corpus)};
+}
+
+// The label map saved with the model, or (for a model trained on plain text) one built from the
+// data itself.
+absl::StatusOr<tok::LabelMap> LabelsFor(const tok::RawCorpus& corpus) {
+  const std::string path = tok::LabelMap::PathForModel(absl::GetFlag(FLAGS_model));
+  if (std::ifstream(path)) return tok::LabelMap::Load(path);
+  std::vector<std::string> labels;
+  labels.reserve(corpus.examples.size());
+  for (const tok::Example& e : corpus.examples) labels.push_back(e.label);
+  if (!Quiet()) absl::FPrintF(stderr, "no %s: label ids taken from the data\n", path);
+  return tok::LabelMap::FromLabels(labels);
+}
+
+absl::StatusOr<tok::TokenizedCorpus> EncodeLoaded(const Loaded& loaded,
+                                                  const tok::LabelMap& labels,
+                                                  const tok::EncodeOptions& encode) {
+  tok::BatchEncodeOptions options;
+  options.encode = encode;
+  options.num_threads = absl::GetFlag(FLAGS_threads);
+  int64_t last_percent = -1;
+  options.progress = [&](int64_t done, int64_t total) {
+    const int64_t percent = done * 20 / std::max<int64_t>(total, 1);
+    if (percent != last_percent) {
+      last_percent = percent;
+      Progress("encoding", done, total);
+    }
+  };
+  return tok::EncodeCorpus(loaded.tokenizer, loaded.corpus, labels, options);
+}
+
+void PrintReaderSummary(const tok::ReadReport& report) {
+  absl::PrintF("examples: %d\nbad_rows_skipped: %d\ninvalid_utf8_rows: %d\n", report.examples,
+               report.bad_rows, report.invalid_utf8_rows);
+}
+
+absl::Status Encode(const std::vector<std::string>& rest) {
+  if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
+  absl::StatusOr<Loaded> loaded = LoadModelAndData();
+  if (!loaded.ok()) return loaded.status();
+  absl::StatusOr<tok::LabelMap> labels = LabelsFor(loaded->corpus);
+  if (!labels.ok()) return labels.status();
+  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags();
+  if (!encode.ok()) return encode.status();
+  const auto build = [&] { return EncodeLoaded(*loaded, *labels, *encode); };
+  tok::TokenizedCorpus corpus;
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) {
+    absl::StatusOr<tok::TokenizedCorpus> built = build();
+    if (!built.ok()) return built.status();
+    corpus = *std::move(built);
+  } else {
+    // The label names are part of the key: the same text with other label ids is other data.
+    std::string description = tok::DescribeOptions(*encode);
+    for (const std::string& name : labels->names()) absl::StrAppend(&description, "|", name);
+    absl::StatusOr<uint64_t> fingerprint =
+        tok::CacheFingerprint({absl::GetFlag(FLAGS_data)}, loaded->tokenizer, description);
+    if (!fingerprint.ok()) return fingerprint.status();
+    absl::StatusOr<tok::CachedCorpus> cached = tok::LoadOrBuildCorpus(out, *fingerprint, build);
+    if (!cached.ok()) return cached.status();
+    if (!cached->save_error.empty()) {
+      return absl::UnavailableError(absl::StrCat("cannot save ", out, ": ", cached->save_error));
+    }
+    absl::PrintF("cache: %s (%s)\n", out,
+                 cached->from_cache ? "reused"
+                                    : absl::StrCat("built; ", cached->rebuild_reason));
+    corpus = std::move(cached->corpus);
+  }
+  PrintReaderSummary(loaded->corpus.report);
+  const tok::LengthStats stats = tok::ComputeLengthStats(corpus.Lengths(), 0);
+  absl::PrintF("tokens: %d\nmean_length: %.1f\nmax_length: %d\nclasses: %d\n",
+               corpus.total_tokens(), stats.mean, stats.max, labels->size());
+  return absl::OkStatus();
+}
+
+absl::Status WriteHistogramCsv(const std::string& path,
+                               const std::vector<tok::HistogramBin>& bins) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  out << "lower,upper,count\n";
+  for (const tok::HistogramBin& b : bins) out << b.lower << ',' << b.upper << ',' << b.count << '\n';
+  out.flush();
+  if (!out) return absl::DataLossError(absl::StrCat("short write to ", path));
+  return absl::OkStatus();
+}
+
+// A bar chart of the histogram with the --max-len limit marked: enough to see the tail a limit
+// cuts off, without a plotting dependency.
+absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::HistogramBin>& bins,
+                               const tok::LengthStats& stats, int64_t limit) {
+  constexpr double kWidth = 800, kHeight = 400, kLeft = 60, kBottom = 40, kTop = 30;
+  const double plot_w = kWidth - kLeft - 20, plot_h = kHeight - kBottom - kTop;
+  int64_t peak = 1;
+  for (const tok::HistogramBin& b : bins) peak = std::max(peak, b.count);
+  const double x_max = bins.empty() ? 1.0 : static_cast<double>(bins.back().upper);
+  auto x = [&](double v) { return kLeft + plot_w * v / x_max; };
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<text x=\"%.0f\" y=\"18\">token lengths: n=%d mean=%.1f p50=%d p90=%d p99=%d max=%d</text>\n",
+      kWidth, kHeight, kLeft, stats.count, stats.mean, stats.p50, stats.p90, stats.p99, stats.max);
+  for (const tok::HistogramBin& b : bins) {
+    const double h = plot_h * static_cast<double>(b.count) / static_cast<double>(peak);
+    absl::StrAppendFormat(&svg,
+                          "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                          "fill=\"#4c78a8\"><title>%d-%d: %d</title></rect>\n",
+                          x(static_cast<double>(b.lower)), kTop + plot_h - h,
+                          std::max(0.5, x(static_cast<double>(b.upper)) -
+                                            x(static_cast<double>(b.lower)) - 0.5),
+                          h, b.lower, b.upper - 1, b.count);
+  }
+  absl::StrAppendFormat(&svg,
+                        "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
+                        "<text x=\"%.0f\" y=\"%.0f\">0</text>\n"
+                        "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.0f tokens</text>\n",
+                        kLeft, kTop + plot_h, kLeft + plot_w, kTop + plot_h, kLeft,
+                        kTop + plot_h + 16, kLeft + plot_w, kTop + plot_h + 16, x_max);
+  if (limit > 0 && static_cast<double>(limit) <= x_max) {
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%.2f\" y1=\"%.0f\" x2=\"%.2f\" y2=\"%.0f\" stroke=\"#e45756\" "
+                          "stroke-dasharray=\"4\"/>\n<text x=\"%.2f\" y=\"%.0f\" fill=\"#e45756\">"
+                          "max_len %d: %.1f%% over</text>\n",
+                          x(static_cast<double>(limit)), kTop, x(static_cast<double>(limit)),
+                          kTop + plot_h, x(static_cast<double>(limit)) + 4, kTop + 14, limit,
+                          100.0 * stats.over_limit_share);
+  }
+  svg += "</svg>\n";
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  out << svg;
+  out.flush();
+  if (!out) return absl::DataLossError(absl::StrCat("short write to ", path));
+  return absl::OkStatus();
+}
+
+absl::Status Stats(const std::vector<std::string>& rest) {
+  if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
+  const int64_t bin_width = absl::GetFlag(FLAGS_bin_width);
+  if (bin_width <= 0) return UsageError("--bin-width must be positive");
+  absl::StatusOr<Loaded> loaded = LoadModelAndData();
+  if (!loaded.ok()) return loaded.status();
+  std::vector<std::string> names;
+  for (const tok::Example& e : loaded->corpus.examples) names.push_back(e.label);
+  // Lengths before truncation (special tokens included): what a limit would cut.
+  tok::EncodeOptions untruncated;
+  untruncated.max_length = 0;
+  absl::StatusOr<tok::TokenizedCorpus> corpus =
+      EncodeLoaded(*loaded, tok::LabelMap::FromLabels(names), untruncated);
+  if (!corpus.ok()) return corpus.status();
+  const std::vector<int64_t> lengths = corpus->Lengths();
+  const int64_t limit = absl::GetFlag(FLAGS_max_len);
+  const tok::LengthStats s = tok::ComputeLengthStats(lengths, limit);
+  PrintReaderSummary(loaded->corpus.report);
+  absl::PrintF(
+      "count: %d\ntokens: %d\nmean: %.1f\nmin: %d\np50: %d\np90: %d\np99: %d\nmax: %d\n", s.count,
+      s.total, s.mean, s.min, s.p50, s.p90, s.p99, s.max);
+  if (limit > 0) {
+    absl::PrintF("over_max_len: %d of %d (%.2f%% over %d tokens)\n", s.over_limit, s.count,
+                 100.0 * s.over_limit_share, limit);
+  }
+  const std::vector<tok::HistogramBin> bins = tok::LengthHistogram(lengths, bin_width);
+  if (const std::string csv = absl::GetFlag(FLAGS_csv); !csv.empty()) {
+    if (absl::Status st = WriteHistogramCsv(csv, bins); !st.ok()) return st;
+    absl::PrintF("histogram_csv: %s\n", csv);
+  }
+  if (const std::string svg = absl::GetFlag(FLAGS_svg); !svg.empty()) {
+    if (absl::Status st = WriteHistogramSvg(svg, bins, s, limit); !st.ok()) return st;
+    absl::PrintF("histogram_svg: %s\n", svg);
+  }
+  return absl::OkStatus();
+}
+
+int RunTokenize(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    absl::FPrintF(stderr, "padless tokenize: missing action: train, encode or stats "
+                          "(see `padless tokenize --help`)\n");
+    return kExitUsage;
+  }
+  const std::string action = args[0];
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  absl::Status status;
+  if (action == "train") {
+    status = Train(rest);
+  } else if (action == "encode") {
+    status = Encode(rest);
+  } else if (action == "stats") {
+    status = Stats(rest);
+  } else {
+    absl::FPrintF(stderr, "padless tokenize: unknown action '%s' (expected train, encode or "
+                          "stats)\n", action);
+    return kExitUsage;
+  }
+  if (status.ok()) return kExitOk;
+  if (absl::StartsWith(status.message(), kUsagePrefix)) {
+    absl::FPrintF(stderr, "padless tokenize %s: %s (see `padless tokenize --help`)\n", action,
+                  status.message().substr(kUsagePrefix.size()));
+    return kExitUsage;
+  }
+  absl::FPrintF(stderr, "padless tokenize %s: error: %s\n", action, status.message());
+  return kExitFailure;
+}
+
 }  // namespace
-const Subcommand kTokenizeCommand = {"tokenize", "train, apply and inspect SentencePiece models",
-                                     "usage: padless tokenize train|encode|stats [--flags]",
-                                     {"data", "model", "out", "max_len", "threads"},
-                                     RunTokenize};
+
+const Subcommand kTokenizeCommand = {
+    "tokenize", "train, apply and inspect SentencePiece models",
+    "usage: padless tokenize train --input FILE[,FILE...] --out PREFIX [--vocab-size N]\n"
+    "                              [--model-type unigram|bpe] [--character-coverage C]\n"
+    "                              [--user-symbols A,B]\n"
+    "       padless tokenize encode --model M.model --data FILE [--out CACHE] [--max-len N]\n"
+    "       padless tokenize stats --model M.model --data FILE [--max-len N] [--csv PATH]\n"
+    "                              [--svg PATH]\n\n"
+    "train: trains a SentencePiece model with [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4 and\n"
+    "  writes PREFIX.model (plus PREFIX.labels.json when trained on labeled data).\n"
+    "encode: encodes a labeled corpus; with --out, loads or (re)builds the token cache there.\n"
+    "stats: prints the token-length distribution (special tokens included, before truncation).\n"
+    "Exit codes: 0 ok, 1 runtime failure (data, model, I/O), 2 usage error.",
+    {"input", "vocab_size", "model_type", "character_coverage", "user_symbols",
+     "input_sentence_size", "data", "model", "out", "max_len", "truncation", "pair_truncation",
+     "head_fraction", "text_field", "text_pair_field", "label_field", "format", "skip_bad_rows",
+     "threads", "csv", "svg", "bin_width", "quiet"},
+    RunTokenize};
+
 }  // namespace padless::cli

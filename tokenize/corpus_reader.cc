@@ -329,7 +329,7 @@ absl::StatusOr<CorpusFormat> ParseCorpusFormat(absl::string_view name) {
 
 absl::StatusOr<CorpusFormat> FormatFromPath(absl::string_view path) {
   const std::string lower = absl::AsciiStrToLower(path);
-  if (absl::EndsWith(lower, ".tsv") || absl::EndsWith(lower, ".txt")) return CorpusFormat::kTsv;
+  if (absl::EndsWith(lower, ".tsv")) return CorpusFormat::kTsv;
   if (absl::EndsWith(lower, ".csv")) return CorpusFormat::kCsv;
   if (absl::EndsWith(lower, ".jsonl") || absl::EndsWith(lower, ".json") ||
       absl::EndsWith(lower, ".ndjson")) {

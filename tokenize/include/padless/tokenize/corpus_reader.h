@@ -18,7 +18,7 @@ enum class CorpusFormat { kAuto, kTsv, kCsv, kJsonl };
 
 // "auto", "tsv", "csv" or "jsonl".
 absl::StatusOr<CorpusFormat> ParseCorpusFormat(absl::string_view name);
-// From the extension: .tsv/.txt -> TSV, .csv -> CSV, .jsonl/.json/.ndjson -> JSONL.
+// From the extension: .tsv -> TSV, .csv -> CSV, .jsonl/.json/.ndjson -> JSONL.
 absl::StatusOr<CorpusFormat> FormatFromPath(absl::string_view path);
 
 struct ReaderOptions {
