@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "padless/batching/batch.h"
 #include "padless/batching/batch_spec.h"
+#include "padless/tokenize/special_tokens.h"
 #include "padless/tokenize/tokenized_corpus.h"
 
 namespace padless::batching {
@@ -16,7 +17,7 @@ namespace padless::batching {
 enum class PadSide { kRight, kLeft };
 
 struct CollatorOptions {
-  int64_t pad_id = 0;  // the tokenizer's [PAD]
+  int64_t pad_id = tokenize::kPadId;
   // kPadded only: left padding puts each sequence at the end of its row (decoder-style models).
   // Packed rows always fill from the left.
   PadSide pad_side = PadSide::kRight;

@@ -28,8 +28,9 @@ struct LoaderOptions {
   CollatorOptions collator;  // pin_memory is turned on automatically for a CUDA device
   // Where Next() delivers batches; a CUDA device gets a non_blocking copy from pinned memory.
   c10::Device device = c10::Device(c10::kCPU);
-  // Optional per-batch work done in the workers after collation (e.g. masking for MLM). It may
-  // throw or return an error; either reaches the consumer from Next() with the batch's context.
+  // Optional per-batch work done in the workers after collation (e.g. masking for MLM). Several
+  // workers call it at once, so it must be thread-safe. It may throw or return an error; either
+  // reaches the consumer from Next() with the batch's context.
   std::function<absl::Status(Batch&)> transform;
 };
 
