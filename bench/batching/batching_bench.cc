@@ -238,7 +238,9 @@ void BM_Pack(benchmark::State& state, PackAlgorithm algorithm, bool placements) 
     } else {
       rows = *CountPackedRows(lengths, o);
     }
-    benchmark::DoNotOptimize(rows);
+    // Through a const reference: Google Benchmark 1.7's non-const DoNotOptimize ("+m,r" asm
+    // constraint) is miscompiled by GCC 13 and garbled `rows` on the GPU machine.
+    benchmark::DoNotOptimize(static_cast<const int64_t&>(rows));
   }
   const double seconds = ThreadSeconds() - start;
   state.counters["ms_per_pack"] = 1000.0 * seconds / state.iterations();
