@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
+#include <limits>
+#include <queue>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -87,37 +90,55 @@ struct Assignment {
   int64_t rows = 0;
 };
 
-// First fit decreasing: a max segment tree over the free space of n potential rows (unopened rows
-// hold the full capacity, so the leftmost fitting leaf is the first fitting open row, or the next
-// row to open). Full rows (sequence limit) are set to -1.
+// First fit decreasing: the open rows grouped by free space, a min-heap of row ids per free-space
+// value, and a min segment tree over the free-space values [0, capacity] holding each heap's
+// smallest row. The first (leftmost) row that fits a piece of length n is the tree's minimum over
+// [n, capacity]: O(log capacity + log rows) per piece, independent of how many rows are open.
 Assignment FirstFitDecreasing(absl::Span<const int64_t> lengths, const PackOptions& options) {
-  const size_t n = lengths.size();
+  const int64_t cap = options.capacity;
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   Assignment a;
-  a.row_of.assign(n, -1);
-  if (n == 0) return a;
-  // First fit leaves at most one row half empty or less, so rows <= 2 * total / capacity + 1; a
-  // sequence limit can force more rows, up to one per piece.
-  int64_t total = 0;
-  for (int64_t len : lengths) total += len;
-  const size_t bound = options.max_sequences_per_row > 0
-                           ? n
-                           : std::min<size_t>(n, static_cast<size_t>(2 * total / options.capacity + 2));
+  a.row_of.assign(lengths.size(), -1);
   size_t leaves = 1;
-  while (leaves < bound) leaves <<= 1;
-  std::vector<int32_t> tree(2 * leaves, -1);
-  for (size_t i = 0; i < bound; ++i) tree[leaves + i] = static_cast<int32_t>(options.capacity);
-  for (size_t i = leaves - 1; i >= 1; --i) tree[i] = std::max(tree[2 * i], tree[2 * i + 1]);
-  std::vector<int32_t> seqs(options.max_sequences_per_row > 0 ? n : 0, 0);
-  for (int64_t idx : DecreasingOrder(lengths, options.capacity)) {
+  while (leaves < static_cast<size_t>(cap) + 1) leaves <<= 1;
+  std::vector<int64_t> tree(2 * leaves, kNone);
+  using MinHeap = std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>>;
+  std::vector<MinHeap> rows_with_free(cap + 1);
+  std::vector<int64_t> free_of;
+  std::vector<int32_t> seqs;
+  auto refresh = [&](int64_t f) {
+    size_t node = leaves + static_cast<size_t>(f);
+    tree[node] = rows_with_free[f].empty() ? kNone : rows_with_free[f].top();
+    for (node >>= 1; node >= 1; node >>= 1) tree[node] = std::min(tree[2 * node], tree[2 * node + 1]);
+  };
+  auto leftmost_fit = [&](int64_t len) {  // min over leaves [len, cap]
+    int64_t best = kNone;
+    for (size_t lo = leaves + static_cast<size_t>(len), hi = leaves + static_cast<size_t>(cap) + 1;
+         lo < hi; lo >>= 1, hi >>= 1) {
+      if (lo & 1) best = std::min(best, tree[lo++]);
+      if (hi & 1) best = std::min(best, tree[--hi]);
+    }
+    return best;
+  };
+  for (int64_t idx : DecreasingOrder(lengths, cap)) {
     const int64_t len = lengths[idx];
-    size_t node = 1;
-    while (node < leaves) node = tree[2 * node] >= len ? 2 * node : 2 * node + 1;
-    const size_t row = node - leaves;
-    a.row_of[idx] = static_cast<int64_t>(row);
-    a.rows = std::max<int64_t>(a.rows, static_cast<int64_t>(row) + 1);
-    tree[node] -= static_cast<int32_t>(len);
-    if (!seqs.empty() && ++seqs[row] >= options.max_sequences_per_row) tree[node] = -1;
-    for (node >>= 1; node >= 1; node >>= 1) tree[node] = std::max(tree[2 * node], tree[2 * node + 1]);
+    int64_t row = leftmost_fit(len);
+    if (row == kNone) {
+      row = a.rows++;
+      free_of.push_back(cap);
+      seqs.push_back(0);
+    } else {
+      rows_with_free[free_of[row]].pop();
+      refresh(free_of[row]);
+    }
+    a.row_of[idx] = row;
+    free_of[row] -= len;
+    ++seqs[row];
+    const bool full = options.max_sequences_per_row > 0 && seqs[row] >= options.max_sequences_per_row;
+    if (free_of[row] > 0 && !full) {
+      rows_with_free[free_of[row]].push(row);
+      refresh(free_of[row]);
+    }
   }
   return a;
 }

@@ -94,6 +94,68 @@ INSTANTIATE_TEST_SUITE_P(All, PackerTest,
                                            PackAlgorithm::kBestFitDecreasing,
                                            PackAlgorithm::kHistogram));
 
+// Textbook first fit and best fit over pieces sorted by decreasing length (ties in input order),
+// O(n * rows): the fast packers must make exactly the same choices.
+std::vector<int64_t> NaiveRowOf(const std::vector<int64_t>& lengths, int64_t capacity, bool best) {
+  std::vector<int64_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
+  std::vector<int64_t> free_space, row_of(lengths.size());
+  for (int64_t idx : order) {
+    int64_t pick = -1;
+    for (size_t r = 0; r < free_space.size(); ++r) {
+      if (free_space[r] < lengths[idx]) continue;
+      if (pick < 0 || (best && free_space[r] < free_space[pick])) pick = static_cast<int64_t>(r);
+      if (!best) break;
+    }
+    if (pick < 0) {
+      pick = static_cast<int64_t>(free_space.size());
+      free_space.push_back(capacity);
+    }
+    free_space[pick] -= lengths[idx];
+    row_of[idx] = pick;
+  }
+  return row_of;
+}
+
+TEST(PackerTest, FirstFitMatchesTextbookFirstFit) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<int64_t> lengths(1 + rng() % 300);
+    for (auto& l : lengths) l = 1 + static_cast<int64_t>(rng() % 100);
+    const std::vector<int64_t> expect = NaiveRowOf(lengths, 100, /*best=*/false);
+    PackOptions o;
+    o.capacity = 100;
+    o.algorithm = PackAlgorithm::kFirstFitDecreasing;
+    absl::StatusOr<std::vector<std::vector<Placement>>> rows = Pack(PiecesOf(lengths), o);
+    ASSERT_TRUE(rows.ok());
+    for (size_t r = 0; r < rows->size(); ++r) {
+      for (const Placement& p : (*rows)[r]) {
+        ASSERT_EQ(expect[p.example], static_cast<int64_t>(r)) << "trial " << trial;
+      }
+    }
+  }
+}
+
+TEST(PackerTest, BestFitUsesAsFewRowsAsTextbookBestFit) {
+  std::mt19937_64 rng(6);
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<int64_t> lengths(1 + rng() % 300);
+    for (auto& l : lengths) l = 1 + static_cast<int64_t>(rng() % 100);
+    const std::vector<int64_t> naive = NaiveRowOf(lengths, 100, /*best=*/true);
+    const int64_t expect_rows = *std::max_element(naive.begin(), naive.end()) + 1;
+    PackOptions o;
+    o.capacity = 100;
+    for (PackAlgorithm a : {PackAlgorithm::kBestFitDecreasing, PackAlgorithm::kHistogram}) {
+      o.algorithm = a;
+      absl::StatusOr<int64_t> rows = CountPackedRows(lengths, o);
+      ASSERT_TRUE(rows.ok());
+      EXPECT_EQ(*rows, expect_rows) << "trial " << trial;
+    }
+  }
+}
+
 TEST(PackerTest, BestFitAndHistogramAgreeOnRowCount) {
   // The histogram packer is best fit run on groups of identical rows: same number of rows.
   for (uint64_t seed = 1; seed <= 5; ++seed) {
