@@ -4,13 +4,15 @@
 //   MB/s (bytes_per_second) and tokens_per_s for each benchmark;
 //   BM_OverheadAndScaling: overhead = padless 1-thread time / SentencePiece loop time (target
 //   <= 1.10), scaling = padless 1-thread time / N-thread time, efficiency = scaling / N
-//   (target >= 0.8), where N = hardware concurrency.
+//   (target >= 0.8), where N = hardware concurrency; plus CPU-time views of the same runs
+//   (overhead_cpu, work_inflation, parallelism) that stay meaningful on a loaded machine.
 // The model is a 16k unigram model trained on 3000 reviews (cached in /tmp), as in the reference
 // figures in LIBTORCH.md. `--smoke` uses 300 reviews and a 2k model so CI can run the suite fast.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +156,14 @@ double Seconds(const std::chrono::steady_clock::time_point& since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// CPU seconds used by the whole process so far. On a shared machine wall-clock ratios mix in
+// other people's load; CPU time shows the work itself.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // The ratios, from interleaved runs in the same iterations so that machine noise hits all three
 // alike: the SentencePiece loop, padless on one thread and padless on all threads (no truncation,
 // so all three do the same SentencePiece work).
@@ -161,23 +171,36 @@ void BM_OverheadAndScaling(benchmark::State& state) {
   Data& d = GetData();
   if (!d.error.empty()) return state.SkipWithError(d.error.c_str());
   const int threads = HardwareThreads();
-  double spm = 0, one = 0, all = 0;
+  double spm = 0, one = 0, all = 0, cpu_spm = 0, cpu_one = 0, cpu_all = 0;
   for (auto _ : state) {
     auto start = std::chrono::steady_clock::now();
+    double cpu = ProcessCpuSeconds();
     benchmark::DoNotOptimize(d.baseline.EncodeAll(d.texts));
     const double t_spm = Seconds(start);
+    cpu_spm += ProcessCpuSeconds() - cpu;
     start = std::chrono::steady_clock::now();
+    cpu = ProcessCpuSeconds();
     auto single = tokenize::EncodeTexts(*d.tokenizer, d.texts, {}, {}, Options(1, 0));
     const double t_one = Seconds(start);
+    cpu_one += ProcessCpuSeconds() - cpu;
     start = std::chrono::steady_clock::now();
+    cpu = ProcessCpuSeconds();
     auto multi = tokenize::EncodeTexts(*d.tokenizer, d.texts, {}, {}, Options(threads, 0));
     const double t_all = Seconds(start);
+    cpu_all += ProcessCpuSeconds() - cpu;
     if (!single.ok() || !multi.ok()) return Fail(state, "encoding failed");
     spm += t_spm;
     one += t_one;
     all += t_all;
     state.SetIterationTime(t_one);
   }
+  // CPU-time views of the same runs: overhead_cpu is the wrapper's extra work per byte;
+  // work_inflation = CPU of the N-thread run / CPU of the 1-thread run (1.0: threads add no
+  // work, so scaling is bounded only by the cores actually free); parallelism = CPU / wall time
+  // of the N-thread run (how many cores it really got).
+  state.counters["overhead_cpu"] = cpu_one / cpu_spm;
+  state.counters["work_inflation"] = cpu_all / cpu_one;
+  state.counters["parallelism"] = cpu_all / all;
   state.counters["overhead"] = one / spm;
   state.counters["scaling"] = one / all;
   state.counters["efficiency"] = one / all / threads;
