@@ -14,9 +14,9 @@ at::Tensor Moved(const at::Tensor& t, const at::Device& device, bool non_blockin
 
 Batch Batch::To(const at::Device& device, bool non_blocking) const {
   Batch out = *this;
-  for (at::Tensor* t : {&out.input_ids, &out.attention_mask, &out.position_ids,
-                        &out.token_type_ids, &out.segment_ids, &out.cu_seqlens, &out.token_index,
-                        &out.sequence_location, &out.labels, &out.example_ids}) {
+  for (at::Tensor* t : {&out.input_ids, &out.attention_mask, &out.position_ids, &out.token_type_ids,
+                        &out.segment_ids, &out.cu_seqlens, &out.token_index, &out.sequence_location,
+                        &out.labels, &out.example_ids}) {
     *t = Moved(*t, device, non_blocking);
   }
   return out;

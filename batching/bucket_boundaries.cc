@@ -37,8 +37,7 @@ absl::StatusOr<Histogram> MakeHistogram(absl::Span<const int64_t> lengths) {
 
 }  // namespace
 
-absl::StatusOr<Boundaries> ExplicitBoundaries(std::vector<int64_t> boundaries,
-                                              int64_t max_length) {
+absl::StatusOr<Boundaries> ExplicitBoundaries(std::vector<int64_t> boundaries, int64_t max_length) {
   if (boundaries.empty()) return absl::InvalidArgumentError("boundaries: empty list");
   for (size_t i = 0; i < boundaries.size(); ++i) {
     if (boundaries[i] < 1) {

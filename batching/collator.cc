@@ -1,13 +1,13 @@
 #include "padless/batching/collator.h"
 
-#include <algorithm>
-#include <cstring>
-#include <string>
-
 #include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eye.h>
 #include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -37,7 +37,8 @@ absl::Status CheckSpec(const tokenize::TokenizedCorpus& corpus, const BatchSpec&
   const int64_t n_examples = static_cast<int64_t>(corpus.size());
   for (size_t r = 0; r < spec.rows.size(); ++r) {
     const auto& row = spec.rows[r];
-    if (row.empty()) return absl::InvalidArgumentError(absl::StrCat("collate: row ", r, " is empty"));
+    if (row.empty())
+      return absl::InvalidArgumentError(absl::StrCat("collate: row ", r, " is empty"));
     if (spec.layout == Layout::kPadded && row.size() != 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("collate: padded row ", r, " holds ", row.size(), " sequences, not 1"));
@@ -58,9 +59,8 @@ absl::Status CheckSpec(const tokenize::TokenizedCorpus& corpus, const BatchSpec&
       used += p.length;
     }
     if (spec.layout != Layout::kVarlen && used > spec.length) {
-      return absl::InvalidArgumentError(absl::StrCat("collate: row ", r, " holds ", used,
-                                                     " tokens, more than the row length ",
-                                                     spec.length));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "collate: row ", r, " holds ", used, " tokens, more than the row length ", spec.length));
     }
   }
   return absl::OkStatus();
@@ -106,7 +106,8 @@ Batch CollateRows(const tokenize::TokenizedCorpus& corpus, const BatchSpec& spec
   b.num_sequences = n;
   b.real_tokens = real;
   b.padded_tokens = slots - real;
-  const std::vector<int64_t> grid = varlen ? std::vector<int64_t>{real} : std::vector<int64_t>{rows, width};
+  const std::vector<int64_t> grid =
+      varlen ? std::vector<int64_t>{real} : std::vector<int64_t>{rows, width};
   b.input_ids = at::empty(grid, opt.i64);
   b.position_ids = at::empty(grid, opt.i64);
   if (corpus.has_type_ids()) b.token_type_ids = at::empty(grid, opt.i64);
@@ -201,7 +202,8 @@ absl::StatusOr<at::Tensor> BlockDiagonalMask(const Batch& batch) {
                                ? batch.segment_ids
                                : batch.attention_mask.to(at::kLong).sub(1);
     const int64_t len = seg.size(1);
-    const at::Tensor same = seg.unsqueeze(2).eq(seg.unsqueeze(1)).logical_and(seg.unsqueeze(2).ge(0));
+    const at::Tensor same =
+        seg.unsqueeze(2).eq(seg.unsqueeze(1)).logical_and(seg.unsqueeze(2).ge(0));
     const at::Tensor self = at::eye(len, at::TensorOptions().dtype(at::kBool).device(seg.device()));
     return same.logical_or(self.unsqueeze(0)).unsqueeze(1);
   } catch (const c10::Error& e) {

@@ -1,12 +1,12 @@
 #include "padless/batching/loader.h"
 
+#include <ATen/Context.h>
+#include <c10/util/Exception.h>
+
 #include <exception>
 #include <map>
 #include <thread>
 #include <utility>
-
-#include <ATen/Context.h>
-#include <c10/util/Exception.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -20,7 +20,7 @@ struct Loader::State {
   Collator collator;
 
   absl::Mutex mu;
-  absl::CondVar changed;                   // any of the fields below changed
+  absl::CondVar changed;                       // any of the fields below changed
   int64_t next_claim ABSL_GUARDED_BY(mu) = 0;  // next batch a worker will build
   int64_t consumed ABSL_GUARDED_BY(mu) = 0;    // batches handed to the consumer
   bool stop ABSL_GUARDED_BY(mu) = false;
@@ -53,9 +53,9 @@ struct Loader::State {
     } catch (...) {
       status = absl::UnknownError("unknown exception");
     }
-    return absl::Status(status.code(), absl::StrCat("loader: batch ", i, " of ", size(), " (",
-                                                    plan[i].num_sequences(), " sequences): ",
-                                                    status.message()));
+    return absl::Status(status.code(),
+                        absl::StrCat("loader: batch ", i, " of ", size(), " (",
+                                     plan[i].num_sequences(), " sequences): ", status.message()));
   }
 
   void WorkerLoop() {
@@ -102,7 +102,8 @@ absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(const tokenize::Tokenized
   }
   auto state = std::make_unique<State>(corpus, std::move(plan), std::move(options));
   State* s = state.get();
-  for (int w = 0; w < s->options.num_workers; ++w) s->workers.emplace_back([s] { s->WorkerLoop(); });
+  for (int w = 0; w < s->options.num_workers; ++w)
+    s->workers.emplace_back([s] { s->WorkerLoop(); });
   return std::unique_ptr<Loader>(new Loader(std::move(state)));
 }
 

@@ -76,9 +76,9 @@ absl::Status Validate(absl::Span<const int64_t> lengths, const PackOptions& opti
   }
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] < 1 || lengths[i] > options.capacity) {
-      return absl::InvalidArgumentError(absl::StrCat("pack: piece ", i, " has length ",
-                                                     lengths[i], ", outside [1, capacity=",
-                                                     options.capacity, "]"));
+      return absl::InvalidArgumentError(absl::StrCat("pack: piece ", i, " has length ", lengths[i],
+                                                     ", outside [1, capacity=", options.capacity,
+                                                     "]"));
     }
   }
   return absl::OkStatus();
@@ -109,7 +109,8 @@ Assignment FirstFitDecreasing(absl::Span<const int64_t> lengths, const PackOptio
   auto refresh = [&](int64_t f) {
     size_t node = leaves + static_cast<size_t>(f);
     tree[node] = rows_with_free[f].empty() ? kNone : rows_with_free[f].top();
-    for (node >>= 1; node >= 1; node >>= 1) tree[node] = std::min(tree[2 * node], tree[2 * node + 1]);
+    for (node >>= 1; node >= 1; node >>= 1)
+      tree[node] = std::min(tree[2 * node], tree[2 * node + 1]);
   };
   auto leftmost_fit = [&](int64_t len) {  // min over leaves [len, cap]
     int64_t best = kNone;
@@ -134,7 +135,8 @@ Assignment FirstFitDecreasing(absl::Span<const int64_t> lengths, const PackOptio
     a.row_of[idx] = row;
     free_of[row] -= len;
     ++seqs[row];
-    const bool full = options.max_sequences_per_row > 0 && seqs[row] >= options.max_sequences_per_row;
+    const bool full =
+        options.max_sequences_per_row > 0 && seqs[row] >= options.max_sequences_per_row;
     if (free_of[row] > 0 && !full) {
       rows_with_free[free_of[row]].push(row);
       refresh(free_of[row]);
@@ -170,7 +172,8 @@ Assignment BestFitDecreasing(absl::Span<const int64_t> lengths, const PackOption
     a.row_of[idx] = row;
     free_space -= len;
     ++seqs[row];
-    const bool full = options.max_sequences_per_row > 0 && seqs[row] >= options.max_sequences_per_row;
+    const bool full =
+        options.max_sequences_per_row > 0 && seqs[row] >= options.max_sequences_per_row;
     if (free_space > 0 && !full) {
       if (rows_with_free[free_space].empty()) free_set.Insert(free_space);
       rows_with_free[free_space].push_back(row);
@@ -194,9 +197,9 @@ Assignment HistogramPack(absl::Span<const int64_t> lengths, const PackOptions& o
   FreeSpaceSet free_set(cap);
   std::vector<std::vector<int32_t>> by_free(cap + 1);  // strategy ids by free space
   auto push = [&](int32_t id, int64_t free_space) {
-    const bool full = options.max_sequences_per_row > 0 &&
-                      static_cast<int64_t>(strategies[id].lengths.size()) >=
-                          options.max_sequences_per_row;
+    const bool full =
+        options.max_sequences_per_row > 0 &&
+        static_cast<int64_t>(strategies[id].lengths.size()) >= options.max_sequences_per_row;
     if (free_space <= 0 || full) return;
     if (by_free[free_space].empty()) free_set.Insert(free_space);
     by_free[free_space].push_back(id);

@@ -13,18 +13,28 @@ namespace padless::batching {
 namespace {
 
 double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -41,27 +51,43 @@ std::vector<NamedStrategy> StandardStrategies(int64_t max_len, int64_t batch_siz
   s.push_back({"random_pad_longest", base});
   s.push_back({"random_pad_multiple8", PlannerOptions(base).pad_to(PadTo::kMultiple)});
   s.push_back({"megabatch_sorted", PlannerOptions(base).sampler(Sampler::kSortedMegabatch)});
-  s.push_back({"buckets_quantile8", PlannerOptions(base).sampler(Sampler::kBucketed)
-                                        .bucket_scheme(BucketScheme::kQuantile).num_buckets(8)
+  s.push_back({"buckets_quantile8", PlannerOptions(base)
+                                        .sampler(Sampler::kBucketed)
+                                        .bucket_scheme(BucketScheme::kQuantile)
+                                        .num_buckets(8)
                                         .pad_to(PadTo::kBucketBoundary)});
-  s.push_back({"buckets_optimal8", PlannerOptions(base).sampler(Sampler::kBucketed)
-                                       .bucket_scheme(BucketScheme::kOptimal).num_buckets(8)
+  s.push_back({"buckets_optimal8", PlannerOptions(base)
+                                       .sampler(Sampler::kBucketed)
+                                       .bucket_scheme(BucketScheme::kOptimal)
+                                       .num_buckets(8)
                                        .pad_to(PadTo::kBucketBoundary)});
-  s.push_back({"token_budget", PlannerOptions(base).sampler(Sampler::kTokenBudget)
-                                   .max_tokens(budget).pad_to(PadTo::kMultiple)});
-  s.push_back({"buckets_optimal16_budget", PlannerOptions(base).sampler(Sampler::kBucketed)
+  s.push_back({"token_budget", PlannerOptions(base)
+                                   .sampler(Sampler::kTokenBudget)
+                                   .max_tokens(budget)
+                                   .pad_to(PadTo::kMultiple)});
+  s.push_back({"buckets_optimal16_budget", PlannerOptions(base)
+                                               .sampler(Sampler::kBucketed)
                                                .bucket_scheme(BucketScheme::kOptimal)
-                                               .num_buckets(16).max_tokens(budget)
+                                               .num_buckets(16)
+                                               .max_tokens(budget)
                                                .pad_to(PadTo::kBucketBoundary)});
-  s.push_back({"packed_ffd", PlannerOptions(base).sampler(Sampler::kPacked).max_tokens(budget)
+  s.push_back({"packed_ffd", PlannerOptions(base)
+                                 .sampler(Sampler::kPacked)
+                                 .max_tokens(budget)
                                  .pack_algorithm(PackAlgorithm::kFirstFitDecreasing)});
-  s.push_back({"packed_bfd", PlannerOptions(base).sampler(Sampler::kPacked).max_tokens(budget)
+  s.push_back({"packed_bfd", PlannerOptions(base)
+                                 .sampler(Sampler::kPacked)
+                                 .max_tokens(budget)
                                  .pack_algorithm(PackAlgorithm::kBestFitDecreasing)});
-  s.push_back({"packed_histogram", PlannerOptions(base).sampler(Sampler::kPacked)
-                                       .max_tokens(budget).pack_window(0)
+  s.push_back({"packed_histogram", PlannerOptions(base)
+                                       .sampler(Sampler::kPacked)
+                                       .max_tokens(budget)
+                                       .pack_window(0)
                                        .pack_algorithm(PackAlgorithm::kHistogram)});
-  s.push_back({"varlen_bfd", PlannerOptions(base).sampler(Sampler::kPacked)
-                                 .packed_layout(Layout::kVarlen).max_tokens(budget)});
+  s.push_back({"varlen_bfd", PlannerOptions(base)
+                                 .sampler(Sampler::kPacked)
+                                 .packed_layout(Layout::kVarlen)
+                                 .max_tokens(budget)});
   return s;
 }
 
@@ -96,14 +122,13 @@ absl::StatusOr<std::vector<StrategyRow>> ComparePaddingStrategies(
 }
 
 std::string FormatTable(const std::vector<StrategyRow>& rows) {
-  std::string out = absl::StrFormat("%-26s %10s %8s %7s %8s %8s %9s %11s\n", "strategy",
-                                    "efficiency", "batches", "shapes", "tok_p50", "tok_p99",
-                                    "plan_ms", "collate_ms");
+  std::string out =
+      absl::StrFormat("%-26s %10s %8s %7s %8s %8s %9s %11s\n", "strategy", "efficiency", "batches",
+                      "shapes", "tok_p50", "tok_p99", "plan_ms", "collate_ms");
   for (const StrategyRow& r : rows) {
     absl::StrAppendFormat(&out, "%-26s %10.4f %8d %7d %8d %8d %9.2f %11.2f\n", r.strategy,
                           r.padding_efficiency, r.batches, r.distinct_shapes,
-                          r.tokens_per_batch_p50, r.tokens_per_batch_p99, r.plan_ms,
-                          r.collate_ms);
+                          r.tokens_per_batch_p50, r.tokens_per_batch_p99, r.plan_ms, r.collate_ms);
   }
   return out;
 }
@@ -113,9 +138,9 @@ std::string FormatCsv(const std::vector<StrategyRow>& rows) {
       "strategy,padding_efficiency,batches,distinct_shapes,tokens_per_batch_p50,"
       "tokens_per_batch_p99,plan_ms,collate_ms\n";
   for (const StrategyRow& r : rows) {
-    absl::StrAppendFormat(&out, "%s,%.6f,%d,%d,%d,%d,%.3f,%.3f\n", r.strategy,
-                          r.padding_efficiency, r.batches, r.distinct_shapes,
-                          r.tokens_per_batch_p50, r.tokens_per_batch_p99, r.plan_ms, r.collate_ms);
+    absl::StrAppendFormat(&out, "%s,%.6f,%d,%d,%d,%d,%.3f,%.3f\n", r.strategy, r.padding_efficiency,
+                          r.batches, r.distinct_shapes, r.tokens_per_batch_p50,
+                          r.tokens_per_batch_p99, r.plan_ms, r.collate_ms);
   }
   return out;
 }
@@ -132,24 +157,27 @@ std::string FormatSvg(const std::vector<StrategyRow>& rows, const std::string& t
       width, height, 10, XmlEscape(title));
   for (int tick = 0; tick <= 100; tick += 25) {
     const int x = kLabelWidth + kBarWidth * tick / 100;
-    absl::StrAppendFormat(&out,
-                          "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n"
-                          "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%d%%</text>\n",
-                          x, kTop - 6, x, height - 30, x, height - 14, tick);
+    absl::StrAppendFormat(
+        &out,
+        "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#ddd\"/>\n"
+        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%d%%</text>\n",
+        x, kTop - 6, x, height - 30, x, height - 14, tick);
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     const StrategyRow& r = rows[i];
     const int y = kTop + static_cast<int>(i) * kRowHeight;
     const double eff = std::min(std::max(r.padding_efficiency, 0.0), 1.0);
-    const char* color = eff >= 0.99 ? "#2a9d8f" : eff >= 0.9 ? "#8ab17d" : eff >= 0.7 ? "#e9c46a"
-                                                                                     : "#e76f51";
-    absl::StrAppendFormat(
-        &out,
-        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
-        "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n"
-        "<text x=\"%.1f\" y=\"%d\">%.1f%%</text>\n",
-        kLabelWidth - 8, y + 17, XmlEscape(r.strategy), kLabelWidth, y + 4, kBarWidth * eff,
-        kRowHeight - 8, color, kLabelWidth + kBarWidth * eff + 6, y + 17, 100 * eff);
+    const char* color = eff >= 0.99  ? "#2a9d8f"
+                        : eff >= 0.9 ? "#8ab17d"
+                        : eff >= 0.7 ? "#e9c46a"
+                                     : "#e76f51";
+    absl::StrAppendFormat(&out,
+                          "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
+                          "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n"
+                          "<text x=\"%.1f\" y=\"%d\">%.1f%%</text>\n",
+                          kLabelWidth - 8, y + 17, XmlEscape(r.strategy), kLabelWidth, y + 4,
+                          kBarWidth * eff, kRowHeight - 8, color, kLabelWidth + kBarWidth * eff + 6,
+                          y + 17, 100 * eff);
   }
   out += "</svg>\n";
   return out;

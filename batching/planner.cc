@@ -46,7 +46,8 @@ absl::Status InvalidOption(absl::string_view field, absl::string_view why) {
 }
 
 absl::Status ValidateOptions(const PlannerOptions& o) {
-  if (o.max_len() < 1) return InvalidOption("max_len", absl::StrCat("must be >= 1, got ", o.max_len()));
+  if (o.max_len() < 1)
+    return InvalidOption("max_len", absl::StrCat("must be >= 1, got ", o.max_len()));
   if (o.truncation_tail() < 0 || o.truncation_tail() > o.max_len()) {
     return InvalidOption("truncation_tail",
                          absl::StrCat("must be in [0, max_len], got ", o.truncation_tail()));
@@ -88,16 +89,17 @@ absl::Status ValidateOptions(const PlannerOptions& o) {
   if (o.pad_to() == PadTo::kBucketBoundary && o.sampler() != Sampler::kBucketed) {
     return InvalidOption("pad_to", "kBucketBoundary needs the kBucketed sampler");
   }
-  const bool needs_budget = o.sampler() == Sampler::kTokenBudget ||
-                            (o.sampler() == Sampler::kPacked && o.packed_layout() == Layout::kVarlen);
+  const bool needs_budget =
+      o.sampler() == Sampler::kTokenBudget ||
+      (o.sampler() == Sampler::kPacked && o.packed_layout() == Layout::kVarlen);
   if (needs_budget && o.max_tokens() == 0) {
     return InvalidOption("max_tokens", "this sampler needs a token budget (> 0)");
   }
   if (o.max_tokens() > 0 && o.max_tokens() < o.max_len() && o.sampler() != Sampler::kRandom &&
       o.sampler() != Sampler::kSortedMegabatch) {
-    return InvalidOption("max_tokens", absl::StrCat("a budget of ", o.max_tokens(),
-                                                    " cannot hold one sequence of max_len ",
-                                                    o.max_len()));
+    return InvalidOption("max_tokens",
+                         absl::StrCat("a budget of ", o.max_tokens(),
+                                      " cannot hold one sequence of max_len ", o.max_len()));
   }
   if (o.sampler() == Sampler::kPacked && o.packed_layout() == Layout::kPadded) {
     return InvalidOption("packed_layout", "must be kPacked or kVarlen");
@@ -108,7 +110,9 @@ absl::Status ValidateOptions(const PlannerOptions& o) {
 class EpochBuilder {
  public:
   EpochBuilder(const PlannerOptions& o, int64_t epoch)
-      : o_(o), order_rng_(StreamRng(o.seed(), epoch, 0)), batch_rng_(StreamRng(o.seed(), epoch, 1)) {}
+      : o_(o),
+        order_rng_(StreamRng(o.seed(), epoch, 0)),
+        batch_rng_(StreamRng(o.seed(), epoch, 1)) {}
 
   absl::StatusOr<std::vector<BatchSpec>> Build(std::vector<Placement> pieces,
                                                const Boundaries& boundaries) {
@@ -186,9 +190,8 @@ class EpochBuilder {
     const size_t mega = static_cast<size_t>(o_.megabatch_factor() * o_.batch_size());
     for (size_t i = 0; i < pieces.size(); i += mega) {
       auto end = pieces.begin() + std::min(pieces.size(), i + mega);
-      std::stable_sort(pieces.begin() + i, end, [](const Placement& a, const Placement& b) {
-        return a.length > b.length;
-      });
+      std::stable_sort(pieces.begin() + i, end,
+                       [](const Placement& a, const Placement& b) { return a.length > b.length; });
     }
     std::vector<BatchSpec> out;
     for (size_t i = 0; i < pieces.size();) {
@@ -229,7 +232,9 @@ class EpochBuilder {
         while (!cur.empty()) {
           const int64_t w = PadLength(std::max(longest, p.length), boundary);
           const int64_t m = static_cast<int64_t>(cur.size());
-          if ((m + 1) * w <= o_.max_tokens() && (o_.max_sentences() == 0 || m + 1 <= o_.max_sentences())) break;
+          if ((m + 1) * w <= o_.max_tokens() &&
+              (o_.max_sentences() == 0 || m + 1 <= o_.max_sentences()))
+            break;
           emit(cur.size());
         }
       }
@@ -270,7 +275,8 @@ class EpochBuilder {
     pack.capacity = varlen ? o_.max_tokens() : o_.max_len();
     pack.max_sequences_per_row = varlen ? o_.max_sentences() : o_.max_sequences_per_row();
     pack.algorithm = o_.pack_algorithm();
-    const size_t window = o_.pack_window() > 0 ? static_cast<size_t>(o_.pack_window()) : pieces.size();
+    const size_t window =
+        o_.pack_window() > 0 ? static_cast<size_t>(o_.pack_window()) : pieces.size();
     std::vector<std::vector<Placement>> rows;
     for (size_t i = 0; i < pieces.size(); i += window) {
       const size_t n = std::min(window, pieces.size() - i);
@@ -293,9 +299,10 @@ class EpochBuilder {
       }
       return out;
     }
-    const size_t per_batch = o_.max_tokens() > 0
-                                 ? static_cast<size_t>(std::max<int64_t>(1, o_.max_tokens() / o_.max_len()))
-                                 : static_cast<size_t>(o_.batch_size());
+    const size_t per_batch =
+        o_.max_tokens() > 0
+            ? static_cast<size_t>(std::max<int64_t>(1, o_.max_tokens() / o_.max_len()))
+            : static_cast<size_t>(o_.batch_size());
     for (size_t i = 0; i < rows.size(); i += per_batch) {
       const size_t n = std::min(per_batch, rows.size() - i);
       BatchSpec b;
@@ -354,9 +361,9 @@ absl::StatusOr<std::vector<Placement>> Planner::Pieces(absl::Span<const int64_t>
     const int64_t len = lengths[i];
     const int64_t ex = static_cast<int64_t>(i);
     if (len < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("planner: example ", i, " has length ", len, "; every example needs >= 1 "
-                       "token (the tokenizer adds [CLS]/[SEP])"));
+      return absl::InvalidArgumentError(absl::StrCat("planner: example ", i, " has length ", len,
+                                                     "; every example needs >= 1 "
+                                                     "token (the tokenizer adds [CLS]/[SEP])"));
     }
     if (len <= max_len) {
       pieces.push_back({ex, 0, len, 0});
@@ -400,9 +407,11 @@ absl::StatusOr<Boundaries> Planner::BucketBoundaries(absl::Span<const int64_t> l
 absl::StatusOr<EpochPlan> Planner::PlanEpoch(absl::Span<const int64_t> lengths, int64_t epoch,
                                              int world_size) const {
   if (world_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("planner: world_size must be >= 1, got ", world_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("planner: world_size must be >= 1, got ", world_size));
   }
-  if (epoch < 0) return absl::InvalidArgumentError(absl::StrCat("planner: epoch must be >= 0, got ", epoch));
+  if (epoch < 0)
+    return absl::InvalidArgumentError(absl::StrCat("planner: epoch must be >= 0, got ", epoch));
   absl::StatusOr<std::vector<Placement>> pieces = Pieces(lengths);
   if (!pieces.ok()) return pieces.status();
   Boundaries boundaries;
@@ -424,12 +433,13 @@ absl::StatusOr<EpochPlan> Planner::PlanEpoch(absl::Span<const int64_t> lengths, 
     size_t pick = batches.size();
     for (size_t i = 0; i < batches.size(); ++i) {
       if (Units(batches[i]) < 2) continue;
-      if (pick == batches.size() || batches[i].token_slots() > batches[pick].token_slots()) pick = i;
+      if (pick == batches.size() || batches[i].token_slots() > batches[pick].token_slots())
+        pick = i;
     }
     if (pick == batches.size()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("planner: ", batches.size(), " batches cannot be shared evenly by ",
-                       world_size, " ranks (too few sequences)"));
+      return absl::FailedPreconditionError(absl::StrCat("planner: ", batches.size(),
+                                                        " batches cannot be shared evenly by ",
+                                                        world_size, " ranks (too few sequences)"));
     }
     auto [lo, hi] = Halve(batches[pick], builder);
     batches[pick] = std::move(lo);

@@ -57,8 +57,8 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   if (max_len < 3) return Usage(absl::StrCat("--max-len must be >= 3, got ", max_len));
   if (batch_size < 1) return Usage(absl::StrCat("--batch-size must be >= 1, got ", batch_size));
   if (max_tokens < max_len) {
-    return Usage(absl::StrCat("--max-tokens (", max_tokens, ") must be >= --max-len (", max_len,
-                              ")"));
+    return Usage(
+        absl::StrCat("--max-tokens (", max_tokens, ") must be >= --max-len (", max_len, ")"));
   }
   absl::StatusOr<tokenize::CorpusFormat> format =
       tokenize::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
@@ -82,8 +82,8 @@ int RunBenchPadding(const std::vector<std::string>& args) {
       tokenize::EncodeCorpus(*tokenizer, *raw, labels, encode);
   if (!corpus.ok()) return Fail(corpus.status());
   if (!absl::GetFlag(FLAGS_quiet)) {
-    absl::FPrintF(stderr, "%s: %s; %d tokens after truncation to %d\n", data,
-                  raw->report.Summary(), corpus->total_tokens(), max_len);
+    absl::FPrintF(stderr, "%s: %s; %d tokens after truncation to %d\n", data, raw->report.Summary(),
+                  corpus->total_tokens(), max_len);
   }
 
   absl::StatusOr<std::vector<batching::StrategyRow>> rows = batching::ComparePaddingStrategies(
@@ -97,9 +97,9 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   }
   const std::string svg = absl::GetFlag(FLAGS_svg);
   if (!svg.empty()) {
-    const std::string title = absl::StrFormat("Padding efficiency, %s, max_len %d, batch %d",
-                                              data.substr(data.find_last_of('/') + 1), max_len,
-                                              batch_size);
+    const std::string title =
+        absl::StrFormat("Padding efficiency, %s, max_len %d, batch %d",
+                        data.substr(data.find_last_of('/') + 1), max_len, batch_size);
     if (absl::Status s = WriteFile(svg, batching::FormatSvg(*rows, title)); !s.ok()) return Fail(s);
   }
   return kExitOk;
@@ -108,7 +108,8 @@ int RunBenchPadding(const std::vector<std::string>& args) {
 }  // namespace
 
 const Subcommand kBenchPaddingCommand = {
-    "bench-padding", "compare padding, bucketing and packing strategies on a data file",
+    "bench-padding",
+    "compare padding, bucketing and packing strategies on a data file",
     "usage: padless bench-padding --data FILE --model M.model [--max-len 512] [--batch-size 32]\n"
     "       [--max-tokens 16384] [--csv PATH] [--svg PATH]\n\n"
     "Tokenizes FILE (truncating to --max-len), plans one epoch with every strategy, collates it,\n"

@@ -7,8 +7,8 @@
 // SentencePiece model, e.g. 16k unigram) it is tokenized for real, [CLS]/[SEP] added and truncated
 // to 512 (head+tail); otherwise token counts are APPROXIMATED as min(512, round(1.34 * words) + 2)
 // with random ids, and the counter `approx_lengths` is 1. `--smoke` shrinks every input.
-#include <ATen/ops/full.h>
 #include <ATen/ops/from_blob.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/tensor.h>
 #include <benchmark/benchmark.h>
@@ -140,7 +140,8 @@ void BM_BaselineNaivePadCollate(benchmark::State& state) {
     for (size_t b = 0; b < order.size(); b += kBatch) {
       const size_t n = std::min<size_t>(kBatch, order.size() - b);
       int64_t longest = 0;
-      for (size_t i = 0; i < n; ++i) longest = std::max(longest, std::min(lengths[order[b + i]], kMaxLen));
+      for (size_t i = 0; i < n; ++i)
+        longest = std::max(longest, std::min(lengths[order[b + i]], kMaxLen));
       at::Tensor ids = at::full({static_cast<int64_t>(n), longest}, 0, at::kLong);
       at::Tensor mask = at::full({static_cast<int64_t>(n), longest}, 0, at::kLong);
       std::vector<int64_t> labels(n);
@@ -160,8 +161,8 @@ void BM_BaselineNaivePadCollate(benchmark::State& state) {
   }
   const double seconds = ThreadSeconds() - start;
   g_baseline_rate["naive"] = static_cast<double>(real) * state.iterations() / seconds;
-  state.counters["real_tokens_per_s"] =
-      benchmark::Counter(static_cast<double>(real) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["real_tokens_per_s"] = benchmark::Counter(
+      static_cast<double>(real) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["approx_lengths"] = g_approx ? 1 : 0;
 }
 

@@ -52,7 +52,7 @@ class BenchPaddingCommandTest : public ::testing::Test {
     std::system(("mkdir -p " + dir_).c_str());
     // Sentences of 3-120 words from a small vocabulary: lengths spread enough to pad.
     std::mt19937 rng(17);
-    const std::vector<std::string> words = {"the", "movie", "was", "good", "bad", "plot",
+    const std::vector<std::string> words = {"the",   "movie", "was",    "good",  "bad", "plot",
                                             "actor", "great", "boring", "scene", "and", "not"};
     std::vector<std::string> sentences;
     std::ofstream tsv(dir_ + "/data.tsv");
@@ -68,7 +68,8 @@ class BenchPaddingCommandTest : public ::testing::Test {
     tokenize::TrainOptions train;
     train.vocab_size = 40;
     train.num_threads = 1;
-    absl::StatusOr<tokenize::Tokenizer> tok = tokenize::Tokenizer::TrainFromSentences(sentences, train);
+    absl::StatusOr<tokenize::Tokenizer> tok =
+        tokenize::Tokenizer::TrainFromSentences(sentences, train);
     ASSERT_TRUE(tok.ok()) << tok.status();
     ASSERT_TRUE(tok->Save(dir_ + "/m.model").ok());
   }
@@ -81,13 +82,12 @@ TEST_F(BenchPaddingCommandTest, GoodRunWritesOneRowPerStrategy) {
   std::remove(csv.c_str());
   std::remove(svg.c_str());
   const Result r = RunCli("--data " + dir_ + "/data.tsv --model " + dir_ +
-                       "/m.model --max-len 64 --batch-size 8 --max-tokens 512 --csv " + csv +
-                       " --svg " + svg + " --quiet");
+                          "/m.model --max-len 64 --batch-size 8 --max-tokens 512 --csv " + csv +
+                          " --svg " + svg + " --quiet");
   ASSERT_EQ(r.code, 0) << r.output;
   const std::vector<NamedStrategy> strategies = StandardStrategies(64, 8, 512, 1);
   for (const NamedStrategy& s : strategies) EXPECT_THAT(r.output, HasSubstr(s.name));
-  const std::vector<std::string> lines =
-      absl::StrSplit(ReadAll(csv), '\n', absl::SkipEmpty());
+  const std::vector<std::string> lines = absl::StrSplit(ReadAll(csv), '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), strategies.size() + 1);
   EXPECT_EQ(lines[0],
             "strategy,padding_efficiency,batches,distinct_shapes,tokens_per_batch_p50,"
@@ -132,7 +132,8 @@ TEST_F(BenchPaddingCommandTest, BadInputsAreRuntimeFailures) {
   EXPECT_THAT(r.output, HasSubstr("missing.tsv"));
   r = RunCli("--data " + dir_ + "/data.tsv --model " + dir_ + "/data.tsv");
   EXPECT_EQ(r.code, 1);
-  r = RunCli("--data " + dir_ + "/data.tsv --model " + dir_ + "/m.model --csv /nonexistent/dir/x.csv");
+  r = RunCli("--data " + dir_ + "/data.tsv --model " + dir_ +
+             "/m.model --csv /nonexistent/dir/x.csv");
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.output, HasSubstr("/nonexistent/dir/x.csv"));
 }

@@ -54,8 +54,8 @@ void CheckBatch(const tokenize::TokenizedCorpus& c, const BatchSpec& spec, const
   const auto example_ids = b.example_ids.accessor<int64_t, 1>();
   const auto loc = b.sequence_location.accessor<int64_t, 2>();
   // Accessors need defined tensors: stand-ins of the right shape for the optional ones.
-  const at::Tensor seg_t =
-      b.segment_ids.defined() ? b.segment_ids.reshape({rows, width}) : at::empty({rows, width}, at::kLong);
+  const at::Tensor seg_t = b.segment_ids.defined() ? b.segment_ids.reshape({rows, width})
+                                                   : at::empty({rows, width}, at::kLong);
   const at::Tensor types_t = b.token_type_ids.defined() ? b.token_type_ids.reshape({rows, width})
                                                         : at::empty({rows, width}, at::kLong);
   const auto seg_a = seg_t.accessor<int64_t, 2>();
@@ -68,8 +68,8 @@ void CheckBatch(const tokenize::TokenizedCorpus& c, const BatchSpec& spec, const
   for (int64_t r = 0; r < rows; ++r) {
     int64_t used = 0;
     for (const Placement& p : spec.rows[r]) used += p.length;
-    int64_t col = (!varlen && spec.layout == Layout::kPadded && side == PadSide::kLeft)
-                      ? width - used : 0;
+    int64_t col =
+        (!varlen && spec.layout == Layout::kPadded && side == PadSide::kLeft) ? width - used : 0;
     for (const Placement& p : spec.rows[r]) {
       ASSERT_EQ(loc[seq][0], varlen ? 0 : r);
       ASSERT_EQ(loc[seq][1], col);
@@ -85,8 +85,9 @@ void CheckBatch(const tokenize::TokenizedCorpus& c, const BatchSpec& spec, const
         }
         if (b.token_type_ids.defined()) {
           const auto types = c.type_ids(p.example);
-          const int64_t src = i < p.length - p.tail ? p.start + i
-                                                    : static_cast<int64_t>(types.size()) - p.length + i;
+          const int64_t src = i < p.length - p.tail
+                                  ? p.start + i
+                                  : static_cast<int64_t>(types.size()) - p.length + i;
           ASSERT_EQ(types_a[r][col + i], types[src]);
         }
         real[r][col + i] = 1;
@@ -123,15 +124,22 @@ void CheckBatch(const tokenize::TokenizedCorpus& c, const BatchSpec& spec, const
 }
 
 std::vector<PlannerOptions> Strategies() {
-  return {PlannerOptions().batch_size(6),
-          PlannerOptions().batch_size(6).pad_to(PadTo::kMultiple),
-          PlannerOptions().sampler(Sampler::kBucketed).num_buckets(4).pad_to(PadTo::kBucketBoundary)
-              .batch_size(5),
-          PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(1024),
-          PlannerOptions().sampler(Sampler::kPacked).batch_size(3),
-          PlannerOptions().sampler(Sampler::kPacked).batch_size(3).over_long(OverLong::kSplit)
-              .max_sequences_per_row(3),
-          PlannerOptions().sampler(Sampler::kPacked).packed_layout(Layout::kVarlen).max_tokens(700)};
+  return {
+      PlannerOptions().batch_size(6),
+      PlannerOptions().batch_size(6).pad_to(PadTo::kMultiple),
+      PlannerOptions()
+          .sampler(Sampler::kBucketed)
+          .num_buckets(4)
+          .pad_to(PadTo::kBucketBoundary)
+          .batch_size(5),
+      PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(1024),
+      PlannerOptions().sampler(Sampler::kPacked).batch_size(3),
+      PlannerOptions()
+          .sampler(Sampler::kPacked)
+          .batch_size(3)
+          .over_long(OverLong::kSplit)
+          .max_sequences_per_row(3),
+      PlannerOptions().sampler(Sampler::kPacked).packed_layout(Layout::kVarlen).max_tokens(700)};
 }
 
 TEST(CollatorTest, EveryLayoutMatchesItsSpecElementByElement) {
@@ -166,8 +174,8 @@ void CheckMask(const Batch& b, const at::Tensor& mask) {
   const int64_t rows = b.input_ids.size(0), len = b.input_ids.size(1);
   ASSERT_EQ(mask.sizes(), (std::vector<int64_t>{rows, 1, len, len}));
   ASSERT_EQ(mask.scalar_type(), at::kBool);
-  const at::Tensor seg = b.layout == Layout::kPacked ? b.segment_ids
-                                                     : b.attention_mask.to(at::kLong).sub(1);
+  const at::Tensor seg =
+      b.layout == Layout::kPacked ? b.segment_ids : b.attention_mask.to(at::kLong).sub(1);
   const auto s = seg.accessor<int64_t, 2>();
   const auto m = mask.accessor<bool, 4>();
   for (int64_t r = 0; r < rows; ++r) {
@@ -182,8 +190,8 @@ void CheckMask(const Batch& b, const at::Tensor& mask) {
 
 TEST(CollatorTest, BlockDiagonalMaskSeparatesPackedSequences) {
   const tokenize::TokenizedCorpus corpus = RandomCorpus(60, 9, 100);
-  for (PlannerOptions o : {PlannerOptions().sampler(Sampler::kPacked).batch_size(2),
-                           PlannerOptions().batch_size(3)}) {
+  for (PlannerOptions o :
+       {PlannerOptions().sampler(Sampler::kPacked).batch_size(2), PlannerOptions().batch_size(3)}) {
     absl::StatusOr<std::vector<BatchSpec>> plan = Planner(o.max_len(64)).Plan(corpus.Lengths(), 0);
     ASSERT_TRUE(plan.ok());
     for (size_t i = 0; i < 4 && i < plan->size(); ++i) {
@@ -266,9 +274,9 @@ TEST(CollatorTest, ToMovesEveryTensor) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   EXPECT_TRUE(b->input_ids.is_pinned());
   const Batch gpu = b->To(at::Device(at::kCUDA, 0));
-  for (const at::Tensor* t : {&gpu.input_ids, &gpu.attention_mask, &gpu.position_ids,
-                              &gpu.segment_ids, &gpu.cu_seqlens, &gpu.token_index,
-                              &gpu.sequence_location, &gpu.labels, &gpu.example_ids}) {
+  for (const at::Tensor* t :
+       {&gpu.input_ids, &gpu.attention_mask, &gpu.position_ids, &gpu.segment_ids, &gpu.cu_seqlens,
+        &gpu.token_index, &gpu.sequence_location, &gpu.labels, &gpu.example_ids}) {
     ASSERT_TRUE(t->is_cuda());
   }
   EXPECT_TRUE(gpu.input_ids.cpu().equal(b->input_ids));

@@ -84,9 +84,8 @@ TEST_F(LoaderTest, ExceptionInWorkerReachesConsumerWithContext) {
 }
 
 TEST_F(LoaderTest, ErrorStatusFromTransformOrCollatorPropagates) {
-  std::unique_ptr<Loader> loader = Make(2, 2, [](Batch&) {
-    return absl::DataLossError("bad mask");
-  });
+  std::unique_ptr<Loader> loader =
+      Make(2, 2, [](Batch&) { return absl::DataLossError("bad mask"); });
   absl::StatusOr<std::optional<Batch>> b = loader->Next();
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), absl::StatusCode::kDataLoss);

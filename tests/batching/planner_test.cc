@@ -26,7 +26,8 @@ std::multiset<std::tuple<int64_t, int64_t, int64_t>> Expected(const Planner& pla
 }
 
 // Checks every structural invariant of one epoch's plan over all ranks.
-void CheckEpoch(const Planner& planner, const std::vector<int64_t>& lengths, const EpochPlan& plan) {
+void CheckEpoch(const Planner& planner, const std::vector<int64_t>& lengths,
+                const EpochPlan& plan) {
   const PlannerOptions& o = planner.options();
   std::multiset<std::tuple<int64_t, int64_t, int64_t>> seen;
   const size_t steps = plan.ranks[0].size();
@@ -76,27 +77,48 @@ std::vector<PlannerOptions> AllStrategies() {
   all.push_back(PlannerOptions().sampler(Sampler::kRandom).batch_size(16).pad_to(PadTo::kMultiple));
   all.push_back(PlannerOptions().sampler(Sampler::kRandom).batch_size(8).pad_to(PadTo::kMaxLength));
   all.push_back(PlannerOptions().sampler(Sampler::kSortedMegabatch).batch_size(16));
-  for (BucketScheme s : {BucketScheme::kQuantile, BucketScheme::kGeometric, BucketScheme::kOptimal}) {
-    all.push_back(PlannerOptions().sampler(Sampler::kBucketed).bucket_scheme(s).num_buckets(6)
+  for (BucketScheme s :
+       {BucketScheme::kQuantile, BucketScheme::kGeometric, BucketScheme::kOptimal}) {
+    all.push_back(PlannerOptions()
+                      .sampler(Sampler::kBucketed)
+                      .bucket_scheme(s)
+                      .num_buckets(6)
                       .pad_to(PadTo::kBucketBoundary));
-    all.push_back(PlannerOptions().sampler(Sampler::kBucketed).bucket_scheme(s).num_buckets(6)
+    all.push_back(PlannerOptions()
+                      .sampler(Sampler::kBucketed)
+                      .bucket_scheme(s)
+                      .num_buckets(6)
                       .max_tokens(4096));
   }
-  all.push_back(PlannerOptions().sampler(Sampler::kBucketed).bucket_scheme(BucketScheme::kExplicit)
-                    .boundaries({64, 128, 256, 512}).pad_to(PadTo::kBucketBoundary));
+  all.push_back(PlannerOptions()
+                    .sampler(Sampler::kBucketed)
+                    .bucket_scheme(BucketScheme::kExplicit)
+                    .boundaries({64, 128, 256, 512})
+                    .pad_to(PadTo::kBucketBoundary));
   all.push_back(PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(4096));
-  all.push_back(PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(4096).max_sentences(12)
-                    .batch_size_multiple(8).pad_to(PadTo::kMultiple));
+  all.push_back(PlannerOptions()
+                    .sampler(Sampler::kTokenBudget)
+                    .max_tokens(4096)
+                    .max_sentences(12)
+                    .batch_size_multiple(8)
+                    .pad_to(PadTo::kMultiple));
   for (PackAlgorithm a : {PackAlgorithm::kFirstFitDecreasing, PackAlgorithm::kBestFitDecreasing,
                           PackAlgorithm::kHistogram}) {
     all.push_back(PlannerOptions().sampler(Sampler::kPacked).pack_algorithm(a).batch_size(8));
-    all.push_back(PlannerOptions().sampler(Sampler::kPacked).pack_algorithm(a)
-                      .packed_layout(Layout::kVarlen).max_tokens(8192).pack_window(0));
+    all.push_back(PlannerOptions()
+                      .sampler(Sampler::kPacked)
+                      .pack_algorithm(a)
+                      .packed_layout(Layout::kVarlen)
+                      .max_tokens(8192)
+                      .pack_window(0));
   }
-  all.push_back(PlannerOptions().sampler(Sampler::kPacked).max_tokens(4096)
-                    .max_sequences_per_row(2).over_long(OverLong::kSplit));
-  all.push_back(PlannerOptions().sampler(Sampler::kRandom).over_long(OverLong::kSplit)
-                    .window_stride(384));
+  all.push_back(PlannerOptions()
+                    .sampler(Sampler::kPacked)
+                    .max_tokens(4096)
+                    .max_sequences_per_row(2)
+                    .over_long(OverLong::kSplit));
+  all.push_back(
+      PlannerOptions().sampler(Sampler::kRandom).over_long(OverLong::kSplit).window_stride(384));
   return all;
 }
 
@@ -111,8 +133,8 @@ TEST(PlannerTest, InvariantsForEveryStrategyRankCountAndEpoch) {
         absl::StatusOr<EpochPlan> plan = planner.PlanEpoch(lengths, epoch, world);
         ASSERT_TRUE(plan.ok()) << "config " << config << ": " << plan.status();
         ASSERT_EQ(plan->ranks.size(), static_cast<size_t>(world));
-        SCOPED_TRACE(::testing::Message() << "config " << config << " world " << world
-                                          << " epoch " << epoch);
+        SCOPED_TRACE(::testing::Message()
+                     << "config " << config << " world " << world << " epoch " << epoch);
         CheckEpoch(planner, lengths, *plan);
         if (HasFatalFailure()) return;
         EXPECT_GE(plan->report.step_imbalance, 0.0);
@@ -188,8 +210,10 @@ TEST(PlannerTest, TruncationAndSplitPieces) {
   const Planner split(PlannerOptions().max_len(8).over_long(OverLong::kSplit));
   p = split.Pieces(lengths);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(*p, (std::vector<Placement>{{0, 0, 8, 0}, {0, 8, 2, 0}, {1, 0, 8, 0}, {1, 8, 8, 0},
-                                        {1, 16, 8, 0}, {1, 24, 1, 0}}));
+  EXPECT_EQ(
+      *p,
+      (std::vector<Placement>{
+          {0, 0, 8, 0}, {0, 8, 2, 0}, {1, 0, 8, 0}, {1, 8, 8, 0}, {1, 16, 8, 0}, {1, 24, 1, 0}}));
   const Planner overlap(PlannerOptions().max_len(8).over_long(OverLong::kSplit).window_stride(6));
   p = overlap.Pieces({14});
   ASSERT_TRUE(p.ok());
@@ -200,7 +224,8 @@ TEST(PlannerTest, TruncationAndSplitPieces) {
 TEST(PlannerTest, PaddingPolicies) {
   const std::vector<int64_t> lengths = {3, 9, 17, 5};
   auto single = [&](PlannerOptions o) {
-    absl::StatusOr<std::vector<BatchSpec>> plan = Planner(o.batch_size(4).max_len(32)).Plan(lengths, 0);
+    absl::StatusOr<std::vector<BatchSpec>> plan =
+        Planner(o.batch_size(4).max_len(32)).Plan(lengths, 0);
     EXPECT_TRUE(plan.ok());
     EXPECT_EQ(plan->size(), 1u);
     return (*plan)[0].length;
@@ -215,8 +240,12 @@ TEST(PlannerTest, PaddingPolicies) {
 
 TEST(PlannerTest, BucketBoundaryPaddingGivesOneShapePerBucket) {
   const std::vector<int64_t> lengths = RandomLengths(3000, 4, 512);
-  const Planner planner(PlannerOptions().sampler(Sampler::kBucketed).num_buckets(5)
-                            .pad_to(PadTo::kBucketBoundary).batch_size(32).drop_last(true));
+  const Planner planner(PlannerOptions()
+                            .sampler(Sampler::kBucketed)
+                            .num_buckets(5)
+                            .pad_to(PadTo::kBucketBoundary)
+                            .batch_size(32)
+                            .drop_last(true));
   absl::StatusOr<std::vector<BatchSpec>> plan = planner.Plan(lengths, 0);
   ASSERT_TRUE(plan.ok());
   const PaddingStats stats = ComputePaddingStats(*plan);
@@ -249,8 +278,8 @@ TEST(PlannerTest, SortedMegabatchesAreSortedWithinBatches) {
 
 TEST(PlannerTest, TokenBudgetBatchSizeMultiple) {
   const std::vector<int64_t> lengths = RandomLengths(3000, 12, 512);
-  const Planner planner(PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(8192)
-                            .batch_size_multiple(8));
+  const Planner planner(
+      PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(8192).batch_size_multiple(8));
   absl::StatusOr<std::vector<BatchSpec>> plan = planner.Plan(lengths, 0);
   ASSERT_TRUE(plan.ok());
   int not_multiple = 0;
@@ -289,11 +318,14 @@ TEST(PlannerTest, RejectsBadOptionsWithTheFieldName) {
   EXPECT_NE(error(PlannerOptions().max_len(0)).find("max_len"), std::string::npos);
   EXPECT_NE(error(PlannerOptions().sampler(Sampler::kTokenBudget)).find("max_tokens"),
             std::string::npos);
-  EXPECT_NE(error(PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(100)).find("max_tokens"),
-            std::string::npos);
+  EXPECT_NE(
+      error(PlannerOptions().sampler(Sampler::kTokenBudget).max_tokens(100)).find("max_tokens"),
+      std::string::npos);
   EXPECT_NE(error(PlannerOptions().pad_to(PadTo::kBucketBoundary)).find("pad_to"),
             std::string::npos);
-  EXPECT_NE(error(PlannerOptions().sampler(Sampler::kBucketed).bucket_scheme(BucketScheme::kExplicit)
+  EXPECT_NE(error(PlannerOptions()
+                      .sampler(Sampler::kBucketed)
+                      .bucket_scheme(BucketScheme::kExplicit)
                       .boundaries({2, 3}))
                 .find("boundaries"),
             std::string::npos);

@@ -3,9 +3,9 @@
 #ifndef PADLESS_BATCHING_BATCH_H_
 #define PADLESS_BATCHING_BATCH_H_
 
-#include <cstdint>
-
 #include <ATen/core/Tensor.h>
+
+#include <cstdint>
 
 #include "padless/batching/batch_spec.h"
 
@@ -33,7 +33,8 @@ struct Batch {
   at::Tensor cu_seqlens;
   int64_t max_seqlen = 0;  // longest sequence of the batch (every layout)
   // kPadded, kPacked: int64 [T_real] positions of the real tokens in the flattened [R*L] grid, so
-  // `flat.index_select(0, token_index)` gives the varlen layout without padding. kVarlen: undefined.
+  // `flat.index_select(0, token_index)` gives the varlen layout without padding. kVarlen:
+  // undefined.
   at::Tensor token_index;
   // Every layout: int64 [n, 2]: (row, offset) of each sequence; kVarlen uses row 0 and the offset
   // in the flat tensor; left-padded rows have offset = L - length.

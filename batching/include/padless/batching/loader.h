@@ -5,13 +5,13 @@
 #ifndef PADLESS_BATCHING_LOADER_H_
 #define PADLESS_BATCHING_LOADER_H_
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
-
-#include <c10/core/Device.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,8 +23,8 @@
 namespace padless::batching {
 
 struct LoaderOptions {
-  int num_workers = 2;  // 0: collate on the consumer's thread
-  int prefetch = 4;     // batches built ahead of the consumer (>= 1)
+  int num_workers = 2;       // 0: collate on the consumer's thread
+  int prefetch = 4;          // batches built ahead of the consumer (>= 1)
   CollatorOptions collator;  // pin_memory is turned on automatically for a CUDA device
   // Where Next() delivers batches; a CUDA device gets a non_blocking copy from pinned memory.
   c10::Device device = c10::Device(c10::kCPU);
@@ -48,8 +48,8 @@ class Loader {
   // it is this batch's turn; after an error the loader is stopped and keeps returning it.
   absl::StatusOr<std::optional<Batch>> Next();
 
-  int64_t size() const;       // batches in the plan
-  int64_t position() const;   // batches handed out so far
+  int64_t size() const;      // batches in the plan
+  int64_t position() const;  // batches handed out so far
 
   // Stops the workers and drops the queued batches; Next() then returns std::nullopt. Idempotent.
   void Shutdown();

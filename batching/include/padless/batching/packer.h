@@ -20,8 +20,8 @@ enum class PackAlgorithm {
 };
 
 struct PackOptions {
-  int64_t capacity = 512;              // tokens per row; every piece must be <= capacity
-  int64_t max_sequences_per_row = 0;   // 0: unlimited
+  int64_t capacity = 512;             // tokens per row; every piece must be <= capacity
+  int64_t max_sequences_per_row = 0;  // 0: unlimited
   PackAlgorithm algorithm = PackAlgorithm::kBestFitDecreasing;
 };
 

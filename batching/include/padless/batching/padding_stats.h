@@ -16,8 +16,8 @@ struct PaddingStats {
   int64_t sequences = 0;
   int64_t real_tokens = 0;
   int64_t token_slots = 0;
-  double padding_efficiency = 0;  // real_tokens / token_slots (1 when the plan is empty)
-  int64_t distinct_shapes = 0;    // distinct (layout, rows, length)
+  double padding_efficiency = 0;     // real_tokens / token_slots (1 when the plan is empty)
+  int64_t distinct_shapes = 0;       // distinct (layout, rows, length)
   int64_t tokens_per_batch_p50 = 0;  // token slots per batch, nearest-rank percentiles
   int64_t tokens_per_batch_p99 = 0;
   int64_t max_tokens_per_batch = 0;

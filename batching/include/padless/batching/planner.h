@@ -17,32 +17,32 @@ namespace padless::batching {
 
 // Builder-style option setters in the LibTorch frontend's manner: `opts.batch_size(32)` sets and
 // returns *this, `opts.batch_size()` reads.
-#define PADLESS_ARG(T, name, init)                      \
- public:                                                \
-  auto name(const T& v)->decltype(*this) {              \
-    name##_ = v;                                        \
-    return *this;                                       \
-  }                                                     \
-  const T& name() const { return name##_; }             \
-                                                        \
- private:                                               \
+#define PADLESS_ARG(T, name, init)          \
+ public:                                    \
+  auto name(const T& v)->decltype(*this) {  \
+    name##_ = v;                            \
+    return *this;                           \
+  }                                         \
+  const T& name() const { return name##_; } \
+                                            \
+ private:                                   \
   T name##_ = init
 
 enum class Sampler {
-  kRandom,          // shuffled, fixed batch_size sequences, padded per the padding policy
-  kSortedMegabatch, // HF group_by_length: megabatches of 50*batch_size sorted by length, desc
-  kBucketed,        // sequences grouped by bucket boundaries; batch_size or max_tokens per batch
-  kTokenBudget,     // fairseq batch_by_size: sorted by length, at most max_tokens slots per batch
-  kPacked,          // several sequences per row (kPacked layout) or flat varlen batches
+  kRandom,           // shuffled, fixed batch_size sequences, padded per the padding policy
+  kSortedMegabatch,  // HF group_by_length: megabatches of 50*batch_size sorted by length, desc
+  kBucketed,         // sequences grouped by bucket boundaries; batch_size or max_tokens per batch
+  kTokenBudget,      // fairseq batch_by_size: sorted by length, at most max_tokens slots per batch
+  kPacked,           // several sequences per row (kPacked layout) or flat varlen batches
 };
 
 enum class BucketScheme { kExplicit, kQuantile, kGeometric, kOptimal };
 
 enum class PadTo {
-  kLongest,          // the longest sequence of the batch
-  kMaxLength,        // always max_len: one shape for every batch
-  kMultiple,         // the longest, rounded up to a multiple of pad_multiple (tensor cores)
-  kBucketBoundary,   // the bucket's upper boundary (kBucketed only): one shape per bucket
+  kLongest,         // the longest sequence of the batch
+  kMaxLength,       // always max_len: one shape for every batch
+  kMultiple,        // the longest, rounded up to a multiple of pad_multiple (tensor cores)
+  kBucketBoundary,  // the bucket's upper boundary (kBucketed only): one shape per bucket
 };
 
 enum class OverLong {
@@ -98,10 +98,10 @@ class PlannerOptions {
 
 // How evenly one epoch's batches were spread over the ranks, in token slots (the GPU's work).
 struct ShardReport {
-  int64_t steps = 0;                 // batches per rank
-  double step_imbalance = 0;         // mean over steps of (max rank / mean rank) - 1
-  double total_imbalance = 0;        // (max rank total / mean rank total) - 1
-  int64_t batches_split = 0;         // batches halved to give every rank the same count
+  int64_t steps = 0;           // batches per rank
+  double step_imbalance = 0;   // mean over steps of (max rank / mean rank) - 1
+  double total_imbalance = 0;  // (max rank total / mean rank total) - 1
+  int64_t batches_split = 0;   // batches halved to give every rank the same count
 };
 
 struct EpochPlan {
