@@ -464,6 +464,18 @@ absl::StatusOr<EpochPlan> Planner::PlanEpoch(absl::Span<const int64_t> lengths, 
     std::iota(by_cost.begin(), by_cost.end(), 0);
   }
   builder.batch_rng().Shuffle(step_order);
+  if (options_.longest_first() && steps > 1) {
+    auto step_cost = [&](size_t s) {
+      int64_t c = 0;
+      for (size_t j = 0; j < world; ++j) c = std::max(c, cost[by_cost[s * world + j]]);
+      return c;
+    };
+    size_t top = 0;
+    for (size_t i = 1; i < steps; ++i) {
+      if (step_cost(step_order[i]) > step_cost(step_order[top])) top = i;
+    }
+    std::swap(step_order[0], step_order[top]);
+  }
   plan.ranks.assign(world, {});
   for (auto& r : plan.ranks) r.reserve(steps);
   std::vector<int64_t> total(world, 0);

@@ -175,6 +175,30 @@ TEST(PlannerTest, RanksPartitionTheEpochAndAreBalanced) {
   EXPECT_LT(all->report.total_imbalance, 0.05);
 }
 
+TEST(PlannerTest, LongestFirstPutsTheMostExpensiveStepFirst) {
+  const std::vector<int64_t> lengths = RandomLengths(3000, 9, 512);
+  for (int world : {1, 2}) {
+    PlannerOptions o = PlannerOptions().sampler(Sampler::kSortedMegabatch).batch_size(16);
+    absl::StatusOr<EpochPlan> plain = Planner(o).PlanEpoch(lengths, 1, world);
+    absl::StatusOr<EpochPlan> first = Planner(o.longest_first(true)).PlanEpoch(lengths, 1, world);
+    ASSERT_TRUE(plain.ok() && first.ok());
+    int64_t most = 0;
+    for (const auto& rank : first->ranks) {
+      for (const BatchSpec& b : rank) most = std::max(most, b.token_slots());
+    }
+    int64_t step0 = 0;
+    for (const auto& rank : first->ranks) step0 = std::max(step0, rank[0].token_slots());
+    EXPECT_EQ(step0, most);
+    // One rank: only the order changes, the batches are the same.
+    if (world == 1) {
+      EXPECT_TRUE(std::is_permutation(plain->ranks[0].begin(), plain->ranks[0].end(),
+                                      first->ranks[0].begin(), first->ranks[0].end()));
+      EXPECT_NE(plain->ranks[0], first->ranks[0]);
+    }
+    CheckEpoch(Planner(o), lengths, *first);
+  }
+}
+
 TEST(PlannerTest, UnevenBatchCountIsSplitNotDropped) {
   // 10 sequences of batch 4 -> 3 batches; 2 ranks need an even count.
   const std::vector<int64_t> lengths(10, 7);

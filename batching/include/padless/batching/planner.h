@@ -77,6 +77,9 @@ class PlannerOptions {
   PADLESS_ARG(bool, drop_last, false);
   // Megabatch = megabatch_factor * batch_size sequences (HF uses 50).
   PADLESS_ARG(int64_t, megabatch_factor, 50);
+  // Put the epoch's most expensive step (most token slots) first, as HF's length-grouped sampler
+  // does, so that an out-of-memory error shows up at the first step rather than hours later.
+  PADLESS_ARG(bool, longest_first, false);
 
   PADLESS_ARG(PadTo, pad_to, PadTo::kLongest);
   PADLESS_ARG(int64_t, pad_multiple, 8);
