@@ -3,13 +3,14 @@
 #include <ATen/Context.h>
 #include <c10/util/Exception.h>
 
+#include <condition_variable>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 
 namespace padless::batching {
 
@@ -19,14 +20,16 @@ struct Loader::State {
   LoaderOptions options;
   Collator collator;
 
-  absl::Mutex mu;
-  absl::CondVar changed;                       // any of the fields below changed
-  int64_t next_claim ABSL_GUARDED_BY(mu) = 0;  // next batch a worker will build
-  int64_t consumed ABSL_GUARDED_BY(mu) = 0;    // batches handed to the consumer
-  bool stop ABSL_GUARDED_BY(mu) = false;
+  // std primitives rather than absl::Mutex: they are pthread-based, so ThreadSanitizer sees their
+  // ordering even when Abseil itself is an uninstrumented system library (Debian's).
+  std::mutex mu;
+  std::condition_variable changed;  // any of the fields below changed
+  int64_t next_claim = 0;           // next batch a worker will build
+  int64_t consumed = 0;             // batches handed to the consumer
+  bool stop = false;
   // Built batches waiting for their turn; at most `prefetch` are claimed or waiting at once, which
   // bounds memory however slow the consumer is.
-  std::map<int64_t, absl::StatusOr<Batch>> ready ABSL_GUARDED_BY(mu);
+  std::map<int64_t, absl::StatusOr<Batch>> ready;
   absl::Status error;  // consumer side only: sticky after the first failure
   std::vector<std::thread> workers;
 
@@ -62,18 +65,18 @@ struct Loader::State {
     while (true) {
       int64_t i;
       {
-        absl::MutexLock lock(&mu);
+        std::unique_lock<std::mutex> lock(mu);
         while (!stop && next_claim < size() && next_claim >= consumed + options.prefetch) {
-          changed.Wait(&mu);
+          changed.wait(lock);
         }
         if (stop || next_claim >= size()) return;
         i = next_claim++;
       }
       absl::StatusOr<Batch> batch = Build(i);
-      absl::MutexLock lock(&mu);
+      std::unique_lock<std::mutex> lock(mu);
       if (stop) return;
       ready.emplace(i, std::move(batch));
-      changed.SignalAll();
+      changed.notify_all();
     }
   }
 };
@@ -114,22 +117,22 @@ absl::StatusOr<std::optional<Batch>> Loader::Next() {
   int64_t index;
   if (s.options.num_workers == 0) {
     {
-      absl::MutexLock lock(&s.mu);
+      std::unique_lock<std::mutex> lock(s.mu);
       if (s.stop || s.consumed >= s.size()) return std::nullopt;
       index = s.consumed++;
     }
     batch = s.Build(index);
   } else {
-    absl::MutexLock lock(&s.mu);
+    std::unique_lock<std::mutex> lock(s.mu);
     if (s.stop || s.consumed >= s.size()) return std::nullopt;
     index = s.consumed;
-    while (!s.stop && s.ready.find(index) == s.ready.end()) s.changed.Wait(&s.mu);
+    while (!s.stop && s.ready.find(index) == s.ready.end()) s.changed.wait(lock);
     if (s.stop) return std::nullopt;
     auto it = s.ready.find(index);
     batch = std::move(it->second);
     s.ready.erase(it);
     ++s.consumed;
-    s.changed.SignalAll();
+    s.changed.notify_all();
   }
   if (!batch.ok()) {
     s.error = batch.status();
@@ -153,22 +156,22 @@ absl::StatusOr<std::optional<Batch>> Loader::Next() {
 int64_t Loader::size() const { return state_->size(); }
 
 int64_t Loader::position() const {
-  absl::MutexLock lock(&state_->mu);
+  std::unique_lock<std::mutex> lock(state_->mu);
   return state_->consumed;
 }
 
 void Loader::Shutdown() {
   State& s = *state_;
   {
-    absl::MutexLock lock(&s.mu);
+    std::unique_lock<std::mutex> lock(s.mu);
     s.stop = true;
-    s.changed.SignalAll();
+    s.changed.notify_all();
   }
   for (std::thread& t : s.workers) {
     if (t.joinable()) t.join();
   }
   s.workers.clear();
-  absl::MutexLock lock(&s.mu);
+  std::unique_lock<std::mutex> lock(s.mu);
   s.ready.clear();
 }
 
