@@ -20,10 +20,15 @@ def make_batches(lengths, strategy, b, max_len, seed, vocab, n_batches):
             chunk = sorted(order[i:i + mb], key=lambda j: -lengths[j])
             grouped.extend(chunk)
         order = grouped
-    batches = []
+    groups = [order[i:i + b] for i in range(0, len(order) - b + 1, b)]
     g = torch.Generator().manual_seed(seed)
-    for i in range(0, len(order) - b + 1, b):
-        idx = order[i:i + b]
+    if strategy == "group_by_length":
+        # Shuffle the batches of the whole epoch before taking the first n_batches: otherwise the
+        # run would only see the first megabatch's longest (and densest) batches.
+        perm = torch.randperm(len(groups), generator=g).tolist()
+        groups = [groups[i] for i in perm]
+    batches = []
+    for idx in groups[:n_batches]:
         lens = [lengths[j] for j in idx]
         width = max_len if strategy == "pad_to_max" else max(lens)
         ids = torch.zeros(b, width, dtype=torch.long)
@@ -34,11 +39,6 @@ def make_batches(lengths, strategy, b, max_len, seed, vocab, n_batches):
         batches.append({"ids": ids.cuda(), "mask": mask.cuda(),
                         "labels": torch.randint(0, 2, (b,), generator=g).cuda(),
                         "real": sum(lens), "slots": b * width, "lens": lens})
-        if len(batches) == n_batches:
-            break
-    if strategy == "group_by_length":
-        perm = torch.randperm(len(batches), generator=g).tolist()
-        batches = [batches[i] for i in perm]
     return batches
 
 

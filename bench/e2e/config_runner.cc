@@ -9,6 +9,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -132,9 +133,13 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   model_config->vocab_size(o.vocab_size).num_labels(o.num_labels).max_positions(o.max_len);
   if (absl::Status s = model_config->Validate(); !s.ok()) return s;
 
-  // Before the model exists: on the CPU the meter installs its counting allocator on first use,
-  // and the weights must be counted too.
-  cuda::MemoryMeter meter(o.device);
+  at::globalContext().setSDPUseCuDNN(o.sdpa_cudnn);
+  // Only CUDA memory is metered. On the CPU, MemoryMeter installs padless's counting allocator,
+  // whose DataPtr context differs from its data pointer; CPU kernels that call
+  // Allocator::raw_allocate (seen with fp32 training) then die on an internal assert. CPU runs
+  // (the smoke test) report zero memory instead.
+  std::optional<cuda::MemoryMeter> meter;
+  if (o.device.is_cuda()) meter.emplace(o.device);
   at::manual_seed(o.seed);
   models::EncoderClassifier model(*model_config);
   model->to(o.device);
@@ -178,9 +183,11 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
     if (step == o.warmup_steps) {
       // Warmup is over: the allocator's cache, cuDNN/cuBLAS plans and optimizer state exist.
       Synchronize(o.device);
-      meter.ResetPeak();
-      // Gradients are dropped after every step, so they are counted from the parameter sizes.
-      r.static_bytes = meter.Snapshot().allocated_bytes + optimizer.ParamBytes();
+      if (meter) {
+        meter->ResetPeak();
+        // Gradients are dropped after every step, so they are counted from the parameter sizes.
+        r.static_bytes = meter->Snapshot().allocated_bytes + optimizer.ParamBytes();
+      }
       start = Clock::now();
     }
     const Clock::time_point wait_start = Clock::now();
@@ -209,9 +216,11 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   }
   Synchronize(o.device);
   r.seconds = SecondsBetween(start, Clock::now());
-  const cuda::MemorySnapshot mem = meter.Snapshot();
-  r.peak_allocated_bytes = mem.peak_allocated_bytes;
-  r.peak_reserved_bytes = mem.peak_reserved_bytes;
+  if (meter) {
+    const cuda::MemorySnapshot mem = meter->Snapshot();
+    r.peak_allocated_bytes = mem.peak_allocated_bytes;
+    r.peak_reserved_bytes = mem.peak_reserved_bytes;
+  }
   r.mean_loss = loss_sum.item<double>() / static_cast<double>(o.steps);
   return r;
 }
@@ -232,7 +241,7 @@ absl::StatusOr<RunResult> RunConfiguration(const RunConfig& config,
   }
   // Everything of this configuration is gone now; hand the cache back so that the next one's
   // reserved peak is its own.
-  cuda::MemoryMeter(options.device).EmptyCache();
+  if (options.device.is_cuda()) cuda::MemoryMeter(options.device).EmptyCache();
   return result;
 }
 
@@ -283,5 +292,9 @@ std::string DeviceName(const c10::Device& device) {
 std::string TorchVersion() { return TORCH_VERSION; }
 
 bool CudaAvailable() { return torch::cuda::is_available(); }
+
+void SetTorchThreads(int n) {
+  if (n > 0) at::set_num_threads(n);
+}
 
 }  // namespace padless::bench::e2e

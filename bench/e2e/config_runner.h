@@ -27,6 +27,9 @@ struct RunOptions {
   int loader_workers = 2;
   int prefetch = 4;
   double lr = 1e-4;
+  // false steers dense SDPA away from cuDNN attention (to memory-efficient attention): cuDNN
+  // builds a new plan for every new sequence length, which batches of varying length pay for.
+  bool sdpa_cudnn = true;
   uint64_t seed = 1234;
   c10::Device device = c10::Device(c10::kCPU);
 };
@@ -73,6 +76,8 @@ absl::StatusOr<double> MeasureMatmulTflops(const c10::Device& device, int64_t n 
 std::string DeviceName(const c10::Device& device);
 std::string TorchVersion();
 bool CudaAvailable();
+// LibTorch's intra-op CPU threads (at::set_num_threads); n <= 0 keeps the default.
+void SetTorchThreads(int n);
 
 }  // namespace padless::bench::e2e
 

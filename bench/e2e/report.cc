@@ -346,6 +346,10 @@ std::string RenderMarkdown(const ReportInput& in) {
                   " for buckets and packing); ", o.warmup_steps, " warmup + ", o.steps,
                   " timed steps per configuration\n");
   if (!in.runs.empty()) absl::StrAppend(&md, "- Optimizer: ", in.runs.front().optimizer, "\n");
+  absl::StrAppend(&md, "- Dense SDPA (padded and packed_dense): ",
+                  o.sdpa_cudnn ? "cuDNN attention allowed (LibTorch's default choice)"
+                               : "cuDNN attention disabled (--sdpa_cudnn=false)",
+                  "\n");
   absl::StrAppend(&md, "- Data: ", in.data_summary, "\n");
   if (in.matmul_tflops > 0) {
     absl::StrAppendFormat(&md,

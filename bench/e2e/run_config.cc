@@ -133,6 +133,11 @@ batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, in
   batching::PlannerOptions o;
   o.seed(seed).max_len(max_len);
   const int64_t rows = std::max<int64_t>(1, budget / max_len);
+  // A partial batch of b sequences would shrink a padded step's budget; the anchors drop it too.
+  if (strategy == Strategy::kPadToMax || strategy == Strategy::kPadLongest ||
+      strategy == Strategy::kHfGroupByLength) {
+    o.drop_last(true);
+  }
   switch (strategy) {
     case Strategy::kPadToMax:
       o.sampler(Sampler::kRandom).batch_size(rows).pad_to(PadTo::kMaxLength);
