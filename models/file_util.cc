@@ -1,0 +1,66 @@
+#include "file_util.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::models::internal {
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+absl::Status MakeDirectories(const std::string& path) {
+  if (path.empty() || IsDirectory(path)) return absl::OkStatus();
+  const size_t slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) {
+    absl::Status parent = MakeDirectories(path.substr(0, slash));
+    if (!parent.ok()) return parent;
+  }
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat(path, ": cannot create directory: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RenameFile(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(from.c_str());
+    return absl::InternalError(absl::StrCat(to, ": cannot rename ", from, " into place: ", why));
+  }
+  return absl::OkStatus();
+}
+
+void RemoveFile(const std::string& path) { ::unlink(path.c_str()); }
+
+std::vector<std::string> ListDirectory(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") out.push_back(name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  if (dir.empty() || dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+}  // namespace padless::models::internal

@@ -1,0 +1,83 @@
+// Inference for services: a TextClassifier loads a trained model directory and classifies raw
+// texts. Predict() is const and thread-safe; it sorts each request by length into token-budget
+// batches internally, and handles texts longer than the model either by a head+tail cut or by
+// voting over overlapping windows.
+#ifndef PADLESS_MODELS_INFERENCE_H_
+#define PADLESS_MODELS_INFERENCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "padless/batching/planner.h"
+#include "padless/models/autocast.h"
+#include "padless/models/encoder.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/tokenized_corpus.h"
+
+namespace padless::models {
+
+// Class probabilities of every example of `corpus` (examples split into windows by the planner
+// are averaged), plus the summed cross-entropy against the corpus labels. Does not change the
+// model's train/eval mode; runs without autograd. Thread-safe for a model in eval mode.
+struct CorpusScores {
+  std::vector<std::vector<float>> probabilities;
+  double loss_sum = 0;
+  int64_t sequences = 0;
+  int64_t real_tokens = 0;
+  int64_t token_slots = 0;
+};
+absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
+                                         const tokenize::TokenizedCorpus& corpus,
+                                         const batching::PlannerOptions& plan,
+                                         const c10::Device& device, AmpMode amp, int workers = 1);
+
+enum class LongText {
+  kHeadTail,  // keep the first and last tokens within max_len
+  kWindows,   // classify overlapping windows of max_len and average their probabilities
+};
+
+absl::StatusOr<LongText> ParseLongText(const std::string& name);
+
+struct InferenceOptions {
+  c10::Device device = c10::Device(c10::kCPU);
+  AmpMode amp = AmpMode::kOff;
+  int64_t max_len = 512;  // clamped to the model's max_positions
+  LongText long_text = LongText::kHeadTail;
+  int64_t window_stride = 128;  // tokens shared by consecutive windows
+  int64_t max_tokens = 16384;   // token budget per internal batch
+};
+
+struct Prediction {
+  int64_t label_id = 0;
+  std::string label;
+  float probability = 0;             // of the predicted label
+  std::vector<float> probabilities;  // per label id
+};
+
+class TextClassifier {
+ public:
+  static absl::StatusOr<std::unique_ptr<TextClassifier>> Load(const std::string& model_dir,
+                                                              InferenceOptions options = {});
+  ~TextClassifier();
+
+  // One prediction per text, in order. Empty texts are classified as [CLS][SEP].
+  absl::StatusOr<std::vector<Prediction>> Predict(absl::Span<const std::string> texts) const;
+
+  const tokenize::LabelMap& labels() const;
+  const EncoderConfig& config() const;
+
+ private:
+  struct Impl;
+  explicit TextClassifier(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_INFERENCE_H_

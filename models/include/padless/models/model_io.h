@@ -1,0 +1,53 @@
+// Saving and loading models: weight archives written atomically (temporary file, then rename), and
+// the model directory that training produces and inference loads: config.json, model.pt,
+// tokenizer.model and labels.json.
+#ifndef PADLESS_MODELS_MODEL_IO_H_
+#define PADLESS_MODELS_MODEL_IO_H_
+
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "padless/models/encoder.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/tokenizer.h"
+
+namespace padless::models {
+
+inline constexpr char kConfigFile[] = "config.json";
+inline constexpr char kWeightsFile[] = "model.pt";
+inline constexpr char kTokenizerFile[] = "tokenizer.model";
+inline constexpr char kLabelsFile[] = "labels.json";
+
+// Writes `content` to `path` through a temporary file in the same directory and a rename, so a
+// reader never sees a half-written file.
+absl::Status WriteFileAtomic(const std::string& path, const std::string& content);
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Every parameter of `model` by name, atomically.
+absl::Status SaveWeights(torch::nn::Module& model, const std::string& path);
+// Copies the parameters stored in `path` into `model`. Every parameter must be present with the
+// same shape, except that with `skip_mismatched_head` a classification head of another shape
+// (another label set, for --init-from) is left as initialised. Errors name the file and parameter.
+absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
+                         bool skip_mismatched_head = false);
+
+struct LoadedModel {
+  EncoderConfig config;
+  EncoderClassifier model;
+  tokenize::Tokenizer tokenizer;
+  tokenize::LabelMap labels;
+};
+
+// Writes the four files of a model directory (creating it); the tokenizer is saved as given.
+absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
+                          const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels);
+// Loads a model directory onto `device`, in eval mode. A missing directory or file, corrupt JSON
+// or weights, or a config that does not match the weights or the label map gives a clear status.
+absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_MODEL_IO_H_

@@ -1,0 +1,53 @@
+// AdamW over a fixed parameter list as one fused ATen kernel per step (at::_fused_adamw_, CPU and
+// CUDA), plus gradient clipping by global norm without a host sync. LibTorch's torch::optim::AdamW
+// runs a dozen small kernels per parameter, which costs a BERT-base step several milliseconds.
+#ifndef PADLESS_MODELS_OPTIMIZER_H_
+#define PADLESS_MODELS_OPTIMIZER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace padless::models {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+};
+
+class FusedAdamW {
+ public:
+  // `params` are the trainable tensors; `decay` says, per parameter, whether weight decay applies
+  // (BERT practice: not to biases and LayerNorm gains).
+  FusedAdamW(std::vector<at::Tensor> params, std::vector<bool> decay, AdamWOptions options);
+
+  // One update with learning rate `lr` of every parameter that has a gradient (frozen parameters
+  // have none and keep their state).
+  void Step(double lr);
+  void ZeroGrad();
+  int64_t steps() const { return steps_; }
+
+  // State for checkpoints, as named tensors ("exp_avg.<i>", "exp_avg_sq.<i>", "step.<i>").
+  std::vector<std::pair<std::string, at::Tensor>> State() const;
+  // Restores what State() returned; fails (returns false) when names or shapes do not match.
+  bool LoadState(const std::vector<std::pair<std::string, at::Tensor>>& state);
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::vector<bool> decay_;
+  AdamWOptions options_;
+  std::vector<at::Tensor> exp_avg_, exp_avg_sq_, step_;
+  int64_t steps_ = 0;
+};
+
+// Scales the gradients of `params` so that their global L2 norm is at most `max_norm`; returns the
+// norm before clipping as a 0-dim tensor (no host sync).
+at::Tensor ClipGradNorm(const std::vector<at::Tensor>& params, double max_norm);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_OPTIMIZER_H_

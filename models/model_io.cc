@@ -1,0 +1,142 @@
+#include "padless/models/model_io.h"
+
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "absl/strings/str_cat.h"
+#include "file_util.h"
+
+namespace padless::models {
+
+using internal::IsDirectory;
+using internal::IsRegularFile;
+using internal::JoinPath;
+
+namespace {
+
+std::string TempPathFor(const std::string& path) {
+  return absl::StrCat(path, ".tmp.", ::getpid());
+}
+
+absl::Status RenameInto(const std::string& tmp, const std::string& path) {
+  return internal::RenameFile(tmp, path);
+}
+
+}  // namespace
+
+absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
+  const std::string tmp = TempPathFor(path);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::InternalError(absl::StrCat(path, ": cannot open for writing"));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.flush();
+    if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
+  }
+  return RenameInto(tmp, path);
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::Status SaveWeights(torch::nn::Module& model, const std::string& path) {
+  const std::string tmp = TempPathFor(path);
+  try {
+    torch::serialize::OutputArchive archive;
+    for (const auto& p : model.named_parameters()) archive.write(p.key(), p.value().detach().cpu());
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(path, ": cannot save weights: ", e.what_without_backtrace()));
+  }
+  return RenameInto(tmp, path);
+}
+
+absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
+                         bool skip_mismatched_head) {
+  if (!IsRegularFile(path)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path, at::Device(at::kCPU));
+    at::AutoGradMode no_grad(false);
+    for (auto& p : model.named_parameters()) {
+      at::Tensor stored;
+      if (!archive.try_read(p.key(), stored)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": parameter '", p.key(), "' is missing"));
+      }
+      if (stored.sizes() != p.value().sizes()) {
+        if (skip_mismatched_head && p.key().rfind("head_", 0) == 0) continue;
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": parameter '", p.key(), "' has shape ", c10::str(stored.sizes()),
+            ", the model expects ", c10::str(p.value().sizes())));
+      }
+      p.value().copy_(stored);
+    }
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": corrupt or unreadable weights: ", e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
+                          const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels) {
+  absl::Status s = internal::MakeDirectories(dir);
+  if (s.ok()) s = WriteFileAtomic(JoinPath(dir, kConfigFile), model->config().ToJson());
+  if (s.ok()) s = SaveWeights(*model, JoinPath(dir, kWeightsFile));
+  if (s.ok()) s = tokenizer.Save(JoinPath(dir, kTokenizerFile));
+  if (s.ok()) s = labels.Save(JoinPath(dir, kLabelsFile));
+  return s;
+}
+
+absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device) {
+  if (!IsDirectory(dir)) {
+    return absl::NotFoundError(absl::StrCat(dir, ": not a model directory (does not exist)"));
+  }
+    for (const char* f : {kConfigFile, kWeightsFile, kTokenizerFile, kLabelsFile}) {
+    if (!IsRegularFile(JoinPath(dir, f))) {
+      return absl::NotFoundError(absl::StrCat(JoinPath(dir, f), ": missing from the model directory"));
+    }
+  }
+  absl::StatusOr<std::string> json = ReadFile(JoinPath(dir, kConfigFile));
+  if (!json.ok()) return json.status();
+  absl::StatusOr<EncoderConfig> config = EncoderConfig::FromJson(*json, JoinPath(dir, kConfigFile));
+  if (!config.ok()) return config.status();
+  absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(JoinPath(dir, kTokenizerFile));
+  if (!tokenizer.ok()) return tokenizer.status();
+  absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::Load(JoinPath(dir, kLabelsFile));
+  if (!labels.ok()) return labels.status();
+  if (labels->size() != config->num_labels()) {
+    return absl::InvalidArgumentError(absl::StrCat(JoinPath(dir, kLabelsFile), ": ", labels->size(),
+                                                   " labels, but the config has num_labels ",
+                                                   config->num_labels()));
+  }
+  if (tokenizer->vocab_size() > config->vocab_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        JoinPath(dir, kTokenizerFile), ": vocabulary of ", tokenizer->vocab_size(),
+        " exceeds the model's vocab_size ", config->vocab_size()));
+  }
+  try {
+    EncoderClassifier model(*config);
+    absl::Status s = LoadWeights(*model, JoinPath(dir, kWeightsFile));
+    if (!s.ok()) return s;
+    model->to(device);
+    model->eval();
+    return LoadedModel{*config, model, std::move(*tokenizer), std::move(*labels)};
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(dir, ": cannot build the model: ", e.what_without_backtrace()));
+  }
+}
+
+}  // namespace padless::models

@@ -1,0 +1,88 @@
+#include "padless/models/optimizer.h"
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::models {
+
+FusedAdamW::FusedAdamW(std::vector<at::Tensor> params, std::vector<bool> decay,
+                       AdamWOptions options)
+    : params_(std::move(params)), decay_(std::move(decay)), options_(options) {
+  decay_.resize(params_.size(), true);
+  for (const at::Tensor& p : params_) {
+    exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve).detach());
+    exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve).detach());
+    step_.push_back(at::zeros({}, p.options().dtype(at::kFloat)).detach());
+  }
+}
+
+void FusedAdamW::Step(double lr) {
+  // The fused kernel takes one weight decay per call: one call for each group.
+  for (bool decay : {true, false}) {
+    std::vector<at::Tensor> p, g, m, v, s;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (decay_[i] != decay || !params_[i].grad().defined()) continue;
+      p.push_back(params_[i].detach());
+      g.push_back(params_[i].grad());
+      m.push_back(exp_avg_[i]);
+      v.push_back(exp_avg_sq_[i]);
+      s.push_back(step_[i]);
+    }
+    if (p.empty()) continue;
+    // The fused kernel reads the step count for bias correction but does not advance it.
+    at::_foreach_add_(s, 1);
+    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, options_.beta1, options_.beta2,
+                      decay ? options_.weight_decay : 0.0, options_.eps, /*amsgrad=*/false,
+                      /*maximize=*/false);
+  }
+  ++steps_;
+}
+
+void FusedAdamW::ZeroGrad() {
+  for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
+}
+
+std::vector<std::pair<std::string, at::Tensor>> FusedAdamW::State() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    out.emplace_back(absl::StrCat("exp_avg.", i), exp_avg_[i]);
+    out.emplace_back(absl::StrCat("exp_avg_sq.", i), exp_avg_sq_[i]);
+    out.emplace_back(absl::StrCat("step.", i), step_[i]);
+  }
+  out.emplace_back("steps", at::full({}, steps_, at::kLong));
+  return out;
+}
+
+bool FusedAdamW::LoadState(const std::vector<std::pair<std::string, at::Tensor>>& state) {
+  const std::vector<std::pair<std::string, at::Tensor>> mine = State();
+  if (state.size() != mine.size()) return false;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (state[i].first != mine[i].first || state[i].second.sizes() != mine[i].second.sizes()) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    exp_avg_[i].copy_(state[3 * i].second);
+    exp_avg_sq_[i].copy_(state[3 * i + 1].second);
+    step_[i].copy_(state[3 * i + 2].second);
+  }
+  steps_ = state.back().second.item<int64_t>();
+  return true;
+}
+
+at::Tensor ClipGradNorm(const std::vector<at::Tensor>& params, double max_norm) {
+  std::vector<at::Tensor> grads;
+  for (const at::Tensor& p : params) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return at::zeros({});
+  at::Tensor total = at::linalg_vector_norm(at::stack(at::_foreach_norm(grads, 2, at::kFloat)), 2);
+  if (max_norm > 0) {
+    at::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+    at::_foreach_mul_(grads, coef);
+  }
+  return total;
+}
+
+}  // namespace padless::models

@@ -1,0 +1,276 @@
+// Trainer: a resumed run equals an uninterrupted one, an out-of-memory step split in pieces equals
+// the unsplit step, the model learns a separable task, early stopping, checkpoint rotation, the
+// CSV log, and clear errors for bad data.
+#include "padless/models/trainer.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <ftw.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include "padless/models/lr_schedule.h"
+#include "padless/models/metrics.h"
+
+namespace padless::models {
+namespace {
+
+// Label 1 iff token 7 occurs: learnable by attention in a few epochs.
+tokenize::TokenizedCorpus SyntheticCorpus(uint64_t seed, int64_t n) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> len(4, 20), tok(10, 49), coin(0, 1);
+  tokenize::TokenizedCorpus c;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int32_t> ids = {2};
+    const int32_t l = len(rng);
+    for (int32_t k = 0; k < l; ++k) ids.push_back(tok(rng));
+    const int64_t label = coin(rng);
+    if (label == 1) ids[1 + rng() % l] = 7;
+    ids.push_back(3);
+    c.Add(ids, {}, label);
+  }
+  return c;
+}
+
+EncoderConfig TinyConfig(double dropout) {
+  return EncoderConfig()
+      .vocab_size(50)
+      .hidden(32)
+      .layers(2)
+      .heads(4)
+      .ffn(64)
+      .max_positions(64)
+      .num_labels(2)
+      .dropout(dropout)
+      .attention_dropout(dropout);
+}
+
+// Padded: 8 sequences per batch. Packed: 2 rows of 64 slots (about 8 sequences) per batch.
+batching::PlannerOptions Plan(batching::Sampler sampler) {
+  return batching::PlannerOptions().sampler(sampler).batch_size(
+      sampler == batching::Sampler::kPacked ? 2 : 8).max_len(64);
+}
+
+TrainConfig Quiet() { return TrainConfig().progress(false).loader_workers(0); }
+
+std::vector<at::Tensor> Params(EncoderClassifier& m) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& p : m->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+double MaxDiff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
+  return d;
+}
+
+// A fresh directory, removed afterwards (POSIX calls: libtorch.so's exported std::filesystem
+// symbols make std::filesystem::remove_all crash in binaries linked against it).
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/padless_trainer_test_XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { ::nftw(path_.c_str(), Remove, 8, FTW_DEPTH | FTW_PHYS); }
+  std::string str() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  static int Remove(const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }
+  std::string path_;
+};
+
+int64_t CountFiles(const std::string& dir, const std::string& suffix) {
+  int64_t n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      n += name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+TEST(TrainerTest, ResumeEqualsUninterruptedRun) {
+  const auto data = SyntheticCorpus(1, 48);
+  const auto dev = SyntheticCorpus(2, 16);
+  struct Case {
+    batching::Sampler sampler;
+    const tokenize::TokenizedCorpus* dev;
+    int64_t stop_after;  // 3 optimizer steps per epoch: 2 and 4 stop mid-epoch
+  };
+  for (const Case& k : {Case{batching::Sampler::kRandom, nullptr, 2},
+                        Case{batching::Sampler::kPacked, &dev, 4}}) {
+    const TrainConfig config = Quiet().epochs(3).grad_accum(2).lr(1e-3);
+    at::manual_seed(5);
+    EncoderClassifier full(TinyConfig(0.1));
+    const std::vector<at::Tensor> init = Params(full);
+    absl::StatusOr<TrainResult> a = Trainer(full, config, Plan(k.sampler), at::kCPU).Train(data, k.dev);
+    ASSERT_TRUE(a.ok()) << a.status();
+
+    TempDir dir;
+    at::manual_seed(5);
+    EncoderClassifier first(TinyConfig(0.1));
+    TrainConfig interrupted = config;
+    interrupted.checkpoint_dir(dir.str()).stop_after(k.stop_after);
+    absl::StatusOr<TrainResult> b =
+        Trainer(first, interrupted, Plan(k.sampler), at::kCPU).Train(data, k.dev);
+    ASSERT_TRUE(b.ok()) << b.status();
+    ASSERT_TRUE(b->interrupted);
+    ASSERT_EQ(b->steps, k.stop_after);
+
+    at::manual_seed(999);  // a fresh process: other weights, another RNG state
+    EncoderClassifier resumed(TinyConfig(0.1));
+    TrainConfig resume = config;
+    resume.checkpoint_dir(dir.str()).resume(true);
+    absl::StatusOr<TrainResult> c = Trainer(resumed, resume, Plan(k.sampler), at::kCPU).Train(data, k.dev);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->steps, a->steps);
+    EXPECT_GT(MaxDiff(Params(full), init), 1e-4) << "training must move the parameters";
+    EXPECT_EQ(c->best_step, a->best_step);
+    EXPECT_LE(MaxDiff(Params(full), Params(resumed)), 1e-6);
+    if (k.dev == nullptr) {
+      EXPECT_GT(MaxDiff(Params(full), Params(first)), 1e-4) << "the interrupted run must differ";
+    }
+  }
+}
+
+TEST(TrainerTest, OutOfMemoryStepIsSplitAndEqualsTheUnsplitStep) {
+  const auto data = SyntheticCorpus(3, 32);
+  const TrainConfig config = Quiet().epochs(1).lr(1e-3);
+  at::manual_seed(6);
+  EncoderClassifier plain(TinyConfig(0.0));
+  ASSERT_TRUE(Trainer(plain, config, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr).ok());
+
+  at::manual_seed(6);
+  EncoderClassifier split(TinyConfig(0.0));
+  TrainConfig oom = config;
+  int injected = 0;
+  oom.before_forward = [&](const batching::Batch& b) {
+    if (b.num_sequences > 3) {
+      ++injected;
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "injected out of memory");
+    }
+  };
+  absl::StatusOr<TrainResult> r =
+      Trainer(split, oom, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(injected, 0);
+  EXPECT_EQ(r->oom_events.size(), 2u * r->steps) << "8 -> 4 -> 2 sequences: two splits per step";
+  EXPECT_LE(MaxDiff(Params(plain), Params(split)), 1e-5);
+}
+
+TEST(TrainerTest, OutOfMemoryOnASingleSequenceIsAnError) {
+  const auto data = SyntheticCorpus(3, 8);
+  at::manual_seed(6);
+  EncoderClassifier model(TinyConfig(0.0));
+  TrainConfig oom = Quiet().epochs(1);
+  oom.before_forward = [](const batching::Batch&) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "injected out of memory");
+  };
+  absl::StatusOr<TrainResult> r =
+      Trainer(model, oom, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(TrainerTest, LearnsASeparableTaskAndLogs) {
+  const auto data = SyntheticCorpus(4, 256);
+  const auto dev = SyntheticCorpus(5, 64);
+  TempDir dir;
+  at::manual_seed(7);
+  EncoderClassifier model(TinyConfig(0.0));
+  const TrainConfig config = Quiet()
+                                 .epochs(6)
+                                 .lr(3e-3)
+                                 .warmup_fraction(0.1)
+                                 .log_csv(dir.file("log.csv"))
+                                 .log_every(5)
+                                 .checkpoint_dir(dir.file("ckpt"))
+                                 .keep_checkpoints(2);
+  absl::StatusOr<TrainResult> r =
+      Trainer(model, config, Plan(batching::Sampler::kPacked), at::kCPU)
+          .Train(data, &dev);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->best_dev.has_value());
+  EXPECT_GE(r->best_dev->metrics.accuracy, 0.9);
+  // The best parameters are the ones left in the model.
+  absl::StatusOr<EvalResult> again = Evaluate(model, dev, Plan(batching::Sampler::kRandom), at::kCPU, AmpMode::kOff);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_DOUBLE_EQ(again->metrics.accuracy, r->best_dev->metrics.accuracy);
+  EXPECT_GT(r->padding_efficiency, 0.5);
+  EXPECT_LE(r->padding_efficiency, 1.0);
+  EXPECT_GT(r->real_tokens, 0);
+  EXPECT_GT(r->peak_allocated_bytes, 0);
+
+  std::ifstream csv(dir.file("log.csv"));
+  std::string header, line;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("step,epoch,loss,lr,real_tokens", 0), 0u);
+  int64_t rows = 0;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, r->steps);
+  EXPECT_EQ(CountFiles(dir.file("ckpt"), ".pt"), 2);
+}
+
+TEST(TrainerTest, EarlyStoppingWithoutImprovement) {
+  const auto data = SyntheticCorpus(8, 32);
+  const auto dev = SyntheticCorpus(9, 16);
+  at::manual_seed(8);
+  EncoderClassifier model(TinyConfig(0.0));
+  // lr 0: dev accuracy never improves after the first evaluation.
+  absl::StatusOr<TrainResult> r = Trainer(model, Quiet().epochs(10).lr(0).patience(2),
+                                          Plan(batching::Sampler::kRandom), at::kCPU)
+                                      .Train(data, &dev);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->stopped_early);
+  EXPECT_EQ(r->epochs_completed, 3);
+}
+
+TEST(TrainerTest, BadDataIsAClearError) {
+  tokenize::TokenizedCorpus bad_label = SyntheticCorpus(10, 4);
+  bad_label.Add(std::vector<int32_t>{2, 11, 3}, {}, 5);
+  EncoderClassifier model(TinyConfig(0.0));
+  absl::StatusOr<TrainResult> r =
+      Trainer(model, Quiet(), Plan(batching::Sampler::kRandom), at::kCPU).Train(bad_label, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("example 4"), std::string::npos) << r.status();
+
+  tokenize::TokenizedCorpus bad_token = SyntheticCorpus(10, 4);
+  bad_token.Add(std::vector<int32_t>{2, 60, 3}, {}, 1);
+  r = Trainer(model, Quiet(), Plan(batching::Sampler::kRandom), at::kCPU).Train(bad_token, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("token id 60"), std::string::npos) << r.status();
+}
+
+TEST(MetricsTest, AccuracyAndMacroF1) {
+  // gold: 0 0 1 1 2; pred: 0 1 1 1 0.
+  const ClassificationMetrics m = ComputeMetrics({0, 0, 1, 1, 2}, {0, 1, 1, 1, 0}, 4);
+  EXPECT_DOUBLE_EQ(m.accuracy, 0.6);
+  // F1: class 0: 2*1/(2+2)=0.5; class 1: 2*2/(2+3)=0.8; class 2: 0; class 3 absent.
+  EXPECT_NEAR(m.macro_f1, (0.5 + 0.8 + 0.0) / 3, 1e-12);
+}
+
+TEST(LrScheduleTest, WarmupThenDecay) {
+  EXPECT_DOUBLE_EQ(LearningRate(1.0, 0, 4, 10, LrDecay::kLinear), 0.25);
+  EXPECT_DOUBLE_EQ(LearningRate(1.0, 3, 4, 10, LrDecay::kLinear), 1.0);
+  EXPECT_DOUBLE_EQ(LearningRate(1.0, 7, 4, 10, LrDecay::kLinear), 0.5);
+  EXPECT_NEAR(LearningRate(1.0, 7, 4, 10, LrDecay::kCosine), 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(LearningRate(1.0, 10, 4, 10, LrDecay::kLinear), 0.0);
+  EXPECT_DOUBLE_EQ(LearningRate(1.0, 9, 4, 10, LrDecay::kConstant), 1.0);
+  EXPECT_FALSE(ParseLrDecay("step").ok());
+}
+
+}  // namespace
+}  // namespace padless::models
