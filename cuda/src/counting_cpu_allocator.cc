@@ -3,22 +3,19 @@
 #include <c10/core/CPUAllocator.h>
 
 #include <cstring>
-#include <utility>
 
 namespace padless::cuda::internal {
 namespace {
 
-// The DataPtr's context owns the inner allocator's DataPtr, so a free goes through our deleter
-// (which knows the size) and then through the inner deleter. Frees of memory allocated before
-// installation never reach us: their DataPtr carries the default deleter.
-struct Block {
-  c10::DataPtr inner;
-  int64_t bytes;
-  CountingCpuAllocator* owner;
-};
+// Each block carries its size in a header in front of the data, so that the DataPtr stays
+// "simple" (context == data): c10's raw_allocate / raw_deleter path (used by some CPU kernels for
+// scratch buffers) requires that. 64 bytes keep the data at c10's 64-byte alignment.
+constexpr size_t kHeader = 64;
 
 // Above c10's default registration (priority 0), so our allocator wins.
 constexpr uint8_t kPriority = 1;
+
+CountingCpuAllocator* g_instance = nullptr;
 
 }  // namespace
 
@@ -26,6 +23,7 @@ CountingCpuAllocator& CountingCpuAllocator::Install() {
   // Leaked on purpose: tensors freed during static destruction still call our deleter.
   static CountingCpuAllocator* instance = [] {
     auto* a = new CountingCpuAllocator();
+    g_instance = a;
     c10::SetCPUAllocator(a, kPriority);
     return a;
   }();
@@ -33,18 +31,26 @@ CountingCpuAllocator& CountingCpuAllocator::Install() {
 }
 
 c10::DataPtr CountingCpuAllocator::allocate(size_t n) {
-  c10::DataPtr inner = c10::GetDefaultCPUAllocator()->allocate(n);
-  void* data = inner.get();
-  c10::Device device = inner.device();
+  const c10::Device cpu(c10::kCPU);
+  if (n == 0) return c10::DataPtr(nullptr, nullptr, &CountingCpuAllocator::Delete, cpu);
+  // Memory allocated before Install() keeps its own deleter and never reaches Delete.
+  c10::DataPtr inner = c10::GetDefaultCPUAllocator()->allocate(n + kHeader);
+  auto* base = static_cast<char*>(inner.release_context());
+  *reinterpret_cast<int64_t*>(base) = static_cast<int64_t>(n);
   Add(static_cast<int64_t>(n));
-  auto* block = new Block{std::move(inner), static_cast<int64_t>(n), this};
-  return c10::DataPtr(data, block, &CountingCpuAllocator::Delete, device);
+  void* data = base + kHeader;
+  return c10::DataPtr(data, data, &CountingCpuAllocator::Delete, cpu);
 }
 
-void CountingCpuAllocator::Delete(void* ctx) {
-  auto* block = static_cast<Block*>(ctx);
-  block->owner->Sub(block->bytes);
-  delete block;  // frees the memory through the inner DataPtr's deleter
+c10::DeleterFnPtr CountingCpuAllocator::raw_deleter() const {
+  return &CountingCpuAllocator::Delete;
+}
+
+void CountingCpuAllocator::Delete(void* data) {
+  if (data == nullptr) return;
+  char* base = static_cast<char*>(data) - kHeader;
+  g_instance->Sub(*reinterpret_cast<int64_t*>(base));
+  c10::GetDefaultCPUAllocator()->raw_deleter()(base);
 }
 
 void CountingCpuAllocator::copy_data(void* dest, const void* src, std::size_t count) const {

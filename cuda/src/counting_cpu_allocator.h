@@ -18,6 +18,7 @@ class CountingCpuAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t n) override;
   void copy_data(void* dest, const void* src, std::size_t count) const override;
+  c10::DeleterFnPtr raw_deleter() const override;
 
   int64_t current_bytes() const { return current_.load(std::memory_order_relaxed); }
   int64_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
@@ -25,7 +26,7 @@ class CountingCpuAllocator final : public c10::Allocator {
 
  private:
   CountingCpuAllocator() = default;
-  static void Delete(void* ctx);
+  static void Delete(void* data);
   void Add(int64_t n);
   void Sub(int64_t n) { current_.fetch_sub(n, std::memory_order_relaxed); }
 

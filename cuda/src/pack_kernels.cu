@@ -158,6 +158,50 @@ __global__ void BlockDiagonalMaskKernel(const int64_t* __restrict__ seg, int64_t
   }
 }
 
+// The fast path for rows whose length is a multiple of 16 (and at most kMaxSharedLen): the key
+// row's segment ids sit in shared memory as int32, and each thread builds one 16-byte chunk of a
+// query row from four 16-byte shared loads. Block (x, r) writes query rows
+// [x * rows_per_block, ...) of packed row r.
+constexpr int64_t kMaxSharedLen = 12288;  // 48 KiB of int32
+
+__global__ void BlockDiagonalMaskSharedKernel(const int64_t* __restrict__ seg, int64_t len,
+                                              int64_t rows_per_block, bool pad_attends_self,
+                                              bool* __restrict__ mask) {
+  extern __shared__ int4 shared_raw[];
+  int32_t* keys = reinterpret_cast<int32_t*>(shared_raw);
+  const int64_t r = blockIdx.y;
+  for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+    keys[j] = static_cast<int32_t>(__ldg(seg + r * len + j));
+  }
+  __syncthreads();
+  const int64_t chunks = len / 16;
+  const int64_t first_row = blockIdx.x * rows_per_block;
+  const int64_t work = rows_per_block * chunks;
+  for (int64_t idx = threadIdx.x; idx < work; idx += blockDim.x) {
+    const int64_t i = first_row + idx / chunks;
+    if (i >= len) break;
+    const int64_t c = idx - (idx / chunks) * chunks;
+    const int32_t si = keys[i];
+    const int4* k4 = reinterpret_cast<const int4*>(keys + c * 16);
+    uint32_t words[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int4 k = k4[q];
+      const int32_t kk[4] = {k.x, k.y, k.z, k.w};
+      uint32_t w = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t j = c * 16 + q * 4 + e;
+        const bool m = (si >= 0 && kk[e] == si) || (pad_attends_self && i == j);
+        w |= static_cast<uint32_t>(m) << (8 * e);
+      }
+      words[q] = w;
+    }
+    *reinterpret_cast<uint4*>(mask + (r * len + i) * len + c * 16) =
+        make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchUnpadRows(const void* padded, void* packed, const int32_t* cu_seqlens,
@@ -219,6 +263,16 @@ cudaError_t LaunchSegmentIdsFromLocations(const int32_t* cu_seqlens, const int64
 cudaError_t LaunchBlockDiagonalMask(const int64_t* segment_ids, int64_t rows, int64_t len,
                                     bool pad_attends_self, bool* mask, cudaStream_t stream) {
   if (rows * len == 0) return cudaSuccess;
+  if (len % 16 == 0 && len <= kMaxSharedLen && reinterpret_cast<uintptr_t>(mask) % 16 == 0 &&
+      rows <= 65535) {
+    // About 64 KiB of mask per block: enough work to amortise loading the key row.
+    const int64_t rows_per_block = len >= 65536 ? 1 : 65536 / len;
+    const dim3 grid(static_cast<unsigned>((len + rows_per_block - 1) / rows_per_block),
+                    static_cast<unsigned>(rows));
+    BlockDiagonalMaskSharedKernel<<<grid, kThreads, len * sizeof(int32_t), stream>>>(
+        segment_ids, len, rows_per_block, pad_attends_self, mask);
+    return cudaGetLastError();
+  }
   BlockDiagonalMaskKernel<<<Blocks(rows * len * ((len + 15) / 16)), kThreads, 0, stream>>>(
       segment_ids, rows, len, pad_attends_self, mask);
   return cudaGetLastError();
