@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -210,31 +211,55 @@ struct Loaded {
   tok::RawCorpus corpus;
 };
 
-absl::StatusOr<Loaded> LoadModelAndData() {
+// Checks the flags of encode/stats (usage errors before any slow work) and loads --model.
+absl::StatusOr<tok::Tokenizer> LoadModel() {
   const std::string model = absl::GetFlag(FLAGS_model), data = absl::GetFlag(FLAGS_data);
   if (absl::Status s = RequireFlag(model, "model"); !s.ok()) return s;
   if (absl::Status s = RequireFlag(data, "data"); !s.ok()) return s;
-  // Usage problems first: a bad flag should not wait for a corpus to be read.
   if (absl::StatusOr<tok::ReaderOptions> o = ReaderOptionsFromFlags(); !o.ok()) return o.status();
   if (absl::StatusOr<tok::EncodeOptions> o = EncodeOptionsFromFlags(); !o.ok()) return o.status();
   if (absl::StatusOr<int> t = ThreadsFromFlags(); !t.ok()) return t.status();
-  absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(model);
+  return tok::Tokenizer::Load(model);
+}
+
+absl::StatusOr<Loaded> LoadModelAndData() {
+  absl::StatusOr<tok::Tokenizer> tokenizer = LoadModel();
   if (!tokenizer.ok()) return tokenizer.status();
-  absl::StatusOr<tok::RawCorpus> corpus = ReadData(data);
+  absl::StatusOr<tok::RawCorpus> corpus = ReadData(absl::GetFlag(FLAGS_data));
   if (!corpus.ok()) return corpus.status();
   return Loaded{*std::move(tokenizer), *std::move(corpus)};
 }
 
-// The label map saved with the model, or (for a model trained on plain text) one built from the
-// data itself.
-absl::StatusOr<tok::LabelMap> LabelsFor(const tok::RawCorpus& corpus) {
+// The label map saved next to the model, if there is one.
+absl::StatusOr<std::optional<tok::LabelMap>> ModelLabels() {
   const std::string path = tok::LabelMap::PathForModel(absl::GetFlag(FLAGS_model));
-  if (std::ifstream(path)) return tok::LabelMap::Load(path);
+  if (!std::ifstream(path)) return std::optional<tok::LabelMap>();
+  absl::StatusOr<tok::LabelMap> map = tok::LabelMap::Load(path);
+  if (!map.ok()) return map.status();
+  return std::optional<tok::LabelMap>(*std::move(map));
+}
+
+// Label ids from the data itself, for a model trained on plain text (no label map beside it).
+tok::LabelMap DataLabels(const tok::RawCorpus& corpus) {
   std::vector<std::string> labels;
   labels.reserve(corpus.examples.size());
   for (const tok::Example& e : corpus.examples) labels.push_back(e.label);
-  if (!Quiet()) absl::FPrintF(stderr, "no %s: label ids taken from the data\n", path);
   return tok::LabelMap::FromLabels(labels);
+}
+
+// The cache key: data file, model, and every option that changes the encoded corpus, label
+// names included (the same text with other label ids is other data).
+absl::StatusOr<uint64_t> EncodeFingerprint(const tok::Tokenizer& tokenizer,
+                                           const tok::EncodeOptions& encode,
+                                           const tok::LabelMap& labels) {
+  std::string description = absl::StrCat(
+      tok::DescribeOptions(encode), " format=", absl::GetFlag(FLAGS_format),
+      " text_field=", absl::GetFlag(FLAGS_text_field),
+      " text_pair_field=", absl::GetFlag(FLAGS_text_pair_field),
+      " label_field=", absl::GetFlag(FLAGS_label_field),
+      " skip_bad_rows=", absl::GetFlag(FLAGS_skip_bad_rows), " labels");
+  for (const std::string& name : labels.names()) absl::StrAppend(&description, "|", name);
+  return tok::CacheFingerprint({absl::GetFlag(FLAGS_data)}, tokenizer, description);
 }
 
 absl::StatusOr<tok::TokenizedCorpus> EncodeLoaded(const Loaded& loaded,
@@ -259,27 +284,48 @@ void PrintReaderSummary(const tok::ReadReport& report) {
                report.bad_rows, report.invalid_utf8_rows);
 }
 
+void PrintCorpusSummary(const tok::TokenizedCorpus& corpus, int64_t classes) {
+  const tok::LengthStats stats = tok::ComputeLengthStats(corpus.Lengths(), 0);
+  absl::PrintF("tokens: %d\nmean_length: %.1f\nmax_length: %d\nclasses: %d\n",
+               corpus.total_tokens(), stats.mean, stats.max, classes);
+}
+
 absl::Status Encode(const std::vector<std::string>& rest) {
   if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
-  absl::StatusOr<Loaded> loaded = LoadModelAndData();
-  if (!loaded.ok()) return loaded.status();
-  absl::StatusOr<tok::LabelMap> labels = LabelsFor(loaded->corpus);
-  if (!labels.ok()) return labels.status();
+  absl::StatusOr<tok::Tokenizer> tokenizer = LoadModel();
+  if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags();
   if (!encode.ok()) return encode.status();
-  const auto build = [&] { return EncodeLoaded(*loaded, *labels, *encode); };
-  tok::TokenizedCorpus corpus;
+  absl::StatusOr<std::optional<tok::LabelMap>> labels = ModelLabels();
+  if (!labels.ok()) return labels.status();
   const std::string out = absl::GetFlag(FLAGS_out);
+  // With the model's label map the cache key is known before reading the data, so a valid cache
+  // is used without parsing the corpus at all.
+  if (!out.empty() && labels->has_value()) {
+    absl::StatusOr<uint64_t> fingerprint = EncodeFingerprint(*tokenizer, *encode, **labels);
+    if (!fingerprint.ok()) return fingerprint.status();
+    if (absl::StatusOr<tok::TokenizedCorpus> hit = tok::TokenizedCorpus::Load(out, *fingerprint);
+        hit.ok()) {
+      absl::PrintF("cache: %s (reused)\nexamples: %d\n", out, hit->size());
+      PrintCorpusSummary(*hit, (*labels)->size());
+      return absl::OkStatus();
+    }
+  }
+  absl::StatusOr<tok::RawCorpus> data = ReadData(absl::GetFlag(FLAGS_data));
+  if (!data.ok()) return data.status();
+  if (!labels->has_value()) {
+    if (!Quiet()) absl::FPrintF(stderr, "no label map beside the model: label ids from the data\n");
+    *labels = DataLabels(*data);
+  }
+  const Loaded loaded{*std::move(tokenizer), *std::move(data)};
+  const auto build = [&] { return EncodeLoaded(loaded, **labels, *encode); };
+  tok::TokenizedCorpus corpus;
   if (out.empty()) {
     absl::StatusOr<tok::TokenizedCorpus> built = build();
     if (!built.ok()) return built.status();
     corpus = *std::move(built);
   } else {
-    // The label names are part of the key: the same text with other label ids is other data.
-    std::string description = tok::DescribeOptions(*encode);
-    for (const std::string& name : labels->names()) absl::StrAppend(&description, "|", name);
-    absl::StatusOr<uint64_t> fingerprint =
-        tok::CacheFingerprint({absl::GetFlag(FLAGS_data)}, loaded->tokenizer, description);
+    absl::StatusOr<uint64_t> fingerprint = EncodeFingerprint(loaded.tokenizer, *encode, **labels);
     if (!fingerprint.ok()) return fingerprint.status();
     absl::StatusOr<tok::CachedCorpus> cached = tok::LoadOrBuildCorpus(out, *fingerprint, build);
     if (!cached.ok()) return cached.status();
@@ -291,10 +337,8 @@ absl::Status Encode(const std::vector<std::string>& rest) {
                                     : absl::StrCat("built; ", cached->rebuild_reason));
     corpus = std::move(cached->corpus);
   }
-  PrintReaderSummary(loaded->corpus.report);
-  const tok::LengthStats stats = tok::ComputeLengthStats(corpus.Lengths(), 0);
-  absl::PrintF("tokens: %d\nmean_length: %.1f\nmax_length: %d\nclasses: %d\n",
-               corpus.total_tokens(), stats.mean, stats.max, labels->size());
+  PrintReaderSummary(loaded.corpus.report);
+  PrintCorpusSummary(corpus, (*labels)->size());
   return absl::OkStatus();
 }
 
@@ -364,13 +408,11 @@ absl::Status Stats(const std::vector<std::string>& rest) {
   if (bin_width <= 0) return UsageError("--bin-width must be positive");
   absl::StatusOr<Loaded> loaded = LoadModelAndData();
   if (!loaded.ok()) return loaded.status();
-  std::vector<std::string> names;
-  for (const tok::Example& e : loaded->corpus.examples) names.push_back(e.label);
   // Lengths before truncation (special tokens included): what a limit would cut.
   tok::EncodeOptions untruncated;
   untruncated.max_length = 0;
   absl::StatusOr<tok::TokenizedCorpus> corpus =
-      EncodeLoaded(*loaded, tok::LabelMap::FromLabels(names), untruncated);
+      EncodeLoaded(*loaded, DataLabels(loaded->corpus), untruncated);
   if (!corpus.ok()) return corpus.status();
   const std::vector<int64_t> lengths = corpus->Lengths();
   const int64_t limit = absl::GetFlag(FLAGS_max_len);
