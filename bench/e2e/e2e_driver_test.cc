@@ -183,6 +183,7 @@ TEST(ReportTest, MarkdownStatesHeadlineRatiosAndTradeoff) {
   EXPECT_THAT(md, HasSubstr("`padless_bench_e2e --steps 50`"));
   EXPECT_THAT(md, HasSubstr("**packed_varlen/bf16/ckpt_none**"));
   EXPECT_THAT(md, HasSubstr("1.02x the plain-PyTorch packed peer"));
+  EXPECT_THAT(md, HasSubstr("met; stretch not met"));
   EXPECT_THAT(md, HasSubstr("MFU 40.0%"));
   EXPECT_THAT(md, HasSubstr("500.0k -> 400.0k | 20.0% | 6.00 -> 1.00"));
   EXPECT_THAT(md, HasSubstr("(report/t.svg)"));
