@@ -37,6 +37,7 @@ absl::StatusOr<TokenizedCorpus> EncodeParallel(const Tokenizer& tokenizer, size_
   std::atomic<size_t> next_block{0};
   std::atomic<int64_t> done{0};
   std::atomic<bool> failed{false};
+  int64_t reported = -1;  // last count given to options.progress (calling thread only)
 
   auto work = [&](bool report) {
     Tokenizer::Scratch scratch;
@@ -68,7 +69,10 @@ absl::StatusOr<TokenizedCorpus> EncodeParallel(const Tokenizer& tokenizer, size_
       }
       const int64_t total_done = done.fetch_add(static_cast<int64_t>(end - begin)) +
                                  static_cast<int64_t>(end - begin);
-      if (report && options.progress) options.progress(total_done, static_cast<int64_t>(n));
+      if (report && options.progress) {
+        reported = total_done;
+        options.progress(total_done, static_cast<int64_t>(n));
+      }
     }
   };
 
@@ -81,6 +85,11 @@ absl::StatusOr<TokenizedCorpus> EncodeParallel(const Tokenizer& tokenizer, size_
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, false);
   work(true);
   for (std::thread& t : pool) t.join();
+  // The calling thread reports only the blocks it finished; the workers may have taken the last
+  // ones (or all of them), so the final count is reported here.
+  if (options.progress && !failed.load() && reported != static_cast<int64_t>(n)) {
+    options.progress(static_cast<int64_t>(n), static_cast<int64_t>(n));
+  }
 
   // After an error, blocks past the failing one may be unprocessed; the lowest failure wins.
   for (const Block& block : blocks) {

@@ -20,7 +20,8 @@ namespace padless::tokenize {
 struct BatchEncodeOptions {
   EncodeOptions encode;
   int num_threads = 0;  // 0: hardware concurrency
-  // Called on the calling thread now and then with (examples done, total); may be empty.
+  // Called on the calling thread now and then with (examples done, total), increasing, and last
+  // with done == total when encoding succeeds; may be empty.
   std::function<void(int64_t, int64_t)> progress;
 };
 
