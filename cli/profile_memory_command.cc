@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "common_flags.h"
 #include "padless/batching/batch.h"
+#include "padless/cuda/memory_budget.h"
 #include "padless/cuda/memory_meter.h"
 #include "padless/cuda/memory_profile.h"
 #include "padless/cuda/packed_masks.h"
@@ -45,6 +47,9 @@ ABSL_FLAG(int64_t, sweep_max_tokens, 131072,
           "profile-memory: skip shapes with batch * seq_len above this");
 ABSL_FLAG(int64_t, sweep_vocab_size, 0,
           "profile-memory: vocabulary size (0: the preset's); it only moves the fixed memory");
+ABSL_FLAG(std::string, verify_budget, "",
+          "profile-memory: also plan the largest batch per length for this budget (e.g. 40GiB) "
+          "from each fit, run it, and check peak <= budget and >= 85% of it");
 ABSL_FLAG(std::string, held_out_lens, "384,1536,3072",
           "profile-memory: lengths left out of the fit, to report its prediction error");
 
@@ -143,6 +148,161 @@ absl::StatusOr<StepResult> TrainStep(models::EncoderClassifier& model, models::F
   }
 }
 
+struct SweepConfig {
+  models::AmpMode amp;
+  models::CheckpointPolicy policy;
+  bool varlen;
+
+  std::string Name() const {
+    return absl::StrCat(amp == models::AmpMode::kOff ? "fp32" : models::AmpModeName(amp),
+                        "/ckpt=", policy.ToString(), "/", varlen ? "varlen" : "padded");
+  }
+};
+
+// One model and optimizer shared by every measurement (the weights and the AdamW state are the
+// same for all configurations; only the step's activations differ).
+class Profiler {
+ public:
+  Profiler(const models::EncoderConfig& config, const c10::Device& device, cuda::MemoryMeter meter,
+           bool quiet)
+      : config_(config), device_(device), meter_(meter), quiet_(quiet), model_(config) {
+    model_->to(device_);
+    model_->train();
+    std::vector<at::Tensor> params = model_->parameters();
+    for (const at::Tensor& p : params) gradient_bytes_ += p.numel() * p.element_size();
+    opt_ = std::make_unique<models::FusedAdamW>(params, std::vector<bool>(params.size(), true),
+                                                models::AdamWOptions{});
+  }
+
+  // Peak memory of one step at (b, len) under `sc`, after a warm-up step of the same shape.
+  absl::StatusOr<MemoryProfilePoint> Measure(const SweepConfig& sc, int64_t b, int64_t len) {
+    model_->set_checkpoint_policy(sc.policy);
+    model_->set_attention_backend(models::AttentionBackend::kAuto);
+    MemoryProfilePoint point{sc.Name(), b, len};
+    point.gradient_bytes = gradient_bytes_;
+    const batching::Batch batch = SyntheticBatch(sc.varlen, b, len, config_, device_);
+    // Warm-up: creates the optimizer state and settles the allocator's cache.
+    meter_.EmptyCache();
+    auto warm = TrainStep(model_, *opt_, batch, sc.amp, device_);
+    if (!warm.ok()) return warm.status();
+    point.oom = warm->oom;
+    if (!point.oom) {
+      meter_.ResetPeak();
+      point.baseline_bytes = meter_.Snapshot().allocated_bytes;
+      auto step = TrainStep(model_, *opt_, batch, sc.amp, device_);
+      if (!step.ok()) return step.status();
+      const cuda::MemorySnapshot s = meter_.Snapshot();
+      point.oom = step->oom;
+      point.peak_allocated_bytes = s.peak_allocated_bytes;
+      point.peak_reserved_bytes = s.peak_reserved_bytes;
+    }
+    if (!quiet_) {
+      absl::FPrintF(
+          stderr, "%-28s b=%-4d s=%-5d %s\n", point.config, b, len,
+          point.oom ? "out of memory"
+                    : absl::StrCat("peak ", cuda::FormatBytes(point.peak_allocated_bytes),
+                                   ", reserved ", cuda::FormatBytes(point.peak_reserved_bytes)));
+    }
+    return point;
+  }
+
+ private:
+  models::EncoderConfig config_;
+  c10::Device device_;
+  cuda::MemoryMeter meter_;
+  bool quiet_;
+  models::EncoderClassifier model_;
+  int64_t gradient_bytes_ = 0;
+  std::unique_ptr<models::FusedAdamW> opt_;
+};
+
+void PrintPoints(const std::vector<MemoryProfilePoint>& points) {
+  absl::PrintF("%-28s %6s %6s %12s %12s %12s\n", "config", "batch", "seq", "peak_alloc",
+               "peak_resv", "activations");
+  for (const MemoryProfilePoint& p : points) {
+    absl::PrintF(
+        "%-28s %6d %6d %12s %12s %12s\n", p.config, p.batch, p.seq_len,
+        p.oom ? "OOM" : cuda::FormatBytes(p.peak_allocated_bytes),
+        p.oom ? "OOM" : cuda::FormatBytes(p.peak_reserved_bytes),
+        p.oom ? "OOM"
+              : cuda::FormatBytes(p.peak_allocated_bytes - p.baseline_bytes - p.gradient_bytes));
+  }
+}
+
+void PrintFits(const std::vector<cuda::ConfigFit>& fits, const std::vector<std::string>& skipped) {
+  absl::PrintF(
+      "\nmemory model per config: peak = fixed + a*b*s + c*b*s^2, fitted without the "
+      "held-out lengths\n%-28s %10s %12s %12s %10s %10s\n",
+      "config", "fixed", "a (B/tok)", "c (B/tok/s)", "max_err", "mean_err");
+  for (const cuda::ConfigFit& f : fits) {
+    absl::PrintF("%-28s %10s %12.0f %12.2f %9.2f%% %9.2f%%\n", f.config,
+                 cuda::FormatBytes(static_cast<int64_t>(f.report.model.fixed_bytes())),
+                 f.report.model.per_token_bytes(), f.report.model.per_token_seq_bytes(),
+                 100 * f.report.max_relative_error, 100 * f.report.mean_relative_error);
+  }
+  for (const std::string& s : skipped) absl::PrintF("not fitted: %s\n", s);
+}
+
+absl::Status WriteOutputs(const std::vector<MemoryProfilePoint>& points,
+                          const c10::Device& device) {
+  const std::string csv = absl::GetFlag(FLAGS_csv);
+  if (!csv.empty()) {
+    if (absl::Status s = WriteFile(csv, cuda::MemoryProfileCsv(points)); !s.ok()) return s;
+  }
+  const std::string svg = absl::GetFlag(FLAGS_svg);
+  if (svg.empty()) return absl::OkStatus();
+  const std::string title = absl::StrCat("padless: peak memory of one training step, preset ",
+                                         absl::GetFlag(FLAGS_sweep_preset), " on ", device.str());
+  return WriteFile(svg, cuda::MemoryProfileSvg(points, title));
+}
+
+// For every fitted config and length: the batch size MemoryBudget plans for `budget`, measured.
+// A plan passes when its peak stays within the budget and uses at least 85% of it.
+int VerifyBudget(Profiler& profiler, const std::vector<cuda::ConfigFit>& fits,
+                 const std::vector<models::AmpMode>& amps,
+                 const std::vector<models::CheckpointPolicy>& policies,
+                 const std::vector<bool>& varlens, const std::vector<int64_t>& lens,
+                 int64_t budget) {
+  constexpr double kMinUse = 0.85;
+  absl::PrintF("\nbudget check: %s; planned batch = MemoryBudget::MaxBatch from the fit\n",
+               cuda::FormatBytes(budget));
+  absl::PrintF("%-28s %6s %6s %12s %12s %8s %s\n", "config", "seq", "batch", "predicted",
+               "measured", "used", "verdict");
+  int failures = 0;
+  for (models::AmpMode amp : amps) {
+    for (const models::CheckpointPolicy& policy : policies) {
+      for (bool varlen : varlens) {
+        const SweepConfig sc{amp, policy, varlen};
+        const std::string name = sc.Name();
+        const cuda::ConfigFit* fit = nullptr;
+        for (const auto& f : fits) {
+          if (f.config == name) fit = &f;
+        }
+        if (fit == nullptr) continue;
+        const cuda::MemoryBudget plan(fit->report.model, budget);
+        for (int64_t len : lens) {
+          const int64_t b = plan.MaxBatch(len);
+          if (b == 0) continue;
+          auto point = profiler.Measure(sc, b, len);
+          if (!point.ok()) return Fail(point.status());
+          const double used = static_cast<double>(point->peak_allocated_bytes) / budget;
+          const bool ok = !point->oom && point->peak_allocated_bytes <= budget && used >= kMinUse;
+          failures += ok ? 0 : 1;
+          absl::PrintF("%-28s %6d %6d %12s %12s %7.1f%% %s\n", name, len, b,
+                       cuda::FormatBytes(static_cast<int64_t>(fit->report.model.Predict(b, len))),
+                       point->oom ? "OOM" : cuda::FormatBytes(point->peak_allocated_bytes),
+                       100 * used,
+                       ok ? "ok"
+                          : (point->oom || point->peak_allocated_bytes > budget ? "OVER BUDGET"
+                                                                                : "UNDER 85%"));
+        }
+      }
+    }
+  }
+  absl::PrintF("budget check: %d plan(s) failed\n", failures);
+  return failures == 0 ? kExitOk : kExitFailure;
+}
+
 int RunProfileMemory(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(absl::StrCat("unexpected argument '", args[0], "'"));
   auto lens = ParseInts("sweep_seq_lens", absl::GetFlag(FLAGS_sweep_seq_lens));
@@ -195,101 +355,41 @@ int RunProfileMemory(const std::vector<std::string>& args) {
 
   auto meter_or = cuda::MemoryMeter::Create(device);
   if (!meter_or.ok()) return Fail(meter_or.status());
-  cuda::MemoryMeter meter = *meter_or;
   at::manual_seed(static_cast<int64_t>(absl::GetFlag(FLAGS_seed)));
+  int64_t verify_budget = 0;
+  if (const std::string b = absl::GetFlag(FLAGS_verify_budget); !b.empty()) {
+    auto parsed = cuda::ParseByteSize(b);
+    if (!parsed.ok()) return Usage(absl::StrCat("--verify_budget: ", parsed.status().message()));
+    verify_budget = *parsed;
+  }
 
   std::vector<MemoryProfilePoint> points;
   try {
-    models::EncoderClassifier model(*config);
-    model->to(device);
-    model->train();
-    std::vector<at::Tensor> params = model->parameters();
-    int64_t gradient_bytes = 0;
-    for (const at::Tensor& p : params) gradient_bytes += p.numel() * p.element_size();
-    models::FusedAdamW opt(params, std::vector<bool>(params.size(), true), {});
+    Profiler profiler(*config, device, *meter_or, quiet);
     for (models::AmpMode amp : amps) {
       for (const models::CheckpointPolicy& policy : policies) {
         for (bool varlen : varlens) {
-          model->set_checkpoint_policy(policy);
-          model->set_attention_backend(models::AttentionBackend::kAuto);
-          const std::string name =
-              absl::StrCat(amp == models::AmpMode::kOff ? "fp32" : models::AmpModeName(amp),
-                           "/ckpt=", policy.ToString(), "/", varlen ? "varlen" : "padded");
           for (int64_t b : *batches) {
             for (int64_t len : *lens) {
               if (b * len > max_tokens) continue;
-              MemoryProfilePoint point{name, b, len};
-              point.gradient_bytes = gradient_bytes;
-              const batching::Batch batch = SyntheticBatch(varlen, b, len, *config, device);
-              // Warm-up: creates the optimizer state and settles the allocator's cache.
-              meter.EmptyCache();
-              auto warm = TrainStep(model, opt, batch, amp, device);
-              if (!warm.ok()) return Fail(warm.status());
-              if (!warm->oom) {
-                meter.ResetPeak();
-                point.baseline_bytes = meter.Snapshot().allocated_bytes;
-                auto step = TrainStep(model, opt, batch, amp, device);
-                if (!step.ok()) return Fail(step.status());
-                const cuda::MemorySnapshot s = meter.Snapshot();
-                point.oom = step->oom;
-                point.peak_allocated_bytes = s.peak_allocated_bytes;
-                point.peak_reserved_bytes = s.peak_reserved_bytes;
-              } else {
-                point.oom = true;
-              }
-              if (!quiet) {
-                absl::FPrintF(
-                    stderr, "%-28s b=%-4d s=%-5d %s\n", name, b, len,
-                    point.oom ? "out of memory"
-                              : absl::StrCat("peak ", cuda::FormatBytes(point.peak_allocated_bytes),
-                                             ", reserved ",
-                                             cuda::FormatBytes(point.peak_reserved_bytes)));
-              }
-              points.push_back(point);
+              auto point = profiler.Measure({amp, policy, varlen}, b, len);
+              if (!point.ok()) return Fail(point.status());
+              points.push_back(*point);
             }
           }
         }
       }
     }
+    PrintPoints(points);
+    std::vector<std::string> skipped;
+    const std::vector<cuda::ConfigFit> fits = cuda::FitPerConfig(points, *held_out, &skipped);
+    PrintFits(fits, skipped);
+    if (absl::Status s = WriteOutputs(points, device); !s.ok()) return Fail(s);
+    if (verify_budget > 0) {
+      return VerifyBudget(profiler, fits, amps, policies, varlens, *lens, verify_budget);
+    }
   } catch (const c10::Error& e) {
     return Fail(absl::InternalError(e.what_without_backtrace()));
-  }
-
-  absl::PrintF("%-28s %6s %6s %12s %12s %12s\n", "config", "batch", "seq", "peak_alloc",
-               "peak_resv", "activations");
-  for (const MemoryProfilePoint& p : points) {
-    absl::PrintF(
-        "%-28s %6d %6d %12s %12s %12s\n", p.config, p.batch, p.seq_len,
-        p.oom ? "OOM" : cuda::FormatBytes(p.peak_allocated_bytes),
-        p.oom ? "OOM" : cuda::FormatBytes(p.peak_reserved_bytes),
-        p.oom ? "OOM"
-              : cuda::FormatBytes(p.peak_allocated_bytes - p.baseline_bytes - p.gradient_bytes));
-  }
-  std::vector<std::string> skipped;
-  const std::vector<cuda::ConfigFit> fits = cuda::FitPerConfig(points, *held_out, &skipped);
-  absl::PrintF(
-      "\nmemory model per config: peak = fixed + a*b*s + c*b*s^2, fitted without the "
-      "held-out lengths\n%-28s %10s %12s %12s %10s %10s\n",
-      "config", "fixed", "a (B/tok)", "c (B/tok/s)", "max_err", "mean_err");
-  for (const cuda::ConfigFit& f : fits) {
-    absl::PrintF("%-28s %10s %12.0f %12.2f %9.2f%% %9.2f%%\n", f.config,
-                 cuda::FormatBytes(static_cast<int64_t>(f.report.model.fixed_bytes())),
-                 f.report.model.per_token_bytes(), f.report.model.per_token_seq_bytes(),
-                 100 * f.report.max_relative_error, 100 * f.report.mean_relative_error);
-  }
-  for (const std::string& s : skipped) absl::PrintF("not fitted: %s\n", s);
-
-  const std::string csv = absl::GetFlag(FLAGS_csv);
-  if (!csv.empty()) {
-    if (absl::Status s = WriteFile(csv, cuda::MemoryProfileCsv(points)); !s.ok()) return Fail(s);
-  }
-  const std::string svg = absl::GetFlag(FLAGS_svg);
-  if (!svg.empty()) {
-    const std::string title = absl::StrCat("padless: peak memory of one training step, preset ",
-                                           absl::GetFlag(FLAGS_sweep_preset), " on ", device.str());
-    if (absl::Status s = WriteFile(svg, cuda::MemoryProfileSvg(points, title)); !s.ok()) {
-      return Fail(s);
-    }
   }
   return kExitOk;
 }
@@ -301,10 +401,11 @@ const Subcommand kProfileMemoryCommand = {
     "peak memory of a training step per sequence length, with a fitted memory model",
     "usage: padless profile-memory [--sweep_preset base] [--sweep_seq_lens 64,...,4096]\n"
     "       [--sweep_batch_sizes 8,32] [--sweep_amp off,bf16] [--sweep_checkpoint none,all]\n"
-    "       [--sweep_attention padded,varlen] [--csv out.csv] [--svg out.svg]",
+    "       [--sweep_attention padded,varlen] [--verify_budget 40GiB] [--csv out.csv]\n"
+    "       [--svg out.svg]",
     {"sweep_preset", "sweep_seq_lens", "sweep_batch_sizes", "sweep_amp", "sweep_checkpoint",
      "sweep_attention", "sweep_device", "sweep_max_tokens", "sweep_vocab_size", "held_out_lens",
-     "csv", "svg", "seed", "quiet"},
+     "verify_budget", "csv", "svg", "seed", "quiet"},
     RunProfileMemory};
 
 }  // namespace padless::cli
