@@ -13,7 +13,9 @@ namespace padless::cuda::internal {
 class CountingCpuAllocator final : public c10::Allocator {
  public:
   // Installs the process-wide instance as torch's CPU allocator on first call and returns it.
-  // Memory allocated before that keeps its own deleter and is never counted.
+  // Tensors allocated before that keep their own deleter and are never counted. Buffers taken with
+  // c10's raw_allocate before installation must be freed before it (raw_deallocate asks the
+  // allocator installed at free time), so install early: MemoryMeter(kCPU) does it.
   static CountingCpuAllocator& Install();
 
   c10::DataPtr allocate(size_t n) override;
