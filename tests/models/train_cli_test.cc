@@ -1,0 +1,186 @@
+// End-to-end: `padless train` on an SST-2 subset reaches >= 78% dev accuracy with the tiny preset;
+// `padless eval` and `padless predict` use the model directory; bad input (unknown labels, missing
+// or corrupt model directories, a 1 MB text, bad flags) gives a clear error or is handled.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cli_runner.h"
+
+namespace padless::cli::testing {
+namespace {
+
+const std::string kData = PADLESS_SHARED_DATA;
+
+bool HaveSst2() {
+  std::FILE* f = std::fopen((kData + "/sst2_train.tsv").c_str(), "r");
+  if (f == nullptr) return false;
+  std::fclose(f);
+  return true;
+}
+
+class TrainCliTest : public ::testing::Test {
+ protected:
+  // One training run shared by the tests: the first 20k SST-2 training rows, 2 epochs, tiny
+  // preset, packed batches of 4096 tokens on the CPU (about a minute on two cores).
+  static void SetUpTestSuite() {
+    if (!HaveSst2()) return;
+    dir_ = new std::string(ScratchDir("train"));
+    const std::string subset = *dir_ + "/sst2_20k.tsv";
+    ASSERT_EQ(std::system(absl::StrCat("head -20001 ", kData, "/sst2_train.tsv > ", subset).c_str()), 0);
+    train_ = new CliResult(RunPadless({"train", "--data", subset, "--dev", kData + "/sst2_dev.tsv",
+                                       "--out", *dir_ + "/model", "--preset", "tiny", "--epochs",
+                                       "2", "--max-len", "64", "--max-tokens", "4096",
+                                       "--vocab-size", "8000", "--lr", "1e-3", "--device", "cpu",
+                                       "--quiet", "--metrics-json", *dir_ + "/metrics.json"}));
+  }
+  static void TearDownTestSuite() {
+    delete train_;
+    delete dir_;
+  }
+  void SetUp() override {
+    if (!HaveSst2()) GTEST_SKIP() << "no SST-2 data under " << kData;
+    ASSERT_EQ(train_->exit_code, 0) << train_->err;
+  }
+  static std::string Model() { return *dir_ + "/model"; }
+
+  static std::string* dir_;
+  static CliResult* train_;
+};
+std::string* TrainCliTest::dir_ = nullptr;
+CliResult* TrainCliTest::train_ = nullptr;
+
+TEST_F(TrainCliTest, TinyPresetLearnsSst2) {
+  const nlohmann::json m = nlohmann::json::parse(ReadFile(*dir_ + "/metrics.json"));
+  for (const char* key : {"accuracy", "macro_f1", "padding_efficiency", "real_tokens_per_s",
+                          "peak_allocated_bytes", "peak_reserved_bytes", "train_seconds", "device"}) {
+    EXPECT_TRUE(m.contains(key)) << key;
+  }
+  EXPECT_GE(m["accuracy"].get<double>(), 0.78);
+  EXPECT_GE(m["macro_f1"].get<double>(), 0.75);
+  EXPECT_GT(m["padding_efficiency"].get<double>(), 0.95) << "packed batches";
+  EXPECT_GT(m["peak_allocated_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(m["device"].get<std::string>(), "cpu");
+  EXPECT_NE(train_->out.find("dev accuracy"), std::string::npos) << train_->out;
+  EXPECT_NE(ReadFile(Model() + "/train_log.csv").find("padding_efficiency"), std::string::npos);
+}
+
+TEST_F(TrainCliTest, EvalReproducesDevAccuracy) {
+  const CliResult r = RunPadless({"eval", "--model", Model(), "--data", kData + "/sst2_dev.tsv",
+                                  "--device", "cpu", "--metrics-json", *dir_ + "/eval.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json train = nlohmann::json::parse(ReadFile(*dir_ + "/metrics.json"));
+  const nlohmann::json eval = nlohmann::json::parse(ReadFile(*dir_ + "/eval.json"));
+  EXPECT_NEAR(eval["accuracy"].get<double>(), train["accuracy"].get<double>(), 1e-9);
+  EXPECT_EQ(eval["examples"].get<int64_t>(), 872);
+}
+
+TEST_F(TrainCliTest, PredictWritesLabelAndProbability) {
+  const std::string texts = *dir_ + "/texts.txt";
+  WriteFile(texts, "a wonderful , moving film\nthe worst movie i have ever seen\n\n");
+  const CliResult r = RunPadless({"predict", "--model", Model(), "--data", texts, "--device", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0].substr(0, 2), "1\t") << lines[0];
+  EXPECT_EQ(lines[1].substr(0, 2), "0\t") << lines[1];
+  for (const std::string& line : lines) {
+    const std::vector<std::string> f = absl::StrSplit(line, '\t');
+    ASSERT_EQ(f.size(), 2u) << line;
+    const double p = std::stod(f[1]);
+    EXPECT_GE(p, 0.5);
+    EXPECT_LE(p, 1.0);
+  }
+  // The same through stdin.
+  const std::string cmd = absl::StrCat("'", PADLESS_CLI_PATH, "' predict --model '", Model(),
+                                       "' --device cpu < '", texts, "'");
+  std::FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+  EXPECT_EQ(::pclose(pipe), 0);
+  EXPECT_EQ(out, r.out);
+}
+
+TEST_F(TrainCliTest, MegabyteTextIsHandled) {
+  std::string big;
+  while (big.size() < (1 << 20)) big += "an utterly charming and funny film , ";
+  const std::string texts = *dir_ + "/big.txt";
+  WriteFile(texts, big + "\nshort one\n");
+  for (const char* mode : {"head_tail", "windows"}) {
+    const CliResult r = RunPadless({"predict", "--model", Model(), "--data", texts, "--device",
+                                    "cpu", "--long-text", mode, "--window-stride", "16"});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+    EXPECT_EQ(lines.size(), 2u) << mode;
+    EXPECT_EQ(lines[0].substr(0, 2), "1\t") << mode << ": " << lines[0];
+  }
+}
+
+TEST_F(TrainCliTest, UnknownLabelAtEvalIsAClearError) {
+  const std::string data = *dir_ + "/bad_label.tsv";
+  WriteFile(data, "label\ttext\n1\tgood\nneutral\tfine i guess\n");
+  const CliResult r = RunPadless({"eval", "--model", Model(), "--data", data, "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad_label.tsv:3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'neutral'"), std::string::npos) << r.err;
+}
+
+TEST_F(TrainCliTest, MissingOrCorruptModelDirectoryIsAClearError) {
+  const std::string data = kData + "/sst2_dev.tsv";
+  CliResult r = RunPadless({"eval", "--model", *dir_ + "/nope", "--data", data, "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+
+  // Copies of the model with one file damaged each.
+  struct Damage {
+    const char* file;
+    const char* content;
+    const char* expect;
+  };
+  for (const Damage& d : {Damage{"model.pt", "garbage", "model.pt"},
+                          Damage{"config.json", "{\"hidden\": ", "config.json"},
+                          Damage{"config.json", "{\"hidden\": 64, \"heads\": 2}", "model.pt"},
+                          Damage{"labels.json", "[]", "labels.json"},
+                          Damage{"tokenizer.model", "", "tokenizer.model"}}) {
+    const std::string copy = ScratchDir("corrupt");
+    ASSERT_EQ(std::system(absl::StrCat("cp -r '", Model(), "/.' '", copy, "'").c_str()), 0);
+    WriteFile(copy + "/" + d.file, d.content);
+    for (const char* command : {"eval", "predict"}) {
+      r = RunPadless({command, "--model", copy, "--data", data, "--device", "cpu"});
+      EXPECT_EQ(r.exit_code, 1) << command << " " << d.file << ": " << r.err;
+      EXPECT_NE(r.err.find(d.expect), std::string::npos) << command << " " << d.file << ": " << r.err;
+    }
+  }
+  // A missing file.
+  const std::string copy = ScratchDir("missing");
+  ASSERT_EQ(std::system(absl::StrCat("cp -r '", Model(), "/.' '", copy, "' && rm '", copy,
+                                     "/tokenizer.model'").c_str()), 0);
+  r = RunPadless({"predict", "--model", copy, "--data", data, "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("tokenizer.model"), std::string::npos) << r.err;
+}
+
+TEST(TrainCliFlagsTest, BadFlagsAreUsageErrors) {
+  EXPECT_EQ(RunPadless({"train", "--out", "/tmp/x"}).exit_code, 2);
+  EXPECT_EQ(RunPadless({"train", "--data", "x.tsv"}).exit_code, 2);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--amp", "fp8"}, {"--checkpoint", "every:0"}, {"--preset", "huge"},
+        {"--batching", "magic"}, {"--dev-fraction", "1.5"}}) {
+    std::vector<std::string> args = {"train", "--data", "x.tsv", "--out", "/tmp/x"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = RunPadless(args);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << ": " << r.err;
+  }
+  EXPECT_EQ(RunPadless({"eval", "--data", "x.tsv"}).exit_code, 2);
+  EXPECT_EQ(RunPadless({"predict"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace padless::cli::testing
