@@ -103,7 +103,8 @@ absl::StatusOr<std::unique_ptr<TextClassifier>> TextClassifier::Load(const std::
   if (options.max_len < 3) {
     return absl::InvalidArgumentError(absl::StrCat("max_len: must be >= 3, got ", options.max_len));
   }
-  if (options.window_stride < 0 || options.window_stride >= options.max_len - 2) {
+  if (options.long_text == LongText::kWindows &&
+      (options.window_stride < 0 || options.window_stride >= options.max_len - 2)) {
     return absl::InvalidArgumentError(absl::StrCat("window_stride: must be in [0, max_len - 2), got ",
                                                    options.window_stride));
   }

@@ -27,7 +27,8 @@ bool HaveSst2() {
 class TrainCliTest : public ::testing::Test {
  protected:
   // One training run shared by the tests: the first 20k SST-2 training rows, 2 epochs, tiny
-  // preset, packed batches of 4096 tokens on the CPU (about a minute on two cores).
+  // preset, packed batches of 4096 tokens on the CPU, dev evaluation every 20 steps keeping the
+  // best (about 35 s on two cores; 1.2 s on an H200).
   static void SetUpTestSuite() {
     if (!HaveSst2()) return;
     dir_ = new std::string(ScratchDir("train"));
@@ -36,7 +37,8 @@ class TrainCliTest : public ::testing::Test {
     train_ = new CliResult(RunPadless({"train", "--data", subset, "--dev", kData + "/sst2_dev.tsv",
                                        "--out", *dir_ + "/model", "--preset", "tiny", "--epochs",
                                        "2", "--max-len", "64", "--max-tokens", "4096",
-                                       "--vocab-size", "8000", "--lr", "1e-3", "--device", "cpu",
+                                       "--vocab-size", "8000", "--lr", "1e-3", "--eval-every", "20",
+                                       "--device", "cpu",
                                        "--quiet", "--metrics-json", *dir_ + "/metrics.json"}));
   }
   static void TearDownTestSuite() {

@@ -1,0 +1,158 @@
+// Model directories round-trip (same logits after load), --init-from style loading with another
+// label set, and TextClassifier: thread-safe Predict equal to sequential calls, window voting.
+#include "padless/models/inference.h"
+
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "padless/models/model_io.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/tokenizer.h"
+
+namespace padless::models {
+namespace {
+
+std::string ScratchDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/padless_inference_" + name + "_" +
+                          std::to_string(::getpid());
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  return dir;
+}
+
+tokenize::Tokenizer SmallTokenizer() {
+  std::vector<std::string> sentences;
+  const char* words[] = {"good", "bad", "film", "plot", "great", "awful", "actors", "the", "a",
+                         "story", "boring", "funny", "and", "was", "very"};
+  for (int i = 0; i < 400; ++i) {
+    std::string s;
+    for (int k = 0; k < 8; ++k) s += std::string(words[(i * 7 + k * 3) % 15]) + " ";
+    sentences.push_back(s);
+  }
+  tokenize::TrainOptions options;
+  options.vocab_size = 40;
+  absl::StatusOr<tokenize::Tokenizer> t = tokenize::Tokenizer::TrainFromSentences(sentences, options);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return std::move(*t);
+}
+
+EncoderConfig Config(int64_t vocab, int64_t labels) {
+  return EncoderConfig().vocab_size(vocab).hidden(32).layers(2).heads(4).ffn(64).max_positions(32)
+      .num_labels(labels);
+}
+
+class InferenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ScratchDir("model");
+    tokenize::Tokenizer tokenizer = SmallTokenizer();
+    at::manual_seed(3);
+    model_ = EncoderClassifier(Config(tokenizer.vocab_size(), 3));
+    labels_ = *tokenize::LabelMap::FromNames({"neg", "neutral", "pos"});
+    ASSERT_TRUE(SaveModelDir(dir_, model_, tokenizer, labels_).ok());
+  }
+  std::string dir_;
+  EncoderClassifier model_{nullptr};
+  tokenize::LabelMap labels_;
+};
+
+TEST_F(InferenceTest, ModelDirectoryRoundTrips) {
+  absl::StatusOr<LoadedModel> loaded = LoadModelDir(dir_, at::kCPU);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->config.ToJson(), model_->config().ToJson());
+  EXPECT_EQ(loaded->labels.names(), labels_.names());
+  auto a = model_->named_parameters();
+  auto b = loaded->model->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].key(), b[i].key());
+    EXPECT_TRUE(at::equal(a[i].value(), b[i].value())) << a[i].key();
+  }
+  EXPECT_FALSE(loaded->model->is_training());
+}
+
+TEST_F(InferenceTest, InitFromAnotherLabelSetKeepsTheEncoder) {
+  at::manual_seed(4);
+  EncoderClassifier two(Config(model_->config().vocab_size(), 2));
+  const absl::Status strict = LoadWeights(*two, dir_ + "/" + kWeightsFile);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(std::string(strict.message()).find("head_weight"), std::string::npos) << strict;
+  ASSERT_TRUE(LoadWeights(*two, dir_ + "/" + kWeightsFile, /*skip_mismatched_head=*/true).ok());
+  auto a = model_->named_parameters();
+  for (const auto& p : two->named_parameters()) {
+    if (p.key().rfind("head_", 0) == 0) continue;
+    EXPECT_TRUE(at::equal(p.value(), *a.find(p.key()))) << p.key();
+  }
+}
+
+TEST_F(InferenceTest, PredictIsThreadSafeAndDeterministic) {
+  absl::StatusOr<std::unique_ptr<TextClassifier>> c = TextClassifier::Load(dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 40; ++i) {
+    std::string t;
+    for (int k = 0; k <= i % 13; ++k) t += (k % 2 ? "good film " : "boring plot ");
+    texts.push_back(t);
+  }
+  texts.push_back("");
+  absl::StatusOr<std::vector<Prediction>> reference = (*c)->Predict(texts);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  ASSERT_EQ(reference->size(), texts.size());
+  // Each prediction equals that of the text alone (batching by length does not leak across texts).
+  for (size_t i = 0; i < texts.size(); i += 7) {
+    absl::StatusOr<std::vector<Prediction>> one = (*c)->Predict({texts[i]});
+    ASSERT_TRUE(one.ok());
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR((*one)[0].probabilities[k], (*reference)[i].probabilities[k], 1e-5) << i;
+    }
+  }
+  std::vector<std::vector<Prediction>> results(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      absl::StatusOr<std::vector<Prediction>> r = (*c)->Predict(texts);
+      if (r.ok()) results[t] = std::move(*r);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& r : results) {
+    ASSERT_EQ(r.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      EXPECT_EQ(r[i].label, (*reference)[i].label);
+      EXPECT_NEAR(r[i].probability, (*reference)[i].probability, 1e-5);
+    }
+  }
+  for (const Prediction& p : *reference) {
+    float sum = 0;
+    for (float q : p.probabilities) sum += q;
+    EXPECT_NEAR(sum, 1.0f, 1e-5);
+    EXPECT_EQ(p.label, labels_.Name(p.label_id));
+  }
+}
+
+TEST_F(InferenceTest, WindowVotingAveragesWindows) {
+  InferenceOptions options;
+  options.long_text = LongText::kWindows;
+  options.window_stride = 4;
+  absl::StatusOr<std::unique_ptr<TextClassifier>> c = TextClassifier::Load(dir_, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::string long_text;
+  for (int i = 0; i < 60; ++i) long_text += "the actors were funny and the story was great ";
+  absl::StatusOr<std::vector<Prediction>> p = (*c)->Predict({long_text, "good"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->size(), 2u);
+  float sum = 0;
+  for (float q : (*p)[0].probabilities) sum += q;
+  EXPECT_NEAR(sum, 1.0f, 1e-5);
+  // Bad options are errors, not crashes.
+  options.window_stride = 1000;
+  EXPECT_FALSE(TextClassifier::Load(dir_, options).ok());
+  EXPECT_FALSE(TextClassifier::Load(dir_ + "/missing").ok());
+}
+
+}  // namespace
+}  // namespace padless::models
