@@ -5,7 +5,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
-#include <ATen/core/Generator.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -13,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "padless/models/autocast.h"
+#include "rng_state.h"
 
 namespace padless::models {
 
@@ -35,43 +35,9 @@ std::string CheckpointPolicy::ToString() const {
 
 namespace {
 
-// The RNG streams dropout draws from: the CPU generator, plus the CUDA one for CUDA tensors.
-struct RngState {
-  at::Tensor cpu;
-  at::Tensor cuda;
-};
-
-at::Generator CudaGenerator(const at::Device& device) {
-  return at::globalContext().defaultGenerator(device);
-}
-
-RngState CaptureRng(const at::Device& device) {
-  RngState s;
-  {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    s.cpu = gen.get_state();
-  }
-  if (device.is_cuda()) {
-    at::Generator gen = CudaGenerator(device);
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    s.cuda = gen.get_state();
-  }
-  return s;
-}
-
-void RestoreRng(const RngState& s, const at::Device& device) {
-  {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(s.cpu);
-  }
-  if (device.is_cuda() && s.cuda.defined()) {
-    at::Generator gen = CudaGenerator(device);
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(s.cuda);
-  }
-}
+using internal::CaptureRng;
+using internal::RestoreRng;
+using internal::RngState;
 
 class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
  public:

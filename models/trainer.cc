@@ -10,7 +10,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
-#include <ATen/core/Generator.h>
 #include <c10/util/Exception.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "file_util.h"
+#include "rng_state.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/loader.h"
 #include "padless/cuda/memory_meter.h"
@@ -97,30 +97,6 @@ absl::Status CheckCorpus(const TokenizedCorpus& corpus, const EncoderConfig& con
     }
   }
   return absl::OkStatus();
-}
-
-at::Tensor CpuRngState() {
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void SetCpuRngState(const at::Tensor& s) {
-  at::Generator gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(s);
-}
-
-at::Tensor CudaRngState(const c10::Device& d) {
-  at::Generator gen = at::globalContext().defaultGenerator(d);
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return gen.get_state();
-}
-
-void SetCudaRngState(const c10::Device& d, const at::Tensor& s) {
-  at::Generator gen = at::globalContext().defaultGenerator(d);
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(s);
 }
 
 // "step-00000042.pt" -> 42; -1 for other names.
@@ -256,8 +232,9 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
       a.write("meta", at::tensor(std::vector<int64_t>{ep, next_batch, global_step, evals_since_best,
                                                        result.best_step, static_cast<int64_t>(best_params.size())}));
       a.write("best_accuracy", at::full({}, best_accuracy, at::kDouble));
-      a.write("rng.cpu", CpuRngState());
-      if (device_.is_cuda()) a.write("rng.cuda", CudaRngState(device_));
+      const internal::RngState rng = internal::CaptureRng(device_);
+      a.write("rng.cpu", rng.cpu);
+      if (rng.cuda.defined()) a.write("rng.cuda", rng.cuda);
       a.save_to(tmp);
     } catch (const c10::Error& e) {
       return absl::InternalError(absl::StrCat(path, ": cannot write checkpoint: ",
@@ -299,7 +276,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
         if (!optimizer.LoadState(state)) {
           return absl::InvalidArgumentError(absl::StrCat(path, ": optimizer state does not match the model"));
         }
-        at::Tensor scaler_state, meta, best_acc, rng;
+        at::Tensor scaler_state, meta, best_acc;
         a.read("scaler", scaler_state);
         a.read("meta", meta);
         a.read("best_accuracy", best_acc);
@@ -315,9 +292,10 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
           best_params.push_back(t.to(device_));
         }
         best_accuracy = best_acc.item<double>();
-        a.read("rng.cpu", rng);
-        SetCpuRngState(rng);
-        if (device_.is_cuda() && a.try_read("rng.cuda", rng)) SetCudaRngState(device_, rng);
+        internal::RngState rng_state;
+        a.read("rng.cpu", rng_state.cpu);
+        a.try_read("rng.cuda", rng_state.cuda);
+        internal::RestoreRng(rng_state, device_);
       } catch (const c10::Error& e) {
         return absl::InvalidArgumentError(absl::StrCat(path, ": corrupt checkpoint: ",
                                                        e.what_without_backtrace()));

@@ -1,6 +1,11 @@
 // End-to-end: `padless train` on an SST-2 subset reaches >= 78% dev accuracy with the tiny preset;
 // `padless eval` and `padless predict` use the model directory; bad input (unknown labels, missing
 // or corrupt model directories, a 1 MB text, bad flags) gives a clear error or is handled.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -24,38 +29,49 @@ bool HaveSst2() {
   return true;
 }
 
+// The model every test of the suite uses, trained once per build of the CLI: ctest runs each test
+// in its own process (possibly in parallel), so the run is cached in the build tree, keyed by the
+// binary's size and mtime, and guarded by a file lock.
 class TrainCliTest : public ::testing::Test {
  protected:
-  // One training run shared by the tests: the first 20k SST-2 training rows, 2 epochs, tiny
-  // preset, packed batches of 4096 tokens on the CPU, dev evaluation every 20 steps keeping the
-  // best (about 35 s on two cores; 1.2 s on an H200).
+  // The first 20k SST-2 training rows, 2 epochs, tiny preset, packed batches of 4096 tokens on the
+  // CPU, dev evaluation every 20 steps keeping the best (about 35 s on two cores; 1.2 s on an H200).
   static void SetUpTestSuite() {
     if (!HaveSst2()) return;
-    dir_ = new std::string(ScratchDir("train"));
-    const std::string subset = *dir_ + "/sst2_20k.tsv";
-    ASSERT_EQ(std::system(absl::StrCat("head -20001 ", kData, "/sst2_train.tsv > ", subset).c_str()), 0);
-    train_ = new CliResult(RunPadless({"train", "--data", subset, "--dev", kData + "/sst2_dev.tsv",
-                                       "--out", *dir_ + "/model", "--preset", "tiny", "--epochs",
-                                       "2", "--max-len", "64", "--max-tokens", "4096",
-                                       "--vocab-size", "8000", "--lr", "1e-3", "--eval-every", "20",
-                                       "--device", "cpu",
-                                       "--quiet", "--metrics-json", *dir_ + "/metrics.json"}));
+    struct stat st = {};
+    ::stat(PADLESS_CLI_PATH, &st);
+    dir_ = new std::string(absl::StrCat(PADLESS_MODELS_TEST_CACHE, "/sst2_tiny_",
+                                        static_cast<int64_t>(st.st_mtime), "_",
+                                        static_cast<int64_t>(st.st_size)));
+    ASSERT_EQ(std::system(absl::StrCat("mkdir -p '", *dir_, "'").c_str()), 0);
+    const int lock = ::open((*dir_ + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    ASSERT_GE(lock, 0);
+    ::flock(lock, LOCK_EX);
+    if (ReadFile(*dir_ + "/exit_code") != "0") {
+      const std::string subset = *dir_ + "/sst2_20k.tsv";
+      ASSERT_EQ(std::system(absl::StrCat("head -20001 ", kData, "/sst2_train.tsv > ", subset).c_str()), 0);
+      const CliResult r = RunPadless(
+          {"train", "--data", subset, "--dev", kData + "/sst2_dev.tsv", "--out", *dir_ + "/model",
+           "--preset", "tiny", "--epochs", "2", "--max-len", "64", "--max-tokens", "4096",
+           "--vocab-size", "8000", "--lr", "1e-3", "--eval-every", "20", "--device", "cpu",
+           "--quiet", "--metrics-json", *dir_ + "/metrics.json"});
+      WriteFile(*dir_ + "/stdout", r.out);
+      WriteFile(*dir_ + "/stderr", r.err);
+      WriteFile(*dir_ + "/exit_code", std::to_string(r.exit_code));
+    }
+    ::flock(lock, LOCK_UN);
+    ::close(lock);
   }
-  static void TearDownTestSuite() {
-    delete train_;
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete dir_; }
   void SetUp() override {
     if (!HaveSst2()) GTEST_SKIP() << "no SST-2 data under " << kData;
-    ASSERT_EQ(train_->exit_code, 0) << train_->err;
+    ASSERT_EQ(ReadFile(*dir_ + "/exit_code"), "0") << ReadFile(*dir_ + "/stderr");
   }
   static std::string Model() { return *dir_ + "/model"; }
 
   static std::string* dir_;
-  static CliResult* train_;
 };
 std::string* TrainCliTest::dir_ = nullptr;
-CliResult* TrainCliTest::train_ = nullptr;
 
 TEST_F(TrainCliTest, TinyPresetLearnsSst2) {
   const nlohmann::json m = nlohmann::json::parse(ReadFile(*dir_ + "/metrics.json"));
@@ -68,22 +84,24 @@ TEST_F(TrainCliTest, TinyPresetLearnsSst2) {
   EXPECT_GT(m["padding_efficiency"].get<double>(), 0.95) << "packed batches";
   EXPECT_GT(m["peak_allocated_bytes"].get<int64_t>(), 0);
   EXPECT_EQ(m["device"].get<std::string>(), "cpu");
-  EXPECT_NE(train_->out.find("dev accuracy"), std::string::npos) << train_->out;
+  const std::string out = ReadFile(*dir_ + "/stdout");
+  EXPECT_NE(out.find("dev accuracy"), std::string::npos) << out;
   EXPECT_NE(ReadFile(Model() + "/train_log.csv").find("padding_efficiency"), std::string::npos);
 }
 
 TEST_F(TrainCliTest, EvalReproducesDevAccuracy) {
+  const std::string scratch = ScratchDir("eval");
   const CliResult r = RunPadless({"eval", "--model", Model(), "--data", kData + "/sst2_dev.tsv",
-                                  "--device", "cpu", "--metrics-json", *dir_ + "/eval.json"});
+                                  "--device", "cpu", "--metrics-json", scratch + "/eval.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json train = nlohmann::json::parse(ReadFile(*dir_ + "/metrics.json"));
-  const nlohmann::json eval = nlohmann::json::parse(ReadFile(*dir_ + "/eval.json"));
+  const nlohmann::json eval = nlohmann::json::parse(ReadFile(scratch + "/eval.json"));
   EXPECT_NEAR(eval["accuracy"].get<double>(), train["accuracy"].get<double>(), 1e-9);
   EXPECT_EQ(eval["examples"].get<int64_t>(), 872);
 }
 
 TEST_F(TrainCliTest, PredictWritesLabelAndProbability) {
-  const std::string texts = *dir_ + "/texts.txt";
+  const std::string texts = ScratchDir("predict") + "/texts.txt";
   WriteFile(texts, "a wonderful , moving film\nthe worst movie i have ever seen\n\n");
   const CliResult r = RunPadless({"predict", "--model", Model(), "--data", texts, "--device", "cpu"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -113,7 +131,7 @@ TEST_F(TrainCliTest, PredictWritesLabelAndProbability) {
 TEST_F(TrainCliTest, MegabyteTextIsHandled) {
   std::string big;
   while (big.size() < (1 << 20)) big += "an utterly charming and funny film , ";
-  const std::string texts = *dir_ + "/big.txt";
+  const std::string texts = ScratchDir("big") + "/big.txt";
   WriteFile(texts, big + "\nshort one\n");
   for (const char* mode : {"head_tail", "windows"}) {
     const CliResult r = RunPadless({"predict", "--model", Model(), "--data", texts, "--device",
@@ -126,7 +144,7 @@ TEST_F(TrainCliTest, MegabyteTextIsHandled) {
 }
 
 TEST_F(TrainCliTest, UnknownLabelAtEvalIsAClearError) {
-  const std::string data = *dir_ + "/bad_label.tsv";
+  const std::string data = ScratchDir("bad_label") + "/bad_label.tsv";
   WriteFile(data, "label\ttext\n1\tgood\nneutral\tfine i guess\n");
   const CliResult r = RunPadless({"eval", "--model", Model(), "--data", data, "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 1);
