@@ -1,6 +1,8 @@
 // padless train | eval | predict: fine-tune a transformer classifier on a labeled file, evaluate a
 // trained model directory, and classify texts with it. The work is in padless/models/ (Trainer,
 // Evaluate, TextClassifier); this file parses flags, wires the pieces and prints.
+#include <ATen/Context.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -10,8 +12,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <ATen/Context.h>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
@@ -54,18 +54,21 @@ ABSL_FLAG(int64_t, max_steps, 0, "train: stop after this many optimizer steps (0
 ABSL_FLAG(double, lr, 5e-4, "train: peak learning rate (AdamW)");
 ABSL_FLAG(double, weight_decay, 0.01, "train: AdamW weight decay");
 ABSL_FLAG(double, warmup, 0.06, "train: share of the steps spent warming up the learning rate");
-ABSL_FLAG(std::string, lr_schedule, "linear", "train: decay after warmup: linear, cosine, constant");
+ABSL_FLAG(std::string, lr_schedule, "linear",
+          "train: decay after warmup: linear, cosine, constant");
 ABSL_FLAG(int64_t, grad_accum, 1, "train: batches per optimizer step");
 ABSL_FLAG(double, clip_norm, 1.0, "train: gradient clipping by global norm (0: off)");
 ABSL_FLAG(double, dropout, 0.1, "train: dropout of a new model");
-ABSL_FLAG(int64_t, patience, 0, "train: evaluations without dev improvement before stopping (0: off)");
+ABSL_FLAG(int64_t, patience, 0,
+          "train: evaluations without dev improvement before stopping (0: off)");
 ABSL_FLAG(int64_t, eval_every, 0, "train: optimizer steps between dev evaluations (0: per epoch)");
 ABSL_FLAG(std::string, init_from, "", "train: start from this trained model directory's weights");
 ABSL_FLAG(bool, freeze_embeddings, false, "train: do not train the embeddings");
 ABSL_FLAG(int64_t, freeze_layers, 0, "train: freeze the first K encoder layers");
 ABSL_FLAG(int64_t, unfreeze_every, 0, "train: thaw one frozen layer every N epochs (0: never)");
 ABSL_FLAG(bool, resume, false, "train: continue from the latest checkpoint in DIR/checkpoints");
-ABSL_FLAG(int64_t, checkpoint_every, 0, "train: optimizer steps between checkpoints (0: per epoch)");
+ABSL_FLAG(int64_t, checkpoint_every, 0,
+          "train: optimizer steps between checkpoints (0: per epoch)");
 ABSL_FLAG(int64_t, keep_checkpoints, 2, "train: checkpoints to keep");
 ABSL_FLAG(std::string, device, "auto", "Device: auto (CUDA when available), cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, metrics_json, "", "Write the final metrics as JSON to this path");
@@ -122,7 +125,8 @@ absl::StatusOr<tok::EncodeOptions> EncodeFromFlags(int64_t max_len) {
   absl::StatusOr<tok::Truncation> t = tok::ParseTruncation(absl::GetFlag(FLAGS_truncation));
   if (!t.ok()) return t.status();
   o.truncation = *t;
-  absl::StatusOr<tok::PairTruncation> p = tok::ParsePairTruncation(absl::GetFlag(FLAGS_pair_truncation));
+  absl::StatusOr<tok::PairTruncation> p =
+      tok::ParsePairTruncation(absl::GetFlag(FLAGS_pair_truncation));
   if (!p.ok()) return p.status();
   o.pair_truncation = *p;
   o.head_fraction = absl::GetFlag(FLAGS_head_fraction);
@@ -131,12 +135,14 @@ absl::StatusOr<tok::EncodeOptions> EncodeFromFlags(int64_t max_len) {
 
 // Encodes `raw` with label ids from `labels`; a label outside the map is an error naming the
 // file, the line and the known labels.
-absl::StatusOr<tok::TokenizedCorpus> Encode(const tok::Tokenizer& tokenizer, const tok::RawCorpus& raw,
-                                            const tok::LabelMap& labels, int64_t max_len) {
+absl::StatusOr<tok::TokenizedCorpus> Encode(const tok::Tokenizer& tokenizer,
+                                            const tok::RawCorpus& raw, const tok::LabelMap& labels,
+                                            int64_t max_len) {
   for (const tok::Example& e : raw.examples) {
     if (!labels.Id(e.label).ok()) {
       std::string known;
-      for (const std::string& n : labels.names()) absl::StrAppend(&known, known.empty() ? "" : ", ", n);
+      for (const std::string& n : labels.names())
+        absl::StrAppend(&known, known.empty() ? "" : ", ", n);
       return absl::InvalidArgumentError(absl::StrCat(raw.source, ":", e.line, ": label '", e.label,
                                                      "' is not one of the model's labels (", known,
                                                      ")"));
@@ -208,8 +214,10 @@ int RunTrain(const std::vector<std::string>& args) {
   if (out.empty()) return Usage(kCmd, "--out is required");
   if (max_len < 3) return Usage(kCmd, absl::StrCat("--max-len must be >= 3, got ", max_len));
   const double dev_fraction = absl::GetFlag(FLAGS_dev_fraction);
-  if (!(dev_fraction >= 0.0 && dev_fraction < 1.0)) return Usage(kCmd, "--dev-fraction must be in [0, 1)");
-  absl::StatusOr<models::EncoderConfig> preset = models::EncoderConfig::Preset(absl::GetFlag(FLAGS_preset));
+  if (!(dev_fraction >= 0.0 && dev_fraction < 1.0))
+    return Usage(kCmd, "--dev-fraction must be in [0, 1)");
+  absl::StatusOr<models::EncoderConfig> preset =
+      models::EncoderConfig::Preset(absl::GetFlag(FLAGS_preset));
   if (!preset.ok()) return Usage(kCmd, std::string(preset.status().message()));
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
@@ -228,10 +236,12 @@ int RunTrain(const std::vector<std::string>& args) {
   // Data.
   absl::StatusOr<tok::RawCorpus> train_raw = tok::ReadCorpus(data, ReaderFromFlags(true));
   if (!train_raw.ok()) return Fail(kCmd, train_raw.status());
-  if (train_raw->examples.empty()) return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(data, ": no examples")));
+  if (train_raw->examples.empty())
+    return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(data, ": no examples")));
   std::optional<tok::RawCorpus> dev_raw;
   if (!absl::GetFlag(FLAGS_dev).empty()) {
-    absl::StatusOr<tok::RawCorpus> d = tok::ReadCorpus(absl::GetFlag(FLAGS_dev), ReaderFromFlags(true));
+    absl::StatusOr<tok::RawCorpus> d =
+        tok::ReadCorpus(absl::GetFlag(FLAGS_dev), ReaderFromFlags(true));
     if (!d.ok()) return Fail(kCmd, d.status());
     dev_raw = std::move(*d);
   } else if (dev_fraction > 0) {
@@ -240,20 +250,23 @@ int RunTrain(const std::vector<std::string>& args) {
 
   // Labels and tokenizer: from --init-from, from an earlier run in --out, or new.
   const std::string init_from = absl::GetFlag(FLAGS_init_from);
-  const std::string tokenizer_path = models::ReadFile(out + "/" + models::kTokenizerFile).ok()
-                                         ? out + "/" + models::kTokenizerFile
-                                         : (init_from.empty() ? "" : init_from + "/" + models::kTokenizerFile);
+  const std::string tokenizer_path =
+      models::ReadFile(out + "/" + models::kTokenizerFile).ok()
+          ? out + "/" + models::kTokenizerFile
+          : (init_from.empty() ? "" : init_from + "/" + models::kTokenizerFile);
   std::vector<std::string> label_names;
   for (const tok::Example& e : train_raw->examples) label_names.push_back(e.label);
   const tok::LabelMap labels = tok::LabelMap::FromLabels(label_names);
   if (labels.size() < 2) {
-    return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(data, ": needs at least two distinct labels")));
+    return Fail(kCmd, absl::InvalidArgumentError(
+                          absl::StrCat(data, ": needs at least two distinct labels")));
   }
   absl::StatusOr<tok::Tokenizer> tokenizer = absl::UnknownError("unset");
   if (!tokenizer_path.empty()) {
     tokenizer = tok::Tokenizer::Load(tokenizer_path);
     if (!tokenizer.ok()) return Fail(kCmd, tokenizer.status());
-    if (!quiet) absl::FPrintF(stderr, "tokenizer: %s (%d pieces)\n", tokenizer_path, tokenizer->vocab_size());
+    if (!quiet)
+      absl::FPrintF(stderr, "tokenizer: %s (%d pieces)\n", tokenizer_path, tokenizer->vocab_size());
   } else {
     std::vector<std::string> sentences;
     for (const tok::Example& e : train_raw->examples) {
@@ -265,7 +278,8 @@ int RunTrain(const std::vector<std::string>& args) {
     topts.num_threads = absl::GetFlag(FLAGS_threads);
     tokenizer = tok::Tokenizer::TrainFromSentences(sentences, topts);
     if (!tokenizer.ok()) return Fail(kCmd, tokenizer.status());
-    if (!quiet) absl::FPrintF(stderr, "tokenizer: trained %d pieces on %s\n", tokenizer->vocab_size(), data);
+    if (!quiet)
+      absl::FPrintF(stderr, "tokenizer: trained %d pieces on %s\n", tokenizer->vocab_size(), data);
   }
   absl::StatusOr<tok::TokenizedCorpus> train = Encode(*tokenizer, *train_raw, labels, max_len);
   if (!train.ok()) return Fail(kCmd, train.status());
@@ -329,7 +343,8 @@ int RunTrain(const std::vector<std::string>& args) {
     return Fail(kCmd, s);
   }
   if (!quiet) {
-    absl::FPrintF(stderr, "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
+    absl::FPrintF(stderr,
+                  "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
                   absl::GetFlag(FLAGS_preset), config.layers(), config.hidden(), device->str(),
                   train->size(), dev ? absl::StrCat(", dev ", dev->size()) : "",
                   absl::GetFlag(FLAGS_batching), models::AmpModeName(*amp));
@@ -362,14 +377,16 @@ int RunTrain(const std::vector<std::string>& args) {
     metrics["accuracy"] = nullptr;
     metrics["macro_f1"] = nullptr;
   }
-  absl::PrintF("padding efficiency %.1f%%  real tokens/s %.0f  peak memory %s (reserved %s)  %.1f s on %s\n",
-               100 * result->padding_efficiency, result->real_tokens_per_s,
-               absl::StrFormat("%.1f MiB", result->peak_allocated_bytes / 1048576.0),
-               absl::StrFormat("%.1f MiB", result->peak_reserved_bytes / 1048576.0),
-               result->train_seconds, device->str());
+  absl::PrintF(
+      "padding efficiency %.1f%%  real tokens/s %.0f  peak memory %s (reserved %s)  %.1f s on %s\n",
+      100 * result->padding_efficiency, result->real_tokens_per_s,
+      absl::StrFormat("%.1f MiB", result->peak_allocated_bytes / 1048576.0),
+      absl::StrFormat("%.1f MiB", result->peak_reserved_bytes / 1048576.0), result->train_seconds,
+      device->str());
   for (const std::string& e : result->oom_events) absl::PrintF("recovered: %s\n", e);
   absl::PrintF("model written to %s\n", out);
-  if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), metrics); !s.ok()) return Fail(kCmd, s);
+  if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), metrics); !s.ok())
+    return Fail(kCmd, s);
   return kExitOk;
 }
 
@@ -391,20 +408,26 @@ int RunEval(const std::vector<std::string>& args) {
   if (!plan.ok()) return Usage(kCmd, std::string(plan.status().message()));
   absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, ReaderFromFlags(true));
   if (!raw.ok()) return Fail(kCmd, raw.status());
-  if (raw->examples.empty()) return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(data, ": no examples")));
-  absl::StatusOr<tok::TokenizedCorpus> corpus = Encode(loaded->tokenizer, *raw, loaded->labels, max_len);
+  if (raw->examples.empty())
+    return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(data, ": no examples")));
+  absl::StatusOr<tok::TokenizedCorpus> corpus =
+      Encode(loaded->tokenizer, *raw, loaded->labels, max_len);
   if (!corpus.ok()) return Fail(kCmd, corpus.status());
-  absl::StatusOr<models::EvalResult> eval = models::Evaluate(loaded->model, *corpus, *plan, *device, *amp);
+  absl::StatusOr<models::EvalResult> eval =
+      models::Evaluate(loaded->model, *corpus, *plan, *device, *amp);
   if (!eval.ok()) return Fail(kCmd, eval.status());
   absl::PrintF("accuracy %.4f  macro-F1 %.4f  loss %.4f  (%d examples)\n", eval->metrics.accuracy,
                eval->metrics.macro_f1, eval->loss, eval->metrics.examples);
-  nlohmann::json metrics = {{"accuracy", eval->metrics.accuracy},
-                            {"macro_f1", eval->metrics.macro_f1},
-                            {"loss", eval->loss},
-                            {"examples", eval->metrics.examples},
-                            {"padding_efficiency", eval->token_slots > 0 ? static_cast<double>(eval->real_tokens) / eval->token_slots : 0.0},
-                            {"device", device->str()}};
-  if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), metrics); !s.ok()) return Fail(kCmd, s);
+  nlohmann::json metrics = {
+      {"accuracy", eval->metrics.accuracy},
+      {"macro_f1", eval->metrics.macro_f1},
+      {"loss", eval->loss},
+      {"examples", eval->metrics.examples},
+      {"padding_efficiency",
+       eval->token_slots > 0 ? static_cast<double>(eval->real_tokens) / eval->token_slots : 0.0},
+      {"device", device->str()}};
+  if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), metrics); !s.ok())
+    return Fail(kCmd, s);
   return kExitOk;
 }
 
@@ -421,7 +444,8 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
   options.amp = *amp;
   options.max_len = absl::GetFlag(FLAGS_max_len);
-  absl::StatusOr<models::LongText> long_text = models::ParseLongText(absl::GetFlag(FLAGS_long_text));
+  absl::StatusOr<models::LongText> long_text =
+      models::ParseLongText(absl::GetFlag(FLAGS_long_text));
   if (!long_text.ok()) return Usage(kCmd, std::string(long_text.status().message()));
   options.long_text = *long_text;
   options.window_stride = absl::GetFlag(FLAGS_window_stride);
@@ -432,7 +456,8 @@ int RunPredict(const std::vector<std::string>& args) {
 
   std::vector<std::string> texts;
   const std::string data = absl::GetFlag(FLAGS_data);
-  const bool plain_lines = data.empty() || data.size() < 4 || data.substr(data.size() - 4) == ".txt";
+  const bool plain_lines =
+      data.empty() || data.size() < 4 || data.substr(data.size() - 4) == ".txt";
   if (!plain_lines) {
     absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, ReaderFromFlags(false));
     if (!raw.ok()) return Fail(kCmd, raw.status());
@@ -468,17 +493,54 @@ const Subcommand kTrainCommand = {
     "train",
     "train a transformer classifier on a labeled file",
     "usage: padless train --data FILE [--dev FILE | --dev-fraction F] --out DIR [--preset "
-    "tiny|small|base]\n  [--batching packed|varlen|buckets|padded|...] [--max-len N] [--max-tokens N]"
+    "tiny|small|base]\n  [--batching packed|varlen|buckets|padded|...] [--max-len N] [--max-tokens "
+    "N]"
     " [--amp off|bf16|fp16]\n  [--checkpoint none|all|every:K] [--epochs N] [--seed S] "
     "[--vocab-size N] [--metrics-json PATH]\n\nTrains a SentencePiece tokenizer when DIR has none, "
     "then the encoder; writes DIR/{config.json,model.pt,tokenizer.model,labels.json},\n"
     "DIR/train_log.csv and DIR/checkpoints/.",
-    {"data", "dev", "dev_fraction", "out", "preset", "batching", "max_len", "max_tokens",
-     "batch_size", "amp", "checkpoint", "epochs", "max_steps", "seed", "vocab_size", "metrics_json",
-     "lr", "weight_decay", "warmup", "lr_schedule", "grad_accum", "clip_norm", "dropout", "patience",
-     "eval_every", "init_from", "freeze_embeddings", "freeze_layers", "unfreeze_every", "resume",
-     "checkpoint_every", "keep_checkpoints", "device", "threads", "quiet", "format", "text_field",
-     "text_pair_field", "label_field", "skip_bad_rows", "truncation", "pair_truncation",
+    {"data",
+     "dev",
+     "dev_fraction",
+     "out",
+     "preset",
+     "batching",
+     "max_len",
+     "max_tokens",
+     "batch_size",
+     "amp",
+     "checkpoint",
+     "epochs",
+     "max_steps",
+     "seed",
+     "vocab_size",
+     "metrics_json",
+     "lr",
+     "weight_decay",
+     "warmup",
+     "lr_schedule",
+     "grad_accum",
+     "clip_norm",
+     "dropout",
+     "patience",
+     "eval_every",
+     "init_from",
+     "freeze_embeddings",
+     "freeze_layers",
+     "unfreeze_every",
+     "resume",
+     "checkpoint_every",
+     "keep_checkpoints",
+     "device",
+     "threads",
+     "quiet",
+     "format",
+     "text_field",
+     "text_pair_field",
+     "label_field",
+     "skip_bad_rows",
+     "truncation",
+     "pair_truncation",
      "head_fraction"},
     RunTrain};
 

@@ -11,8 +11,8 @@ absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name) 
   if (name == "dense") return AttentionBackend::kDense;
   if (name == "varlen_flash" || name == "flash") return AttentionBackend::kVarlenFlash;
   if (name == "varlen_reference" || name == "reference") return AttentionBackend::kVarlenReference;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "attention backend: unknown '", name, "' (expected auto, dense, flash or reference)"));
+  return absl::InvalidArgumentError(absl::StrCat("attention backend: unknown '", name,
+                                                 "' (expected auto, dense, flash or reference)"));
 }
 
 std::string AttentionBackendName(AttentionBackend b) {
@@ -50,7 +50,9 @@ at::Tensor AttendReference(const at::Tensor& q, const at::Tensor& k, const at::T
   for (size_t i = 0; i + 1 < ctx.host_offsets.size(); ++i) {
     const int64_t start = ctx.host_offsets[i];
     const int64_t len = ctx.host_offsets[i + 1] - start;
-    auto slice = [&](const at::Tensor& t) { return t.narrow(0, start, len).transpose(0, 1).unsqueeze(0); };
+    auto slice = [&](const at::Tensor& t) {
+      return t.narrow(0, start, len).transpose(0, 1).unsqueeze(0);
+    };
     at::Tensor o = at::scaled_dot_product_attention(slice(q), slice(k), slice(v), {}, dropout_p);
     outs.push_back(o.squeeze(0).transpose(0, 1));  // [len, heads, head_dim]
   }

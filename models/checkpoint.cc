@@ -1,16 +1,16 @@
 #include "padless/models/checkpoint.h"
 
-#include <optional>
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <optional>
+#include <vector>
+
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "padless/models/autocast.h"
 #include "rng_state.h"
 

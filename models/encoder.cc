@@ -1,9 +1,9 @@
 #include "padless/models/encoder.h"
 
-#include <string>
-
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -52,7 +52,8 @@ absl::Status EncoderClassifierImpl::CheckBatch(const Batch& b) const {
   switch (b.layout) {
     case Layout::kPadded:
       if (b.input_ids.dim() != 2 || !b.attention_mask.defined()) {
-        return absl::InvalidArgumentError("batch: padded layout needs input_ids [B, L] and attention_mask");
+        return absl::InvalidArgumentError(
+            "batch: padded layout needs input_ids [B, L] and attention_mask");
       }
       longest = b.input_ids.size(1);
       break;
@@ -96,12 +97,14 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
   const bool half_autocast = at::autocast::is_autocast_enabled(at::kCUDA) &&
                              at::autocast::get_autocast_dtype(at::kCUDA) != at::kFloat;
   if (cuda && (half_weights || half_autocast)) return AttentionBackend::kVarlenFlash;
-  return b.layout == Layout::kPacked ? AttentionBackend::kDense : AttentionBackend::kVarlenReference;
+  return b.layout == Layout::kPacked ? AttentionBackend::kDense
+                                     : AttentionBackend::kVarlenReference;
 }
 
 at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor& positions,
                                         const at::Tensor& types) {
-  at::Tensor x = at::embedding(word_embeddings_, ids) + at::embedding(position_embeddings_, positions);
+  at::Tensor x =
+      at::embedding(word_embeddings_, ids) + at::embedding(position_embeddings_, positions);
   x = types.defined() ? x + at::embedding(type_embeddings_, types) : x + type_embeddings_[0];
   x = at::layer_norm(x, {config_.hidden()}, embedding_norm_weight_, embedding_norm_bias_,
                      config_.layer_norm_eps());
@@ -129,11 +132,12 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
 namespace {
 
 // Pools a varlen [T, H] output per sequence. `seq_of_token` ([T] int64) is needed for mean.
-at::Tensor PoolVarlen(const at::Tensor& h, const at::Tensor& cu_seqlens, const at::Tensor& seq_of_token,
-                      int64_t n, Pooling pooling) {
+at::Tensor PoolVarlen(const at::Tensor& h, const at::Tensor& cu_seqlens,
+                      const at::Tensor& seq_of_token, int64_t n, Pooling pooling) {
   at::Tensor starts = cu_seqlens.narrow(0, 0, n).to(at::kLong);
   if (pooling == Pooling::kCls) return h.index_select(0, starts);
-  at::Tensor lengths = (cu_seqlens.narrow(0, 1, n) - cu_seqlens.narrow(0, 0, n)).to(h.scalar_type());
+  at::Tensor lengths =
+      (cu_seqlens.narrow(0, 1, n) - cu_seqlens.narrow(0, 0, n)).to(h.scalar_type());
   at::Tensor sums = at::zeros({n, h.size(1)}, h.options()).index_add_(0, seq_of_token, h);
   return sums / lengths.clamp_min(1).unsqueeze(1);
 }
@@ -176,8 +180,8 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
       ctx.cu_seqlens = b.cu_seqlens;
       ctx.max_seqlen = b.max_seqlen;
       if (pooling == Pooling::kMean) {
-        seq = b.segment_ids.defined() ? b.segment_ids
-                                      : SequenceOfToken(b.cu_seqlens, n, ids.size(0));
+        seq =
+            b.segment_ids.defined() ? b.segment_ids : SequenceOfToken(b.cu_seqlens, n, ids.size(0));
       }
     } else {
       at::Tensor index = b.token_index;
@@ -191,21 +195,24 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
         at::Tensor lengths = mask.sum(1);
         cu = at::cat({at::zeros({1}, lengths.options()), lengths.cumsum(0)}).to(at::kInt);
         max_seqlen = b.input_ids.size(1);
-        seg_grid = at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
+        seg_grid =
+            at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
       }
       auto gather = [&](const at::Tensor& grid) {
         return grid.defined() ? grid.reshape(-1).index_select(0, index) : grid;
       };
       ids = gather(b.input_ids);
-      positions = b.position_ids.defined()
-                      ? gather(b.position_ids)
-                      : gather(at::arange(b.input_ids.size(1), index.options()).expand_as(b.input_ids));
+      positions =
+          b.position_ids.defined()
+              ? gather(b.position_ids)
+              : gather(at::arange(b.input_ids.size(1), index.options()).expand_as(b.input_ids));
       types = gather(b.token_type_ids);
       seq = pooling == Pooling::kMean ? gather(seg_grid) : at::Tensor();
       ctx.cu_seqlens = cu;
       ctx.max_seqlen = max_seqlen;
     }
-    if (backend == AttentionBackend::kVarlenReference) ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
+    if (backend == AttentionBackend::kVarlenReference)
+      ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
     at::Tensor h = RunLayers(Embed(ids, positions, types), ctx);
     return PoolVarlen(h, ctx.cu_seqlens, seq, n, pooling);
   }
@@ -229,8 +236,8 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
   ctx.mask = (seg.unsqueeze(2) == seg.unsqueeze(1)).unsqueeze(1);  // [R, 1, L, L]
   at::Tensor h = RunLayers(x, ctx);
   at::Tensor real = h.reshape({-1, h.size(2)}).index_select(0, b.token_index);
-  at::Tensor seq = pooling == Pooling::kMean ? seg.reshape(-1).index_select(0, b.token_index)
-                                              : at::Tensor();
+  at::Tensor seq =
+      pooling == Pooling::kMean ? seg.reshape(-1).index_select(0, b.token_index) : at::Tensor();
   return PoolVarlen(real, b.cu_seqlens, seq, n, pooling);
 }
 

@@ -60,15 +60,14 @@ absl::Status EncoderConfig::Validate() const {
     if (v > 0) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(field, ": must be positive, got ", v));
   };
-  for (const auto& [field, v] :
-       {std::pair<const char*, int64_t>{"vocab_size", vocab_size_},
-        {"hidden", hidden_},
-        {"layers", layers_},
-        {"heads", heads_},
-        {"ffn", ffn_},
-        {"max_positions", max_positions_},
-        {"type_vocab_size", type_vocab_size_},
-        {"num_labels", num_labels_}}) {
+  for (const auto& [field, v] : {std::pair<const char*, int64_t>{"vocab_size", vocab_size_},
+                                 {"hidden", hidden_},
+                                 {"layers", layers_},
+                                 {"heads", heads_},
+                                 {"ffn", ffn_},
+                                 {"max_positions", max_positions_},
+                                 {"type_vocab_size", type_vocab_size_},
+                                 {"num_labels", num_labels_}}) {
     absl::Status s = positive(field, v);
     if (!s.ok()) return s;
   }
@@ -118,7 +117,8 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
   auto get_int = [&](const char* field, int64_t& out) -> absl::Status {
     if (!j.contains(field)) return absl::OkStatus();
     if (!j[field].is_number_integer()) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, ": field '", field, "' must be an integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": field '", field, "' must be an integer"));
     }
     out = j[field].get<int64_t>();
     return absl::OkStatus();
@@ -126,18 +126,19 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
   auto get_double = [&](const char* field, double& out) -> absl::Status {
     if (!j.contains(field)) return absl::OkStatus();
     if (!j[field].is_number()) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, ": field '", field, "' must be a number"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": field '", field, "' must be a number"));
     }
     out = j[field].get<double>();
     return absl::OkStatus();
   };
-  for (absl::Status s : {get_int("vocab_size", c.vocab_size_), get_int("hidden", c.hidden_),
-                         get_int("layers", c.layers_), get_int("heads", c.heads_),
-                         get_int("ffn", c.ffn_), get_int("max_positions", c.max_positions_),
-                         get_int("type_vocab_size", c.type_vocab_size_),
-                         get_int("num_labels", c.num_labels_), get_double("dropout", c.dropout_),
-                         get_double("attention_dropout", c.attention_dropout_),
-                         get_double("layer_norm_eps", c.layer_norm_eps_)}) {
+  for (absl::Status s :
+       {get_int("vocab_size", c.vocab_size_), get_int("hidden", c.hidden_),
+        get_int("layers", c.layers_), get_int("heads", c.heads_), get_int("ffn", c.ffn_),
+        get_int("max_positions", c.max_positions_), get_int("type_vocab_size", c.type_vocab_size_),
+        get_int("num_labels", c.num_labels_), get_double("dropout", c.dropout_),
+        get_double("attention_dropout", c.attention_dropout_),
+        get_double("layer_norm_eps", c.layer_norm_eps_)}) {
     if (!s.ok()) return s;
   }
   if (j.contains("pre_ln")) {
@@ -149,16 +150,19 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
   for (const char* field : {"activation", "pooling"}) {
     if (!j.contains(field)) continue;
     if (!j[field].is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, ": field '", field, "' must be a string"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": field '", field, "' must be a string"));
     }
     const std::string v = j[field].get<std::string>();
     if (std::string(field) == "activation") {
       absl::StatusOr<Activation> a = ParseActivation(v);
-      if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", a.status().message()));
+      if (!a.ok())
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": ", a.status().message()));
       c.activation_ = *a;
     } else {
       absl::StatusOr<Pooling> p = ParsePooling(v);
-      if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p.status().message()));
+      if (!p.ok())
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p.status().message()));
       c.pooling_ = *p;
     }
   }

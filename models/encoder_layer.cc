@@ -43,8 +43,8 @@ at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const Laye
                      .unbind(0);
     attended = Attend(parts[0], parts[1], parts[2], ctx, spec.attention_dropout);
   }
-  at::Tensor a = at::dropout(at::linear(attended, w[kOutWeight], w[kOutBias]), spec.dropout,
-                             spec.dropout > 0);
+  at::Tensor a =
+      at::dropout(at::linear(attended, w[kOutWeight], w[kOutBias]), spec.dropout, spec.dropout > 0);
   at::Tensor h = spec.pre_ln ? x + a : norm(x + a, kAttnNormWeight, kAttnNormBias);
 
   // Feed-forward block.
@@ -65,12 +65,18 @@ EncoderLayerImpl::EncoderLayerImpl(const EncoderConfig& c) {
     at::Tensor init;
   };
   const Spec specs[kNumLayerWeights] = {
-      {"attention_qkv_weight", normal({3 * h, h})}, {"attention_qkv_bias", at::zeros({3 * h})},
-      {"attention_out_weight", normal({h, h})},     {"attention_out_bias", at::zeros({h})},
-      {"attention_norm_weight", at::ones({h})},     {"attention_norm_bias", at::zeros({h})},
-      {"ffn_in_weight", normal({f, h})},            {"ffn_in_bias", at::zeros({f})},
-      {"ffn_out_weight", normal({h, f})},           {"ffn_out_bias", at::zeros({h})},
-      {"ffn_norm_weight", at::ones({h})},           {"ffn_norm_bias", at::zeros({h})},
+      {"attention_qkv_weight", normal({3 * h, h})},
+      {"attention_qkv_bias", at::zeros({3 * h})},
+      {"attention_out_weight", normal({h, h})},
+      {"attention_out_bias", at::zeros({h})},
+      {"attention_norm_weight", at::ones({h})},
+      {"attention_norm_bias", at::zeros({h})},
+      {"ffn_in_weight", normal({f, h})},
+      {"ffn_in_bias", at::zeros({f})},
+      {"ffn_out_weight", normal({h, f})},
+      {"ffn_out_bias", at::zeros({h})},
+      {"ffn_norm_weight", at::ones({h})},
+      {"ffn_norm_bias", at::zeros({h})},
   };
   weights_.reserve(kNumLayerWeights);
   for (const Spec& s : specs) weights_.push_back(register_parameter(s.name, s.init));

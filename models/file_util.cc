@@ -1,12 +1,12 @@
 #include "file_util.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -30,7 +30,8 @@ absl::Status MakeDirectories(const std::string& path) {
     if (!parent.ok()) return parent;
   }
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat(path, ": cannot create directory: ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot create directory: ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

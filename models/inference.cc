@@ -1,10 +1,10 @@
 #include "padless/models/inference.h"
 
-#include <algorithm>
-#include <utility>
-
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "padless/batching/loader.h"
@@ -105,8 +105,8 @@ absl::StatusOr<std::unique_ptr<TextClassifier>> TextClassifier::Load(const std::
   }
   if (options.long_text == LongText::kWindows &&
       (options.window_stride < 0 || options.window_stride >= options.max_len - 2)) {
-    return absl::InvalidArgumentError(absl::StrCat("window_stride: must be in [0, max_len - 2), got ",
-                                                   options.window_stride));
+    return absl::InvalidArgumentError(
+        absl::StrCat("window_stride: must be in [0, max_len - 2), got ", options.window_stride));
   }
   options.max_tokens = std::max(options.max_tokens, options.max_len);
   auto impl = std::make_unique<Impl>(Impl{std::move(*loaded), options});
@@ -141,7 +141,8 @@ absl::StatusOr<std::vector<Prediction>> TextClassifier::Predict(
     } else {
       absl::StatusOr<tokenize::Encoding> e = tokenizer.Encode(texts[i], encode);
       if (!e.ok()) {
-        return absl::Status(e.status().code(), absl::StrCat("text ", i, ": ", e.status().message()));
+        return absl::Status(e.status().code(),
+                            absl::StrCat("text ", i, ": ", e.status().message()));
       }
       corpus.Add(e->ids, {}, 0);
       owner.push_back(i);
@@ -171,8 +172,8 @@ absl::StatusOr<std::vector<Prediction>> TextClassifier::Predict(
     for (int64_t c = 0; c < classes; ++c) {
       p.probabilities[c] = static_cast<float>(sums[i][c] / std::max<int64_t>(counts[i], 1));
     }
-    p.label_id = std::max_element(p.probabilities.begin(), p.probabilities.end()) -
-                 p.probabilities.begin();
+    p.label_id =
+        std::max_element(p.probabilities.begin(), p.probabilities.end()) - p.probabilities.begin();
     p.label = impl_->loaded.labels.Name(p.label_id);
     p.probability = p.probabilities[p.label_id];
   }

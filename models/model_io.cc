@@ -1,13 +1,13 @@
 #include "padless/models/model_io.h"
 
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
-
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "file_util.h"
@@ -20,9 +20,7 @@ using internal::JoinPath;
 
 namespace {
 
-std::string TempPathFor(const std::string& path) {
-  return absl::StrCat(path, ".tmp.", ::getpid());
-}
+std::string TempPathFor(const std::string& path) { return absl::StrCat(path, ".tmp.", ::getpid()); }
 
 absl::Status RenameInto(const std::string& tmp, const std::string& path) {
   return internal::RenameFile(tmp, path);
@@ -57,7 +55,8 @@ absl::Status SaveWeights(torch::nn::Module& model, const std::string& path) {
     for (const auto& p : model.named_parameters()) archive.write(p.key(), p.value().detach().cpu());
     archive.save_to(tmp);
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat(path, ": cannot save weights: ", e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot save weights: ", e.what_without_backtrace()));
   }
   return RenameInto(tmp, path);
 }
@@ -77,9 +76,9 @@ absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
       }
       if (stored.sizes() != p.value().sizes()) {
         if (skip_mismatched_head && p.key().rfind("head_", 0) == 0) continue;
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": parameter '", p.key(), "' has shape ", c10::str(stored.sizes()),
-            ", the model expects ", c10::str(p.value().sizes())));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": parameter '", p.key(), "' has shape ", c10::str(stored.sizes()),
+                         ", the model expects ", c10::str(p.value().sizes())));
       }
       p.value().copy_(stored);
     }
@@ -104,16 +103,18 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
   if (!IsDirectory(dir)) {
     return absl::NotFoundError(absl::StrCat(dir, ": not a model directory (does not exist)"));
   }
-    for (const char* f : {kConfigFile, kWeightsFile, kTokenizerFile, kLabelsFile}) {
+  for (const char* f : {kConfigFile, kWeightsFile, kTokenizerFile, kLabelsFile}) {
     if (!IsRegularFile(JoinPath(dir, f))) {
-      return absl::NotFoundError(absl::StrCat(JoinPath(dir, f), ": missing from the model directory"));
+      return absl::NotFoundError(
+          absl::StrCat(JoinPath(dir, f), ": missing from the model directory"));
     }
   }
   absl::StatusOr<std::string> json = ReadFile(JoinPath(dir, kConfigFile));
   if (!json.ok()) return json.status();
   absl::StatusOr<EncoderConfig> config = EncoderConfig::FromJson(*json, JoinPath(dir, kConfigFile));
   if (!config.ok()) return config.status();
-  absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(JoinPath(dir, kTokenizerFile));
+  absl::StatusOr<tokenize::Tokenizer> tokenizer =
+      tokenize::Tokenizer::Load(JoinPath(dir, kTokenizerFile));
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::Load(JoinPath(dir, kLabelsFile));
   if (!labels.ok()) return labels.status();
@@ -123,9 +124,9 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
                                                    config->num_labels()));
   }
   if (tokenizer->vocab_size() > config->vocab_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        JoinPath(dir, kTokenizerFile), ": vocabulary of ", tokenizer->vocab_size(),
-        " exceeds the model's vocab_size ", config->vocab_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(JoinPath(dir, kTokenizerFile), ": vocabulary of ", tokenizer->vocab_size(),
+                     " exceeds the model's vocab_size ", config->vocab_size()));
   }
   try {
     EncoderClassifier model(*config);
@@ -135,7 +136,8 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
     model->eval();
     return LoadedModel{*config, model, std::move(*tokenizer), std::move(*labels)};
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat(dir, ": cannot build the model: ", e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat(dir, ": cannot build the model: ", e.what_without_backtrace()));
   }
 }
 

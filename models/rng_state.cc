@@ -1,9 +1,9 @@
 #include "rng_state.h"
 
-#include <mutex>
-
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>
+
+#include <mutex>
 
 namespace padless::models::internal {
 

@@ -1,5 +1,11 @@
 #include "padless/models/trainer.h"
 
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <c10/util/Exception.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,17 +14,10 @@
 #include <memory>
 #include <utility>
 
-#include <ATen/ATen.h>
-#include <ATen/Context.h>
-#include <c10/util/Exception.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "file_util.h"
-#include "rng_state.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/loader.h"
 #include "padless/cuda/memory_meter.h"
@@ -26,6 +25,7 @@
 #include "padless/models/inference.h"
 #include "padless/models/optimizer.h"
 #include "padless/tokenize/special_tokens.h"
+#include "rng_state.h"
 
 namespace padless::models {
 
@@ -91,9 +91,8 @@ absl::Status CheckCorpus(const TokenizedCorpus& corpus, const EncoderConfig& con
   }
   for (int32_t id : corpus.flat_tokens()) {
     if (id < 0 || id >= config.vocab_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": token id ", id,
-                                                     " outside the model's vocabulary of ",
-                                                     config.vocab_size()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": token id ", id, " outside the model's vocabulary of ", config.vocab_size()));
     }
   }
   return absl::OkStatus();
@@ -150,19 +149,22 @@ absl::StatusOr<EvalResult> Evaluate(EncoderClassifier& model, const TokenizedCor
 
 Trainer::Trainer(EncoderClassifier model, TrainConfig config, batching::PlannerOptions plan,
                  c10::Device device)
-    : model_(std::move(model)), config_(std::move(config)), plan_(std::move(plan)), device_(device) {}
+    : model_(std::move(model)),
+      config_(std::move(config)),
+      plan_(std::move(plan)),
+      device_(device) {}
 
 Trainer::~Trainer() = default;
 
-absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const TokenizedCorpus* dev) {
+absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
+                                           const TokenizedCorpus* dev) {
   const EncoderConfig& mc = model_->config();
   absl::Status check = CheckCorpus(train, mc, "training data");
   if (check.ok() && dev != nullptr) check = CheckCorpus(*dev, mc, "dev data");
   if (!check.ok()) return check;
   if (plan_.max_len() > mc.max_positions()) {
-    return absl::InvalidArgumentError(absl::StrCat("max_len ", plan_.max_len(),
-                                                   " exceeds the model's max_positions ",
-                                                   mc.max_positions()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_len ", plan_.max_len(), " exceeds the model's max_positions ", mc.max_positions()));
   }
   if (config_.grad_accum() < 1) return absl::InvalidArgumentError("grad_accum: must be >= 1");
   if (config_.amp() != AmpMode::kOff && device_.is_cpu() && config_.amp() == AmpMode::kFp16) {
@@ -192,8 +194,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
     model_->set_checkpoint_policy(config_.checkpoint());
     model_->FreezeEmbeddings(config_.freeze_embeddings());
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat("cannot move the model to ", device_.str(), ": ",
-                                            e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat("cannot move the model to ", device_.str(), ": ", e.what_without_backtrace()));
   }
 
   // Every parameter goes to the optimizer (frozen ones simply have no gradient); no weight decay
@@ -225,20 +227,23 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
     const std::string tmp = path + ".tmp";
     try {
       torch::serialize::OutputArchive a;
-      for (const auto& p : model_->named_parameters()) a.write("model." + p.key(), p.value().detach().cpu());
+      for (const auto& p : model_->named_parameters())
+        a.write("model." + p.key(), p.value().detach().cpu());
       for (const auto& [name, t] : optimizer.State()) a.write("optim." + name, t.cpu());
-      for (size_t i = 0; i < best_params.size(); ++i) a.write(absl::StrCat("best.", i), best_params[i].cpu());
+      for (size_t i = 0; i < best_params.size(); ++i)
+        a.write(absl::StrCat("best.", i), best_params[i].cpu());
       a.write("scaler", scaler.state());
       a.write("meta", at::tensor(std::vector<int64_t>{ep, next_batch, global_step, evals_since_best,
-                                                       result.best_step, static_cast<int64_t>(best_params.size())}));
+                                                      result.best_step,
+                                                      static_cast<int64_t>(best_params.size())}));
       a.write("best_accuracy", at::full({}, best_accuracy, at::kDouble));
       const internal::RngState rng = internal::CaptureRng(device_);
       a.write("rng.cpu", rng.cpu);
       if (rng.cuda.defined()) a.write("rng.cuda", rng.cuda);
       a.save_to(tmp);
     } catch (const c10::Error& e) {
-      return absl::InternalError(absl::StrCat(path, ": cannot write checkpoint: ",
-                                              e.what_without_backtrace()));
+      return absl::InternalError(
+          absl::StrCat(path, ": cannot write checkpoint: ", e.what_without_backtrace()));
     }
     absl::Status renamed = internal::RenameFile(tmp, path);
     if (!renamed.ok()) return renamed;
@@ -260,8 +265,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
         for (auto& p : model_->named_parameters()) {
           at::Tensor t;
           if (!a.try_read("model." + p.key(), t) || t.sizes() != p.value().sizes()) {
-            return absl::InvalidArgumentError(absl::StrCat(path, ": parameter '", p.key(),
-                                                           "' missing or of another shape"));
+            return absl::InvalidArgumentError(
+                absl::StrCat(path, ": parameter '", p.key(), "' missing or of another shape"));
           }
           p.value().copy_(t);
         }
@@ -269,12 +274,14 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
         for (auto& [name, t] : state) {
           at::Tensor stored;
           if (!a.try_read("optim." + name, stored)) {
-            return absl::InvalidArgumentError(absl::StrCat(path, ": optimizer state '", name, "' missing"));
+            return absl::InvalidArgumentError(
+                absl::StrCat(path, ": optimizer state '", name, "' missing"));
           }
           t = stored;
         }
         if (!optimizer.LoadState(state)) {
-          return absl::InvalidArgumentError(absl::StrCat(path, ": optimizer state does not match the model"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ": optimizer state does not match the model"));
         }
         at::Tensor scaler_state, meta, best_acc;
         a.read("scaler", scaler_state);
@@ -297,8 +304,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
         a.try_read("rng.cuda", rng_state.cuda);
         internal::RestoreRng(rng_state, device_);
       } catch (const c10::Error& e) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": corrupt checkpoint: ",
-                                                       e.what_without_backtrace()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": corrupt checkpoint: ", e.what_without_backtrace()));
       }
       if (config_.progress()) {
         absl::FPrintF(stderr, "resuming from %s (epoch %d, batch %d, step %d)\n", path, epoch,
@@ -312,8 +319,10 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
   std::unique_ptr<std::ofstream> csv;
   if (!config_.log_csv().empty()) {
     const bool append = config_.resume() && internal::IsRegularFile(config_.log_csv());
-    csv = std::make_unique<std::ofstream>(config_.log_csv(), append ? std::ios::app : std::ios::trunc);
-    if (!*csv) return absl::InternalError(absl::StrCat(config_.log_csv(), ": cannot open for writing"));
+    csv = std::make_unique<std::ofstream>(config_.log_csv(),
+                                          append ? std::ios::app : std::ios::trunc);
+    if (!*csv)
+      return absl::InternalError(absl::StrCat(config_.log_csv(), ": cannot open for writing"));
     if (!append) {
       *csv << "step,epoch,loss,lr,real_tokens,token_slots,padding_efficiency,real_tokens_per_s,"
               "allocated_bytes,reserved_bytes,peak_allocated_bytes,oom_splits,skipped\n";
@@ -436,7 +445,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
             if (!pb.ok()) return pb.status();
             Batch moved = pb->To(device_);
             failing = spec;
-            forward_backward(moved, static_cast<double>(moved.num_sequences) / sequences, step_loss);
+            forward_backward(moved, static_cast<double>(moved.num_sequences) / sequences,
+                             step_loss);
           }
         }
         return absl::OkStatus();
@@ -447,15 +457,15 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
         const int64_t pieces = split_pieces.count(failing) ? split_pieces[failing] * 2 : 2;
         if (SplitSpec(*failing, pieces).empty()) {
           return absl::ResourceExhaustedError(absl::StrCat(
-              "out of memory at step ", global_step, " even with the batch split into single rows: ",
-              e.what_without_backtrace()));
+              "out of memory at step ", global_step,
+              " even with the batch split into single rows: ", e.what_without_backtrace()));
         }
         split_pieces[failing] = pieces;
         ++oom_splits_total;
-        const std::string line = absl::StrCat("step ", global_step, ": out of memory on a batch of ",
-                                              failing->num_sequences(), " sequences (",
-                                              failing->token_slots(), " token slots); retrying it in ",
-                                              pieces, " pieces");
+        const std::string line =
+            absl::StrCat("step ", global_step, ": out of memory on a batch of ",
+                         failing->num_sequences(), " sequences (", failing->token_slots(),
+                         " token slots); retrying it in ", pieces, " pieces");
         result.oom_events.push_back(line);
         if (config_.progress()) absl::FPrintF(stderr, "\n%s\n", line);
       }
@@ -468,9 +478,10 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
     absl::StatusOr<std::vector<BatchSpec>> plan = planner.Plan(lengths, epoch, 0, 1, start_batch);
     if (!plan.ok()) return plan.status();
     // Gradual unfreezing: one more (top) layer thaws every `unfreeze_every` epochs.
-    const int64_t frozen = config_.unfreeze_every() > 0
-                               ? std::max<int64_t>(0, config_.freeze_layers() - epoch / config_.unfreeze_every())
-                               : config_.freeze_layers();
+    const int64_t frozen =
+        config_.unfreeze_every() > 0
+            ? std::max<int64_t>(0, config_.freeze_layers() - epoch / config_.unfreeze_every())
+            : config_.freeze_layers();
     model_->FreezeLayersBelow(frozen);
 
     batching::LoaderOptions lopts;
@@ -506,8 +517,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
         try {
           status = run_group(group, step_loss);
           if (!status.ok()) return status;
-          const double lr = LearningRate(config_.lr(), global_step, warmup_steps, total_steps,
-                                         config_.decay());
+          const double lr =
+              LearningRate(config_.lr(), global_step, warmup_steps, total_steps, config_.decay());
           bool skipped = false;
           if (scaler.enabled()) scaler.Unscale(params);
           if (config_.clip_norm() > 0) ClipGradNorm(params, config_.clip_norm());
@@ -526,8 +537,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
           pending.push_back(PendingRow{global_step, epoch, step_loss, lr, real, slots, 0.0,
                                        meter.Snapshot(), oom_splits_total - ooms_before, skipped});
         } catch (const c10::Error& e) {
-          return absl::InternalError(absl::StrCat("training step ", global_step, " failed: ",
-                                                  e.what_without_backtrace()));
+          return absl::InternalError(
+              absl::StrCat("training step ", global_step, " failed: ", e.what_without_backtrace()));
         }
         group.clear();
         split_pieces.clear();
@@ -543,8 +554,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
           if (!status.ok()) return status;
         }
         if (global_step >= total_steps) stop = true;
-        if (config_.stop_after() > 0 && global_step - first_step >= config_.stop_after() &&
-            !stop) {
+        if (config_.stop_after() > 0 && global_step - first_step >= config_.stop_after() && !stop) {
           // An interruption on request: leave a checkpoint to resume from.
           status = save_checkpoint(epoch, batch_index);
           if (!status.ok()) return status;
@@ -555,7 +565,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
       if (!next->has_value()) break;
     }
     loader->reset();
-    if (stop && (result.interrupted || global_step < total_steps)) break;  // stopped mid-epoch
+    if (stop && (result.interrupted || global_step < total_steps)) break;       // stopped mid-epoch
     if (batch_index < static_cast<int64_t>(plan->size()) + start_batch) break;  // max_steps hit
     ++epoch;
     start_batch = 0;
@@ -582,7 +592,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train, const T
   }
   result.steps = global_step;
   result.train_seconds = Seconds(train_start);
-  result.real_tokens_per_s = result.train_seconds > 0 ? result.real_tokens / result.train_seconds : 0;
+  result.real_tokens_per_s =
+      result.train_seconds > 0 ? result.real_tokens / result.train_seconds : 0;
   result.padding_efficiency =
       result.token_slots > 0 ? static_cast<double>(result.real_tokens) / result.token_slots : 0;
   const cuda::MemorySnapshot mem = meter.Snapshot();

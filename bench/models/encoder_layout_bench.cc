@@ -6,6 +6,9 @@
 //   encoder_layout_bench [--device cpu|cuda] [--preset tiny|small|base] [--amp off|bf16]
 //                        [--steps N] [--warmup N] [--max-len N] [--max-tokens N] [--batch-size N]
 //                        [--sequences N] [--checkpoint none|all|every:K] [--smoke]
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,9 +16,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
-#include <ATen/Context.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -62,19 +62,31 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     if (a == "--smoke") {
       o->preset = "tiny", o->steps = 2, o->warmup = 1, o->max_len = 64, o->max_tokens = 512;
       o->batch_size = 8, o->sequences = 64;
-    } else if (a == "--device") ok = value(&o->device);
-    else if (a == "--preset") ok = value(&o->preset);
-    else if (a == "--amp") ok = value(&o->amp);
-    else if (a == "--checkpoint") ok = value(&o->checkpoint);
-    else if (a == "--steps") ok = number(&o->steps);
-    else if (a == "--warmup") ok = number(&o->warmup);
-    else if (a == "--max-len") ok = number(&o->max_len);
-    else if (a == "--max-tokens") ok = number(&o->max_tokens);
-    else if (a == "--batch-size") ok = number(&o->batch_size);
-    else if (a == "--sequences") ok = number(&o->sequences);
-    else ok = false;
+    } else if (a == "--device")
+      ok = value(&o->device);
+    else if (a == "--preset")
+      ok = value(&o->preset);
+    else if (a == "--amp")
+      ok = value(&o->amp);
+    else if (a == "--checkpoint")
+      ok = value(&o->checkpoint);
+    else if (a == "--steps")
+      ok = number(&o->steps);
+    else if (a == "--warmup")
+      ok = number(&o->warmup);
+    else if (a == "--max-len")
+      ok = number(&o->max_len);
+    else if (a == "--max-tokens")
+      ok = number(&o->max_tokens);
+    else if (a == "--batch-size")
+      ok = number(&o->batch_size);
+    else if (a == "--sequences")
+      ok = number(&o->sequences);
+    else
+      ok = false;
     if (!ok) {
-      std::fprintf(stderr, "encoder_layout_bench: bad argument '%s' (see the file header)\n", a.c_str());
+      std::fprintf(stderr, "encoder_layout_bench: bad argument '%s' (see the file header)\n",
+                   a.c_str());
       return false;
     }
   }
@@ -107,7 +119,8 @@ int Main(int argc, char** argv) {
   Options o;
   if (!ParseArgs(argc, argv, &o)) return 2;
   const c10::Device device(o.device);
-  if (device.is_cuda() && !(at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0)) {
+  if (device.is_cuda() &&
+      !(at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0)) {
     std::fprintf(stderr, "encoder_layout_bench: no CUDA device\n");
     return 1;
   }
@@ -118,24 +131,25 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "encoder_layout_bench: bad --preset, --amp or --checkpoint\n");
     return 2;
   }
-  const EncoderConfig config = preset->vocab_size(16000).max_positions(std::max<int64_t>(512, o.max_len))
-                                   .dropout(0.1).attention_dropout(0.1);
+  const EncoderConfig config = preset->vocab_size(16000)
+                                   .max_positions(std::max<int64_t>(512, o.max_len))
+                                   .dropout(0.1)
+                                   .attention_dropout(0.1);
   const tokenize::TokenizedCorpus corpus = ImdbLikeCorpus(o.sequences, config.vocab_size(), 1);
   const std::vector<int64_t> lengths = corpus.Lengths();
   cuda::MemoryMeter meter(device);
   if (device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);  // see trainer.cc
 
   std::vector<Row> rows;
-  for (const auto& [name, strategy] :
-       std::vector<std::pair<std::string, std::string>>{{"padded", "random_pad_longest"},
-                                                        {"packed", "packed_bfd"},
-                                                        {"varlen", "varlen_bfd"}}) {
+  for (const auto& [name, strategy] : std::vector<std::pair<std::string, std::string>>{
+           {"padded", "random_pad_longest"}, {"packed", "packed_bfd"}, {"varlen", "varlen_bfd"}}) {
     batching::PlannerOptions plan;
     for (const batching::NamedStrategy& s :
          batching::StandardStrategies(o.max_len, o.batch_size, o.max_tokens, 1)) {
       if (s.name == strategy) plan = s.options;
     }
-    absl::StatusOr<std::vector<batching::BatchSpec>> specs = batching::Planner(plan).Plan(lengths, 0);
+    absl::StatusOr<std::vector<batching::BatchSpec>> specs =
+        batching::Planner(plan).Plan(lengths, 0);
     if (!specs.ok() || specs->empty()) {
       std::fprintf(stderr, "%s: %s\n", name.c_str(), specs.status().ToString().c_str());
       return 1;
@@ -187,21 +201,23 @@ int Main(int argc, char** argv) {
       }
     }
     loss.item<float>();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     row.efficiency = static_cast<double>(real) / slots;
     row.tokens_per_s = real / seconds;
     row.peak_bytes = meter.Snapshot().peak_allocated_bytes;
     rows.push_back(row);
   }
-  absl::PrintF("encoder_layout_bench: preset %s on %s, amp %s, checkpoint %s, %d timed steps, "
-               "max_len %d, max_tokens %d, batch_size %d\n",
-               o.preset, device.str(), o.amp, o.checkpoint, o.steps, o.max_len, o.max_tokens,
-               o.batch_size);
+  absl::PrintF(
+      "encoder_layout_bench: preset %s on %s, amp %s, checkpoint %s, %d timed steps, "
+      "max_len %d, max_tokens %d, batch_size %d\n",
+      o.preset, device.str(), o.amp, o.checkpoint, o.steps, o.max_len, o.max_tokens, o.batch_size);
   absl::PrintF("%-8s %-10s %10s %16s %14s %12s\n", "layout", "attention", "efficiency",
                "real tokens/s", "vs padded", "peak MiB");
   for (const Row& r : rows) {
-    absl::PrintF("%-8s %-10s %9.1f%% %16.0f %13.2fx %12.1f\n", r.name, r.backend, 100 * r.efficiency,
-                 r.tokens_per_s, r.tokens_per_s / rows.front().tokens_per_s, r.peak_bytes / 1048576.0);
+    absl::PrintF("%-8s %-10s %9.1f%% %16.0f %13.2fx %12.1f\n", r.name, r.backend,
+                 100 * r.efficiency, r.tokens_per_s, r.tokens_per_s / rows.front().tokens_per_s,
+                 r.peak_bytes / 1048576.0);
   }
   return 0;
 }

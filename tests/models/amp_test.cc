@@ -1,10 +1,10 @@
 // AutocastGuard sets and restores the thread-local autocast state; GradScaler skips steps with
 // inf/NaN gradients, backs off the scale and grows it after the interval.
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "padless/models/autocast.h"
 #include "padless/models/grad_scaler.h"

@@ -1,9 +1,9 @@
 #include "batch_factory.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <random>
-
-#include <ATen/ATen.h>
 
 namespace padless::models::testing {
 

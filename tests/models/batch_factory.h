@@ -17,8 +17,8 @@ struct Sequences {
 };
 
 // n sequences of lengths in [min_len, max_len], token ids in [1, vocab), labels in [0, classes).
-Sequences RandomSequences(uint64_t seed, int64_t n, int64_t min_len, int64_t max_len,
-                          int64_t vocab, int64_t classes);
+Sequences RandomSequences(uint64_t seed, int64_t n, int64_t min_len, int64_t max_len, int64_t vocab,
+                          int64_t classes);
 
 // One sequence per row, right-padded with 0 to the longest.
 batching::Batch MakePadded(const Sequences& s);

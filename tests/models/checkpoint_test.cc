@@ -3,11 +3,11 @@
 // counted by the cuda engineer's counting allocator, drops.
 #include "padless/models/checkpoint.h"
 
-#include <string>
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "batch_factory.h"
 #include "padless/cuda/memory_meter.h"

@@ -1,9 +1,10 @@
-// EncoderConfig: presets, validation naming the field, and the JSON round trip a model directory uses.
+// EncoderConfig: presets, validation naming the field, and the JSON round trip a model directory
+// uses.
 #include "padless/models/encoder_config.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace padless::models {
 namespace {

@@ -1,10 +1,10 @@
 // GPU only (skips without CUDA): the varlen flash path against the dense-mask path in bf16, and
 // checkpointing through flash attention under autocast.
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "batch_factory.h"
 #include "padless/models/autocast.h"
@@ -18,11 +18,20 @@ using testing::MakeVarlen;
 using testing::RandomSequences;
 using testing::ToDevice;
 
-bool HasCuda() { return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0; }
+bool HasCuda() {
+  return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
+}
 
 EncoderConfig GpuConfig() {
-  return EncoderConfig().vocab_size(1000).hidden(256).layers(4).heads(4).ffn(1024).max_positions(512)
-      .dropout(0).attention_dropout(0);
+  return EncoderConfig()
+      .vocab_size(1000)
+      .hidden(256)
+      .layers(4)
+      .heads(4)
+      .ffn(1024)
+      .max_positions(512)
+      .dropout(0)
+      .attention_dropout(0);
 }
 
 TEST(EncoderGpuTest, VarlenFlashMatchesDenseMaskInBf16) {
@@ -60,8 +69,8 @@ TEST(EncoderGpuTest, CheckpointingThroughFlashMatches) {
   EncoderClassifier model(GpuConfig().dropout(0.1).attention_dropout(0.1));
   model->to(at::Device(at::kCUDA));
   model->train();
-  const batching::Batch b = ToDevice(MakePacked(RandomSequences(8, 16, 8, 200, 1000, 2), 512),
-                                     at::Device(at::kCUDA));
+  const batching::Batch b =
+      ToDevice(MakePacked(RandomSequences(8, 16, 8, 200, 1000, 2), 512), at::Device(at::kCUDA));
   auto step = [&](CheckpointPolicy policy) {
     model->set_checkpoint_policy(policy);
     model->zero_grad();

@@ -2,12 +2,12 @@
 // padded rows with a padding mask, packed rows with a block-diagonal mask, or the varlen layout.
 #include "padless/models/encoder.h"
 
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <ATen/ATen.h>
-#include <gtest/gtest.h>
 
 #include "batch_factory.h"
 
@@ -33,7 +33,8 @@ Result RunStep(EncoderClassifier& model, const batching::Batch& b) {
   r.loss = ClassificationLoss(r.logits, b.labels);
   r.loss.backward();
   for (const auto& p : model->named_parameters()) {
-    r.grads.emplace_back(p.key(), p.value().grad().defined() ? p.value().grad().clone() : at::Tensor());
+    r.grads.emplace_back(p.key(),
+                         p.value().grad().defined() ? p.value().grad().clone() : at::Tensor());
   }
   return r;
 }
@@ -164,7 +165,8 @@ TEST(EncoderTest, FreezingStopsGradients) {
   const batching::Batch b = MakePadded(s);
   ClassificationLoss(model->forward(b), b.labels).backward();
   for (const auto& p : model->named_parameters()) {
-    const bool frozen = p.key().find("embedding") != std::string::npos || p.key().rfind("layer0.", 0) == 0;
+    const bool frozen =
+        p.key().find("embedding") != std::string::npos || p.key().rfind("layer0.", 0) == 0;
     EXPECT_EQ(p.value().grad().defined(), !frozen) << p.key();
   }
 }

@@ -2,13 +2,13 @@
 // label set, and TextClassifier: thread-safe Predict equal to sequential calls, window voting.
 #include "padless/models/inference.h"
 
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <ATen/ATen.h>
-#include <gtest/gtest.h>
 
 #include "padless/models/model_io.h"
 #include "padless/tokenize/label_map.h"
@@ -18,16 +18,16 @@ namespace padless::models {
 namespace {
 
 std::string ScratchDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/padless_inference_" + name + "_" +
-                          std::to_string(::getpid());
+  const std::string dir =
+      ::testing::TempDir() + "/padless_inference_" + name + "_" + std::to_string(::getpid());
   EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
   return dir;
 }
 
 tokenize::Tokenizer SmallTokenizer() {
   std::vector<std::string> sentences;
-  const char* words[] = {"good", "bad", "film", "plot", "great", "awful", "actors", "the", "a",
-                         "story", "boring", "funny", "and", "was", "very"};
+  const char* words[] = {"good", "bad",   "film",   "plot",  "great", "awful", "actors", "the",
+                         "a",    "story", "boring", "funny", "and",   "was",   "very"};
   for (int i = 0; i < 400; ++i) {
     std::string s;
     for (int k = 0; k < 8; ++k) s += std::string(words[(i * 7 + k * 3) % 15]) + " ";
@@ -35,13 +35,20 @@ tokenize::Tokenizer SmallTokenizer() {
   }
   tokenize::TrainOptions options;
   options.vocab_size = 40;
-  absl::StatusOr<tokenize::Tokenizer> t = tokenize::Tokenizer::TrainFromSentences(sentences, options);
+  absl::StatusOr<tokenize::Tokenizer> t =
+      tokenize::Tokenizer::TrainFromSentences(sentences, options);
   EXPECT_TRUE(t.ok()) << t.status();
   return std::move(*t);
 }
 
 EncoderConfig Config(int64_t vocab, int64_t labels) {
-  return EncoderConfig().vocab_size(vocab).hidden(32).layers(2).heads(4).ffn(64).max_positions(32)
+  return EncoderConfig()
+      .vocab_size(vocab)
+      .hidden(32)
+      .layers(2)
+      .heads(4)
+      .ffn(64)
+      .max_positions(32)
       .num_labels(labels);
 }
 

@@ -2,16 +2,15 @@
 // `padless eval` and `padless predict` use the model directory; bad input (unknown labels, missing
 // or corrupt model directories, a 1 MB text, bad flags) gives a clear error or is handled.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -35,7 +34,8 @@ bool HaveSst2() {
 class TrainCliTest : public ::testing::Test {
  protected:
   // The first 20k SST-2 training rows, 2 epochs, tiny preset, packed batches of 4096 tokens on the
-  // CPU, dev evaluation every 20 steps keeping the best (about 35 s on two cores; 1.2 s on an H200).
+  // CPU, dev evaluation every 20 steps keeping the best (about 35 s on two cores; 1.2 s on an
+  // H200).
   static void SetUpTestSuite() {
     if (!HaveSst2()) return;
     struct stat st = {};
@@ -49,12 +49,35 @@ class TrainCliTest : public ::testing::Test {
     ::flock(lock, LOCK_EX);
     if (ReadFile(*dir_ + "/exit_code") != "0") {
       const std::string subset = *dir_ + "/sst2_20k.tsv";
-      ASSERT_EQ(std::system(absl::StrCat("head -20001 ", kData, "/sst2_train.tsv > ", subset).c_str()), 0);
-      const CliResult r = RunPadless(
-          {"train", "--data", subset, "--dev", kData + "/sst2_dev.tsv", "--out", *dir_ + "/model",
-           "--preset", "tiny", "--epochs", "2", "--max-len", "64", "--max-tokens", "4096",
-           "--vocab-size", "8000", "--lr", "1e-3", "--eval-every", "20", "--device", "cpu",
-           "--quiet", "--metrics-json", *dir_ + "/metrics.json"});
+      ASSERT_EQ(
+          std::system(absl::StrCat("head -20001 ", kData, "/sst2_train.tsv > ", subset).c_str()),
+          0);
+      const CliResult r = RunPadless({"train",
+                                      "--data",
+                                      subset,
+                                      "--dev",
+                                      kData + "/sst2_dev.tsv",
+                                      "--out",
+                                      *dir_ + "/model",
+                                      "--preset",
+                                      "tiny",
+                                      "--epochs",
+                                      "2",
+                                      "--max-len",
+                                      "64",
+                                      "--max-tokens",
+                                      "4096",
+                                      "--vocab-size",
+                                      "8000",
+                                      "--lr",
+                                      "1e-3",
+                                      "--eval-every",
+                                      "20",
+                                      "--device",
+                                      "cpu",
+                                      "--quiet",
+                                      "--metrics-json",
+                                      *dir_ + "/metrics.json"});
       WriteFile(*dir_ + "/stdout", r.out);
       WriteFile(*dir_ + "/stderr", r.err);
       WriteFile(*dir_ + "/exit_code", std::to_string(r.exit_code));
@@ -75,8 +98,9 @@ std::string* TrainCliTest::dir_ = nullptr;
 
 TEST_F(TrainCliTest, TinyPresetLearnsSst2) {
   const nlohmann::json m = nlohmann::json::parse(ReadFile(*dir_ + "/metrics.json"));
-  for (const char* key : {"accuracy", "macro_f1", "padding_efficiency", "real_tokens_per_s",
-                          "peak_allocated_bytes", "peak_reserved_bytes", "train_seconds", "device"}) {
+  for (const char* key :
+       {"accuracy", "macro_f1", "padding_efficiency", "real_tokens_per_s", "peak_allocated_bytes",
+        "peak_reserved_bytes", "train_seconds", "device"}) {
     EXPECT_TRUE(m.contains(key)) << key;
   }
   EXPECT_GE(m["accuracy"].get<double>(), 0.78);
@@ -103,7 +127,8 @@ TEST_F(TrainCliTest, EvalReproducesDevAccuracy) {
 TEST_F(TrainCliTest, PredictWritesLabelAndProbability) {
   const std::string texts = ScratchDir("predict") + "/texts.txt";
   WriteFile(texts, "a wonderful , moving film\nthe worst movie i have ever seen\n\n");
-  const CliResult r = RunPadless({"predict", "--model", Model(), "--data", texts, "--device", "cpu"});
+  const CliResult r =
+      RunPadless({"predict", "--model", Model(), "--data", texts, "--device", "cpu"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u) << r.out;
@@ -175,13 +200,16 @@ TEST_F(TrainCliTest, MissingOrCorruptModelDirectoryIsAClearError) {
     for (const char* command : {"eval", "predict"}) {
       r = RunPadless({command, "--model", copy, "--data", data, "--device", "cpu"});
       EXPECT_EQ(r.exit_code, 1) << command << " " << d.file << ": " << r.err;
-      EXPECT_NE(r.err.find(d.expect), std::string::npos) << command << " " << d.file << ": " << r.err;
+      EXPECT_NE(r.err.find(d.expect), std::string::npos)
+          << command << " " << d.file << ": " << r.err;
     }
   }
   // A missing file.
   const std::string copy = ScratchDir("missing");
   ASSERT_EQ(std::system(absl::StrCat("cp -r '", Model(), "/.' '", copy, "' && rm '", copy,
-                                     "/tokenizer.model'").c_str()), 0);
+                                     "/tokenizer.model'")
+                            .c_str()),
+            0);
   r = RunPadless({"predict", "--model", copy, "--data", data, "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("tokenizer.model"), std::string::npos) << r.err;
@@ -190,9 +218,11 @@ TEST_F(TrainCliTest, MissingOrCorruptModelDirectoryIsAClearError) {
 TEST(TrainCliFlagsTest, BadFlagsAreUsageErrors) {
   EXPECT_EQ(RunPadless({"train", "--out", "/tmp/x"}).exit_code, 2);
   EXPECT_EQ(RunPadless({"train", "--data", "x.tsv"}).exit_code, 2);
-  for (const std::vector<std::string>& extra :
-       {std::vector<std::string>{"--amp", "fp8"}, {"--checkpoint", "every:0"}, {"--preset", "huge"},
-        {"--batching", "magic"}, {"--dev-fraction", "1.5"}}) {
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--amp", "fp8"},
+                                                {"--checkpoint", "every:0"},
+                                                {"--preset", "huge"},
+                                                {"--batching", "magic"},
+                                                {"--dev-fraction", "1.5"}}) {
     std::vector<std::string> args = {"train", "--data", "x.tsv", "--out", "/tmp/x"};
     args.insert(args.end(), extra.begin(), extra.end());
     const CliResult r = RunPadless(args);

@@ -3,19 +3,18 @@
 // CSV log, and clear errors for bad data.
 #include "padless/models/trainer.h"
 
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <dirent.h>
-#include <ftw.h>
-#include <unistd.h>
-
-#include <ATen/ATen.h>
-#include <c10/util/Exception.h>
-#include <gtest/gtest.h>
 
 #include "padless/models/lr_schedule.h"
 #include "padless/models/metrics.h"
@@ -55,8 +54,10 @@ EncoderConfig TinyConfig(double dropout) {
 
 // Padded: 8 sequences per batch. Packed: 2 rows of 64 slots (about 8 sequences) per batch.
 batching::PlannerOptions Plan(batching::Sampler sampler) {
-  return batching::PlannerOptions().sampler(sampler).batch_size(
-      sampler == batching::Sampler::kPacked ? 2 : 8).max_len(64);
+  return batching::PlannerOptions()
+      .sampler(sampler)
+      .batch_size(sampler == batching::Sampler::kPacked ? 2 : 8)
+      .max_len(64);
 }
 
 TrainConfig Quiet() { return TrainConfig().progress(false).loader_workers(0); }
@@ -110,13 +111,14 @@ TEST(TrainerTest, ResumeEqualsUninterruptedRun) {
     const tokenize::TokenizedCorpus* dev;
     int64_t stop_after;  // 3 optimizer steps per epoch: 2 and 4 stop mid-epoch
   };
-  for (const Case& k : {Case{batching::Sampler::kRandom, nullptr, 2},
-                        Case{batching::Sampler::kPacked, &dev, 4}}) {
+  for (const Case& k :
+       {Case{batching::Sampler::kRandom, nullptr, 2}, Case{batching::Sampler::kPacked, &dev, 4}}) {
     const TrainConfig config = Quiet().epochs(3).grad_accum(2).lr(1e-3);
     at::manual_seed(5);
     EncoderClassifier full(TinyConfig(0.1));
     const std::vector<at::Tensor> init = Params(full);
-    absl::StatusOr<TrainResult> a = Trainer(full, config, Plan(k.sampler), at::kCPU).Train(data, k.dev);
+    absl::StatusOr<TrainResult> a =
+        Trainer(full, config, Plan(k.sampler), at::kCPU).Train(data, k.dev);
     ASSERT_TRUE(a.ok()) << a.status();
 
     TempDir dir;
@@ -134,7 +136,8 @@ TEST(TrainerTest, ResumeEqualsUninterruptedRun) {
     EncoderClassifier resumed(TinyConfig(0.1));
     TrainConfig resume = config;
     resume.checkpoint_dir(dir.str()).resume(true);
-    absl::StatusOr<TrainResult> c = Trainer(resumed, resume, Plan(k.sampler), at::kCPU).Train(data, k.dev);
+    absl::StatusOr<TrainResult> c =
+        Trainer(resumed, resume, Plan(k.sampler), at::kCPU).Train(data, k.dev);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->steps, a->steps);
     EXPECT_GT(MaxDiff(Params(full), init), 1e-4) << "training must move the parameters";
@@ -151,7 +154,8 @@ TEST(TrainerTest, OutOfMemoryStepIsSplitAndEqualsTheUnsplitStep) {
   const TrainConfig config = Quiet().epochs(1).lr(1e-3);
   at::manual_seed(6);
   EncoderClassifier plain(TinyConfig(0.0));
-  ASSERT_TRUE(Trainer(plain, config, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr).ok());
+  ASSERT_TRUE(
+      Trainer(plain, config, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr).ok());
 
   at::manual_seed(6);
   EncoderClassifier split(TinyConfig(0.0));
@@ -200,13 +204,13 @@ TEST(TrainerTest, LearnsASeparableTaskAndLogs) {
                                  .checkpoint_dir(dir.file("ckpt"))
                                  .keep_checkpoints(2);
   absl::StatusOr<TrainResult> r =
-      Trainer(model, config, Plan(batching::Sampler::kPacked), at::kCPU)
-          .Train(data, &dev);
+      Trainer(model, config, Plan(batching::Sampler::kPacked), at::kCPU).Train(data, &dev);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->best_dev.has_value());
   EXPECT_GE(r->best_dev->metrics.accuracy, 0.9);
   // The best parameters are the ones left in the model.
-  absl::StatusOr<EvalResult> again = Evaluate(model, dev, Plan(batching::Sampler::kRandom), at::kCPU, AmpMode::kOff);
+  absl::StatusOr<EvalResult> again =
+      Evaluate(model, dev, Plan(batching::Sampler::kRandom), at::kCPU, AmpMode::kOff);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_DOUBLE_EQ(again->metrics.accuracy, r->best_dev->metrics.accuracy);
   EXPECT_GT(r->padding_efficiency, 0.5);

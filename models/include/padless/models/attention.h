@@ -1,14 +1,15 @@
 // Attention backends of the encoder. The same multi-head attention runs on a dense [B, L, H] layout
-// with a boolean mask (padding or block-diagonal), or on a varlen [T, H] layout of real tokens only,
-// described by cu_seqlens (flash attention on CUDA, a per-sequence SDPA loop as the CPU reference).
+// with a boolean mask (padding or block-diagonal), or on a varlen [T, H] layout of real tokens
+// only, described by cu_seqlens (flash attention on CUDA, a per-sequence SDPA loop as the CPU
+// reference).
 #ifndef PADLESS_MODELS_ATTENTION_H_
 #define PADLESS_MODELS_ATTENTION_H_
+
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
 

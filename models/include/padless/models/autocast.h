@@ -3,10 +3,10 @@
 #ifndef PADLESS_MODELS_AUTOCAST_H_
 #define PADLESS_MODELS_AUTOCAST_H_
 
-#include <string>
-
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
+
+#include <string>
 
 #include "absl/status/statusor.h"
 

@@ -4,10 +4,10 @@
 #ifndef PADLESS_MODELS_CHECKPOINT_H_
 #define PADLESS_MODELS_CHECKPOINT_H_
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <string>
-
-#include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
 #include "padless/models/attention.h"

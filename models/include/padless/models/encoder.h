@@ -5,12 +5,12 @@
 #ifndef PADLESS_MODELS_ENCODER_H_
 #define PADLESS_MODELS_ENCODER_H_
 
-#include <cstdint>
-#include <vector>
-
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "padless/batching/batch.h"

@@ -1,13 +1,13 @@
-// EncoderConfig: the shape and regularisation of the transformer encoder classifier, in the LibTorch
-// frontend's builder style (`EncoderConfig::Base().layers(6)`), with presets and a JSON form that
-// a saved model directory carries.
+// EncoderConfig: the shape and regularisation of the transformer encoder classifier, in the
+// LibTorch frontend's builder style (`EncoderConfig::Base().layers(6)`), with presets and a JSON
+// form that a saved model directory carries.
 #ifndef PADLESS_MODELS_ENCODER_CONFIG_H_
 #define PADLESS_MODELS_ENCODER_CONFIG_H_
 
+#include <torch/arg.h>
+
 #include <cstdint>
 #include <string>
-
-#include <torch/arg.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

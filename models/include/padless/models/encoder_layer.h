@@ -4,12 +4,12 @@
 #ifndef PADLESS_MODELS_ENCODER_LAYER_H_
 #define PADLESS_MODELS_ENCODER_LAYER_H_
 
-#include <cstdint>
-#include <vector>
-
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
 
 #include "padless/models/attention.h"
 #include "padless/models/encoder_config.h"
@@ -28,8 +28,18 @@ struct LayerSpec {
 
 // Order of the tensors in the weight list of EncoderLayerForward.
 enum LayerWeight : int {
-  kQkvWeight, kQkvBias, kOutWeight, kOutBias, kAttnNormWeight, kAttnNormBias,
-  kFfnInWeight, kFfnInBias, kFfnOutWeight, kFfnOutBias, kFfnNormWeight, kFfnNormBias,
+  kQkvWeight,
+  kQkvBias,
+  kOutWeight,
+  kOutBias,
+  kAttnNormWeight,
+  kAttnNormBias,
+  kFfnInWeight,
+  kFfnInBias,
+  kFfnOutWeight,
+  kFfnOutBias,
+  kFfnNormWeight,
+  kFfnNormBias,
   kNumLayerWeights
 };
 

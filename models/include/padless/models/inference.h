@@ -5,12 +5,12 @@
 #ifndef PADLESS_MODELS_INFERENCE_H_
 #define PADLESS_MODELS_INFERENCE_H_
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <c10/core/Device.h>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"

@@ -4,9 +4,9 @@
 #ifndef PADLESS_MODELS_MODEL_IO_H_
 #define PADLESS_MODELS_MODEL_IO_H_
 
-#include <string>
-
 #include <c10/core/Device.h>
+
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -4,11 +4,11 @@
 #ifndef PADLESS_MODELS_OPTIMIZER_H_
 #define PADLESS_MODELS_OPTIMIZER_H_
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <ATen/core/Tensor.h>
 
 namespace padless::models {
 

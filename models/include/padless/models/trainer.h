@@ -5,14 +5,14 @@
 #ifndef PADLESS_MODELS_TRAINER_H_
 #define PADLESS_MODELS_TRAINER_H_
 
+#include <c10/core/Device.h>
+#include <torch/arg.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <c10/core/Device.h>
-#include <torch/arg.h>
 
 #include "absl/status/statusor.h"
 #include "padless/batching/batch.h"
@@ -68,14 +68,14 @@ struct TrainConfig {
 struct EvalResult {
   ClassificationMetrics metrics;
   double loss = 0;
-  std::vector<int64_t> predictions;        // per example of the corpus
+  std::vector<int64_t> predictions;               // per example of the corpus
   std::vector<std::vector<float>> probabilities;  // per example, softmax over labels
   int64_t real_tokens = 0;
   int64_t token_slots = 0;
 };
 
 struct TrainResult {
-  int64_t steps = 0;        // optimizer steps taken in total (resumed runs included)
+  int64_t steps = 0;  // optimizer steps taken in total (resumed runs included)
   int64_t epochs_completed = 0;
   double train_seconds = 0;  // this process only
   int64_t real_tokens = 0;   // this process only
@@ -84,8 +84,8 @@ struct TrainResult {
   double padding_efficiency = 0;
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  double final_loss = 0;  // mean training loss of the last logging window
-  int64_t skipped_steps = 0;  // fp16 steps skipped for inf/NaN gradients
+  double final_loss = 0;                // mean training loss of the last logging window
+  int64_t skipped_steps = 0;            // fp16 steps skipped for inf/NaN gradients
   std::vector<std::string> oom_events;  // one line per recovered out-of-memory error
   bool stopped_early = false;
   bool interrupted = false;  // stop_after reached
