@@ -171,9 +171,6 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     return absl::InvalidArgumentError("amp: fp16 needs a CUDA device (use bf16 on the CPU)");
   }
 
-  // On the CPU, memory is metered by a counting allocator that cannot serve oneDNN's raw
-  // allocations; the fp32 CPU path does not need oneDNN.
-  if (device_.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);
   cuda::MemoryMeter meter(device_);
 
   const std::vector<int64_t> lengths = train.Lengths();

@@ -138,7 +138,6 @@ int Main(int argc, char** argv) {
   const tokenize::TokenizedCorpus corpus = ImdbLikeCorpus(o.sequences, config.vocab_size(), 1);
   const std::vector<int64_t> lengths = corpus.Lengths();
   cuda::MemoryMeter meter(device);
-  if (device.is_cpu()) at::globalContext().setUserEnabledMkldnn(false);  // see trainer.cc
 
   std::vector<Row> rows;
   for (const auto& [name, strategy] : std::vector<std::pair<std::string, std::string>>{

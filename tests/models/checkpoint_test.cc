@@ -156,9 +156,6 @@ int64_t PeakOfStep(EncoderClassifier& model, const batching::Batch& b, cuda::Mem
 }
 
 TEST(CheckpointTest, LowersPeakCpuMemory) {
-  // oneDNN takes its scratch memory through Allocator::raw_allocate, which the counting allocator
-  // does not serve; the plain BLAS path allocates only tensors, which it counts.
-  at::globalContext().setUserEnabledMkldnn(false);
   cuda::MemoryMeter meter(at::Device(at::kCPU));  // installs the counting allocator first
   at::manual_seed(24);
   EncoderClassifier model(DropoutConfig().layers(6).hidden(64).ffn(256).max_positions(128));
