@@ -22,6 +22,7 @@
 #include "common_flags.h"
 #include "nlohmann/json.hpp"
 #include "padless/batching/padding_report.h"
+#include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint.h"
 #include "padless/models/encoder_config.h"
@@ -75,6 +76,8 @@ ABSL_FLAG(std::string, metrics_json, "", "Write the final metrics as JSON to thi
 ABSL_FLAG(std::string, long_text, "head_tail",
           "predict: texts longer than --max-len: head_tail, or windows (vote over windows)");
 ABSL_FLAG(int64_t, window_stride, 128, "predict: tokens shared by consecutive windows");
+ABSL_FLAG(std::string, attention, "auto",
+          "train: attention backend: auto (from the batch layout), dense, flash or reference");
 
 namespace padless::cli {
 namespace {
@@ -230,6 +233,9 @@ int RunTrain(const std::vector<std::string>& args) {
   if (!plan.ok()) return Usage(kCmd, std::string(plan.status().message()));
   absl::StatusOr<c10::Device> device = DeviceFromFlag();
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
+  absl::StatusOr<models::AttentionBackend> attention =
+      models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
+  if (!attention.ok()) return Usage(kCmd, std::string(attention.status().message()));
   if (absl::GetFlag(FLAGS_epochs) < 1) return Usage(kCmd, "--epochs must be >= 1");
   if (absl::GetFlag(FLAGS_grad_accum) < 1) return Usage(kCmd, "--grad-accum must be >= 1");
 
@@ -315,6 +321,7 @@ int RunTrain(const std::vector<std::string>& args) {
     if (!s.ok()) return Fail(kCmd, s);
   }
 
+  model->set_attention_backend(*attention);
   models::TrainConfig tc = models::TrainConfig()
                                .epochs(absl::GetFlag(FLAGS_epochs))
                                .max_steps(absl::GetFlag(FLAGS_max_steps))
@@ -531,6 +538,7 @@ const Subcommand kTrainCommand = {
      "resume",
      "checkpoint_every",
      "keep_checkpoints",
+     "attention",
      "device",
      "threads",
      "quiet",
