@@ -173,6 +173,22 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
 
   cuda::MemoryMeter meter(device_);
 
+  // Memory-aware batching: measure this model's steps and size the batches before planning.
+  std::optional<MemoryPlan> memory_plan;
+  if (config_.memory_budget_bytes() > 0) {
+    MemoryPlanOptions mopts;
+    mopts.budget_bytes = config_.memory_budget_bytes();
+    mopts.safety_margin = config_.memory_safety_margin();
+    mopts.amp = config_.amp();
+    mopts.checkpoint = config_.checkpoint();
+    mopts.adamw.weight_decay = config_.weight_decay();
+    absl::StatusOr<MemoryPlan> mp = PlanForMemoryBudget(model_, plan_, mopts, device_);
+    if (!mp.ok()) return mp.status();
+    plan_ = mp->plan;
+    if (config_.progress()) absl::FPrintF(stderr, "%s\n", mp->Summary());
+    memory_plan = std::move(*mp);
+  }
+
   const std::vector<int64_t> lengths = train.Lengths();
   const batching::Planner planner(plan_);
   absl::StatusOr<std::vector<BatchSpec>> first_plan = planner.Plan(lengths, 0);
@@ -208,6 +224,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
   GradScaler scaler(GradScalerOptions{.enabled = config_.amp() == AmpMode::kFp16});
 
   TrainResult result;
+  result.memory_plan = std::move(memory_plan);
   int64_t epoch = 0, start_batch = 0, global_step = 0;
   double best_accuracy = -1;
   int64_t evals_since_best = 0;

@@ -21,6 +21,7 @@
 #include "padless/models/checkpoint.h"
 #include "padless/models/encoder.h"
 #include "padless/models/lr_schedule.h"
+#include "padless/models/memory_planning.h"
 #include "padless/models/metrics.h"
 #include "padless/tokenize/tokenized_corpus.h"
 
@@ -58,6 +59,11 @@ struct TrainConfig {
   TORCH_ARG(bool, progress) = true;    // progress line on stderr
   TORCH_ARG(uint64_t, seed) = 1234;
   TORCH_ARG(int, loader_workers) = 2;
+  // Peak memory a training step may reach, in bytes (0: off). When set, probe steps measure the
+  // model's memory on the device before planning, and the planner's max_tokens (token-budget
+  // strategies) or batch_size (fixed-size ones) is chosen to fit; see memory_planning.h.
+  TORCH_ARG(int64_t, memory_budget_bytes) = 0;
+  TORCH_ARG(double, memory_safety_margin) = 0.05;  // fraction of the budget kept free
 
  public:
   // Test hook, called before each forward with the (sub-)batch about to run; may throw (e.g. an
@@ -91,6 +97,7 @@ struct TrainResult {
   bool interrupted = false;  // stop_after reached
   std::optional<EvalResult> best_dev;
   int64_t best_step = -1;
+  std::optional<MemoryPlan> memory_plan;  // set when memory_budget_bytes > 0
 };
 
 // Predictions and metrics of `model` on `data` (eval mode, no grad). Examples split into several

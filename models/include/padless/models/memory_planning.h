@@ -1,0 +1,67 @@
+// Memory-aware batching: measures the peak memory of a few probe training steps
+// of the actual model, optimizer, AMP mode and checkpoint policy on the actual
+// device, fits a MemoryModel, and sets the planner's token budget or batch size
+// so that every training step fits a byte budget.
+#ifndef PADLESS_MODELS_MEMORY_PLANNING_H_
+#define PADLESS_MODELS_MEMORY_PLANNING_H_
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "padless/batching/batch_spec.h"
+#include "padless/batching/planner.h"
+#include "padless/cuda/memory_model.h"
+#include "padless/models/autocast.h"
+#include "padless/models/checkpoint.h"
+#include "padless/models/encoder.h"
+#include "padless/models/optimizer.h"
+
+namespace padless::models {
+
+struct MemoryPlanOptions {
+  int64_t budget_bytes = 0;  // the peak a training step may reach
+  // Fraction of the budget kept free for what the fit does not see (allocator
+  // rounding, noise).
+  double safety_margin = 0.05;
+  AmpMode amp = AmpMode::kOff;
+  CheckpointPolicy checkpoint = CheckpointPolicy::None();
+  AdamWOptions adamw;
+};
+
+struct MemoryPlan {
+  batching::PlannerOptions plan;  // the input options with batch_size or max_tokens chosen
+  batching::Layout layout = batching::Layout::kPadded;  // layout the probes (and training) use
+  cuda::MemoryModel model;                              // fitted to `samples`
+  bool quadratic = false;  // whether the b*s^2 term was fitted (attention stores scores)
+  std::vector<cuda::MemorySample> samples;  // the probe steps' peaks
+  int64_t budget_bytes = 0;
+  int64_t target_bytes = 0;  // budget less the safety margin: what the choice is fitted to
+  int64_t row_len = 0;       // longest row a batch can have (the worst case the choice covers)
+  int64_t max_tokens = 0;    // chosen token budget (token-budget strategies), else 0
+  int64_t batch_size = 0;    // chosen sequences / rows per batch (fixed-size strategies), else 0
+  int64_t predicted_peak_bytes = 0;  // the model's prediction for the largest planned batch
+  // One line for logs: "memory budget 40.0 GiB (target 38.0 GiB): max_tokens
+  // 81920 ...".
+  std::string Summary() const;
+};
+
+// Measures, fits and chooses. The probe steps run on `model` itself (on
+// `device`, where it is moved) with a learning rate of 0, so its weights are
+// unchanged; the default RNG streams are restored afterwards. The peaks come
+// from cuda::MemoryMeter: the caching allocator on CUDA, the counting allocator
+// on the CPU (install it before building the model, or weights are not
+// counted). Errors: a budget that cannot hold one row of `row_len` tokens
+// (FailedPrecondition, naming the minimum), invalid options (InvalidArgument),
+// torch failures (Internal).
+absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
+                                               const batching::PlannerOptions &plan,
+                                               const MemoryPlanOptions &options,
+                                               const c10::Device &device);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_MEMORY_PLANNING_H_
