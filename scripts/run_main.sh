@@ -11,7 +11,7 @@ out=$root/out/sst2
 mkdir -p "$out"
 "$build/cli/padless" train \
   --data "$root/data/sst2_train_20k.tsv" --dev "$root/data/sst2_dev.tsv" --out "$out" \
-  --preset tiny --batching packed --max-len 128 --epochs 2 --vocab-size 8000 \
-  --metrics-json "$out/metrics.json" "$@"
+  --preset tiny --batching packed --max-len 64 --max-tokens 4096 --lr 1e-3 --epochs 2 \
+  --vocab-size 8000 --eval-every 20 --metrics-json "$out/metrics.json" "$@"
 echo "== metrics ($out/metrics.json)"
 cat "$out/metrics.json"
