@@ -22,6 +22,7 @@
 #include "common_flags.h"
 #include "nlohmann/json.hpp"
 #include "padless/batching/padding_report.h"
+#include "padless/cuda/memory_budget.h"
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint.h"
@@ -78,6 +79,9 @@ ABSL_FLAG(std::string, long_text, "head_tail",
 ABSL_FLAG(int64_t, window_stride, 128, "predict: tokens shared by consecutive windows");
 ABSL_FLAG(std::string, attention, "auto",
           "train: attention backend: auto (from the batch layout), dense, flash or reference");
+ABSL_FLAG(std::string, memory_budget, "",
+          "train: peak memory a training step may reach, e.g. 40GiB (empty: off); probe steps "
+          "measure the model and choose the token budget or batch size that fits");
 
 namespace padless::cli {
 namespace {
@@ -238,6 +242,15 @@ int RunTrain(const std::vector<std::string>& args) {
   if (!attention.ok()) return Usage(kCmd, std::string(attention.status().message()));
   if (absl::GetFlag(FLAGS_epochs) < 1) return Usage(kCmd, "--epochs must be >= 1");
   if (absl::GetFlag(FLAGS_grad_accum) < 1) return Usage(kCmd, "--grad-accum must be >= 1");
+  int64_t memory_budget = 0;
+  if (const std::string text = absl::GetFlag(FLAGS_memory_budget); !text.empty()) {
+    absl::StatusOr<int64_t> bytes = cuda::ParseByteSize(text);
+    if (!bytes.ok())
+      return Usage(kCmd, absl::StrCat("--memory-budget: ", bytes.status().message()));
+    if (*bytes <= 0)
+      return Usage(kCmd, absl::StrCat("--memory-budget must be > 0, got '", text, "'"));
+    memory_budget = *bytes;
+  }
 
   // Data.
   absl::StatusOr<tok::RawCorpus> train_raw = tok::ReadCorpus(data, ReaderFromFlags(true));
@@ -344,7 +357,8 @@ int RunTrain(const std::vector<std::string>& args) {
                                .resume(absl::GetFlag(FLAGS_resume))
                                .log_csv(out + "/train_log.csv")
                                .progress(!quiet)
-                               .seed(seed);
+                               .seed(seed)
+                               .memory_budget_bytes(memory_budget);
   // Creates `out` (for the log and checkpoints) and leaves a loadable model there from the start.
   if (absl::Status s = models::SaveModelDir(out, model, *tokenizer, labels); !s.ok()) {
     return Fail(kCmd, s);
@@ -372,6 +386,14 @@ int RunTrain(const std::vector<std::string>& args) {
                             {"device", device->str()},
                             {"oom_events", result->oom_events.size()},
                             {"stopped_early", result->stopped_early}};
+  if (result->memory_plan) {
+    const models::MemoryPlan& mp = *result->memory_plan;
+    absl::PrintF("%s\n", mp.Summary());
+    metrics["memory_plan"] = {
+        {"budget_bytes", mp.budget_bytes}, {"target_bytes", mp.target_bytes},
+        {"max_tokens", mp.max_tokens},     {"batch_size", mp.batch_size},
+        {"row_len", mp.row_len},           {"predicted_peak_bytes", mp.predicted_peak_bytes}};
+  }
   if (dev) {
     absl::StatusOr<models::EvalResult> eval = models::Evaluate(model, *dev, *plan, *device, *amp);
     if (!eval.ok()) return Fail(kCmd, eval.status());
@@ -503,7 +525,8 @@ const Subcommand kTrainCommand = {
     "tiny|small|base]\n  [--batching packed|varlen|buckets|padded|...] [--max-len N] [--max-tokens "
     "N]"
     " [--amp off|bf16|fp16]\n  [--checkpoint none|all|every:K] [--epochs N] [--seed S] "
-    "[--vocab-size N] [--metrics-json PATH]\n\nTrains a SentencePiece tokenizer when DIR has none, "
+    "[--vocab-size N] [--metrics-json PATH]\n  [--memory-budget 40GiB]\n\nTrains a SentencePiece "
+    "tokenizer when DIR has none, "
     "then the encoder; writes DIR/{config.json,model.pt,tokenizer.model,labels.json},\n"
     "DIR/train_log.csv and DIR/checkpoints/.",
     {"data",
@@ -539,6 +562,7 @@ const Subcommand kTrainCommand = {
      "checkpoint_every",
      "keep_checkpoints",
      "attention",
+     "memory_budget",
      "device",
      "threads",
      "quiet",
