@@ -8,36 +8,17 @@
 #include "absl/strings/str_format.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/padding_stats.h"
+#include "padless/report/svg.h"
+#include "padless/report/text_output.h"
 
 namespace padless::batching {
 namespace {
 
+using report::XmlEscape;
+
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
       .count();
-}
-
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -149,12 +130,10 @@ std::string FormatSvg(const std::vector<StrategyRow>& rows, const std::string& t
   constexpr int kLabelWidth = 210, kBarWidth = 460, kRowHeight = 26, kTop = 50;
   const int height = kTop + static_cast<int>(rows.size()) * kRowHeight + 40;
   const int width = kLabelWidth + kBarWidth + 90;
-  std::string out = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "font-family=\"sans-serif\" font-size=\"13\">\n"
-      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-      "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">%s</text>\n",
-      width, height, 10, XmlEscape(title));
+  std::string out = report::SvgHeader(width, height, 13);
+  absl::StrAppendFormat(&out,
+                        "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">%s</text>\n",
+                        10, XmlEscape(title));
   for (int tick = 0; tick <= 100; tick += 25) {
     const int x = kLabelWidth + kBarWidth * tick / 100;
     absl::StrAppendFormat(

@@ -3,7 +3,6 @@
 // table on stdout and optionally as CSV and an SVG bar chart. The work is in
 // padless/batching/padding_report.h; this file parses flags and prints.
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli_util.h"
 #include "common_flags.h"
 #include "padless/batching/padding_report.h"
 #include "padless/tokenize/batch_encoder.h"
@@ -27,50 +27,35 @@ ABSL_FLAG(int64_t, max_tokens, 16384,
 namespace padless::cli {
 namespace {
 
-int Fail(const absl::Status& status) {
-  absl::FPrintF(stderr, "padless bench-padding: %s\n", status.ToString());
-  return kExitFailure;
-}
-
-int Usage(const std::string& why) {
-  absl::FPrintF(stderr, "padless bench-padding: %s (see `padless bench-padding --help`)\n", why);
-  return kExitUsage;
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
+constexpr absl::string_view kCommand = "bench-padding";
 
 int RunBenchPadding(const std::vector<std::string>& args) {
-  if (!args.empty()) return Usage(absl::StrCat("unexpected argument '", args[0], "'"));
+  if (!args.empty()) return Usage(kCommand, absl::StrCat("unexpected argument '", args[0], "'"));
   const std::string data = absl::GetFlag(FLAGS_data);
   const std::string model = absl::GetFlag(FLAGS_model);
   const int64_t max_len = absl::GetFlag(FLAGS_max_len);
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
   const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  if (data.empty()) return Usage("--data is required");
-  if (model.empty()) return Usage("--model is required");
-  if (max_len < 3) return Usage(absl::StrCat("--max-len must be >= 3, got ", max_len));
-  if (batch_size < 1) return Usage(absl::StrCat("--batch-size must be >= 1, got ", batch_size));
+  if (data.empty()) return Usage(kCommand, "--data is required");
+  if (model.empty()) return Usage(kCommand, "--model is required");
+  if (max_len < 3) return Usage(kCommand, absl::StrCat("--max-len must be >= 3, got ", max_len));
+  if (batch_size < 1)
+    return Usage(kCommand, absl::StrCat("--batch-size must be >= 1, got ", batch_size));
   if (max_tokens < max_len) {
-    return Usage(
-        absl::StrCat("--max-tokens (", max_tokens, ") must be >= --max-len (", max_len, ")"));
+    return Usage(kCommand, absl::StrCat("--max-tokens (", max_tokens, ") must be >= --max-len (",
+                                        max_len, ")"));
   }
   absl::StatusOr<tokenize::CorpusFormat> format =
       tokenize::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
-  if (!format.ok()) return Usage(std::string(format.status().message()));
+  if (!format.ok()) return Usage(kCommand, std::string(format.status().message()));
 
   absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(model);
-  if (!tokenizer.ok()) return Fail(tokenizer.status());
+  if (!tokenizer.ok()) return Fail(kCommand, tokenizer.status());
   tokenize::ReaderOptions reader;
   reader.format = *format;
   reader.skip_bad_rows = absl::GetFlag(FLAGS_skip_bad_rows);
   absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(data, reader);
-  if (!raw.ok()) return Fail(raw.status());
+  if (!raw.ok()) return Fail(kCommand, raw.status());
   std::vector<std::string> label_names;
   label_names.reserve(raw->examples.size());
   for (const tokenize::Example& e : raw->examples) label_names.push_back(e.label);
@@ -80,7 +65,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   encode.num_threads = absl::GetFlag(FLAGS_threads);
   absl::StatusOr<tokenize::TokenizedCorpus> corpus =
       tokenize::EncodeCorpus(*tokenizer, *raw, labels, encode);
-  if (!corpus.ok()) return Fail(corpus.status());
+  if (!corpus.ok()) return Fail(kCommand, corpus.status());
   if (!absl::GetFlag(FLAGS_quiet)) {
     absl::FPrintF(stderr, "%s: %s; %d tokens after truncation to %d\n", data, raw->report.Summary(),
                   corpus->total_tokens(), max_len);
@@ -89,18 +74,20 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   absl::StatusOr<std::vector<batching::StrategyRow>> rows = batching::ComparePaddingStrategies(
       *corpus,
       batching::StandardStrategies(max_len, batch_size, max_tokens, absl::GetFlag(FLAGS_seed)));
-  if (!rows.ok()) return Fail(rows.status());
+  if (!rows.ok()) return Fail(kCommand, rows.status());
   absl::PrintF("%s", batching::FormatTable(*rows));
   const std::string csv = absl::GetFlag(FLAGS_csv);
   if (!csv.empty()) {
-    if (absl::Status s = WriteFile(csv, batching::FormatCsv(*rows)); !s.ok()) return Fail(s);
+    if (absl::Status s = WriteFile(csv, batching::FormatCsv(*rows)); !s.ok())
+      return Fail(kCommand, s);
   }
   const std::string svg = absl::GetFlag(FLAGS_svg);
   if (!svg.empty()) {
     const std::string title =
         absl::StrFormat("Padding efficiency, %s, max_len %d, batch %d",
                         data.substr(data.find_last_of('/') + 1), max_len, batch_size);
-    if (absl::Status s = WriteFile(svg, batching::FormatSvg(*rows, title)); !s.ok()) return Fail(s);
+    if (absl::Status s = WriteFile(svg, batching::FormatSvg(*rows, title)); !s.ok())
+      return Fail(kCommand, s);
   }
   return kExitOk;
 }

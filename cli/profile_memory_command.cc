@@ -7,7 +7,6 @@
 #include <torch/cuda.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "cli_util.h"
 #include "common_flags.h"
 #include "padless/batching/batch.h"
 #include "padless/cuda/memory_budget.h"
@@ -56,17 +56,9 @@ ABSL_FLAG(std::string, held_out_lens, "384,1536,3072",
 namespace padless::cli {
 namespace {
 
+constexpr absl::string_view kCommand = "profile-memory";
+
 using cuda::MemoryProfilePoint;
-
-int Fail(const absl::Status& status) {
-  absl::FPrintF(stderr, "padless profile-memory: %s\n", status.ToString());
-  return kExitFailure;
-}
-
-int Usage(const std::string& why) {
-  absl::FPrintF(stderr, "padless profile-memory: %s (see `padless profile-memory --help`)\n", why);
-  return kExitUsage;
-}
 
 absl::StatusOr<std::vector<int64_t>> ParseInts(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
@@ -84,14 +76,6 @@ absl::StatusOr<std::vector<int64_t>> ParseInts(const std::string& flag, const st
 
 std::vector<std::string> ParseList(const std::string& text) {
   return absl::StrSplit(text, ',', absl::SkipEmpty());
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
 }
 
 // Full-length sequences (no padding), so the padded and varlen layouts hold the same tokens and
@@ -284,7 +268,7 @@ int VerifyBudget(Profiler& profiler, const std::vector<cuda::ConfigFit>& fits,
           const int64_t b = plan.MaxBatch(len);
           if (b == 0) continue;
           auto point = profiler.Measure(sc, b, len);
-          if (!point.ok()) return Fail(point.status());
+          if (!point.ok()) return Fail(kCommand, point.status());
           const double used = static_cast<double>(point->peak_allocated_bytes) / budget;
           const bool ok = !point->oom && point->peak_allocated_bytes <= budget && used >= kMinUse;
           failures += ok ? 0 : 1;
@@ -304,48 +288,52 @@ int VerifyBudget(Profiler& profiler, const std::vector<cuda::ConfigFit>& fits,
 }
 
 int RunProfileMemory(const std::vector<std::string>& args) {
-  if (!args.empty()) return Usage(absl::StrCat("unexpected argument '", args[0], "'"));
+  if (!args.empty()) return Usage(kCommand, absl::StrCat("unexpected argument '", args[0], "'"));
   auto lens = ParseInts("sweep_seq_lens", absl::GetFlag(FLAGS_sweep_seq_lens));
-  if (!lens.ok()) return Usage(std::string(lens.status().message()));
+  if (!lens.ok()) return Usage(kCommand, std::string(lens.status().message()));
   auto batches = ParseInts("sweep_batch_sizes", absl::GetFlag(FLAGS_sweep_batch_sizes));
-  if (!batches.ok()) return Usage(std::string(batches.status().message()));
+  if (!batches.ok()) return Usage(kCommand, std::string(batches.status().message()));
   auto held_out = ParseInts("held_out_lens", absl::GetFlag(FLAGS_held_out_lens));
-  if (!held_out.ok()) return Usage(std::string(held_out.status().message()));
+  if (!held_out.ok()) return Usage(kCommand, std::string(held_out.status().message()));
   std::vector<models::AmpMode> amps;
   for (const std::string& a : ParseList(absl::GetFlag(FLAGS_sweep_amp))) {
     auto m = models::ParseAmpMode(a);
-    if (!m.ok()) return Usage(absl::StrCat("--sweep_amp: ", m.status().message()));
+    if (!m.ok()) return Usage(kCommand, absl::StrCat("--sweep_amp: ", m.status().message()));
     amps.push_back(*m);
   }
   std::vector<models::CheckpointPolicy> policies;
   for (const std::string& c : ParseList(absl::GetFlag(FLAGS_sweep_checkpoint))) {
     auto p = models::CheckpointPolicy::Parse(c);
-    if (!p.ok()) return Usage(absl::StrCat("--sweep_checkpoint: ", p.status().message()));
+    if (!p.ok()) return Usage(kCommand, absl::StrCat("--sweep_checkpoint: ", p.status().message()));
     policies.push_back(*p);
   }
   std::vector<bool> varlens;
   for (const std::string& a : ParseList(absl::GetFlag(FLAGS_sweep_attention))) {
     if (a != "padded" && a != "varlen") {
-      return Usage(absl::StrCat("--sweep_attention: '", a, "' is not padded or varlen"));
+      return Usage(kCommand, absl::StrCat("--sweep_attention: '", a, "' is not padded or varlen"));
     }
     varlens.push_back(a == "varlen");
   }
   if (amps.empty() || policies.empty() || varlens.empty()) {
-    return Usage("--sweep_amp, --sweep_checkpoint and --sweep_attention must not be empty");
+    return Usage(kCommand,
+                 "--sweep_amp, --sweep_checkpoint and --sweep_attention must not be empty");
   }
   const std::string device_name = absl::GetFlag(FLAGS_sweep_device);
   if (device_name != "cuda" && device_name != "cpu") {
-    return Usage(absl::StrCat("--sweep_device: '", device_name, "' is not cuda or cpu"));
+    return Usage(kCommand, absl::StrCat("--sweep_device: '", device_name, "' is not cuda or cpu"));
   }
   if (device_name == "cuda" && !torch::cuda::is_available()) {
-    return Fail(absl::FailedPreconditionError(
-        "no CUDA device; pass --sweep_device=cpu to profile the CPU (counting allocator)"));
+    return Fail(
+        kCommand,
+        absl::FailedPreconditionError(
+            "no CUDA device; pass --sweep_device=cpu to profile the CPU (counting allocator)"));
   }
   const c10::Device device = device_name == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::kCPU;
   auto config = models::EncoderConfig::Preset(absl::GetFlag(FLAGS_sweep_preset));
-  if (!config.ok()) return Usage(absl::StrCat("--sweep_preset: ", config.status().message()));
+  if (!config.ok())
+    return Usage(kCommand, absl::StrCat("--sweep_preset: ", config.status().message()));
   const int64_t vocab = absl::GetFlag(FLAGS_sweep_vocab_size);
-  if (vocab < 0) return Usage("--sweep_vocab_size must be >= 0");
+  if (vocab < 0) return Usage(kCommand, "--sweep_vocab_size must be >= 0");
   if (vocab > 0) config->vocab_size(vocab);
   int64_t longest = 0;
   for (int64_t l : *lens) longest = std::max(longest, l);
@@ -354,12 +342,13 @@ int RunProfileMemory(const std::vector<std::string>& args) {
   const bool quiet = absl::GetFlag(FLAGS_quiet);
 
   auto meter_or = cuda::MemoryMeter::Create(device);
-  if (!meter_or.ok()) return Fail(meter_or.status());
+  if (!meter_or.ok()) return Fail(kCommand, meter_or.status());
   at::manual_seed(static_cast<int64_t>(absl::GetFlag(FLAGS_seed)));
   int64_t verify_budget = 0;
   if (const std::string b = absl::GetFlag(FLAGS_verify_budget); !b.empty()) {
     auto parsed = cuda::ParseByteSize(b);
-    if (!parsed.ok()) return Usage(absl::StrCat("--verify_budget: ", parsed.status().message()));
+    if (!parsed.ok())
+      return Usage(kCommand, absl::StrCat("--verify_budget: ", parsed.status().message()));
     verify_budget = *parsed;
   }
 
@@ -373,7 +362,7 @@ int RunProfileMemory(const std::vector<std::string>& args) {
             for (int64_t len : *lens) {
               if (b * len > max_tokens) continue;
               auto point = profiler.Measure({amp, policy, varlen}, b, len);
-              if (!point.ok()) return Fail(point.status());
+              if (!point.ok()) return Fail(kCommand, point.status());
               points.push_back(*point);
             }
           }
@@ -384,12 +373,12 @@ int RunProfileMemory(const std::vector<std::string>& args) {
     std::vector<std::string> skipped;
     const std::vector<cuda::ConfigFit> fits = cuda::FitPerConfig(points, *held_out, &skipped);
     PrintFits(fits, skipped);
-    if (absl::Status s = WriteOutputs(points, device); !s.ok()) return Fail(s);
+    if (absl::Status s = WriteOutputs(points, device); !s.ok()) return Fail(kCommand, s);
     if (verify_budget > 0) {
       return VerifyBudget(profiler, fits, amps, policies, varlens, *lens, verify_budget);
     }
   } catch (const c10::Error& e) {
-    return Fail(absl::InternalError(e.what_without_backtrace()));
+    return Fail(kCommand, absl::InternalError(e.what_without_backtrace()));
   }
   return kExitOk;
 }

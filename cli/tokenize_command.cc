@@ -19,7 +19,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "cli_util.h"
 #include "common_flags.h"
+#include "padless/report/svg.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_cache.h"
 #include "padless/tokenize/corpus_reader.h"
@@ -344,13 +346,11 @@ absl::Status Encode(const std::vector<std::string>& rest) {
 
 absl::Status WriteHistogramCsv(const std::string& path,
                                const std::vector<tok::HistogramBin>& bins) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  out << "lower,upper,count\n";
-  for (const tok::HistogramBin& b : bins) out << b.lower << ',' << b.upper << ',' << b.count << '\n';
-  out.flush();
-  if (!out) return absl::DataLossError(absl::StrCat("short write to ", path));
-  return absl::OkStatus();
+  std::string csv = "lower,upper,count\n";
+  for (const tok::HistogramBin& b : bins) {
+    absl::StrAppend(&csv, b.lower, ",", b.upper, ",", b.count, "\n");
+  }
+  return WriteFile(path, csv);
 }
 
 // A bar chart of the histogram with the --max-len limit marked: enough to see the tail a limit
@@ -363,11 +363,12 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
   for (const tok::HistogramBin& b : bins) peak = std::max(peak, b.count);
   const double x_max = bins.empty() ? 1.0 : static_cast<double>(bins.back().upper);
   auto x = [&](double v) { return kLeft + plot_w * v / x_max; };
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n"
+  std::string svg = report::SvgHeader(static_cast<int>(kWidth), static_cast<int>(kHeight), 12,
+                                      /*white_background=*/false);
+  absl::StrAppendFormat(
+      &svg,
       "<text x=\"%.0f\" y=\"18\">token lengths: n=%d mean=%.1f p50=%d p90=%d p99=%d max=%d</text>\n",
-      kWidth, kHeight, kLeft, stats.count, stats.mean, stats.p50, stats.p90, stats.p99, stats.max);
+      kLeft, stats.count, stats.mean, stats.p50, stats.p90, stats.p99, stats.max);
   for (const tok::HistogramBin& b : bins) {
     const double h = plot_h * static_cast<double>(b.count) / static_cast<double>(peak);
     absl::StrAppendFormat(&svg,
@@ -394,12 +395,7 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
                           100.0 * stats.over_limit_share);
   }
   svg += "</svg>\n";
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  out << svg;
-  out.flush();
-  if (!out) return absl::DataLossError(absl::StrCat("short write to ", path));
-  return absl::OkStatus();
+  return WriteFile(path, svg);
 }
 
 absl::Status Stats(const std::vector<std::string>& rest) {

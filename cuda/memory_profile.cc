@@ -7,45 +7,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "padless/report/svg.h"
+#include "padless/report/text_output.h"
 
 namespace padless::cuda {
 namespace {
 
+using report::CsvField;
+using report::XmlEscape;
+
 constexpr double kGiB = 1073741824.0;
-
-// Quotes a CSV field when it needs it.
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // A qualitative palette that stays distinguishable for up to 8 lines, then dashes repeat it.
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
@@ -87,11 +58,9 @@ std::string MemoryProfileSvg(absl::Span<const MemoryProfilePoint> points,
   const int legend_rows = static_cast<int>((lines.size() + 1) / 2);
   const int height = top + plot_h + bottom + 18 * legend_rows + 10;
   const int plot_w = width - left - right;
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-      "fill=\"white\"/>\n<text x=\"%d\" y=\"22\" font-size=\"15\">%s</text>\n",
-      width, height, left, XmlEscape(title));
+  std::string svg = report::SvgHeader(width, height, 12);
+  absl::StrAppendFormat(&svg, "<text x=\"%d\" y=\"22\" font-size=\"15\">%s</text>\n", left,
+                        XmlEscape(title));
   if (lines.empty()) {
     absl::StrAppend(&svg, "<text x=\"", left, "\" y=\"", top + 20,
                     "\">no measurements (all points ran out of memory)</text>\n</svg>\n");

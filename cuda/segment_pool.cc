@@ -5,13 +5,6 @@
 
 #include "src/op_util.h"
 
-#ifdef PADLESS_HAVE_CUDA_KERNELS
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
-#include "src/kernels.h"
-#endif
-
 namespace padless::cuda {
 namespace {
 

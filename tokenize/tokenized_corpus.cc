@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "atomic_file.h"
 #include "fnv1a.h"
+#include "padless/report/text_output.h"
 
 namespace padless::tokenize {
 namespace {
@@ -82,7 +82,7 @@ absl::Status TokenizedCorpus::Save(const std::string& path, uint64_t fingerprint
   sum.Update(labels_.data(), Bytes(labels_));
   h.checksum = sum.value();
 
-  return internal::WriteFileAtomically(path, [&](std::ostream& out) {
+  return report::WriteFileAtomically(path, [&](std::ostream& out) {
     out.write(reinterpret_cast<const char*>(&h), sizeof(h));
     out.write(reinterpret_cast<const char*>(tokens_.data()), Bytes(tokens_));
     out.write(reinterpret_cast<const char*>(type_ids_.data()), Bytes(type_ids_));

@@ -2,17 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
+#include "padless/report/svg.h"
+#include "padless/report/text_output.h"
 
 namespace padless::bench::e2e {
 namespace {
+
+using report::CsvField;
+using report::XmlEscape;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -55,15 +58,6 @@ std::string Kilo(double tokens_per_s) { return absl::StrFormat("%.1fk", tokens_p
 
 std::string Percent(double share) { return absl::StrFormat("%.1f%%", 100.0 * share); }
 
-std::string XmlEscape(const std::string& s) {
-  return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
-}
-
 // A round tick step (1, 2 or 5 times a power of ten) that splits `range` into about 5 parts.
 double NiceStep(double range) {
   if (!(range > 0)) return 1;
@@ -81,21 +75,6 @@ const RunResult* BestRun(const std::vector<RunResult>& runs) {
     if (!best || r.tokens_per_second() > best->tokens_per_second()) best = &r;
   }
   return best;
-}
-
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-    f << text;
-    f.close();
-    if (!f) return absl::InternalError(absl::StrCat("error writing ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
 }
 
 const char* StrategyColor(Strategy s) {
@@ -194,12 +173,11 @@ std::string RenderThroughputSvg(const ReportInput& in) {
   const int total_width = left + width + right;
   auto x_of = [&](double v) { return left + width * v / axis_max; };
 
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-      "fill=\"white\"/>\n<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Real "
-      "tokens/s per configuration (%s, budget %d token slots/step)</text>\n",
-      total_width, height, 10, XmlEscape(in.gpu_name), in.run_options.budget);
+  std::string svg = report::SvgHeader(total_width, height, 12);
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Real "
+                        "tokens/s per configuration (%s, budget %d token slots/step)</text>\n",
+                        10, XmlEscape(in.gpu_name), in.run_options.budget);
   const int axis_y = top + static_cast<int>(bars.size()) * row + 4;
   for (double t = 0; t <= axis_max + step / 2; t += step) {
     const double x = x_of(t);
@@ -268,12 +246,10 @@ std::string RenderMemorySvg(const ReportInput& in) {
   const int left = 80, top = 50, width = 620, height = 420, legend = 230;
   auto x_of = [&](double v) { return left + width * std::max(0.0, v) / x_max; };
   auto y_of = [&](double v) { return top + height - height * v / y_max; };
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" "
-      "fill=\"white\"/>\n<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Activation "
-      "memory vs throughput: checkpointing none (circles) / all (squares)</text>\n",
-      left + width + legend, top + height + 60);
+  std::string svg = report::SvgHeader(left + width + legend, top + height + 60, 12);
+  svg +=
+      "<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Activation memory vs "
+      "throughput: checkpointing none (circles) / all (squares)</text>\n";
   for (double t = 0; t <= x_max + xs / 2; t += xs) {
     absl::StrAppendFormat(&svg,
                           "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e0e0e0\"/>\n"
@@ -509,16 +485,16 @@ std::string RenderMarkdown(const ReportInput& in) {
 }
 
 absl::Status WriteCsv(const std::string& path, const ReportInput& in) {
-  return WriteText(path, RenderCsv(in));
+  return report::WriteFileAtomically(path, RenderCsv(in));
 }
 absl::Status WriteThroughputSvg(const std::string& path, const ReportInput& in) {
-  return WriteText(path, RenderThroughputSvg(in));
+  return report::WriteFileAtomically(path, RenderThroughputSvg(in));
 }
 absl::Status WriteMemorySvg(const std::string& path, const ReportInput& in) {
-  return WriteText(path, RenderMemorySvg(in));
+  return report::WriteFileAtomically(path, RenderMemorySvg(in));
 }
 absl::Status WriteMarkdown(const std::string& path, const ReportInput& in) {
-  return WriteText(path, RenderMarkdown(in));
+  return report::WriteFileAtomically(path, RenderMarkdown(in));
 }
 
 }  // namespace padless::bench::e2e

@@ -13,8 +13,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+// The kernel-side headers every op needs (device guard, current stream, launchers), here so that
+// the ops' translation units share one preamble.
 #ifdef PADLESS_HAVE_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+
+#include "kernels.h"
 #endif
 
 namespace padless::cuda::internal {

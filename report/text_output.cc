@@ -1,11 +1,21 @@
-#include "atomic_file.h"
+#include "padless/report/text_output.h"
 
 #include <cstdio>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
-namespace padless::tokenize::internal {
+namespace padless::report {
+
+std::string XmlEscape(absl::string_view s) {
+  return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
+}
+
+std::string CsvField(absl::string_view s) {
+  if (s.find_first_of(",\"\n") == absl::string_view::npos) return std::string(s);
+  return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
+}
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  const std::function<void(std::ostream&)>& write) {
@@ -28,4 +38,10 @@ absl::Status WriteFileAtomically(const std::string& path,
   return absl::OkStatus();
 }
 
-}  // namespace padless::tokenize::internal
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view content) {
+  return WriteFileAtomically(path, [content](std::ostream& out) {
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  });
+}
+
+}  // namespace padless::report

@@ -1,0 +1,25 @@
+#include "cli_util.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_format.h"
+#include "padless/report/text_output.h"
+#include "subcommand.h"
+
+namespace padless::cli {
+
+int Fail(absl::string_view command, const absl::Status& status) {
+  absl::FPrintF(stderr, "padless %s: %s\n", command, status.ToString());
+  return kExitFailure;
+}
+
+int Usage(absl::string_view command, absl::string_view why) {
+  absl::FPrintF(stderr, "padless %s: %s (see `padless %s --help`)\n", command, why, command);
+  return kExitUsage;
+}
+
+absl::Status WriteFile(const std::string& path, absl::string_view content) {
+  return report::WriteFileAtomically(path, content);
+}
+
+}  // namespace padless::cli
