@@ -35,6 +35,7 @@
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
+#include "cli_util.h"
 #include "subcommand.h"
 
 // Defined by other subcommands (absl flags are process-global); train reads them too.
@@ -88,16 +89,6 @@ namespace {
 
 namespace tok = padless::tokenize;
 namespace models = padless::models;
-
-int Fail(const char* command, const absl::Status& status) {
-  absl::FPrintF(stderr, "padless %s: %s\n", command, status.ToString());
-  return kExitFailure;
-}
-
-int Usage(const char* command, const std::string& why) {
-  absl::FPrintF(stderr, "padless %s: %s (see `padless %s --help`)\n", command, why, command);
-  return kExitUsage;
-}
 
 absl::StatusOr<c10::Device> DeviceFromFlag() {
   const std::string d = absl::GetFlag(FLAGS_device);
