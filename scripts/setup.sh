@@ -2,7 +2,8 @@
 # Installs what padless needs on Debian 12 and builds it. Idempotent: every step is skipped when
 # its result is already there, so running it again costs seconds.
 #   scripts/setup.sh [build-dir]        (default: build)
-# Environment: PADLESS_JOBS (parallel build jobs, default nproc), PADLESS_CMAKE_ARGS (extra -D...).
+# Environment: PADLESS_JOBS (parallel build jobs, default nproc), PADLESS_CMAKE_ARGS (extra -D...),
+# PADLESS_TARGETS (build only these targets; default all).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -45,4 +46,5 @@ if [[ ! -f $build/build.ninja ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${PADLESS_CMAKE_ARGS:-}
 fi
 step "building ($jobs jobs)"
-cmake --build "$build" -j "$jobs"
+# shellcheck disable=SC2086
+cmake --build "$build" -j "$jobs" ${PADLESS_TARGETS:+--target $PADLESS_TARGETS}
