@@ -153,7 +153,9 @@ class EpochBuilder {
         return std::max(longest, std::min((longest + m - 1) / m * m, o_.max_len()));
       }
       case PadTo::kBucketBoundary:
-        return boundary > 0 ? boundary : longest;
+        // Explicit boundaries may lie beyond max_len (the last bucket only has to hold the
+        // longest piece); rows never do, or the model would see positions past max_len.
+        return boundary > 0 ? std::min(boundary, o_.max_len()) : longest;
     }
     return longest;
   }

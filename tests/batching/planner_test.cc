@@ -283,6 +283,25 @@ TEST(PlannerTest, BucketBoundaryPaddingGivesOneShapePerBucket) {
   }
 }
 
+// Found by tests/fuzz/planner_fuzzer: an explicit boundary above max_len padded rows to the
+// boundary (120 slots with max_len 24).
+TEST(PlannerTest, BucketBoundaryPaddingNeverPassesMaxLen) {
+  const std::vector<int64_t> lengths = {3, 24, 30, 7, 24, 100};
+  const Planner planner(PlannerOptions()
+                            .sampler(Sampler::kBucketed)
+                            .bucket_scheme(BucketScheme::kExplicit)
+                            .boundaries({8, 120})
+                            .max_len(24)
+                            .pad_to(PadTo::kBucketBoundary)
+                            .batch_size(4));
+  absl::StatusOr<std::vector<BatchSpec>> plan = planner.Plan(lengths, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::multiset<int64_t> shapes;
+  for (const BatchSpec& b : *plan) shapes.insert(b.length);
+  // Bucket 0 (<= 8) keeps its boundary; bucket 1 (<= 120) is capped at max_len.
+  EXPECT_EQ(shapes, (std::multiset<int64_t>{8, 24}));
+}
+
 TEST(PlannerTest, SortedMegabatchesAreSortedWithinBatches) {
   const std::vector<int64_t> lengths = RandomLengths(3200, 6);
   const Planner planner(PlannerOptions().sampler(Sampler::kSortedMegabatch).batch_size(16));

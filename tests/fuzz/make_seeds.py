@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in corpus/<target>/seed-*: small valid inputs in each target's byte
+layout (option bytes first, payload after; see each *_fuzzer.cc). Crash reproducers live beside
+them as corpus/<target>/regress-* and are kept by hand. Rerun after changing a target's layout:
+    python3 tests/fuzz/make_seeds.py
+"""
+import os
+import random
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def reader_seeds():
+    # format (0 tsv, 1 csv, 2 jsonl), header (0 auto, 1 present, 2 absent), require_label (0: no),
+    # max_reported_bad_rows, field names (0: short l/t/p).
+    def opts(fmt, header=0, require=1, reported=3, names=1):
+        return bytes([fmt, header, require, reported, names])
+    write("corpus_reader_fuzzer", "tsv_header",
+          opts(0) + b"label\ttext\npos\tgreat movie\nneg\tdull\r\n\n1\tok\n")
+    write("corpus_reader_fuzzer", "tsv_pairs",
+          opts(0, 2) + b"0\tthe first\tthe second\n1\ta\tb\n2\tbad row\n")
+    write("corpus_reader_fuzzer", "tsv_bad_utf8",
+          opts(0, 2, 0) + b"\xef\xbb\xbf\tno label\nx\t\xc3\x28 broken \xff\n")
+    write("corpus_reader_fuzzer", "csv_quotes",
+          opts(1) + b'label,text,text_pair\n1,"a, quoted ""text""","multi\nline"\r\n0,plain,\n')
+    write("corpus_reader_fuzzer", "csv_broken",
+          opts(1, 2) + b'pos,"unterminated\nneg,fine\nneg,"x"y\n,empty label\n')
+    write("corpus_reader_fuzzer", "jsonl",
+          opts(2) + b'{"label": "pos", "text": "hi", "text_pair": null}\n'
+          b'{"label": 3, "text": "\\u00e9t\\u00e9"}\n  \n{"label": true, "text": "b"}\n'
+          b'[1, 2]\n{"text": 5}\nnot json\n')
+    write("corpus_reader_fuzzer", "jsonl_short_names",
+          opts(2, 0, 0, 1, 0) + b'{"l": "a", "t": "x", "p": "y"}\n{"t": "\xff"}\n')
+
+
+def tokenizer_seeds():
+    # mode (0 single, 1 pair, 2 windows), max_length: Pick(16) then the value, truncation,
+    # head fraction: Pick(8) then the value (-50..150 -> /100), pair truncation, stride, split.
+    def opts(mode, max_len, trunc=2, frac=75, pair=0, stride=2, split=20):
+        return bytes([mode, 1, max_len, trunc, 3, frac, pair, stride + 1, split])
+    text = "The film's pacing is uneven, but the performances are wonderful. ".encode()
+    write("tokenizer_fuzzer", "single_head_tail", opts(0, 12) + text * 2)
+    write("tokenizer_fuzzer", "single_unlimited", opts(0, 0, 0) + "caf\u00e9 \u00c5ngstr\u00f6m \ufb01 ".encode() * 3)
+    write("tokenizer_fuzzer", "single_invalid_utf8", opts(0, 8, 1) + b"ok \xc3\x28 \xff\xfe end")
+    write("tokenizer_fuzzer", "pair_longest_first", opts(1, 16, pair=0, split=30) + text * 2)
+    write("tokenizer_fuzzer", "pair_only_second", opts(1, 20, pair=2, split=10) + text)
+    write("tokenizer_fuzzer", "windows", opts(2, 10, stride=3) + text * 3)
+    write("tokenizer_fuzzer", "empty", opts(0, 5))
+
+
+def planner_seeds():
+    rng = random.Random(20261130)
+    # sampler byte first (0 random, 1 megabatch, 2 bucketed, 3 token budget, 4 packed), then the
+    # remaining option bytes, then lengths (one byte each below 128).
+    for sampler in range(5):
+        for variant in range(2):
+            opts = bytes([sampler]) + bytes(rng.randrange(256) for _ in range(40))
+            lengths = bytes(rng.randrange(1, 128) for _ in range(rng.randrange(8, 80)))
+            write("planner_fuzzer", "sampler%d_%d" % (sampler, variant), opts + lengths)
+
+
+def main():
+    reader_seeds()
+    tokenizer_seeds()
+    planner_seeds()
+
+
+if __name__ == "__main__":
+    main()
