@@ -67,7 +67,61 @@ def planner_seeds():
             write("planner_fuzzer", "sampler%d_%d" % (sampler, variant), opts + lengths)
 
 
+def cache_file(examples, typed, fingerprint=0x7061646c65737321):
+    """A TokenizedCorpus cache (tokenized_corpus.cc's layout) of (ids, label) pairs."""
+    tokens = b"".join(struct.pack("<%di" % len(ids), *ids) for ids, _ in examples)
+    total = sum(len(ids) for ids, _ in examples)
+    type_ids = bytes((1 if i > len(ids) // 2 else 0) for ids, _ in examples
+                     for i in range(len(ids))) if typed else b""
+    offsets, at = [0], 0
+    for ids, _ in examples:
+        at += len(ids)
+        offsets.append(at)
+    payload = (tokens + type_ids + struct.pack("<%dq" % len(offsets), *offsets) +
+               struct.pack("<%dq" % len(examples), *[label for _, label in examples]))
+    h = 1469598103934665603
+    for b in payload:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    header = b"PADLCORP" + struct.pack("<IIQQQQQQ", 1, 1 if typed else 0, fingerprint,
+                                       len(examples), total, len(payload), h, 0)
+    return header + payload
+
+
+def cache_seeds():
+    # First byte: bit 0 sets the fingerprint, bit 1 the payload size, bit 2 the checksum.
+    examples = [([2, 17, 40, 3], 0), ([2, 5, 3], 1), ([2, 3], 0), ([2, 9, 9, 9, 9, 3], 2)]
+    write("corpus_cache_fuzzer", "valid", b"\x00" + cache_file(examples, False))
+    write("corpus_cache_fuzzer", "valid_typed", b"\x00" + cache_file(examples, True))
+    write("corpus_cache_fuzzer", "empty_corpus", b"\x00" + cache_file([], False))
+    write("corpus_cache_fuzzer", "repair_all", b"\x07" + cache_file(examples[:2], True, 0)[:-3])
+    write("corpus_cache_fuzzer", "not_a_cache", b"\x07" + b"PADLCORQ" + bytes(70))
+
+
+def model_dir_seeds():
+    # config length (2 bytes) + config JSON, labels length (2 bytes) + labels JSON, then the weights
+    # patch: keep this many bytes of the valid archive (3 bytes), patch offset (3 bytes), patch.
+    tiny = (b'{"vocab_size": 48, "hidden": 8, "layers": 1, "heads": 2, "ffn": 16, '
+            b'"max_positions": 16, "num_labels": 2, "dropout": 0.0, "attention_dropout": 0.0, '
+            b'"pre_ln": false, "activation": "gelu", "pooling": "cls"}')
+    labels = b'{"format": "padless-labels", "version": 1, "labels": ["neg", "pos"]}'
+
+    def seed(config, label_json, keep=0xFFFFFF, offset=0, patch=b""):
+        return (struct.pack("<H", len(config)) + config + struct.pack("<H", len(label_json)) +
+                label_json + struct.pack("<I", keep)[:3] + struct.pack("<I", offset)[:3] + patch)
+    write("model_dir_fuzzer", "valid", seed(tiny, labels))
+    write("model_dir_fuzzer", "truncated_weights", seed(tiny, labels, keep=1500))
+    write("model_dir_fuzzer", "patched_weights", seed(tiny, labels, offset=40, patch=b"\xff" * 8))
+    write("model_dir_fuzzer", "bad_types",
+          seed(b'{"hidden": "8", "heads": 3, "pooling": 1}', b'{"format": "padless-labels", '
+               b'"version": 1, "labels": ["a", "a", ""]}', keep=0))
+    write("model_dir_fuzzer", "label_mismatch",
+          seed(tiny.replace(b'"num_labels": 2', b'"num_labels": 3'), labels))
+    write("model_dir_fuzzer", "not_json", seed(b"{", b"[]", keep=64, offset=3, patch=b"PK"))
+
+
 def main():
+    model_dir_seeds()
+    cache_seeds()
     reader_seeds()
     tokenizer_seeds()
     planner_seeds()
