@@ -46,7 +46,9 @@ ABSL_DECLARE_FLAG(int64_t, batch_size);  // bench_padding_command.cc
 ABSL_FLAG(std::string, dev, "", "train: labeled dev file for evaluation and early stopping");
 ABSL_FLAG(double, dev_fraction, 0.0,
           "train: hold out this share of --data as the dev set when --dev is not given");
-ABSL_FLAG(std::string, preset, "tiny", "train: encoder preset (tiny, small, base)");
+ABSL_FLAG(std::string, preset, "",
+          "train: encoder preset: tiny, small or base (default: tiny, or the --init-from model's; "
+          "a preset that differs from the --init-from model is an error)");
 ABSL_FLAG(std::string, batching, "packed",
           "train: batching strategy: packed, varlen, buckets, padded, or any bench-padding name");
 ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16 or fp16 (fp16 needs CUDA)");
@@ -80,6 +82,9 @@ ABSL_FLAG(std::string, long_text, "head_tail",
 ABSL_FLAG(int64_t, window_stride, 128, "predict: tokens shared by consecutive windows");
 ABSL_FLAG(std::string, attention, "auto",
           "train: attention backend: auto (from the batch layout), dense, flash or reference");
+ABSL_FLAG(int64_t, max_nonfinite_steps, 50,
+          "train: stop with an error after this many optimizer steps in a row with an inf/NaN "
+          "loss or gradient (each one is skipped and counted; 0: never stop)");
 ABSL_FLAG(std::string, memory_budget, "",
           "train: peak memory a training step may reach, e.g. 40GiB (empty: off); probe steps "
           "measure the model and choose the token budget or batch size that fits");
@@ -214,8 +219,9 @@ int RunTrain(const std::vector<std::string>& args) {
   const double dev_fraction = absl::GetFlag(FLAGS_dev_fraction);
   if (!(dev_fraction >= 0.0 && dev_fraction < 1.0))
     return Usage(kCmd, "--dev-fraction must be in [0, 1)");
-  absl::StatusOr<models::EncoderConfig> preset =
-      models::EncoderConfig::Preset(absl::GetFlag(FLAGS_preset));
+  const std::string preset_name =
+      absl::GetFlag(FLAGS_preset).empty() ? "tiny" : absl::GetFlag(FLAGS_preset);
+  absl::StatusOr<models::EncoderConfig> preset = models::EncoderConfig::Preset(preset_name);
   if (!preset.ok()) return Usage(kCmd, std::string(preset.status().message()));
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
@@ -233,6 +239,8 @@ int RunTrain(const std::vector<std::string>& args) {
   if (!attention.ok()) return Usage(kCmd, std::string(attention.status().message()));
   if (absl::GetFlag(FLAGS_epochs) < 1) return Usage(kCmd, "--epochs must be >= 1");
   if (absl::GetFlag(FLAGS_grad_accum) < 1) return Usage(kCmd, "--grad-accum must be >= 1");
+  if (absl::GetFlag(FLAGS_max_nonfinite_steps) < 0)
+    return Usage(kCmd, "--max-nonfinite-steps must be >= 0");
   int64_t memory_budget = 0;
   if (const std::string text = absl::GetFlag(FLAGS_memory_budget); !text.empty()) {
     absl::StatusOr<int64_t> bytes = cuda::ParseByteSize(text);
@@ -310,11 +318,29 @@ int RunTrain(const std::vector<std::string>& args) {
   at::manual_seed(seed);
   models::EncoderClassifier model(config);
   if (!init_from.empty()) {
-    absl::StatusOr<std::string> json = models::ReadFile(init_from + "/" + models::kConfigFile);
+    const std::string init_config_path = init_from + "/" + models::kConfigFile;
+    absl::StatusOr<std::string> json = models::ReadFile(init_config_path);
     if (!json.ok()) return Fail(kCmd, json.status());
     absl::StatusOr<models::EncoderConfig> init_config =
-        models::EncoderConfig::FromJson(*json, init_from + "/" + models::kConfigFile);
+        models::EncoderConfig::FromJson(*json, init_config_path);
     if (!init_config.ok()) return Fail(kCmd, init_config.status());
+    auto shape = [](const models::EncoderConfig& c) {
+      return absl::StrFormat("%d layers, hidden %d, %d heads, ffn %d", c.layers(), c.hidden(),
+                             c.heads(), c.ffn());
+    };
+    if (!absl::GetFlag(FLAGS_preset).empty() && shape(*preset) != shape(*init_config)) {
+      return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(
+                            "--preset ", preset_name, " (", shape(*preset), ") does not match the ",
+                            "--init-from model ", init_config_path, " (", shape(*init_config),
+                            "); leave --preset out to continue from it")));
+    }
+    if (init_config->vocab_size() != tokenizer->vocab_size()) {
+      return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(
+                            "--init-from model ", init_config_path, " has a vocabulary of ",
+                            init_config->vocab_size(), " pieces but the tokenizer ", tokenizer_path,
+                            " has ", tokenizer->vocab_size(),
+                            "; use an --out directory without a tokenizer of its own")));
+    }
     // The architecture comes from the initial model; only the head follows the new labels.
     config = init_config->num_labels(labels.size())
                  .dropout(absl::GetFlag(FLAGS_dropout))
@@ -349,7 +375,8 @@ int RunTrain(const std::vector<std::string>& args) {
                                .log_csv(out + "/train_log.csv")
                                .progress(!quiet)
                                .seed(seed)
-                               .memory_budget_bytes(memory_budget);
+                               .memory_budget_bytes(memory_budget)
+                               .max_nonfinite_steps(absl::GetFlag(FLAGS_max_nonfinite_steps));
   // Creates `out` (for the log and checkpoints) and leaves a loadable model there from the start.
   if (absl::Status s = models::SaveModelDir(out, model, *tokenizer, labels); !s.ok()) {
     return Fail(kCmd, s);
@@ -357,7 +384,8 @@ int RunTrain(const std::vector<std::string>& args) {
   if (!quiet) {
     absl::FPrintF(stderr,
                   "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
-                  absl::GetFlag(FLAGS_preset), config.layers(), config.hidden(), device->str(),
+                  init_from.empty() ? preset_name : init_from, config.layers(), config.hidden(),
+                  device->str(),
                   train->size(), dev ? absl::StrCat(", dev ", dev->size()) : "",
                   absl::GetFlag(FLAGS_batching), models::AmpModeName(*amp));
   }
@@ -376,6 +404,7 @@ int RunTrain(const std::vector<std::string>& args) {
                             {"train_seconds", result->train_seconds},
                             {"device", device->str()},
                             {"oom_events", result->oom_events.size()},
+                            {"skipped_steps", result->skipped_steps},
                             {"stopped_early", result->stopped_early}};
   if (result->memory_plan) {
     const models::MemoryPlan& mp = *result->memory_plan;
@@ -383,7 +412,7 @@ int RunTrain(const std::vector<std::string>& args) {
     metrics["memory_plan"] = {
         {"budget_bytes", mp.budget_bytes}, {"target_bytes", mp.target_bytes},
         {"max_tokens", mp.max_tokens},     {"batch_size", mp.batch_size},
-        {"row_len", mp.row_len},           {"predicted_peak_bytes", mp.predicted_peak_bytes}};
+        {"row_len", mp.row_len},           {"measured_peak_bytes", mp.measured_peak_bytes}};
   }
   if (dev) {
     absl::StatusOr<models::EvalResult> eval = models::Evaluate(model, *dev, *plan, *device, *amp);
@@ -404,6 +433,10 @@ int RunTrain(const std::vector<std::string>& args) {
       absl::StrFormat("%.1f MiB", result->peak_reserved_bytes / 1048576.0), result->train_seconds,
       device->str());
   for (const std::string& e : result->oom_events) absl::PrintF("recovered: %s\n", e);
+  if (result->skipped_steps > 0) {
+    absl::PrintF("skipped %d optimizer steps with an inf/NaN loss or gradient\n",
+                 result->skipped_steps);
+  }
   absl::PrintF("model written to %s\n", out);
   if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), metrics); !s.ok())
     return Fail(kCmd, s);
@@ -554,6 +587,7 @@ const Subcommand kTrainCommand = {
      "keep_checkpoints",
      "attention",
      "memory_budget",
+     "max_nonfinite_steps",
      "device",
      "threads",
      "quiet",

@@ -4,9 +4,9 @@
 #include <c10/util/Exception.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
-#include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -20,24 +20,14 @@ using internal::JoinPath;
 
 namespace {
 
-std::string TempPathFor(const std::string& path) { return absl::StrCat(path, ".tmp.", ::getpid()); }
-
-absl::Status RenameInto(const std::string& tmp, const std::string& path) {
-  return internal::RenameFile(tmp, path);
-}
-
 }  // namespace
 
 absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
-  const std::string tmp = TempPathFor(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InternalError(absl::StrCat(path, ": cannot open for writing"));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat(path, ": write failed"));
-  }
-  return RenameInto(tmp, path);
+  absl::StatusOr<std::unique_ptr<internal::AtomicFileWriter>> out =
+      internal::AtomicFileWriter::Open(path);
+  if (!out.ok()) return out.status();
+  absl::Status s = (*out)->Append(content.data(), content.size());
+  return s.ok() ? (*out)->Commit() : s;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -49,16 +39,18 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 absl::Status SaveWeights(torch::nn::Module& model, const std::string& path) {
-  const std::string tmp = TempPathFor(path);
+  absl::StatusOr<std::unique_ptr<internal::AtomicFileWriter>> out =
+      internal::AtomicFileWriter::Open(path);
+  if (!out.ok()) return out.status();
   try {
     torch::serialize::OutputArchive archive;
     for (const auto& p : model.named_parameters()) archive.write(p.key(), p.value().detach().cpu());
-    archive.save_to(tmp);
+    archive.save_to((*out)->Sink());
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat(path, ": cannot save weights: ", e.what_without_backtrace()));
   }
-  return RenameInto(tmp, path);
+  return (*out)->Commit();
 }
 
 absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <utility>
@@ -238,7 +240,12 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     if (!made.ok()) return made;
     const std::string path =
         internal::JoinPath(ckpt_dir, absl::StrFormat("step-%08d.pt", global_step));
-    const std::string tmp = path + ".tmp";
+    absl::StatusOr<std::unique_ptr<internal::AtomicFileWriter>> out =
+        internal::AtomicFileWriter::Open(path, /*is_checkpoint=*/true);
+    if (!out.ok()) {
+      return absl::Status(out.status().code(),
+                          absl::StrCat("cannot write checkpoint: ", out.status().message()));
+    }
     try {
       torch::serialize::OutputArchive a;
       for (const auto& p : model_->named_parameters())
@@ -254,13 +261,15 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
       const internal::RngState rng = internal::CaptureRng(device_);
       a.write("rng.cpu", rng.cpu);
       if (rng.cuda.defined()) a.write("rng.cuda", rng.cuda);
-      a.save_to(tmp);
+      a.save_to((*out)->Sink());
     } catch (const c10::Error& e) {
       return absl::InternalError(
           absl::StrCat(path, ": cannot write checkpoint: ", e.what_without_backtrace()));
     }
-    absl::Status renamed = internal::RenameFile(tmp, path);
-    if (!renamed.ok()) return renamed;
+    // A failed write leaves the earlier checkpoints alone: nothing is rotated out.
+    if (absl::Status s = (*out)->Commit(); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("cannot write checkpoint: ", s.message()));
+    }
     auto all = ListCheckpoints(ckpt_dir);
     for (size_t i = 0; i + std::max<int64_t>(config_.keep_checkpoints(), 1) < all.size(); ++i) {
       internal::RemoveFile(all[i].second);
@@ -269,6 +278,17 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
   };
 
   if (config_.resume() && !ckpt_dir.empty()) {
+    // A process killed while writing a checkpoint leaves its temporary file; it is never taken as
+    // a checkpoint (ListCheckpoints wants "step-N.pt"), only cleared away.
+    for (const std::string& name : internal::ListDirectory(ckpt_dir)) {
+      if (internal::IsTemporaryName(name)) {
+        internal::RemoveFile(internal::JoinPath(ckpt_dir, name));
+        if (config_.progress()) {
+          absl::FPrintF(stderr, "removed %s, left by an interrupted checkpoint write\n",
+                        internal::JoinPath(ckpt_dir, name));
+        }
+      }
+    }
     auto all = ListCheckpoints(ckpt_dir);
     if (!all.empty()) {
       const std::string path = all.back().second;
@@ -358,18 +378,30 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
   const auto train_start = Clock::now();
   const int64_t first_step = global_step;
 
-  auto flush = [&](bool final_flush) {
-    if (pending.empty()) return;
+  // The progress line is redrawn in place ("\r"); anything else printed to stderr, and the end of
+  // training, first ends it so that the next output starts on a line of its own.
+  bool progress_line_open = false;
+  auto end_progress_line = [&] {
+    if (progress_line_open) absl::FPrintF(stderr, "\n");
+    progress_line_open = false;
+  };
+
+  auto flush = [&]() -> absl::Status {
+    if (pending.empty()) return absl::OkStatus();
     std::vector<at::Tensor> losses;
     for (const PendingRow& r : pending) losses.push_back(r.loss);
     at::Tensor host = at::stack(losses).to(at::kCPU, at::kDouble);  // the one sync per window
     const double window_s = Seconds(window_start);
     const double tps = window_s > 0 ? window_tokens / window_s : 0.0;
-    double loss_mean = 0;
+    double loss_sum = 0;
+    int64_t finite_rows = 0;
     for (size_t i = 0; i < pending.size(); ++i) {
       const PendingRow& r = pending[i];
       const double loss = host[i].item<double>();
-      loss_mean += loss / pending.size();
+      if (!r.skipped) {
+        loss_sum += loss;
+        ++finite_rows;
+      }
       if (csv) {
         *csv << absl::StrFormat("%d,%d,%.6f,%.6g,%d,%d,%.4f,%.1f,%d,%d,%d,%d,%d\n", r.step, r.epoch,
                                 loss, r.lr, r.real, r.slots,
@@ -378,20 +410,33 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
                                 r.mem.peak_allocated_bytes, r.ooms, r.skipped ? 1 : 0);
       }
     }
-    if (csv) csv->flush();
-    result.final_loss = loss_mean;
+    if (csv && !csv->flush()) {
+      return absl::InternalError(
+          absl::StrCat(config_.log_csv(), ": cannot write the training log: ", std::strerror(errno)));
+    }
+    if (finite_rows > 0) result.final_loss = loss_sum / finite_rows;
     if (config_.progress()) {
       const int64_t done = global_step - first_step;
       const double elapsed = Seconds(train_start);
       const double eta = done > 0 ? elapsed / done * (total_steps - global_step) : -1;
-      absl::FPrintF(stderr, "\rstep %d/%d  epoch %d  loss %.4f  %.0f tok/s  ETA %s   %s",
-                    global_step, total_steps, pending.back().epoch, loss_mean, tps,
-                    FormatDuration(eta), final_flush ? "\n" : "");
+      absl::FPrintF(stderr, "\rstep %d/%d  epoch %d  loss %.4f  %.0f tok/s  ETA %s%s   ",
+                    global_step, total_steps, pending.back().epoch, result.final_loss, tps,
+                    FormatDuration(eta),
+                    result.skipped_steps > 0
+                        ? absl::StrCat("  skipped ", result.skipped_steps, " non-finite")
+                        : "");
+      progress_line_open = true;
     }
     pending.clear();
     window_tokens = 0;
     window_start = Clock::now();
+    return absl::OkStatus();
   };
+  // Error returns end the progress line too, so the caller's message starts a line.
+  struct EndLineOnExit {
+    std::function<void()> end;
+    ~EndLineOnExit() { end(); }
+  } end_line_on_exit{end_progress_line};
 
   // --- Evaluation and early stopping.
   auto evaluate = [&]() -> absl::Status {
@@ -399,7 +444,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     absl::StatusOr<EvalResult> r = Evaluate(model_, *dev, plan_, device_, config_.amp());
     if (!r.ok()) return r.status();
     if (config_.progress()) {
-      absl::FPrintF(stderr, "\n[step %d] dev accuracy %.4f  macro-F1 %.4f  loss %.4f\n",
+      end_progress_line();
+      absl::FPrintF(stderr, "[step %d] dev accuracy %.4f  macro-F1 %.4f  loss %.4f\n",
                     global_step, r->metrics.accuracy, r->metrics.macro_f1, r->loss);
     }
     if (r->metrics.accuracy > best_accuracy) {
@@ -420,30 +466,41 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
 
   batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
   std::map<const BatchSpec*, int64_t> split_pieces;
-  int64_t oom_splits_total = 0;
+
+  // What the (sub-)batches of one optimizer step's successful attempt held: checked against the
+  // unsplit batches, so that an out-of-memory split can never drop or repeat examples unnoticed.
+  struct Trained {
+    int64_t sequences = 0;
+    int64_t real_tokens = 0;
+  };
 
   // One forward + backward of a (sub-)batch; `weight` is its share of the optimizer step's loss.
-  auto forward_backward = [&](const Batch& b, double weight, at::Tensor& step_loss) {
+  auto forward_backward = [&](const Batch& b, double weight, at::Tensor& step_loss,
+                              Trained& trained) {
     if (config_.before_forward) config_.before_forward(b);
     at::Tensor loss;
     {
       AutocastGuard autocast(device_.type(), config_.amp());
       loss = ClassificationLoss(model_->forward(b), b.labels);
     }
+    if (config_.on_loss) config_.on_loss(global_step, loss);
     scaler.Scale(loss * weight).backward();
     at::Tensor contribution = loss.detach() * weight;
     step_loss = step_loss.defined() ? step_loss + contribution : contribution;
+    trained.sequences += b.num_sequences;
+    trained.real_tokens += b.real_tokens;
   };
 
   // Runs the forward/backward passes of one optimizer step. On a CUDA out-of-memory error the
   // gradients are cleared, the failing batch is split in two (again if needed) and the whole step
   // is replayed, so the accumulated gradient is exactly that of the unsplit step.
   auto run_group = [&](std::vector<std::pair<const BatchSpec*, Batch>>& group,
-                       at::Tensor& step_loss) -> absl::Status {
+                       at::Tensor& step_loss, Trained& trained) -> absl::Status {
     int64_t sequences = 0;
     for (const auto& g : group) sequences += g.second.num_sequences;
     for (;;) {
       step_loss = at::Tensor();
+      trained = Trained();
       const BatchSpec* failing = nullptr;
       try {
         for (auto& [spec, batch] : group) {
@@ -451,7 +508,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
           auto it = split_pieces.find(spec);
           if (it == split_pieces.end()) {
             failing = spec;
-            forward_backward(batch, weight, step_loss);
+            forward_backward(batch, weight, step_loss, trained);
             continue;
           }
           for (const BatchSpec& piece : SplitSpec(*spec, it->second)) {
@@ -460,7 +517,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
             Batch moved = pb->To(device_);
             failing = spec;
             forward_backward(moved, static_cast<double>(moved.num_sequences) / sequences,
-                             step_loss);
+                             step_loss, trained);
           }
         }
         return absl::OkStatus();
@@ -475,16 +532,22 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
               " even with the batch split into single rows: ", e.what_without_backtrace()));
         }
         split_pieces[failing] = pieces;
-        ++oom_splits_total;
+        ++result.oom_splits;
         const std::string line =
             absl::StrCat("step ", global_step, ": out of memory on a batch of ",
                          failing->num_sequences(), " sequences (", failing->token_slots(),
                          " token slots); retrying it in ", pieces, " pieces");
         result.oom_events.push_back(line);
-        if (config_.progress()) absl::FPrintF(stderr, "\n%s\n", line);
+        if (config_.progress()) {
+          end_progress_line();
+          absl::FPrintF(stderr, "%s\n", line);
+        }
       }
     }
   };
+
+  // Steps skipped in a row for a non-finite loss or gradient, and the first of them.
+  int64_t nonfinite_run = 0, nonfinite_first = 0;
 
   bool stop = false;
   absl::Status status;
@@ -522,43 +585,74 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
                                (!next->has_value() && !group.empty());
       if (flush_group) {
         at::Tensor step_loss;
-        int64_t real = 0, slots = 0;
+        Trained trained;
+        int64_t real = 0, slots = 0, sequences = 0;
         for (const auto& g : group) {
           real += g.second.real_tokens;
           slots += g.second.real_tokens + g.second.padded_tokens;
+          sequences += g.second.num_sequences;
         }
-        const int64_t ooms_before = oom_splits_total;
+        const int64_t ooms_before = result.oom_splits;
+        bool skipped = false;
         try {
-          status = run_group(group, step_loss);
+          status = run_group(group, step_loss, trained);
           if (!status.ok()) return status;
+          if (trained.sequences != sequences || trained.real_tokens != real) {
+            return absl::InternalError(absl::StrCat(
+                "step ", global_step, ": the split batches held ", trained.sequences,
+                " sequences / ", trained.real_tokens, " tokens, the batches ", sequences, " / ",
+                real));
+          }
+          if (config_.after_backward) config_.after_backward(global_step, params);
           const double lr =
               LearningRate(config_.lr(), global_step, warmup_steps, total_steps, config_.decay());
-          bool skipped = false;
           if (scaler.enabled()) scaler.Unscale(params);
-          if (config_.clip_norm() > 0) ClipGradNorm(params, config_.clip_norm());
-          if (scaler.enabled()) {
-            skipped = !scaler.Step([&] { optimizer.Step(lr); }, params);
-            scaler.Update();
-          } else {
-            optimizer.Step(lr);
-          }
+          // The global gradient norm is finite iff every gradient is (clip_norm 0: norm only).
+          // Reading it and the loss costs one host sync per step; fp16 already paid it in
+          // GradScaler::Step, and a skipped step must be known before the optimizer runs.
+          const at::Tensor norm = ClipGradNorm(params, config_.clip_norm());
+          const at::Tensor finite =
+              at::stack({at::isfinite(step_loss.to(at::kFloat)).to(norm.device()),
+                         at::isfinite(norm.to(at::kFloat))})
+                  .cpu();
+          const bool loss_finite = finite[0].item<bool>(), grads_finite = finite[1].item<bool>();
+          skipped = !(loss_finite && grads_finite);
+          if (!skipped) optimizer.Step(lr);
+          if (scaler.enabled()) scaler.Update();  // backs off the scale after inf/NaN gradients
           optimizer.ZeroGrad();
-          if (skipped) ++result.skipped_steps;
+          if (skipped) {
+            ++result.skipped_steps;
+            if (nonfinite_run++ == 0) nonfinite_first = global_step;
+          } else {
+            nonfinite_run = 0;
+          }
           ++global_step;
           result.real_tokens += real;
           result.token_slots += slots;
+          result.sequences += sequences;
           window_tokens += real;
           pending.push_back(PendingRow{global_step, epoch, step_loss, lr, real, slots, 0.0,
-                                       meter.Snapshot(), oom_splits_total - ooms_before, skipped});
+                                       meter.Snapshot(), result.oom_splits - ooms_before, skipped});
+          if (config_.max_nonfinite_steps() > 0 && nonfinite_run >= config_.max_nonfinite_steps()) {
+            flush().IgnoreError();  // the log shows the skipped steps; the divergence is the error
+            return absl::AbortedError(absl::StrCat(
+                "training diverged: ", nonfinite_run, " optimizer steps in a row (steps ",
+                nonfinite_first + 1, " to ", global_step, ") had a non-finite ",
+                loss_finite ? "gradient" : "loss",
+                " and were skipped; the limit is max_nonfinite_steps (--max-nonfinite-steps) = ",
+                config_.max_nonfinite_steps(), ". Lower the learning rate or check the data"));
+          }
         } catch (const c10::Error& e) {
           return absl::InternalError(
               absl::StrCat("training step ", global_step, " failed: ", e.what_without_backtrace()));
         }
         group.clear();
         split_pieces.clear();
-        if (static_cast<int64_t>(pending.size()) >= config_.log_every()) flush(false);
+        if (static_cast<int64_t>(pending.size()) >= config_.log_every()) {
+          if (status = flush(); !status.ok()) return status;
+        }
         if (config_.eval_every() > 0 && global_step % config_.eval_every() == 0) {
-          flush(false);
+          if (status = flush(); !status.ok()) return status;
           status = evaluate();
           if (!status.ok()) return status;
           if (patience_exhausted()) stop = result.stopped_early = true;
@@ -584,7 +678,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     ++epoch;
     start_batch = 0;
     ++result.epochs_completed;
-    flush(false);
+    if (status = flush(); !status.ok()) return status;
     if (config_.eval_every() == 0) {
       status = evaluate();
       if (!status.ok()) return status;
@@ -595,7 +689,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
       if (!status.ok()) return status;
     }
   }
-  flush(true);
+  if (status = flush(); !status.ok()) return status;
+  end_progress_line();
   if (dev != nullptr && result.best_step < 0) {
     status = evaluate();
     if (!status.ok()) return status;

@@ -1,107 +1,31 @@
 // Trainer: a resumed run equals an uninterrupted one, an out-of-memory step split in pieces equals
-// the unsplit step, the model learns a separable task, early stopping, checkpoint rotation, the
-// CSV log, and clear errors for bad data.
+// the unsplit step, the model learns a separable task, early stopping, gradual unfreezing,
+// checkpoint rotation, the CSV log, and clear errors for bad data.
 #include "padless/models/trainer.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <dirent.h>
-#include <ftw.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <random>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "padless/models/lr_schedule.h"
 #include "padless/models/metrics.h"
+#include "trainer_fixtures.h"
 
 namespace padless::models {
 namespace {
 
-// Label 1 iff token 7 occurs: learnable by attention in a few epochs.
-tokenize::TokenizedCorpus SyntheticCorpus(uint64_t seed, int64_t n) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int32_t> len(4, 20), tok(10, 49), coin(0, 1);
-  tokenize::TokenizedCorpus c;
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<int32_t> ids = {2};
-    const int32_t l = len(rng);
-    for (int32_t k = 0; k < l; ++k) ids.push_back(tok(rng));
-    const int64_t label = coin(rng);
-    if (label == 1) ids[1 + rng() % l] = 7;
-    ids.push_back(3);
-    c.Add(ids, {}, label);
-  }
-  return c;
-}
-
-EncoderConfig TinyConfig(double dropout) {
-  return EncoderConfig()
-      .vocab_size(50)
-      .hidden(32)
-      .layers(2)
-      .heads(4)
-      .ffn(64)
-      .max_positions(64)
-      .num_labels(2)
-      .dropout(dropout)
-      .attention_dropout(dropout);
-}
-
-// Padded: 8 sequences per batch. Packed: 2 rows of 64 slots (about 8 sequences) per batch.
-batching::PlannerOptions Plan(batching::Sampler sampler) {
-  return batching::PlannerOptions()
-      .sampler(sampler)
-      .batch_size(sampler == batching::Sampler::kPacked ? 2 : 8)
-      .max_len(64);
-}
-
-TrainConfig Quiet() { return TrainConfig().progress(false).loader_workers(0); }
-
-std::vector<at::Tensor> Params(EncoderClassifier& m) {
-  std::vector<at::Tensor> out;
-  for (const at::Tensor& p : m->parameters()) out.push_back(p.detach().clone());
-  return out;
-}
-
-double MaxDiff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, (a[i] - b[i]).abs().max().item<double>());
-  return d;
-}
-
-// A fresh directory, removed afterwards (POSIX calls: libtorch.so's exported std::filesystem
-// symbols make std::filesystem::remove_all crash in binaries linked against it).
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/padless_trainer_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { ::nftw(path_.c_str(), Remove, 8, FTW_DEPTH | FTW_PHYS); }
-  std::string str() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  static int Remove(const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }
-  std::string path_;
-};
-
-int64_t CountFiles(const std::string& dir, const std::string& suffix) {
-  int64_t n = 0;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      n += name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
-    }
-    ::closedir(d);
-  }
-  return n;
-}
+using testing::MaxDiff;
+using testing::Params;
+using testing::Plan;
+using testing::Quiet;
+using testing::SyntheticCorpus;
+using testing::TempDir;
+using testing::TinyConfig;
 
 TEST(TrainerTest, ResumeEqualsUninterruptedRun) {
   const auto data = SyntheticCorpus(1, 48);
@@ -225,7 +149,7 @@ TEST(TrainerTest, LearnsASeparableTaskAndLogs) {
   int64_t rows = 0;
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, r->steps);
-  EXPECT_EQ(CountFiles(dir.file("ckpt"), ".pt"), 2);
+  EXPECT_EQ(testing::FilesEndingWith(dir.file("ckpt"), ".pt").size(), 2u);
 }
 
 TEST(TrainerTest, EarlyStoppingWithoutImprovement) {
@@ -240,6 +164,65 @@ TEST(TrainerTest, EarlyStoppingWithoutImprovement) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->stopped_early);
   EXPECT_EQ(r->epochs_completed, 3);
+}
+
+// freeze_layers 2, unfreeze_every 1: epoch 0 trains no layer, epoch 1 layer 1, epoch 2 both (the
+// top frozen layer thaws first). Frozen layers must keep their exact values, and their gradients
+// must not even be computed.
+TEST(TrainerTest, GradualUnfreezingThawsTheTopLayerEachEpoch) {
+  const auto data = SyntheticCorpus(11, 48);  // 6 batches of 8: 6 optimizer steps per epoch
+  at::manual_seed(12);
+  EncoderClassifier model(TinyConfig(0.0));
+  TrainConfig config = Quiet().epochs(3).lr(1e-2).freeze_layers(2).unfreeze_every(1);
+  auto snapshot = [&] {
+    std::map<std::string, at::Tensor> out;
+    for (const auto& p : model->named_parameters()) out[p.key()] = p.value().detach().clone();
+    return out;
+  };
+  // Per forward: which layers require grad, and the parameters before it.
+  std::vector<std::vector<bool>> requires_grad;
+  std::vector<std::map<std::string, at::Tensor>> before;
+  config.before_forward = [&](const batching::Batch&) {
+    std::vector<bool> layers(2, false);
+    for (const auto& p : model->named_parameters()) {
+      for (int l = 0; l < 2; ++l) {
+        if (p.key().rfind("layer" + std::to_string(l) + ".", 0) == 0) {
+          layers[l] = p.value().requires_grad();
+        }
+      }
+      if (p.key().rfind("layer", 0) != 0) {
+        EXPECT_TRUE(p.value().requires_grad()) << p.key() << " is never frozen";
+      }
+    }
+    requires_grad.push_back(layers);
+    before.push_back(snapshot());
+  };
+  absl::StatusOr<TrainResult> r =
+      Trainer(model, config, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->steps, 18);
+  ASSERT_EQ(requires_grad.size(), 18u);
+  before.push_back(snapshot());  // after the last step
+  for (size_t i = 0; i < 18; ++i) {
+    const int64_t epoch = i / 6;
+    EXPECT_EQ(requires_grad[i], (std::vector<bool>{epoch >= 2, epoch >= 1})) << "forward " << i;
+  }
+  // A layer is bitwise unchanged over every step it was frozen for, and moves once thawed.
+  auto changed = [&](const std::string& prefix, size_t from, size_t to) {
+    double d = 0;
+    for (const auto& [name, t] : before[from]) {
+      if (name.rfind(prefix, 0) == 0) {
+        d = std::max(d, (t - before[to].at(name)).abs().max().item<double>());
+      }
+    }
+    return d;
+  };
+  EXPECT_EQ(changed("layer0.", 0, 12), 0.0);
+  EXPECT_EQ(changed("layer1.", 0, 6), 0.0);
+  EXPECT_GT(changed("layer1.", 6, 12), 1e-4);
+  EXPECT_GT(changed("layer0.", 12, 18), 1e-4);
+  EXPECT_GT(changed("word_embeddings", 0, 6), 1e-4);
+  EXPECT_GT(changed("head_", 0, 6), 1e-4);
 }
 
 TEST(TrainerTest, BadDataIsAClearError) {

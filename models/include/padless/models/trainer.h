@@ -5,6 +5,7 @@
 #ifndef PADLESS_MODELS_TRAINER_H_
 #define PADLESS_MODELS_TRAINER_H_
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <torch/arg.h>
 
@@ -64,11 +65,22 @@ struct TrainConfig {
   // strategies) or batch_size (fixed-size ones) is chosen to fit; see memory_planning.h.
   TORCH_ARG(int64_t, memory_budget_bytes) = 0;
   TORCH_ARG(double, memory_safety_margin) = 0.05;  // fraction of the budget kept free
+  // An optimizer step whose loss or gradient is inf/NaN is skipped (no parameter or optimizer
+  // state changes; with fp16 the GradScaler also backs off) and counted. After this many such
+  // steps in a row training stops with an error, since the run has diverged (0: never stop).
+  // 50 leaves room for fp16's scale search: from 2^16, halving reaches any usable scale sooner.
+  TORCH_ARG(int64_t, max_nonfinite_steps) = 50;
 
  public:
-  // Test hook, called before each forward with the (sub-)batch about to run; may throw (e.g. an
-  // injected c10::OutOfMemoryError).
+  // Test hooks. before_forward: called before each forward with the (sub-)batch about to run; may
+  // throw (e.g. an injected c10::OutOfMemoryError).
   std::function<void(const batching::Batch&)> before_forward;
+  // on_loss: called with each (sub-)batch's loss and the 0-based optimizer step it belongs to,
+  // before backward; may replace the loss (e.g. inject NaN).
+  std::function<void(int64_t step, at::Tensor& loss)> on_loss;
+  // after_backward: called once the step's gradients are accumulated, before they are checked;
+  // may change them (e.g. inject inf into one).
+  std::function<void(int64_t step, const std::vector<at::Tensor>& params)> after_backward;
 };
 
 struct EvalResult {
@@ -86,13 +98,17 @@ struct TrainResult {
   double train_seconds = 0;  // this process only
   int64_t real_tokens = 0;   // this process only
   int64_t token_slots = 0;
+  // Sequences the optimizer steps of this process trained on, counted from the (sub-)batches that
+  // actually ran, so an out-of-memory split that lost examples would show here.
+  int64_t sequences = 0;
   double real_tokens_per_s = 0;
   double padding_efficiency = 0;
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  double final_loss = 0;                // mean training loss of the last logging window
-  int64_t skipped_steps = 0;            // fp16 steps skipped for inf/NaN gradients
+  double final_loss = 0;  // mean training loss of the last logging window (skipped steps aside)
+  int64_t skipped_steps = 0;  // steps skipped for an inf/NaN loss or gradient (this process)
   std::vector<std::string> oom_events;  // one line per recovered out-of-memory error
+  int64_t oom_splits = 0;               // == oom_events.size()
   bool stopped_early = false;
   bool interrupted = false;  // stop_after reached
   std::optional<EvalResult> best_dev;
