@@ -24,11 +24,12 @@
 #include "padless/cuda/memory_budget.h"
 #include "padless/cuda/memory_meter.h"
 #include "padless/cuda/memory_profile.h"
-#include "padless/cuda/packed_masks.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
+#include "padless/models/memory_planning.h"
+#include "padless/models/memory_probe.h"
 #include "padless/models/optimizer.h"
 #include "subcommand.h"
 
@@ -48,8 +49,9 @@ ABSL_FLAG(int64_t, sweep_max_tokens, 131072,
 ABSL_FLAG(int64_t, sweep_vocab_size, 0,
           "profile-memory: vocabulary size (0: the preset's); it only moves the fixed memory");
 ABSL_FLAG(std::string, verify_budget, "",
-          "profile-memory: also plan the largest batch per length for this budget (e.g. 40GiB) "
-          "from each fit, run it, and check peak <= budget and >= 85% of it");
+          "profile-memory: also plan each configuration and length for this budget (e.g. 40GiB) "
+          "as train --memory-budget does, run the planned batch, and check peak <= budget and "
+          ">= 85% of it");
 ABSL_FLAG(std::string, held_out_lens, "384,1536,3072",
           "profile-memory: lengths left out of the fit, to report its prediction error");
 
@@ -78,60 +80,6 @@ std::vector<std::string> ParseList(const std::string& text) {
   return absl::StrSplit(text, ',', absl::SkipEmpty());
 }
 
-// Full-length sequences (no padding), so the padded and varlen layouts hold the same tokens and
-// differ only in how attention runs.
-batching::Batch SyntheticBatch(bool varlen, int64_t batch, int64_t len,
-                               const models::EncoderConfig& config, const c10::Device& device) {
-  const auto long_opts = at::TensorOptions().dtype(at::kLong).device(device);
-  batching::Batch b;
-  b.num_sequences = batch;
-  b.real_tokens = batch * len;
-  b.max_seqlen = len;
-  b.labels = at::randint(0, config.num_labels(), {batch}, long_opts);
-  if (!varlen) {
-    b.layout = batching::Layout::kPadded;
-    b.input_ids = at::randint(5, config.vocab_size(), {batch, len}, long_opts);
-    b.attention_mask = at::ones({batch, len}, long_opts.dtype(at::kBool));
-    b.position_ids = at::arange(len, long_opts).unsqueeze(0).expand({batch, len}).contiguous();
-    return b;
-  }
-  b.layout = batching::Layout::kVarlen;
-  b.input_ids = at::randint(5, config.vocab_size(), {batch * len}, long_opts);
-  b.cu_seqlens = (at::arange(batch + 1, long_opts) * len).to(at::kInt);
-  auto ids = cuda::VarlenIdsFromCuSeqlens(b.cu_seqlens, batch * len);
-  b.position_ids = ids->position_ids;
-  b.segment_ids = ids->sequence_ids;
-  return b;
-}
-
-struct StepResult {
-  bool oom = false;
-};
-
-// One forward + backward + AdamW step; out-of-memory is reported, not thrown.
-absl::StatusOr<StepResult> TrainStep(models::EncoderClassifier& model, models::FusedAdamW& opt,
-                                     const batching::Batch& batch, models::AmpMode amp,
-                                     const c10::Device& device) {
-  try {
-    at::Tensor loss;
-    {
-      models::AutocastGuard autocast(device.type(), amp);
-      loss = models::ClassificationLoss(model->forward(batch), batch.labels);
-    }
-    loss.backward();
-    opt.Step(1e-5);
-    opt.ZeroGrad();
-    if (device.is_cuda()) torch::cuda::synchronize();
-    return StepResult{};
-  } catch (const c10::OutOfMemoryError&) {
-    opt.ZeroGrad();
-    return StepResult{true};
-  } catch (const c10::Error& e) {
-    opt.ZeroGrad();
-    return absl::InternalError(e.what_without_backtrace());
-  }
-}
-
 struct SweepConfig {
   models::AmpMode amp;
   models::CheckpointPolicy policy;
@@ -140,6 +88,9 @@ struct SweepConfig {
   std::string Name() const {
     return absl::StrCat(amp == models::AmpMode::kOff ? "fp32" : models::AmpModeName(amp),
                         "/ckpt=", policy.ToString(), "/", varlen ? "varlen" : "padded");
+  }
+  batching::Layout layout() const {
+    return varlen ? batching::Layout::kVarlen : batching::Layout::kPadded;
   }
 };
 
@@ -164,22 +115,16 @@ class Profiler {
     model_->set_attention_backend(models::AttentionBackend::kAuto);
     MemoryProfilePoint point{sc.Name(), b, len};
     point.gradient_bytes = gradient_bytes_;
-    const batching::Batch batch = SyntheticBatch(sc.varlen, b, len, config_, device_);
-    // Warm-up: creates the optimizer state and settles the allocator's cache.
-    meter_.EmptyCache();
-    auto warm = TrainStep(model_, *opt_, batch, sc.amp, device_);
-    if (!warm.ok()) return warm.status();
-    point.oom = warm->oom;
-    if (!point.oom) {
-      meter_.ResetPeak();
-      point.baseline_bytes = meter_.Snapshot().allocated_bytes;
-      auto step = TrainStep(model_, *opt_, batch, sc.amp, device_);
-      if (!step.ok()) return step.status();
-      const cuda::MemorySnapshot s = meter_.Snapshot();
-      point.oom = step->oom;
-      point.peak_allocated_bytes = s.peak_allocated_bytes;
-      point.peak_reserved_bytes = s.peak_reserved_bytes;
-    }
+    absl::StatusOr<batching::Batch> batch = models::SyntheticTrainingBatch(
+        sc.layout(), b, len, config_, device_);
+    if (!batch.ok()) return batch.status();
+    absl::StatusOr<models::StepMemory> m =
+        models::MeasureTrainingStep(model_, *opt_, *batch, sc.amp, /*lr=*/0.0, meter_, device_);
+    if (!m.ok()) return m.status();
+    point.oom = m->oom;
+    point.baseline_bytes = m->baseline_bytes;
+    point.peak_allocated_bytes = m->peak_allocated_bytes;
+    point.peak_reserved_bytes = m->peak_reserved_bytes;
     if (!quiet_) {
       absl::FPrintF(
           stderr, "%-28s b=%-4d s=%-5d %s\n", point.config, b, len,
@@ -240,45 +185,67 @@ absl::Status WriteOutputs(const std::vector<MemoryProfilePoint>& points,
   return WriteFile(svg, cuda::MemoryProfileSvg(points, title));
 }
 
-// For every fitted config and length: the batch size MemoryBudget plans for `budget`, measured.
-// A plan passes when its peak stays within the budget and uses at least 85% of it.
-int VerifyBudget(Profiler& profiler, const std::vector<cuda::ConfigFit>& fits,
-                 const std::vector<models::AmpMode>& amps,
+// For every configuration and length: the plan `padless train --memory-budget` makes (probe ladder
+// and choice of models::PlanForMemoryBudget, on a fresh model), then a training step of the planned
+// batch measured as training runs it (a fresh optimizer, after the plan). A plan passes when that
+// step's peak stays within the budget and uses at least 85% of it.
+int VerifyBudget(const models::EncoderConfig& config, const c10::Device& device,
+                 cuda::MemoryMeter& meter, const std::vector<models::AmpMode>& amps,
                  const std::vector<models::CheckpointPolicy>& policies,
                  const std::vector<bool>& varlens, const std::vector<int64_t>& lens,
-                 int64_t budget) {
+                 int64_t budget, bool quiet) {
   constexpr double kMinUse = 0.85;
-  absl::PrintF("\nbudget check: %s; planned batch = MemoryBudget::MaxBatch from the fit\n",
-               cuda::FormatBytes(budget));
-  absl::PrintF("%-28s %6s %6s %12s %12s %8s %s\n", "config", "seq", "batch", "predicted",
-               "measured", "used", "verdict");
+  absl::PrintF(
+      "\nbudget check: %s; planned batch = models::PlanForMemoryBudget (as train "
+      "--memory-budget)\n",
+      cuda::FormatBytes(budget));
+  absl::PrintF("%-28s %6s %8s %12s %12s %8s %s\n", "config", "seq", "rows", "probed", "measured",
+               "used", "verdict");
+  models::EncoderClassifier model(config);
   int failures = 0;
   for (models::AmpMode amp : amps) {
     for (const models::CheckpointPolicy& policy : policies) {
       for (bool varlen : varlens) {
         const SweepConfig sc{amp, policy, varlen};
-        const std::string name = sc.Name();
-        const cuda::ConfigFit* fit = nullptr;
-        for (const auto& f : fits) {
-          if (f.config == name) fit = &f;
-        }
-        if (fit == nullptr) continue;
-        const cuda::MemoryBudget plan(fit->report.model, budget);
         for (int64_t len : lens) {
-          const int64_t b = plan.MaxBatch(len);
-          if (b == 0) continue;
-          auto point = profiler.Measure(sc, b, len);
-          if (!point.ok()) return Fail(kCommand, point.status());
-          const double used = static_cast<double>(point->peak_allocated_bytes) / budget;
-          const bool ok = !point->oom && point->peak_allocated_bytes <= budget && used >= kMinUse;
+          // Varlen packs sequences under a token budget; padded batches have a batch size.
+          batching::PlannerOptions plan =
+              varlen ? batching::PlannerOptions()
+                           .sampler(batching::Sampler::kPacked)
+                           .packed_layout(batching::Layout::kVarlen)
+                           .max_tokens(len)
+                           .max_len(len)
+                     : batching::PlannerOptions()
+                           .sampler(batching::Sampler::kRandom)
+                           .batch_size(1)
+                           .max_len(len);
+          models::MemoryPlanOptions mo;
+          mo.budget_bytes = budget;
+          mo.amp = amp;
+          mo.checkpoint = policy;
+          absl::StatusOr<models::MemoryPlan> mp =
+              models::PlanForMemoryBudget(model, plan, mo, device);
+          if (!mp.ok()) return Fail(kCommand, mp.status());
+          if (!quiet) absl::FPrintF(stderr, "%s: %s\n", sc.Name(), mp->Summary());
+          const int64_t rows = varlen ? mp->max_tokens / len : mp->batch_size;
+          model->set_checkpoint_policy(policy);
+          std::vector<at::Tensor> params = model->parameters();
+          models::FusedAdamW opt(params, std::vector<bool>(params.size(), true),
+                                 models::AdamWOptions{});
+          absl::StatusOr<batching::Batch> batch =
+              models::SyntheticTrainingBatch(sc.layout(), rows, len, config, device);
+          if (!batch.ok()) return Fail(kCommand, batch.status());
+          absl::StatusOr<models::StepMemory> m =
+              models::MeasureTrainingStep(model, opt, *batch, amp, /*lr=*/0.0, meter, device);
+          if (!m.ok()) return Fail(kCommand, m.status());
+          const double used = static_cast<double>(m->peak_allocated_bytes) / budget;
+          const bool over = m->oom || m->peak_allocated_bytes > budget;
+          const bool ok = !over && used >= kMinUse;
           failures += ok ? 0 : 1;
-          absl::PrintF("%-28s %6d %6d %12s %12s %7.1f%% %s\n", name, len, b,
-                       cuda::FormatBytes(static_cast<int64_t>(fit->report.model.Predict(b, len))),
-                       point->oom ? "OOM" : cuda::FormatBytes(point->peak_allocated_bytes),
-                       100 * used,
-                       ok ? "ok"
-                          : (point->oom || point->peak_allocated_bytes > budget ? "OVER BUDGET"
-                                                                                : "UNDER 85%"));
+          absl::PrintF("%-28s %6d %8d %12s %12s %7.1f%% %s\n", sc.Name(), len, rows,
+                       cuda::FormatBytes(mp->measured_peak_bytes),
+                       m->oom ? "OOM" : cuda::FormatBytes(m->peak_allocated_bytes), 100 * used,
+                       ok ? "ok" : (over ? "OVER BUDGET" : "UNDER 85%"));
         }
       }
     }
@@ -354,14 +321,14 @@ int RunProfileMemory(const std::vector<std::string>& args) {
 
   std::vector<MemoryProfilePoint> points;
   try {
-    Profiler profiler(*config, device, *meter_or, quiet);
+    auto profiler = std::make_unique<Profiler>(*config, device, *meter_or, quiet);
     for (models::AmpMode amp : amps) {
       for (const models::CheckpointPolicy& policy : policies) {
         for (bool varlen : varlens) {
           for (int64_t b : *batches) {
             for (int64_t len : *lens) {
               if (b * len > max_tokens) continue;
-              auto point = profiler.Measure({amp, policy, varlen}, b, len);
+              auto point = profiler->Measure({amp, policy, varlen}, b, len);
               if (!point.ok()) return Fail(kCommand, point.status());
               points.push_back(*point);
             }
@@ -375,7 +342,9 @@ int RunProfileMemory(const std::vector<std::string>& args) {
     PrintFits(fits, skipped);
     if (absl::Status s = WriteOutputs(points, device); !s.ok()) return Fail(kCommand, s);
     if (verify_budget > 0) {
-      return VerifyBudget(profiler, fits, amps, policies, varlens, *lens, verify_budget);
+      profiler.reset();  // its model and optimizer state would be charged to every plan
+      return VerifyBudget(*config, device, *meter_or, amps, policies, varlens, *lens,
+                          verify_budget, quiet);
     }
   } catch (const c10::Error& e) {
     return Fail(kCommand, absl::InternalError(e.what_without_backtrace()));

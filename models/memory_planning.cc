@@ -3,21 +3,18 @@
 #include "padless/models/memory_planning.h"
 
 #include <ATen/ATen.h>
-#include <torch/cuda.h>
 
 #include <algorithm>
 #include <cmath>
-#include <random>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "padless/batching/collator.h"
 #include "padless/cuda/memory_budget.h"
 #include "padless/cuda/memory_meter.h"
-#include "padless/tokenize/special_tokens.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/models/memory_probe.h"
 #include "rng_state.h"
 
 namespace padless::models {
@@ -27,73 +24,15 @@ using batching::Layout;
 using batching::Placement;
 using batching::Sampler;
 
-// `batch` sequences of `len` random tokens in `layout`, collated exactly as
-// training batches are, so the probe sees the same tensors (masks, segment ids,
-// token indices) as a real step.
-absl::StatusOr<batching::Batch> ProbeBatch(Layout layout, int64_t batch, int64_t len,
-                                           const EncoderConfig &config, const c10::Device &device) {
-  // A private generator: probing must not move the training run's random
-  // streams.
-  std::mt19937_64 rng(static_cast<uint64_t>(batch * 1000003 + len));
-  std::uniform_int_distribution<int32_t> token(5, static_cast<int32_t>(config.vocab_size() - 1));
-  std::uniform_int_distribution<int64_t> label(0, config.num_labels() - 1);
-  tokenize::TokenizedCorpus corpus;
-  corpus.Reserve(static_cast<size_t>(batch), static_cast<size_t>(batch * len));
-  std::vector<int32_t> ids(static_cast<size_t>(len));
-  batching::BatchSpec spec;
-  spec.layout = layout;
-  spec.length = layout == Layout::kVarlen ? batch * len : len;
-  if (layout == Layout::kVarlen) spec.rows.emplace_back();
-  for (int64_t i = 0; i < batch; ++i) {
-    for (int32_t &t : ids) t = token(rng);
-    corpus.Add(ids, {}, label(rng));
-    const Placement piece{i, 0, len, 0};
-    if (layout == Layout::kVarlen) {
-      spec.rows[0].push_back(piece);
-    } else {
-      spec.rows.push_back({piece});
-    }
-  }
-  batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
-  absl::StatusOr<batching::Batch> b = collator.Collate(corpus, spec);
+// The peak of one training step of `batch` full rows of `len` tokens in `layout`; an
+// out-of-memory step is reported as such (the ladder backs off from it).
+absl::StatusOr<StepMemory> Probe(EncoderClassifier &model, FusedAdamW &opt,
+                                 cuda::MemoryMeter &meter, Layout layout, int64_t batch,
+                                 int64_t len, AmpMode amp, const c10::Device &device) {
+  absl::StatusOr<batching::Batch> b =
+      SyntheticTrainingBatch(layout, batch, len, model->config(), device);
   if (!b.ok()) return b.status();
-  return b->To(device, /*non_blocking=*/false);
-}
-
-// One forward + backward + optimizer step at learning rate 0 (weights
-// unchanged).
-void TrainStep(EncoderClassifier &model, FusedAdamW &opt, const batching::Batch &batch, AmpMode amp,
-               const c10::Device &device) {
-  at::Tensor loss;
-  {
-    AutocastGuard autocast(device.type(), amp);
-    loss = ClassificationLoss(model->forward(batch), batch.labels);
-  }
-  loss.backward();
-  opt.Step(0.0);
-  opt.ZeroGrad();
-  if (device.is_cuda()) torch::cuda::synchronize();
-}
-
-// Peak allocated bytes of one step at (batch, len), after a warm-up step of the
-// same shape that creates the optimizer state and settles per-shape workspaces.
-absl::StatusOr<cuda::MemorySample> Probe(EncoderClassifier &model, FusedAdamW &opt,
-                                         cuda::MemoryMeter &meter, Layout layout, int64_t batch,
-                                         int64_t len, AmpMode amp, const c10::Device &device) {
-  absl::StatusOr<batching::Batch> b = ProbeBatch(layout, batch, len, model->config(), device);
-  if (!b.ok()) return b.status();
-  try {
-    meter.EmptyCache();
-    TrainStep(model, opt, *b, amp, device);
-    meter.ResetPeak();
-    TrainStep(model, opt, *b, amp, device);
-  } catch (const c10::OutOfMemoryError &e) {
-    opt.ZeroGrad();
-    return absl::ResourceExhaustedError(absl::StrCat("memory probe: out of memory on a step of ",
-                                                     batch, " x ", len,
-                                                     " tokens: ", e.what_without_backtrace()));
-  }
-  return cuda::MemorySample{batch, len, meter.Snapshot().peak_allocated_bytes};
+  return MeasureTrainingStep(model, opt, *b, amp, /*lr=*/0.0, meter, device);
 }
 
 // Dense attention (padded and packed rows, and the per-sequence reference path)
@@ -107,6 +46,11 @@ bool StoresScores(const EncoderClassifier &model, Layout layout, AmpMode amp,
                           device.is_cuda() && amp != AmpMode::kOff;
   return !auto_flash;
 }
+
+// Probes after the small ones, at most; each costs two training steps of up to the budget.
+constexpr int kMaxRungs = 8;
+// A measured step within this fraction below the target ends the ladder.
+constexpr double kCloseEnough = 0.03;
 
 bool UsesTokenBudget(const batching::PlannerOptions &plan) {
   switch (plan.sampler()) {
@@ -138,11 +82,11 @@ std::string MemoryPlan::Summary() const {
   const std::string choice = max_tokens > 0 ? absl::StrCat("max_tokens ", max_tokens)
                                             : absl::StrCat("batch_size ", batch_size);
   return absl::StrFormat(
-      "memory budget %s (target %s): %s for rows of up to %d tokens, predicted "
+      "memory budget %s (target %s): %s for rows of up to %d tokens, measured "
       "peak %s; fit: "
       "%s fixed + %.0f B/token + %.3f B/token/length from %d probe steps",
       cuda::FormatBytes(budget_bytes), cuda::FormatBytes(target_bytes), choice, row_len,
-      cuda::FormatBytes(predicted_peak_bytes),
+      cuda::FormatBytes(measured_peak_bytes),
       cuda::FormatBytes(static_cast<int64_t>(model.fixed_bytes())), model.per_token_bytes(),
       model.per_token_seq_bytes(), samples.size());
 }
@@ -179,6 +123,14 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
   cuda::MemoryMeter meter(device);
   const internal::RngState rng = internal::CaptureRng(device);
   const CheckpointPolicy previous_policy = model->checkpoint_policy();
+  // Largest measured row count whose peak fits the target, and smallest one that did not.
+  struct Point {
+    int64_t rows = 0;
+    int64_t peak = 0;  // bytes; unknown (0) for an out-of-memory step
+  };
+  std::optional<Point> fits, over;
+  std::optional<Point> previous;  // the fitting point measured before `fits`, for the line's slope
+  int64_t rough_rows = 0;
   absl::Status status;
   try {
     model->to(device);
@@ -186,33 +138,93 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
     model->set_checkpoint_policy(options.checkpoint);
     std::vector<at::Tensor> params = model->parameters();
     FusedAdamW opt(params, std::vector<bool>(params.size(), true), options.adamw);
-    auto probe = [&](int64_t b, int64_t s) -> absl::Status {
-      absl::StatusOr<cuda::MemorySample> sample =
-          Probe(model, opt, meter, out.layout, b, s, options.amp, device);
-      if (!sample.ok()) return sample.status();
-      out.samples.push_back(*sample);
-      return absl::OkStatus();
+    // Measures (b, s); an out-of-memory probe is an error unless `oom_is_over`, when it only marks
+    // b rows as too many.
+    auto probe = [&](int64_t b, int64_t s, bool oom_is_over) -> absl::StatusOr<StepMemory> {
+      absl::StatusOr<StepMemory> m = Probe(model, opt, meter, out.layout, b, s, options.amp, device);
+      if (!m.ok()) return m.status();
+      if (m->oom && !oom_is_over) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "memory probe: out of memory on a step of ", b, " x ", s, " tokens on ", device.str()));
+      }
+      if (!m->oom) out.samples.push_back({b, s, m->peak_allocated_bytes});
+      return m;
     };
-    // Stage 1: small shapes that separate the per-token and per-token*length
-    // terms.
+    // Stage 1: small shapes that separate the per-token and per-token*length terms of the fit.
     const std::pair<int64_t, int64_t> shapes[] = {{4, len / 4}, {2, len / 2}, {1, len}, {2, len}};
     for (const auto &[b, s] : shapes) {
-      status.Update(probe(b, s));
-      if (!status.ok()) break;
+      absl::StatusOr<StepMemory> m = probe(b, s, /*oom_is_over=*/false);
+      if (!m.ok()) {
+        status = m.status();
+        break;
+      }
+      if (s != len) continue;
+      const Point p{b, m->peak_allocated_bytes};
+      if (p.peak > out.target_bytes) {
+        if (!over) over = p;
+      } else {
+        if (fits) previous = fits;
+        fits = p;
+      }
     }
-    // Stage 2: one probe at about half the chosen size, so the fit is anchored
-    // where it is used rather than extrapolated from tiny steps.
+    // Stage 2: a ladder of probes at the row length itself, so that the choice is measured rather
+    // than extrapolated. Small steps understate the per-token cost (their peak is often the
+    // optimizer's, not the activations'), so the ladder starts at a quarter of the rough fit's
+    // choice, then aims at the target along the line through the two largest measured steps, and
+    // backs off (by the same line, or by bisection) from a step that exceeds the target.
     if (status.ok()) {
       absl::StatusOr<cuda::MemoryModel> rough = Fit(out.samples, out.quadratic);
       if (!rough.ok()) {
         status = rough.status();
       } else {
-        const int64_t rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(len);
-        if (rows >= 8) status.Update(probe(rows / 2, len));
+        rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(len);
+      }
+    }
+    if (status.ok() && fits && rough_rows > fits->rows && !(over && over->rows == fits->rows + 1)) {
+      int64_t next = std::max(fits->rows + 1, rough_rows / 4);
+      for (int rung = 0; rung < kMaxRungs; ++rung) {
+        absl::StatusOr<StepMemory> m = probe(next, len, /*oom_is_over=*/true);
+        if (!m.ok()) {
+          status = m.status();
+          break;
+        }
+        const Point p{next, m->oom ? 0 : m->peak_allocated_bytes};
+        if (m->oom || p.peak > out.target_bytes) {
+          over = p;
+        } else {
+          previous = fits;
+          fits = p;
+          if (p.peak >= (1 - kCloseEnough) * out.target_bytes) break;
+        }
+        // Where the line through the two best-known points meets the target: between the largest
+        // fitting and the smallest exceeding step, else through the two largest fitting ones.
+        const Point *a = nullptr, *b = nullptr;
+        if (over && over->peak > 0) {
+          a = &*fits;
+          b = &*over;
+        } else if (previous) {
+          a = &*previous;
+          b = &*fits;
+        }
+        int64_t aim = 0;
+        if (a != nullptr && b->rows != a->rows && b->peak > a->peak) {
+          const double per_row = static_cast<double>(b->peak - a->peak) / (b->rows - a->rows);
+          aim = fits->rows + static_cast<int64_t>((out.target_bytes - fits->peak) / per_row);
+        } else {
+          aim = over ? (fits->rows + over->rows) / 2 : 2 * fits->rows;
+        }
+        // Climb at most 3x per rung without an upper bound; stay strictly between the bounds.
+        if (!over) aim = std::min(aim, 3 * fits->rows);
+        if (over) aim = std::min(aim, over->rows - 1);
+        aim = std::max(aim, fits->rows + 1);
+        if (over && aim >= over->rows) break;  // fits and over are adjacent: done
+        next = aim;
       }
     }
     opt.ZeroGrad();
     meter.EmptyCache();
+    // The trainer (and any other caller) reports the peak of its own steps, not of the probes.
+    meter.ResetPeak();
   } catch (const c10::Error &e) {
     status = absl::InternalError(
         absl::StrCat("memory probe on ", device.str(), ": ", e.what_without_backtrace()));
@@ -224,9 +236,7 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
   absl::StatusOr<cuda::MemoryModel> fit = Fit(out.samples, out.quadratic);
   if (!fit.ok()) return fit.status();
   out.model = *fit;
-  const cuda::MemoryBudget budget(out.model, out.target_bytes);
-  const int64_t rows = budget.MaxBatch(len);
-  if (rows == 0) {
+  if (!fits) {
     const double one_row = out.model.Predict(1, len) / (1 - options.safety_margin);
     return absl::FailedPreconditionError(
         absl::StrFormat("memory budget %s is too small: one row of %d tokens needs at least %s "
@@ -239,21 +249,16 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
                         cuda::FormatBytes(static_cast<int64_t>(out.model.fixed_bytes())),
                         100 * options.safety_margin));
   }
-  if (UsesTokenBudget(plan)) {
-    out.max_tokens = budget.MaxTokens(len);
+  const int64_t rows = fits->rows;
+  out.measured_peak_bytes = fits->peak;  // measured: the largest probe that fit
+  if (UsesTokenBudget(plan) || (plan.sampler() == Sampler::kPacked && plan.max_tokens() > 0)) {
+    // A token budget of whole rows of `len`: its worst batch is the measured one (shorter rows
+    // cost no more per token).
+    out.max_tokens = rows * len;
     out.plan.max_tokens(out.max_tokens);
-    // A token budget charges the s^2 term at the longest row: its worst case.
-    out.predicted_peak_bytes = static_cast<int64_t>(
-        out.model.fixed_bytes() + out.model.per_token_bytes() * out.max_tokens +
-        out.model.per_token_seq_bytes() * static_cast<double>(out.max_tokens) * len);
-  } else if (plan.sampler() == Sampler::kPacked && plan.max_tokens() > 0) {
-    out.max_tokens = rows * len;  // whole rows of the packed layout
-    out.plan.max_tokens(out.max_tokens);
-    out.predicted_peak_bytes = static_cast<int64_t>(out.model.Predict(rows, len));
   } else {
     out.batch_size = rows;
     out.plan.batch_size(rows);
-    out.predicted_peak_bytes = static_cast<int64_t>(out.model.Predict(rows, len));
   }
   return out;
 }

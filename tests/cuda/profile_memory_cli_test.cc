@@ -1,6 +1,7 @@
 // End-to-end: `padless profile-memory` on the CPU (counting allocator) with the tiny preset.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,10 +10,12 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 
 namespace {
@@ -73,6 +76,56 @@ TEST(ProfileMemoryCliTest, SweepsWritesCsvSvgAndFits) {
   EXPECT_THAT(svg, HasSubstr("<svg"));
   EXPECT_THAT(svg, HasSubstr("fp32/ckpt=none/padded b=4"));
   for (const std::string& f : {csv, svg_path, log}) std::remove(f.c_str());
+}
+
+// --verify_budget plans every configuration as `train --memory-budget` does and runs the planned
+// batch: on the CPU's counting allocator each must stay within the budget and use >= 85% of it.
+TEST(ProfileMemoryCliTest, VerifyBudgetPlansLikeTrainAndEveryPlanFits) {
+  const std::string cli = PADLESS_CLI_PATH;
+  if (access(cli.c_str(), X_OK) != 0) GTEST_SKIP() << "padless binary not built: " << cli;
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "padless_profile_verify_", getpid(), ".txt");
+  const std::string cmd = absl::StrCat(
+      "OMP_NUM_THREADS=1 ", cli,
+      " profile-memory --sweep_device=cpu --sweep_preset=tiny --sweep_vocab_size=500 "
+      "--sweep_seq_lens=64,128 --sweep_batch_sizes=2 --sweep_amp=off "
+      "--sweep_checkpoint=none,all --sweep_attention=padded,varlen --held_out_lens=64 --quiet "
+      "--verify_budget=48MiB > ",
+      log, " 2>&1");
+  const int rc = std::system(cmd.c_str());
+  const std::string out = ReadFile(log);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("budget check: 0 plan(s) failed")) << out;
+  // 2 policies x 2 attention paths x 2 lengths, each judged.
+  int verdicts = 0;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (absl::EndsWith(line, " ok")) ++verdicts;
+  }
+  EXPECT_EQ(verdicts, 8) << out;
+  std::remove(log.c_str());
+}
+
+TEST(ProfileMemoryCliTest, BadFlagsAreUsageErrors) {
+  const std::string cli = PADLESS_CLI_PATH;
+  if (access(cli.c_str(), X_OK) != 0) GTEST_SKIP() << "padless binary not built: " << cli;
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "padless_profile_bad_", getpid(), ".txt");
+  const std::pair<const char*, const char*> cases[] = {
+      {"--verify_budget=lots", "--verify_budget"},
+      {"--sweep_seq_lens=64,-1", "sweep_seq_lens"},
+      {"--sweep_attention=sparse", "--sweep_attention"},
+      {"--sweep_checkpoint=sometimes", "--sweep_checkpoint"},
+      {"--sweep_device=tpu", "--sweep_device"},
+  };
+  for (const auto& [flag, message] : cases) {
+    const std::string cmd = absl::StrCat(cli, " profile-memory --sweep_device=cpu ", flag, " > ",
+                                         log, " 2>&1");
+    const int rc = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(rc)) << flag;
+    EXPECT_EQ(WEXITSTATUS(rc), 2) << flag << ": " << ReadFile(log);
+    EXPECT_THAT(ReadFile(log), HasSubstr(message)) << flag;
+  }
+  std::remove(log.c_str());
 }
 
 }  // namespace

@@ -43,15 +43,19 @@ struct MemoryPlan {
   int64_t row_len = 0;       // longest row a batch can have (the worst case the choice covers)
   int64_t max_tokens = 0;    // chosen token budget (token-budget strategies), else 0
   int64_t batch_size = 0;    // chosen sequences / rows per batch (fixed-size strategies), else 0
-  int64_t predicted_peak_bytes = 0;  // the model's prediction for the largest planned batch
+  int64_t measured_peak_bytes = 0;  // peak of a probe step of the largest planned batch
   // One line for logs: "memory budget 40.0 GiB (target 38.0 GiB): max_tokens
   // 81920 ...".
   std::string Summary() const;
 };
 
-// Measures, fits and chooses. The probe steps run on `model` itself (on
+// Measures, fits and chooses. Small probe steps fit the model; then a ladder of
+// probes at full rows of max_len climbs to the budget and the choice is the
+// largest measured step whose peak fits the target, so the plan rests on a
+// measurement, not an extrapolation. The probe steps run on `model` itself (on
 // `device`, where it is moved) with a learning rate of 0, so its weights are
-// unchanged; the default RNG streams are restored afterwards. The peaks come
+// unchanged; the default RNG streams are restored afterwards, and so is the
+// meter's peak (reset), so a caller reports its own steps. The peaks come
 // from cuda::MemoryMeter: the caching allocator on CUDA, the counting allocator
 // on the CPU (install it before building the model, or weights are not
 // counted). Errors: a budget that cannot hold one row of `row_len` tokens

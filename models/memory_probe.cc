@@ -1,0 +1,100 @@
+// Synthetic batches and measured training steps (see memory_probe.h).
+#include "padless/models/memory_probe.h"
+
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+
+#include <random>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "padless/batching/collator.h"
+#include "padless/tokenize/special_tokens.h"
+#include "padless/tokenize/tokenized_corpus.h"
+
+namespace padless::models {
+
+absl::StatusOr<batching::Batch> SyntheticTrainingBatch(batching::Layout layout, int64_t batch,
+                                                       int64_t len, const EncoderConfig& config,
+                                                       const c10::Device& device) {
+  if (batch < 1 || len < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("synthetic batch: ", batch, " x ", len, " must be at least 1 x 1"));
+  }
+  std::mt19937_64 rng(static_cast<uint64_t>(batch * 1000003 + len));
+  std::uniform_int_distribution<int32_t> token(5, static_cast<int32_t>(config.vocab_size() - 1));
+  std::uniform_int_distribution<int64_t> label(0, config.num_labels() - 1);
+  tokenize::TokenizedCorpus corpus;
+  corpus.Reserve(static_cast<size_t>(batch), static_cast<size_t>(batch * len));
+  std::vector<int32_t> ids(static_cast<size_t>(len));
+  batching::BatchSpec spec;
+  spec.layout = layout;
+  spec.length = layout == batching::Layout::kVarlen ? batch * len : len;
+  if (layout == batching::Layout::kVarlen) spec.rows.emplace_back();
+  for (int64_t i = 0; i < batch; ++i) {
+    for (int32_t& t : ids) t = token(rng);
+    corpus.Add(ids, {}, label(rng));
+    const batching::Placement piece{i, 0, len, 0};
+    if (layout == batching::Layout::kVarlen) {
+      spec.rows[0].push_back(piece);
+    } else {
+      spec.rows.push_back({piece});
+    }
+  }
+  batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
+  absl::StatusOr<batching::Batch> b = collator.Collate(corpus, spec);
+  if (!b.ok()) return b.status();
+  try {
+    return b->To(device, /*non_blocking=*/false);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("synthetic batch of ", batch, " x ", len, " to ",
+                                            device.str(), ": ", e.what_without_backtrace()));
+  }
+}
+
+namespace {
+
+void TrainStep(EncoderClassifier& model, FusedAdamW& opt, const batching::Batch& batch,
+               AmpMode amp, double lr, const c10::Device& device) {
+  at::Tensor loss;
+  {
+    AutocastGuard autocast(device.type(), amp);
+    loss = ClassificationLoss(model->forward(batch), batch.labels);
+  }
+  loss.backward();
+  opt.Step(lr);
+  opt.ZeroGrad();
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+
+}  // namespace
+
+absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAdamW& opt,
+                                               const batching::Batch& batch, AmpMode amp,
+                                               double lr, cuda::MemoryMeter& meter,
+                                               const c10::Device& device) {
+  StepMemory out;
+  try {
+    meter.EmptyCache();
+    TrainStep(model, opt, batch, amp, lr, device);
+    meter.ResetPeak();
+    out.baseline_bytes = meter.Snapshot().allocated_bytes;
+    TrainStep(model, opt, batch, amp, lr, device);
+    const cuda::MemorySnapshot s = meter.Snapshot();
+    out.peak_allocated_bytes = s.peak_allocated_bytes;
+    out.peak_reserved_bytes = s.peak_reserved_bytes;
+  } catch (const c10::OutOfMemoryError&) {
+    opt.ZeroGrad();
+    meter.EmptyCache();
+    return StepMemory{.oom = true};
+  } catch (const c10::Error& e) {
+    opt.ZeroGrad();
+    return absl::InternalError(absl::StrCat("training step of ", batch.num_sequences,
+                                            " sequences on ", device.str(), ": ",
+                                            e.what_without_backtrace()));
+  }
+  return out;
+}
+
+}  // namespace padless::models
