@@ -33,11 +33,11 @@ esac
 
 # Debug keeps assert() live; CMakeLists.txt raises sanitizer Debug builds to -O1. No CUDA kernels:
 # the sanitizers do not instrument device code, and nvcc would double the build time.
-start=$(date +%s)
-PADLESS_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DPADLESS_SANITIZE=$kind -DPADLESS_CUDA=OFF \
+# CPU seconds next to wall seconds: CI's machine is shared, so wall time alone says little.
+TIMEFORMAT="sanitize.sh $kind build: %0R s wall, %0U s user + %0S s sys"
+time PADLESS_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DPADLESS_SANITIZE=$kind -DPADLESS_CUDA=OFF \
 -DPADLESS_BUILD_BENCH=OFF ${PADLESS_CMAKE_ARGS:-}" PADLESS_TARGETS="$targets" \
   "$root/scripts/setup.sh" "$build"
-built=$(date +%s)
 
 # Torch's CPU thread pool spins on a loaded machine; the tests are single-threaded in torch.
 export OMP_NUM_THREADS=1
@@ -69,8 +69,7 @@ fi
 
 echo "== ctest ($kind)" >&2
 rc=0
-ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" --timeout 1500 \
+TIMEFORMAT="sanitize.sh $kind tests: %0R s wall, %0U s user + %0S s sys"
+time ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" --timeout 1500 \
   "${select[@]}" "$@" || rc=$?
-end=$(date +%s)
-echo "sanitize.sh $kind: build $((built - start)) s, tests $((end - built)) s" >&2
 exit $rc
