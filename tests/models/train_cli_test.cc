@@ -1,6 +1,7 @@
 // End-to-end: `padless train` on an SST-2 subset reaches >= 78% dev accuracy with the tiny preset;
 // `padless eval` and `padless predict` use the model directory; bad input (unknown labels, missing
-// or corrupt model directories, a 1 MB text, bad flags) gives a clear error or is handled.
+// or corrupt model directories, a 1 MB text, bad flags) gives a clear error or is handled;
+// --init-from starts from the given weights and refuses another preset or vocabulary.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -213,6 +214,53 @@ TEST_F(TrainCliTest, MissingOrCorruptModelDirectoryIsAClearError) {
   r = RunPadless({"predict", "--model", copy, "--data", data, "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("tokenizer.model"), std::string::npos) << r.err;
+}
+
+// With lr 0 AdamW changes nothing (the update and the decay are both scaled by lr), so the model a
+// --init-from run writes must be its initial weights: the weights of --init-from, exactly.
+TEST_F(TrainCliTest, InitFromStartsFromTheGivenWeights) {
+  const std::string scratch = ScratchDir("init_from");
+  const std::string dev = kData + "/sst2_dev.tsv";
+  const CliResult r =
+      RunPadless({"train", "--data", dev, "--out", scratch + "/model", "--init-from", Model(),
+                  "--lr", "0", "--max-steps", "1", "--max-len", "64", "--device", "cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("tokenizer: " + Model() + "/tokenizer.model"), std::string::npos) << r.err;
+  for (const std::string& model : {Model(), scratch + "/model"}) {
+    const CliResult e = RunPadless({"eval", "--model", model, "--data", dev, "--device", "cpu",
+                                    "--metrics-json", model + ".eval.json"});
+    ASSERT_EQ(e.exit_code, 0) << model << ": " << e.err;
+  }
+  const nlohmann::json init = nlohmann::json::parse(ReadFile(Model() + ".eval.json"));
+  const nlohmann::json again = nlohmann::json::parse(ReadFile(scratch + "/model.eval.json"));
+  EXPECT_GE(again["accuracy"].get<double>(), 0.78) << "a fresh model would be near 0.5";
+  EXPECT_EQ(again["accuracy"].get<double>(), init["accuracy"].get<double>());
+  EXPECT_EQ(again["loss"].get<double>(), init["loss"].get<double>());
+  EXPECT_EQ(ReadFile(scratch + "/model/tokenizer.model"), ReadFile(Model() + "/tokenizer.model"));
+}
+
+TEST_F(TrainCliTest, InitFromWithAnotherPresetOrVocabularyIsAClearError) {
+  const std::string scratch = ScratchDir("init_from_mismatch");
+  const std::string dev = kData + "/sst2_dev.tsv";
+  CliResult r = RunPadless({"train", "--data", dev, "--out", scratch + "/a", "--init-from",
+                            Model(), "--preset", "small", "--max-steps", "1", "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--preset small"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(Model() + "/config.json"), std::string::npos) << r.err;
+
+  // An --out directory that already holds a tokenizer of another vocabulary.
+  const std::string out = ScratchDir("init_from_other_vocab");
+  r = RunPadless({"tokenize", "train", "--input", dev, "--out", out + "/tokenizer",
+                  "--vocab-size", "500"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunPadless({"train", "--data", dev, "--out", out, "--init-from", Model(), "--max-steps",
+                  "1", "--device", "cpu"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const int64_t vocab =
+      nlohmann::json::parse(ReadFile(Model() + "/config.json"))["vocab_size"].get<int64_t>();
+  ASSERT_NE(vocab, 500);
+  EXPECT_NE(r.err.find(absl::StrCat("vocabulary of ", vocab)), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(out + "/tokenizer.model has 500"), std::string::npos) << r.err;
 }
 
 TEST(TrainCliFlagsTest, BadFlagsAreUsageErrors) {
