@@ -77,6 +77,11 @@ absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": corrupt or unreadable weights: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    // TorchScript's importer reports a damaged code entry of the archive as std::runtime_error
+    // (found by tests/fuzz/model_dir_fuzzer), not as c10::Error.
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": corrupt or unreadable weights: ", e.what()));
   }
   return absl::OkStatus();
 }

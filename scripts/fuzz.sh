@@ -60,6 +60,7 @@ scratch=$work
 [[ -d /dev/shm && -w /dev/shm ]] && scratch=$(mktemp -d /dev/shm/padless_fuzz.XXXXXX) && \
   trap 'rm -rf "$work" "$scratch"' EXIT
 export OMP_NUM_THREADS=1
+export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0"
 rows=()
 failed=0
 for t in "${targets[@]}"; do

@@ -100,7 +100,7 @@ def cache_seeds():
 def model_dir_seeds():
     # config length (2 bytes) + config JSON, labels length (2 bytes) + labels JSON, then the weights
     # patch: keep this many bytes of the valid archive (3 bytes), patch offset (3 bytes), patch.
-    tiny = (b'{"vocab_size": 48, "hidden": 8, "layers": 1, "heads": 2, "ffn": 16, '
+    tiny = (b'{"vocab_size": 320, "hidden": 8, "layers": 1, "heads": 2, "ffn": 16, '
             b'"max_positions": 16, "num_labels": 2, "dropout": 0.0, "attention_dropout": 0.0, '
             b'"pre_ln": false, "activation": "gelu", "pooling": "cls"}')
     labels = b'{"format": "padless-labels", "version": 1, "labels": ["neg", "pos"]}'

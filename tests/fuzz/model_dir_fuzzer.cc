@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -30,7 +32,7 @@ using fuzz::WriteScratchFile;
 
 // The model whose weights the harness corrupts, and its archive's bytes.
 EncoderConfig TinyConfig() {
-  return EncoderConfig().vocab_size(48).hidden(8).layers(1).heads(2).ffn(16).max_positions(16)
+  return EncoderConfig().vocab_size(320).hidden(8).layers(1).heads(2).ffn(16).max_positions(16)
       .num_labels(2).dropout(0).attention_dropout(0);
 }
 
@@ -128,11 +130,12 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   FUZZ_CHECK(s.ok(), std::string(s.message()));
   fixture->weights = ReadWholeFile(weights);
   ::mkdir((padless::fuzz::ScratchDir() + "/model").c_str(), 0700);
-  // A tokenizer whose vocabulary fits TinyConfig's 48 ids, for the model directory.
+  // A tokenizer whose vocabulary (300) fits TinyConfig's 320 ids, for the model directory.
+  std::ifstream text(PADLESS_FUZZ_DATA_DIR "/tokenizer_train.txt");
   std::vector<std::string> sentences;
-  for (int i = 0; i < 200; ++i) sentences.push_back(absl::StrCat("abc cab bca ", i % 7, " ab ba"));
+  for (std::string line; std::getline(text, line);) sentences.push_back(line);
   padless::tokenize::TrainOptions options;
-  options.vocab_size = 40;
+  options.vocab_size = 300;
   options.num_threads = 1;
   absl::StatusOr<padless::tokenize::Tokenizer> tok =
       padless::tokenize::Tokenizer::TrainFromSentences(sentences, options);
