@@ -11,6 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "padless/models/autocast.h"
 #include "rng_state.h"
 
@@ -19,18 +21,48 @@ namespace padless::models {
 absl::StatusOr<CheckpointPolicy> CheckpointPolicy::Parse(const std::string& text) {
   if (text == "none") return None();
   if (text == "all") return All();
-  int64_t k = 0;
-  if (absl::StartsWith(text, "every:") && absl::SimpleAtoi(text.substr(6), &k) && k >= 1) {
-    return CheckpointPolicy{k};
+  CheckpointPolicy p = All();
+  absl::string_view rest = text;
+  bool block = true;
+  if (absl::ConsumePrefix(&rest, "ffn")) {
+    p.scope = CheckpointScope::kFfn;
+  } else if (absl::ConsumePrefix(&rest, "attn")) {
+    p.scope = CheckpointScope::kAttention;
+  } else {
+    block = false;
+  }
+  if (block && rest.empty()) return p;
+  if (!block || absl::ConsumePrefix(&rest, "/")) {
+    int64_t k = 0;
+    if (absl::ConsumePrefix(&rest, "every:") && absl::SimpleAtoi(rest, &k) && k >= 1) {
+      p.every = k;
+      return p;
+    }
+    if (absl::ConsumePrefix(&rest, "keep_last:") && absl::SimpleAtoi(rest, &k) && k >= 1) {
+      p.keep_last = k;
+      return p;
+    }
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("checkpoint: bad policy '", text, "' (expected none, all or every:K, K >= 1)"));
+      absl::StrCat("checkpoint: bad policy '", text,
+                   "' (expected none, all, every:K, keep_last:K (K >= 1), ffn or attn, the last "
+                   "two optionally followed by /every:K or /keep_last:K)"));
 }
 
 std::string CheckpointPolicy::ToString() const {
   if (every == 0) return "none";
-  if (every == 1) return "all";
-  return absl::StrCat("every:", every);
+  std::string layers;
+  if (keep_last > 0) {
+    layers = absl::StrCat("keep_last:", keep_last);
+    if (every > 1) absl::StrAppend(&layers, " (every:", every, ")");  // not from Parse
+  } else if (every > 1) {
+    layers = absl::StrCat("every:", every);
+  }
+  const char* block = scope == CheckpointScope::kFfn         ? "ffn"
+                      : scope == CheckpointScope::kAttention ? "attn"
+                                                             : "";
+  if (*block == '\0') return layers.empty() ? "all" : layers;
+  return layers.empty() ? block : absl::StrCat(block, "/", layers);
 }
 
 namespace {
@@ -39,12 +71,27 @@ using internal::CaptureRng;
 using internal::RestoreRng;
 using internal::RngState;
 
+// The part of a layer that `scope` names, as a function of its input.
+at::Tensor RunScope(CheckpointScope scope, const at::Tensor& x, at::TensorList weights,
+                    const LayerSpec& spec, const AttentionContext& ctx) {
+  switch (scope) {
+    case CheckpointScope::kLayer:
+      break;
+    case CheckpointScope::kFfn:
+      return FfnBlockForward(x, weights, spec);
+    case CheckpointScope::kAttention:
+      return AttentionBlockForward(x, weights, spec, ctx);
+  }
+  return EncoderLayerForward(x, weights, spec, ctx);
+}
+
 class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
  public:
   // Variables seen by autograd: x, then every tensor of `weights`. The rest is context.
   static at::Tensor forward(torch::autograd::AutogradContext* actx, const at::Tensor& x,
                             const at::TensorList& weights, const LayerSpec* spec,
-                            const AttentionContext* ctx) {
+                            const AttentionContext* ctx, int64_t scope) {
+    actx->saved_data["scope"] = scope;
     const at::Device device = x.device();
     RngState rng = CaptureRng(device);
     actx->saved_data["rng_cpu"] = rng.cpu;
@@ -66,7 +113,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     std::vector<at::Tensor> saved = {x};
     saved.insert(saved.end(), weights.begin(), weights.end());
     actx->save_for_backward(saved);
-    return EncoderLayerForward(x, weights, *spec, *ctx);
+    return RunScope(static_cast<CheckpointScope>(scope), x, weights, *spec, *ctx);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* actx,
@@ -104,12 +151,12 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
       AutocastGuard autocast(device.type(),
                              static_cast<c10::ScalarType>(d["autocast_dtype"].toInt()),
                              d["autocast"].toBool());
-      out = EncoderLayerForward(x, weights, spec, ctx);
+      out = RunScope(static_cast<CheckpointScope>(d["scope"].toInt()), x, weights, spec, ctx);
     }
     RestoreRng(stash, device);
 
     // Gradients for x and for the weights that require them; undefined for the others and for
-    // the two non-tensor arguments (spec, ctx).
+    // the three non-tensor arguments (spec, ctx, scope).
     std::vector<at::Tensor> wrt = {x};
     std::vector<size_t> wrt_index = {0};
     for (size_t i = 0; i < weights.size(); ++i) {
@@ -124,7 +171,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
       grads = torch::autograd::grad({out}, wrt, {grad_outputs[0]}, /*retain_graph=*/false,
                                     /*create_graph=*/false, /*allow_unused=*/true);
     }
-    torch::autograd::variable_list result(1 + weights.size() + 2);
+    torch::autograd::variable_list result(1 + weights.size() + 3);
     for (size_t i = 0; i < wrt_index.size(); ++i) result[wrt_index[i]] = grads[i];
     return result;
   }
@@ -133,8 +180,20 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
 }  // namespace
 
 at::Tensor CheckpointedLayerForward(const at::Tensor& x, at::TensorList weights,
-                                    const LayerSpec& spec, const AttentionContext& ctx) {
-  return LayerCheckpoint::apply(x, weights, &spec, &ctx);
+                                    const LayerSpec& spec, const AttentionContext& ctx,
+                                    CheckpointScope scope) {
+  auto checkpointed = [&](const at::Tensor& input) {
+    return LayerCheckpoint::apply(input, weights, &spec, &ctx, static_cast<int64_t>(scope));
+  };
+  switch (scope) {
+    case CheckpointScope::kLayer:
+      break;
+    case CheckpointScope::kFfn:
+      return checkpointed(AttentionBlockForward(x, weights, spec, ctx));
+    case CheckpointScope::kAttention:
+      return FfnBlockForward(checkpointed(x), weights, spec);
+  }
+  return checkpointed(x);
 }
 
 }  // namespace padless::models

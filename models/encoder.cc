@@ -114,14 +114,19 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
 at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx) {
   const LayerSpec spec = Spec();
   const bool recompute_possible = at::GradMode::is_enabled();
+  // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
+  // see the dtype the embeddings produced.
+  const at::ScalarType embedding_dtype = x.scalar_type();
+  x = ToResidualStream(x);
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
-    if (recompute_possible && checkpoint_.Checkpoints(i)) {
-      x = CheckpointedLayerForward(x, w, spec, ctx);
+    if (recompute_possible && checkpoint_.Checkpoints(i, num_layers())) {
+      x = CheckpointedLayerForward(x, w, spec, ctx, checkpoint_.scope);
     } else {
       x = EncoderLayerForward(x, w, spec, ctx);
     }
   }
+  x = x.to(embedding_dtype);
   if (config_.pre_ln()) {
     x = at::layer_norm(x, {config_.hidden()}, final_norm_weight_, final_norm_bias_,
                        config_.layer_norm_eps());

@@ -1,6 +1,7 @@
 #include "padless/models/encoder_layer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 
 namespace padless::models {
 
@@ -18,19 +19,37 @@ at::Tensor Activate(const at::Tensor& x, Activation a) {
   return at::gelu(x);
 }
 
+// LayerNorm with the weight at index `weight` and its bias right after it.
+at::Tensor Norm(const at::Tensor& t, at::TensorList w, int weight, const LayerSpec& spec) {
+  return at::layer_norm(t, {t.size(-1)}, w[weight], w[weight + 1], spec.eps);
+}
+
+// stream + branch. Under autocast both are in the autocast dtype; adding them there would round
+// the sum before the fp32 LayerNorm that follows (autocast runs layer_norm in fp32 anyway), so
+// the sum is taken in fp32: one rounding per block (ToResidualStream) instead of two. Without
+// autocast the dtypes are the model's and the sum stays in them.
+at::Tensor ResidualAdd(const at::Tensor& stream, const at::Tensor& branch) {
+  if (stream.scalar_type() == at::kFloat ||
+      !at::autocast::is_autocast_enabled(stream.device().type())) {
+    return stream + branch;
+  }
+  return stream.to(at::kFloat) + branch;  // the branch is promoted inside the add
+}
+
 }  // namespace
 
-at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
-                               const AttentionContext& ctx) {
+at::Tensor ToResidualStream(const at::Tensor& t) {
+  const c10::DeviceType device = t.device().type();
+  if (t.scalar_type() != at::kFloat || !at::autocast::is_autocast_enabled(device)) return t;
+  return t.to(at::autocast::get_autocast_dtype(device));
+}
+
+at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
+                                 const AttentionContext& ctx) {
   const int64_t hidden = x.size(-1);
   const int64_t head_dim = hidden / spec.heads;
-  auto norm = [&](const at::Tensor& t, int weight, int bias) {
-    return at::layer_norm(t, {hidden}, w[weight], w[bias], spec.eps);
-  };
-
-  // Attention block.
-  at::Tensor qkv = at::linear(spec.pre_ln ? norm(x, kAttnNormWeight, kAttnNormBias) : x,
-                              w[kQkvWeight], w[kQkvBias]);
+  at::Tensor qkv =
+      at::linear(spec.pre_ln ? Norm(x, w, kAttnNormWeight, spec) : x, w[kQkvWeight], w[kQkvBias]);
   at::Tensor attended;
   if (ctx.varlen()) {
     // [T, 3H] -> three [T, heads, head_dim] views (last dim contiguous, as flash requires).
@@ -45,14 +64,22 @@ at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const Laye
   }
   at::Tensor a =
       at::dropout(at::linear(attended, w[kOutWeight], w[kOutBias]), spec.dropout, spec.dropout > 0);
-  at::Tensor h = spec.pre_ln ? x + a : norm(x + a, kAttnNormWeight, kAttnNormBias);
+  at::Tensor h = ResidualAdd(x, a);
+  return ToResidualStream(spec.pre_ln ? h : Norm(h, w, kAttnNormWeight, spec));
+}
 
-  // Feed-forward block.
-  at::Tensor f = at::linear(spec.pre_ln ? norm(h, kFfnNormWeight, kFfnNormBias) : h,
-                            w[kFfnInWeight], w[kFfnInBias]);
+at::Tensor FfnBlockForward(const at::Tensor& h, at::TensorList w, const LayerSpec& spec) {
+  at::Tensor f = at::linear(spec.pre_ln ? Norm(h, w, kFfnNormWeight, spec) : h, w[kFfnInWeight],
+                            w[kFfnInBias]);
   f = at::linear(Activate(f, spec.activation), w[kFfnOutWeight], w[kFfnOutBias]);
   f = at::dropout(f, spec.dropout, spec.dropout > 0);
-  return spec.pre_ln ? h + f : norm(h + f, kFfnNormWeight, kFfnNormBias);
+  at::Tensor out = ResidualAdd(h, f);
+  return ToResidualStream(spec.pre_ln ? out : Norm(out, w, kFfnNormWeight, spec));
+}
+
+at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
+                               const AttentionContext& ctx) {
+  return FfnBlockForward(AttentionBlockForward(x, w, spec, ctx), w, spec);
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const EncoderConfig& c) {

@@ -144,8 +144,10 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   models::EncoderClassifier model(*model_config);
   model->to(o.device);
   model->train();
-  model->set_checkpoint_policy(config.checkpoint ? models::CheckpointPolicy::All()
-                                                 : models::CheckpointPolicy::None());
+  absl::StatusOr<models::CheckpointPolicy> policy =
+      models::CheckpointPolicy::Parse(config.checkpoint);
+  if (!policy.ok()) return policy.status();
+  model->set_checkpoint_policy(*policy);
   // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
   // choice would gather them into the varlen layout on a GPU.
   model->set_attention_backend(config.strategy == Strategy::kPackedDense

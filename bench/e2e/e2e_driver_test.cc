@@ -31,6 +31,21 @@ TEST(ExpandConfigsTest, DefaultGpuSubsetIsBf16TimesPoliciesPlusTwoFp32) {
   EXPECT_EQ((*c)[13].Name(), "packed_varlen/fp32/ckpt_none");
 }
 
+// Selective policies for the memory-against-throughput plot; spellings of one policy run once.
+TEST(ExpandConfigsTest, SelectivePoliciesAreCanonical) {
+  absl::StatusOr<std::vector<RunConfig>> c =
+      ExpandConfigs("packed_varlen", "bf16", "none, ffn, attn, every:1, all, every:3", "");
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<std::string> names;
+  for (const RunConfig& r : *c) names.push_back(r.Name());
+  EXPECT_THAT(names, ::testing::ElementsAre(
+                         "packed_varlen/bf16/ckpt_none", "packed_varlen/bf16/ckpt_ffn",
+                         "packed_varlen/bf16/ckpt_attn", "packed_varlen/bf16/ckpt_all",
+                         "packed_varlen/bf16/ckpt_every:3"));
+  EXPECT_FALSE((*c)[0].checkpointed());
+  EXPECT_TRUE((*c)[1].checkpointed());
+}
+
 TEST(ExpandConfigsTest, FullMatrixHasNoDuplicates) {
   absl::StatusOr<std::vector<RunConfig>> c =
       ExpandConfigs("all", "fp32,bf16", "none,all", "pad_to_max,packed_varlen");
@@ -46,9 +61,10 @@ TEST(ExpandConfigsTest, ErrorsNameTheFlagAndItem) {
   c = ExpandConfigs("all", "fp16", "none", "");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("--precisions"));
-  c = ExpandConfigs("all", "bf16", "every:2", "");
+  c = ExpandConfigs("all", "bf16", "every:0", "");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("--checkpoint"));
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("every:0"));
   EXPECT_FALSE(ExpandConfigs("", "bf16", "none", "").ok());
 }
 
@@ -138,7 +154,7 @@ ReportInput SampleReport() {
   in.matmul_tflops = 771;
   in.anchors_requested = true;
   RunResult fast;
-  fast.config = RunConfig{Strategy::kPackedVarlen, Precision::kBf16, false};
+  fast.config = RunConfig{Strategy::kPackedVarlen, Precision::kBf16, "none"};
   fast.backend = "varlen_flash";
   fast.steps = 50;
   fast.real_tokens = 50 * 16000;
@@ -148,7 +164,7 @@ ReportInput SampleReport() {
   fast.peak_allocated_bytes = 8LL << 30;
   fast.static_bytes = 2LL << 30;
   RunResult ckpt = fast;
-  ckpt.config.checkpoint = true;
+  ckpt.config.checkpoint = "all";
   ckpt.seconds = 2.0;  // 400k tokens/s
   ckpt.peak_allocated_bytes = 3LL << 30;
   in.runs = {fast, ckpt};
@@ -205,6 +221,26 @@ TEST(ReportTest, SvgsDrawEveryPoint) {
   }
   EXPECT_EQ(circles, 2u + 6u + 1u);
   EXPECT_THAT(scatter, HasSubstr("width=\"10\" height=\"10\""));
+  EXPECT_THAT(scatter, ::testing::Not(HasSubstr("<polygon")));
+}
+
+TEST(ReportTest, SelectivePolicyIsADiamondWithItsNameAndATradeoffRow) {
+  ReportInput in = SampleReport();
+  RunResult ffn = in.runs[0];
+  ffn.config.checkpoint = "ffn";
+  ffn.seconds = 1.78;  // 449.4k tokens/s
+  ffn.peak_allocated_bytes = 4LL << 30;
+  in.runs.push_back(ffn);
+  const std::string scatter = RenderMemorySvg(in);
+  EXPECT_THAT(scatter, HasSubstr("<polygon"));
+  EXPECT_THAT(scatter, HasSubstr(">packed_varlen ckpt ffn</text>"));
+  const std::string md = RenderMarkdown(in);
+  EXPECT_THAT(md, HasSubstr("| ffn | 500.0k -> 449.4k | 10.1% | 6.00 -> 2.00 |"));
+  EXPECT_THAT(md, HasSubstr("| all | 500.0k -> 400.0k | 20.0% | 6.00 -> 1.00 |"));
+  const std::vector<std::string> lines = absl::StrSplit(RenderCsv(in), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u);
+  const std::vector<std::string> row = absl::StrSplit(lines[3], ',');
+  EXPECT_EQ(row[4], "ffn");
 }
 
 }  // namespace

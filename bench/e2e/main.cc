@@ -36,7 +36,9 @@ ABSL_FLAG(std::string, strategies, "all",
           "comma list of pad_to_max, pad_longest, hf_group_by_length, token_budget_buckets, "
           "packed_dense, packed_varlen (or all)");
 ABSL_FLAG(std::string, precisions, "bf16", "comma list of fp32, bf16");
-ABSL_FLAG(std::string, checkpoint, "none,all", "comma list of checkpoint policies: none, all");
+ABSL_FLAG(std::string, checkpoint, "none,all",
+          "comma list of checkpoint policies: none, all, every:K, ffn, attn, ffn/every:K, "
+          "attn/every:K (see models::CheckpointPolicy)");
 ABSL_FLAG(std::string, fp32_strategies, "pad_to_max,packed_varlen",
           "strategies also run in fp32 without checkpointing (empty: none)");
 ABSL_FLAG(std::string, preset, "base", "encoder preset: tiny, small, base");
@@ -62,8 +64,9 @@ ABSL_FLAG(std::string, hf_strategies, "pad_to_max,pad_longest,group_by_length",
           "strategies of the Hugging Face anchor");
 ABSL_FLAG(bool, smoke, false,
           "CPU smoke run: tiny preset, 1 warmup + 2 steps, the first 200 rows of data/imdb_1k.tsv, "
-          "max_len 64, budget 512, every strategy x fp32 x none/all plus two bf16 ones, no anchors; fails "
-          "unless every configuration ran and every output file was written");
+          "max_len 64, budget 512, every strategy x fp32 x none/all plus three bf16 ones (one "
+          "checkpointing ffn), no anchors; fails unless every configuration ran and every output "
+          "file was written");
 
 namespace padless::bench::e2e {
 namespace {
@@ -184,9 +187,10 @@ int Main(int argc, char** argv) {
   }
   if (smoke) {
     // bf16 autocast is slow on CPUs without bf16 units: cover it (and checkpointing under
-    // autocast) with two configurations rather than twelve.
-    configs->push_back(RunConfig{Strategy::kPackedVarlen, Precision::kBf16, false});
-    configs->push_back(RunConfig{Strategy::kPadLongest, Precision::kBf16, true});
+    // autocast, whole layers and the FFN block) with three configurations rather than twelve.
+    configs->push_back(RunConfig{Strategy::kPackedVarlen, Precision::kBf16, "none"});
+    configs->push_back(RunConfig{Strategy::kPadLongest, Precision::kBf16, "all"});
+    configs->push_back(RunConfig{Strategy::kPackedVarlen, Precision::kBf16, "ffn"});
   }
   SetTorchThreads(torch_threads);
   if (device_name == "auto") device_name = CudaAvailable() ? "cuda:0" : "cpu";
@@ -299,9 +303,10 @@ int Main(int argc, char** argv) {
     a.seed = run.seed;
     a.checkpoint_policies.clear();
     for (const RunConfig& c : *configs) {
-      if (std::find(a.checkpoint_policies.begin(), a.checkpoint_policies.end(), c.checkpoint) ==
-          a.checkpoint_policies.end()) {
-        a.checkpoint_policies.push_back(c.checkpoint);
+      // The anchors know only per-layer checkpointing, the peer of every padless policy.
+      if (std::find(a.checkpoint_policies.begin(), a.checkpoint_policies.end(),
+                    c.checkpointed()) == a.checkpoint_policies.end()) {
+        a.checkpoint_policies.push_back(c.checkpointed());
       }
     }
     report.anchors = RunAnchors(a);

@@ -111,7 +111,7 @@ std::string RenderCsv(const ReportInput& in) {
         &out,
         absl::StrJoin(
             {std::string("padless"), CsvField(r.config.Name()), StrategyName(r.config.strategy),
-             PrecisionName(r.config.precision), std::string(r.config.checkpoint ? "all" : "none"),
+             PrecisionName(r.config.precision), CsvField(r.config.checkpoint),
              CsvField(r.backend), absl::StrCat(r.steps), absl::StrCat(r.real_tokens),
              absl::StrCat(r.token_slots), absl::StrFormat("%.1f", tps),
              absl::StrFormat("%.4f", r.padding_efficiency()), absl::StrFormat("%.3f", r.step_ms()),
@@ -120,8 +120,8 @@ std::string RenderCsv(const ReportInput& in) {
              absl::StrCat(r.activation_bytes()), absl::StrFormat("%.2f", r.tflops()),
              absl::StrFormat("%.4f", Mfu(r, in.matmul_tflops)),
              absl::StrFormat("%.1f", in.matmul_tflops), absl::StrFormat("%.5f", r.mean_loss),
-             ratio_field(Ratio(tps, PlainPeer(anchors, r.config.checkpoint))),
-             ratio_field(Ratio(tps, HfBest(anchors, r.config.checkpoint))),
+             ratio_field(Ratio(tps, PlainPeer(anchors, r.config.checkpointed()))),
+             ratio_field(Ratio(tps, HfBest(anchors, r.config.checkpointed()))),
              absl::StrCat(r.distinct_shapes)},
             ","),
         "\n");
@@ -156,7 +156,7 @@ std::string RenderThroughputSvg(const ReportInput& in) {
   for (const RunResult& r : in.runs) {
     std::string color = r.config.precision == Precision::kFp32
                             ? "#ff7f0e"
-                            : (r.config.checkpoint ? "#9ecae1" : "#1f77b4");
+                            : (r.config.checkpointed() ? "#9ecae1" : "#1f77b4");
     bars.push_back({"padless " + r.config.Name(), r.tokens_per_second(), color});
   }
   for (const AnchorRow& a : AnchorRows(in)) {
@@ -220,20 +220,23 @@ std::string RenderMemorySvg(const ReportInput& in) {
     double gib;
     double tps;
     std::string color;
-    bool checkpoint;
+    std::string checkpoint;  // a policy text; "all" for the anchors' per-layer checkpointing
     bool anchor;
   };
   std::vector<Point> points;
   for (const RunResult& r : in.runs) {
+    // Selective policies are told apart by name; none and all by the marker.
+    const bool selective = r.config.checkpointed() && r.config.checkpoint != "all";
     points.push_back({absl::StrCat(StrategyName(r.config.strategy),
-                                   r.config.precision == Precision::kFp32 ? " fp32" : ""),
+                                   r.config.precision == Precision::kFp32 ? " fp32" : "",
+                                   selective ? " ckpt " + r.config.checkpoint : ""),
                       GiB(r.activation_bytes()), r.tokens_per_second(),
                       StrategyColor(r.config.strategy), r.config.checkpoint, false});
   }
   for (const AnchorRow& a : AnchorRows(in)) {
     points.push_back({absl::StrCat(a.impl == "hf_transformers" ? "HF " : "PyTorch ", a.strategy),
-                      GiB(a.activation_bytes()), a.real_tokens_per_s, "#000000", a.checkpoint,
-                      true});
+                      GiB(a.activation_bytes()), a.real_tokens_per_s, "#000000",
+                      a.checkpoint ? "all" : "none", true});
   }
   double max_gib = 0.1, max_tps = 1;
   for (const Point& p : points) {
@@ -249,7 +252,7 @@ std::string RenderMemorySvg(const ReportInput& in) {
   std::string svg = report::SvgHeader(left + width + legend, top + height + 60, 12);
   svg +=
       "<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Activation memory vs "
-      "throughput: checkpointing none (circles) / all (squares)</text>\n";
+      "throughput: checkpointing none (circles) / all (squares) / selective (diamonds)</text>\n";
   for (double t = 0; t <= x_max + xs / 2; t += xs) {
     absl::StrAppendFormat(&svg,
                           "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e0e0e0\"/>\n"
@@ -271,11 +274,16 @@ std::string RenderMemorySvg(const ReportInput& in) {
   for (const Point& p : points) {
     const double x = x_of(p.gib), y = y_of(p.tps);
     const std::string fill = p.anchor ? "none" : p.color;
-    if (p.checkpoint) {
+    if (p.checkpoint == "all") {
       absl::StrAppendFormat(&svg,
                             "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" height=\"10\" fill=\"%s\" "
                             "stroke=\"%s\" stroke-width=\"1.5\"/>\n",
                             x - 5, y - 5, fill, p.color);
+    } else if (p.checkpoint != "none") {
+      absl::StrAppendFormat(&svg,
+                            "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" "
+                            "fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
+                            x, y - 7, x + 7, y, x, y + 7, x - 7, y, fill, p.color);
     } else {
       absl::StrAppendFormat(&svg,
                             "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\" fill=\"%s\" stroke=\"%s\" "
@@ -404,8 +412,8 @@ std::string RenderMarkdown(const ReportInput& in) {
         Percent(r.data_wait_share()), GiB(r.peak_allocated_bytes), GiB(r.peak_reserved_bytes),
         GiB(r.activation_bytes()), r.tflops(),
         in.matmul_tflops > 0 ? Percent(Mfu(r, in.matmul_tflops)) : std::string("n/a"),
-        RatioText(Ratio(tps, PlainPeer(anchors, r.config.checkpoint))),
-        RatioText(Ratio(tps, HfBest(anchors, r.config.checkpoint))), r.mean_loss);
+        RatioText(Ratio(tps, PlainPeer(anchors, r.config.checkpointed()))),
+        RatioText(Ratio(tps, HfBest(anchors, r.config.checkpointed()))), r.mean_loss);
   }
   md += "\n`shapes`: distinct batch tensor shapes among the timed steps. Dense SDPA on cuDNN builds "
         "a plan for every new shape, so strategies with many shapes pay for it in a short run "
@@ -442,22 +450,23 @@ std::string RenderMarkdown(const ReportInput& in) {
 
   // Checkpointing trade-off.
   md += "## Checkpointing: throughput lost for activation memory saved\n\n";
-  md += "| configuration | real tok/s none -> all | throughput lost | activations GiB none "
-        "-> all |\n|---|---:|---:|---:|\n";
+  md += "| configuration | policy | real tok/s none -> policy | throughput lost | activations "
+        "GiB none -> policy |\n|---|---|---:|---:|---:|\n";
   bool any = false;
   for (const RunResult& a : in.runs) {
-    if (a.config.checkpoint) continue;
+    if (a.config.checkpointed()) continue;
     for (const RunResult& b : in.runs) {
-      if (!b.config.checkpoint || b.config.strategy != a.config.strategy ||
+      if (!b.config.checkpointed() || b.config.strategy != a.config.strategy ||
           b.config.precision != a.config.precision) {
         continue;
       }
       any = true;
       const double loss = 1 - b.tokens_per_second() / std::max(1e-9, a.tokens_per_second());
-      absl::StrAppendFormat(&md, "| padless %s/%s | %s -> %s | %s | %.2f -> %.2f |\n",
+      absl::StrAppendFormat(&md, "| padless %s/%s | %s | %s -> %s | %s | %.2f -> %.2f |\n",
                             StrategyName(a.config.strategy), PrecisionName(a.config.precision),
-                            Kilo(a.tokens_per_second()), Kilo(b.tokens_per_second()),
-                            Percent(loss), GiB(a.activation_bytes()), GiB(b.activation_bytes()));
+                            b.config.checkpoint, Kilo(a.tokens_per_second()),
+                            Kilo(b.tokens_per_second()), Percent(loss), GiB(a.activation_bytes()),
+                            GiB(b.activation_bytes()));
     }
   }
   for (const AnchorRow& a : anchors) {
@@ -466,12 +475,13 @@ std::string RenderMarkdown(const ReportInput& in) {
       if (!b.checkpoint || b.impl != a.impl || b.strategy != a.strategy) continue;
       any = true;
       const double loss = 1 - b.real_tokens_per_s / std::max(1e-9, a.real_tokens_per_s);
-      absl::StrAppendFormat(&md, "| %s:%s | %s -> %s | %s | %.2f -> %.2f |\n", a.impl, a.strategy,
+      absl::StrAppendFormat(&md, "| %s:%s | all | %s -> %s | %s | %.2f -> %.2f |\n", a.impl,
+                            a.strategy,
                             Kilo(a.real_tokens_per_s), Kilo(b.real_tokens_per_s), Percent(loss),
                             GiB(a.activation_bytes()), GiB(b.activation_bytes()));
     }
   }
-  if (!any) md += "| (no configuration ran with both policies) | | | |\n";
+  if (!any) md += "| (no configuration ran with and without checkpointing) | | | | |\n";
   md += "\nTarget: lose <= 20% of the throughput without checkpointing (PyTorch and HF lose "
         "about 35%).\n\n";
 

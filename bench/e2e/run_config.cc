@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "padless/models/checkpoint.h"
 
 namespace padless::bench::e2e {
 namespace {
@@ -82,8 +83,7 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
 }
 
 std::string RunConfig::Name() const {
-  return absl::StrCat(StrategyName(strategy), "/", PrecisionName(precision), "/ckpt_",
-                      checkpoint ? "all" : "none");
+  return absl::StrCat(StrategyName(strategy), "/", PrecisionName(precision), "/ckpt_", checkpoint);
 }
 
 absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategies,
@@ -100,13 +100,13 @@ absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategie
     if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("--precisions: ", p.status().message()));
     precs.push_back(*p);
   }
-  std::vector<bool> ckpts;
+  std::vector<std::string> ckpts;
   for (const std::string& item : Items(checkpoints)) {
-    if (item != "none" && item != "all") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--checkpoint: unknown policy '", item, "' (expected none or all)"));
+    absl::StatusOr<models::CheckpointPolicy> policy = models::CheckpointPolicy::Parse(item);
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--checkpoint: ", policy.status().message()));
     }
-    ckpts.push_back(item == "all");
+    ckpts.push_back(policy->ToString());  // "every:1" and "all" are one configuration
   }
   std::vector<RunConfig> out;
   auto add = [&out](const RunConfig& c) {
@@ -114,11 +114,11 @@ absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategie
   };
   // Precision outermost: configurations of one precision run back to back.
   for (Precision p : precs) {
-    for (bool c : ckpts) {
+    for (const std::string& c : ckpts) {
       for (Strategy s : *main) add(RunConfig{s, p, c});
     }
   }
-  for (Strategy s : *extra) add(RunConfig{s, Precision::kFp32, false});
+  for (Strategy s : *extra) add(RunConfig{s, Precision::kFp32, "none"});
   if (out.empty()) {
     return absl::InvalidArgumentError(
         "no configuration selected (--strategies, --precisions, --checkpoint, --fp32_strategies)");

@@ -35,8 +35,11 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
 struct RunConfig {
   Strategy strategy = Strategy::kPadToMax;
   Precision precision = Precision::kBf16;
-  bool checkpoint = false;  // per-layer activation checkpointing of every layer
+  // Activation checkpointing, as the canonical text of a models::CheckpointPolicy: "none",
+  // "all", "ffn", "attn", "every:K", ...
+  std::string checkpoint = "none";
 
+  bool checkpointed() const { return checkpoint != "none"; }
   // "packed_varlen/bf16/ckpt_all": unique, used in logs, the CSV and the plots.
   std::string Name() const;
   bool operator==(const RunConfig& o) const {
@@ -44,7 +47,8 @@ struct RunConfig {
   }
 };
 
-// The cross product strategies x precisions x checkpoint policies, then each of `fp32_extra`
+// The cross product strategies x precisions x checkpoint policies (models::CheckpointPolicy
+// texts), then each of `fp32_extra`
 // in fp32 without checkpointing (the short GPU run's fp32 reference points), without duplicates.
 // Lists are comma-separated; "all" selects every strategy. Errors name the flag and the item.
 absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategies,

@@ -5,7 +5,8 @@
 //
 //   encoder_layout_bench [--device cpu|cuda] [--preset tiny|small|base] [--amp off|bf16]
 //                        [--steps N] [--warmup N] [--max-len N] [--max-tokens N] [--batch-size N]
-//                        [--sequences N] [--checkpoint none|all|every:K] [--smoke]
+//                        [--sequences N] [--checkpoint POLICY] [--smoke]
+// POLICY: none, all, every:K, keep_last:K, ffn, attn, ... (models::CheckpointPolicy::Parse).
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 

@@ -13,6 +13,7 @@
 #include "padless/cuda/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
+#include "padless/models/encoder_layer.h"
 
 namespace padless::models {
 namespace {
@@ -55,16 +56,41 @@ Step TrainStep(EncoderClassifier& model, const batching::Batch& b, uint64_t seed
 TEST(CheckpointPolicyTest, Parses) {
   EXPECT_EQ(CheckpointPolicy::Parse("none")->every, 0);
   EXPECT_EQ(CheckpointPolicy::Parse("all")->every, 1);
+  EXPECT_EQ(CheckpointPolicy::Parse("all")->scope, CheckpointScope::kLayer);
   EXPECT_EQ(CheckpointPolicy::Parse("every:3")->every, 3);
-  EXPECT_EQ(CheckpointPolicy::Parse("every:3")->ToString(), "every:3");
-  for (const char* bad : {"", "every:", "every:0", "every:-1", "some", "every:2x"}) {
-    EXPECT_FALSE(CheckpointPolicy::Parse(bad).ok()) << bad;
+  EXPECT_EQ(CheckpointPolicy::Parse("every:3")->scope, CheckpointScope::kLayer);
+  EXPECT_EQ(CheckpointPolicy::Parse("ffn")->every, 1);
+  EXPECT_EQ(CheckpointPolicy::Parse("ffn")->scope, CheckpointScope::kFfn);
+  EXPECT_EQ(CheckpointPolicy::Parse("attn")->scope, CheckpointScope::kAttention);
+  EXPECT_EQ(CheckpointPolicy::Parse("attn/every:2")->every, 2);
+  EXPECT_EQ(CheckpointPolicy::Parse("attn/every:2")->scope, CheckpointScope::kAttention);
+  EXPECT_EQ(CheckpointPolicy::Parse("keep_last:2")->keep_last, 2);
+  EXPECT_EQ(CheckpointPolicy::Parse("keep_last:2")->every, 1);
+  EXPECT_EQ(CheckpointPolicy::Parse("ffn/keep_last:1")->scope, CheckpointScope::kFfn);
+  for (const char* text : {"none", "all", "every:3", "keep_last:1", "ffn", "attn", "ffn/every:4",
+                           "attn/every:2", "ffn/keep_last:3"}) {
+    EXPECT_EQ(CheckpointPolicy::Parse(text)->ToString(), text);
+  }
+  for (const char* bad : {"", "every:", "every:0", "every:-1", "some", "every:2x", "ffnx", "ffn/",
+                          "ffn/all", "attn/every:0", "ffn:every:2", "all/every:2", "/every:2",
+                          "keep_last:0", "keep_last:", "ffn/keep_last:-1", "Keep_last:1"}) {
+    const absl::StatusOr<CheckpointPolicy> p = CheckpointPolicy::Parse(bad);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_NE(p.status().message().find(std::string("'") + bad + "'"), std::string::npos);
   }
   const CheckpointPolicy every2{2};
-  EXPECT_TRUE(every2.Checkpoints(0));
-  EXPECT_FALSE(every2.Checkpoints(1));
-  EXPECT_TRUE(every2.Checkpoints(2));
-  EXPECT_FALSE(CheckpointPolicy::None().Checkpoints(0));
+  EXPECT_TRUE(every2.Checkpoints(0, 4));
+  EXPECT_FALSE(every2.Checkpoints(1, 4));
+  EXPECT_TRUE(every2.Checkpoints(2, 4));
+  EXPECT_FALSE(CheckpointPolicy::None().Checkpoints(0, 4));
+  const CheckpointPolicy keep2 = *CheckpointPolicy::Parse("keep_last:2");
+  EXPECT_TRUE(keep2.Checkpoints(0, 4));
+  EXPECT_TRUE(keep2.Checkpoints(1, 4));
+  EXPECT_FALSE(keep2.Checkpoints(2, 4));
+  EXPECT_FALSE(keep2.Checkpoints(3, 4));
+  EXPECT_FALSE(keep2.Checkpoints(0, 2));
+  EXPECT_EQ(*CheckpointPolicy::Parse("every:1"), CheckpointPolicy::All());
+  EXPECT_NE(*CheckpointPolicy::Parse("ffn"), CheckpointPolicy::All());
 }
 
 class CheckpointEquivalenceTest : public ::testing::TestWithParam<std::string> {};
@@ -101,9 +127,13 @@ TEST_P(CheckpointEquivalenceTest, SameLossAndGradientsWithDropout) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, CheckpointEquivalenceTest,
-                         ::testing::Values("all", "every:2", "every:3"));
+                         ::testing::Values("all", "every:2", "every:3", "keep_last:1", "ffn",
+                                           "attn", "ffn/every:2", "attn/keep_last:2"));
 
-TEST(CheckpointTest, MatchesUnderCpuAutocast) {
+class CheckpointAutocastTest : public ::testing::TestWithParam<std::string> {};
+
+// The boundaries are bf16 in both paths, so checkpointing still changes nothing.
+TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
   at::manual_seed(22);
   EncoderClassifier model(DropoutConfig().layers(2));
   model->train();
@@ -113,16 +143,80 @@ TEST(CheckpointTest, MatchesUnderCpuAutocast) {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     plain = TrainStep(model, b, 7);
   }
-  model->set_checkpoint_policy(CheckpointPolicy::All());
+  model->set_checkpoint_policy(*CheckpointPolicy::Parse(GetParam()));
   {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     checked = TrainStep(model, b, 7);
   }
+  EXPECT_EQ(checked.loss.scalar_type(), at::kFloat);
   EXPECT_LE((plain.loss - checked.loss).abs().item<double>(), 1e-6);
   for (size_t i = 0; i < plain.grads.size(); ++i) {
+    ASSERT_TRUE(checked.grads[i].defined()) << i;
+    EXPECT_EQ(checked.grads[i].scalar_type(), at::kFloat) << i;
     EXPECT_LE((plain.grads[i] - checked.grads[i]).abs().max().item<double>(), 1e-6) << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Policies, CheckpointAutocastTest,
+                         ::testing::Values("all", "ffn", "attn", "every:2"));
+
+TEST(ResidualStreamTest, AutocastDtypeOnlyUnderAutocast) {
+  at::manual_seed(25);
+  EncoderLayer layer(DropoutConfig().dropout(0).attention_dropout(0));
+  LayerSpec spec;
+  spec.heads = 4;
+  AttentionContext ctx;
+  ctx.mask = at::ones({2, 1, 1, 5}, at::kBool);
+  const at::Tensor x = at::randn({2, 5, 32});
+  const at::Tensor fp32 = EncoderLayerForward(x, layer->weights(), spec, ctx);
+  EXPECT_EQ(fp32.scalar_type(), at::kFloat);
+  EXPECT_TRUE(ToResidualStream(x).is_same(x));
+  AutocastGuard autocast(at::kCPU, at::kBFloat16);
+  EXPECT_EQ(ToResidualStream(x).scalar_type(), at::kBFloat16);
+  const at::Tensor h = AttentionBlockForward(x, layer->weights(), spec, ctx);
+  EXPECT_EQ(h.scalar_type(), at::kBFloat16);
+  const at::Tensor bf16 = FfnBlockForward(h, layer->weights(), spec);
+  EXPECT_EQ(bf16.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(bf16, EncoderLayerForward(x, layer->weights(), spec, ctx)));
+  // Post-LN output: unit-scale values, so bf16's 8 mantissa bits bound the difference.
+  EXPECT_LE((bf16.to(at::kFloat) - fp32).abs().max().item<double>(), 0.1);
+  EXPECT_GT((bf16.to(at::kFloat) - fp32).abs().max().item<double>(), 0.0);
+}
+
+// What checkpointing every layer keeps after forward: one boundary per layer, [T, H] in the
+// autocast dtype under autocast (2 bytes) and in fp32 without it (4 bytes). Measured as the
+// growth of the live bytes from 2 to 6 layers, so that embeddings, pooling and head cancel out.
+class BoundaryBytesTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(BoundaryBytesTest, OneBoundaryPerLayerInTheStreamDtype) {
+  const bool autocast_on = GetParam();
+  cuda::MemoryMeter meter(at::Device(at::kCPU));  // installs the counting allocator first
+  constexpr int64_t kSeqs = 16, kLen = 128, kHidden = 64;
+  const batching::Batch b = MakePadded(RandomSequences(26, kSeqs, kLen, kLen, 60, 2));
+  auto retained = [&](int64_t layers) {
+    at::manual_seed(27);
+    EncoderClassifier model(
+        DropoutConfig().layers(layers).hidden(kHidden).ffn(128).max_positions(kLen));
+    model->train();
+    model->set_checkpoint_policy(CheckpointPolicy::All());
+    const int64_t before = meter.Snapshot().allocated_bytes;
+    at::Tensor logits;
+    {
+      // The guard's weight-cast cache is cleared on exit: only the graph's saved tensors remain.
+      AutocastGuard autocast(at::kCPU, at::kBFloat16, autocast_on);
+      logits = model->forward(b);
+    }
+    EXPECT_TRUE(logits.requires_grad());
+    return meter.Snapshot().allocated_bytes - before;
+  };
+  const int64_t per_layer = (retained(6) - retained(2)) / 4;
+  const int64_t boundary = kSeqs * kLen * kHidden * (autocast_on ? 2 : 4);
+  // Besides the boundary, each checkpoint keeps its RNG state (about 5 KB for the CPU stream).
+  EXPECT_GE(per_layer, boundary);
+  EXPECT_LE(per_layer, boundary + 16 * 1024);
+}
+
+INSTANTIATE_TEST_SUITE_P(Autocast, BoundaryBytesTest, ::testing::Bool());
 
 TEST(CheckpointTest, FrozenLayersStillCheckpoint) {
   at::manual_seed(23);
@@ -167,10 +261,27 @@ TEST(CheckpointTest, LowersPeakCpuMemory) {
   const int64_t all = PeakOfStep(model, b, meter);
   model->set_checkpoint_policy(*CheckpointPolicy::Parse("every:2"));
   const int64_t every2 = PeakOfStep(model, b, meter);
+  model->set_checkpoint_policy(*CheckpointPolicy::Parse("ffn"));
+  const int64_t ffn = PeakOfStep(model, b, meter);
+  model->set_checkpoint_policy(*CheckpointPolicy::Parse("attn"));
+  const int64_t attn = PeakOfStep(model, b, meter);
+  model->set_checkpoint_policy(*CheckpointPolicy::Parse("keep_last:1"));
+  const int64_t keep1 = PeakOfStep(model, b, meter);
+  model->set_checkpoint_policy(*CheckpointPolicy::Parse("keep_last:3"));
+  const int64_t keep3 = PeakOfStep(model, b, meter);
   ASSERT_GT(none, 0) << "the counting allocator saw nothing";
   EXPECT_LT(all, none * 6 / 10) << "none " << none << " all " << all;
   EXPECT_LT(every2, none);
   EXPECT_LT(all, every2);
+  // Each block policy keeps the other block's activations: between none and all.
+  EXPECT_LT(ffn, none) << "ffn " << ffn;
+  EXPECT_GT(ffn, all) << "ffn " << ffn;
+  EXPECT_LT(attn, none) << "attn " << attn;
+  EXPECT_GT(attn, all) << "attn " << attn;
+  // Backward starts with the last layer: keeping its activations replaces their recompute.
+  EXPECT_LE(keep1, all + all / 50) << "keep_last:1 " << keep1;
+  EXPECT_GT(keep3, keep1) << "keep_last:3 " << keep3;
+  EXPECT_LT(keep3, none) << "keep_last:3 " << keep3;
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
-// GPU only (skips without CUDA): the varlen flash path against the dense-mask path in bf16, and
-// checkpointing through flash attention under autocast.
+// GPU only (skips without CUDA): the varlen flash path against the dense-mask path in bf16,
+// checkpointing through flash attention under autocast (every policy), and what each policy keeps
+// in GPU memory.
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
+#include <string>
 #include <vector>
 
 #include "batch_factory.h"
+#include "padless/cuda/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 
@@ -63,7 +67,9 @@ TEST(EncoderGpuTest, VarlenFlashMatchesDenseMaskInBf16) {
   }
 }
 
-TEST(EncoderGpuTest, CheckpointingThroughFlashMatches) {
+class GpuCheckpointTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuCheckpointTest, CheckpointingThroughFlashMatches) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   at::manual_seed(32);
   EncoderClassifier model(GpuConfig().dropout(0.1).attention_dropout(0.1));
@@ -83,11 +89,82 @@ TEST(EncoderGpuTest, CheckpointingThroughFlashMatches) {
     return std::make_pair(loss.item<double>(), grads);
   };
   const auto plain = step(CheckpointPolicy::None());
-  const auto checked = step(CheckpointPolicy::All());
+  const auto checked = step(*CheckpointPolicy::Parse(GetParam()));
   EXPECT_NEAR(plain.first, checked.first, 1e-6);
   for (size_t i = 0; i < plain.second.size(); ++i) {
     EXPECT_LE((plain.second[i] - checked.second[i]).abs().max().item<double>(), 1e-2) << i;
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, GpuCheckpointTest, ::testing::Values("all", "ffn", "attn"));
+
+// Under bf16 autocast, checkpointing every layer keeps one bf16 [T, H] boundary per layer (the
+// RNG states live on the host), measured as the growth of live GPU bytes from 2 to 6 layers.
+TEST(EncoderGpuTest, CheckpointBoundariesAreBf16) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  const at::Device gpu(at::kCUDA);
+  cuda::MemoryMeter meter(gpu);
+  const auto s = RandomSequences(9, 32, 64, 300, 1000, 2);
+  const batching::Batch b = ToDevice(MakeVarlen(s), gpu);
+  const int64_t tokens = b.input_ids.size(0);
+  auto retained = [&](int64_t layers) {
+    at::manual_seed(33);
+    EncoderClassifier model(GpuConfig().layers(layers).dropout(0.1).attention_dropout(0.1));
+    model->to(gpu);
+    model->train();
+    model->set_checkpoint_policy(CheckpointPolicy::All());
+    torch::cuda::synchronize();
+    const int64_t before = meter.Snapshot().allocated_bytes;
+    at::Tensor logits;
+    {
+      AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);  // its weight-cast cache dies with it
+      logits = model->forward(b);
+    }
+    torch::cuda::synchronize();
+    return meter.Snapshot().allocated_bytes - before;
+  };
+  const int64_t per_layer = (retained(6) - retained(2)) / 4;
+  const int64_t boundary = tokens * GpuConfig().hidden() * 2;
+  EXPECT_GE(per_layer, boundary);
+  // The caching allocator may hand out a block up to 1 MiB larger than asked; fp32 boundaries
+  // would be 2x.
+  EXPECT_LE(per_layer, boundary + (1 << 20)) << "boundary " << boundary;
+  EXPECT_GT(boundary, 4 << 20);
+}
+
+// Peak GPU memory of one training step: every selective policy sits between none and all.
+TEST(EncoderGpuTest, PolicyPeaksAreOrdered) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  const at::Device gpu(at::kCUDA);
+  cuda::MemoryMeter meter(gpu);
+  at::manual_seed(34);
+  EncoderClassifier model(GpuConfig().layers(6).dropout(0.1).attention_dropout(0.1));
+  model->to(gpu);
+  model->train();
+  const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(10, 48, 64, 500, 1000, 2)), gpu);
+  auto peak = [&](const std::string& policy) {
+    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    model->zero_grad();
+    torch::cuda::synchronize();
+    cuda::ScopedPeak region(meter);
+    {
+      AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+      ClassificationLoss(model->forward(b), b.labels).backward();
+    }
+    torch::cuda::synchronize();
+    region.Stop();
+    return region.PeakAllocatedDelta();
+  };
+  peak("none");  // warm-up: cuBLAS workspaces and gradients exist from here on
+  const int64_t none = peak("none");
+  const int64_t all = peak("all");
+  const int64_t ffn = peak("ffn");
+  const int64_t attn = peak("attn");
+  EXPECT_LT(all, none / 2) << "none " << none << " all " << all;
+  EXPECT_LT(ffn, none) << "ffn " << ffn;
+  EXPECT_GT(ffn, all) << "ffn " << ffn;
+  EXPECT_LT(attn, none) << "attn " << attn;
+  EXPECT_GT(attn, all) << "attn " << attn;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// Per-layer activation checkpointing: which layers to checkpoint (none | all | every:k), and the
-// custom autograd function that drops a layer's activations in forward and recomputes them in
-// backward with the forward's RNG state (identical dropout masks) and autocast state.
+// Activation checkpointing: which layers, and which part of each (the whole layer, or only its
+// feed-forward or attention block), to checkpoint; and the custom autograd function that drops
+// that part's activations in forward and recomputes them in backward with the forward's RNG state
+// (identical dropout masks) and autocast state.
 #ifndef PADLESS_MODELS_CHECKPOINT_H_
 #define PADLESS_MODELS_CHECKPOINT_H_
 
@@ -15,23 +16,47 @@
 
 namespace padless::models {
 
+// What one checkpointed layer recomputes in backward.
+enum class CheckpointScope {
+  kLayer,      // the whole layer: keeps only its input
+  kFfn,        // the feed-forward block: keeps the attention block's activations and its output,
+               // drops the FFN's (the 4H-wide intermediate is the largest activation)
+  kAttention,  // the attention block: keeps its input and the FFN block's activations
+};
+
 struct CheckpointPolicy {
   // 0: no layer; 1: every layer; k: layers 0, k, 2k, ...
   int64_t every = 0;
+  CheckpointScope scope = CheckpointScope::kLayer;
+  // The last `keep_last` layers are not checkpointed. Backward starts with them, so their
+  // activations would be recomputed right away: keeping the last one costs no peak memory (it
+  // replaces the recompute) and saves its recompute; each further one costs one layer's
+  // activations minus a boundary.
+  int64_t keep_last = 0;
 
   static CheckpointPolicy None() { return {0}; }
   static CheckpointPolicy All() { return {1}; }
-  // "none", "all" or "every:K" (K >= 1).
+  // "none", or [ffn/ | attn/] followed by "all" (when no block is named), "every:K" or
+  // "keep_last:K" (K >= 1): which layers; the block, if named, is the part of each of those
+  // layers that is recomputed ("ffn" alone: the FFN block of every layer).
   static absl::StatusOr<CheckpointPolicy> Parse(const std::string& text);
+  // The canonical text Parse accepts: "all", "every:2", "ffn", "attn/keep_last:1", ...
   std::string ToString() const;
-  bool Checkpoints(int64_t layer) const { return every > 0 && layer % every == 0; }
+  bool Checkpoints(int64_t layer, int64_t num_layers) const {
+    return every > 0 && layer % every == 0 && layer < num_layers - keep_last;
+  }
+  bool operator==(const CheckpointPolicy& o) const {
+    return every == o.every && (every == 0 || (scope == o.scope && keep_last == o.keep_last));
+  }
+  bool operator!=(const CheckpointPolicy& o) const { return !(*this == o); }
 };
 
-// EncoderLayerForward that keeps only its input (and the context) for backward. `weights` are
-// passed as autograd inputs so their gradients flow; weights that do not require grad (frozen
-// layers) are skipped.
+// EncoderLayerForward with the part `scope` names checkpointed: that part keeps only its input
+// (and the context) for backward. `weights` are passed as autograd inputs so their gradients
+// flow; weights that do not require grad (frozen layers) are skipped.
 at::Tensor CheckpointedLayerForward(const at::Tensor& x, at::TensorList weights,
-                                    const LayerSpec& spec, const AttentionContext& ctx);
+                                    const LayerSpec& spec, const AttentionContext& ctx,
+                                    CheckpointScope scope = CheckpointScope::kLayer);
 
 }  // namespace padless::models
 

@@ -44,8 +44,22 @@ enum LayerWeight : int {
 };
 
 // x: [B, L, H] for a dense context, [T, H] for a varlen one. Returns the same shape.
+// A layer is its attention block followed by its feed-forward block; each block's output is the
+// residual stream, stored as ToResidualStream says.
 at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList weights, const LayerSpec& spec,
                                const AttentionContext& ctx);
+// Self-attention, output projection, dropout, residual add and (post-LN) LayerNorm.
+at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList weights, const LayerSpec& spec,
+                                 const AttentionContext& ctx);
+// Feed-forward in, activation, out, dropout, residual add and (post-LN) LayerNorm.
+at::Tensor FfnBlockForward(const at::Tensor& h, at::TensorList weights, const LayerSpec& spec);
+
+// The residual stream between blocks (and so every checkpoint boundary) is kept in the autocast
+// dtype while autocast is on for t's device: an fp32 `t` is cast to it, halving what checkpoints
+// and the next block's matmul keep. Without autocast `t` is returned unchanged. The sums and
+// LayerNorms inside a block still run in fp32 (see ResidualAdd in encoder_layer.cc), so the
+// stream is rounded once per block, not once per op.
+at::Tensor ToResidualStream(const at::Tensor& t);
 
 class EncoderLayerImpl : public torch::nn::Module {
  public:
