@@ -68,8 +68,10 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$work/$t/artifacts"
   cp "$root/tests/fuzz/corpus/$t"/* "$corpus"/
   step "fuzzing $t for ${seconds}s"
+  dict=()
+  [[ -f $root/tests/fuzz/$t.dict ]] && dict=(-dict="$root/tests/fuzz/$t.dict")
   set +e
-  (cd "$work/$t" && TMPDIR=$scratch "$build/tests/fuzz/$t" -max_total_time="$seconds" \
+  (cd "$work/$t" && TMPDIR=$scratch "$build/tests/fuzz/$t" "${dict[@]}" -max_total_time="$seconds" \
      -print_final_stats=1 -timeout=25 -rss_limit_mb=4096 -max_len=8192 \
      -artifact_prefix="$work/$t/artifacts/" "$corpus" >"$work/$t/log" 2>&1)
   rc=$?

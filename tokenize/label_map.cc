@@ -72,7 +72,10 @@ absl::StatusOr<LabelMap> LabelMap::Load(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": label map is not valid JSON"));
   }
-  if (j.value("format", "") != "padless-labels" || !j.contains("version") ||
+  // Not j.value("format", ""): it throws on a non-string "format" instead of returning the default.
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != "padless-labels" ||
+      !j.contains("version") ||
       !j["version"].is_number_integer() || j["version"].get<int>() != 1) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a padless label map of version 1"));

@@ -43,6 +43,10 @@ TEST(LabelMapTest, BadFilesFailClearly) {
   const std::pair<std::string, std::string> cases[] = {
       {"not json", "not valid JSON"},
       {"{\"format\": \"other\", \"version\": 1, \"labels\": []}", "not a padless label map"},
+      // A non-string format threw nlohmann::json::type_error out of Load (seen while writing
+      // tests/fuzz/model_dir_fuzzer; the input is in its corpus).
+      {"{\"format\": 1, \"version\": 1, \"labels\": []}", "not a padless label map"},
+      {"{\"format\": null, \"version\": 1, \"labels\": []}", "not a padless label map"},
       {"{\"format\": \"padless-labels\", \"version\": 1, \"labels\": 3}", "not an array"},
       {"{\"format\": \"padless-labels\", \"version\": 1, \"labels\": [\"a\", \"a\"]}",
        "duplicate label 'a'"},
