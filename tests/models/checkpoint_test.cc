@@ -240,6 +240,35 @@ TEST(CheckpointTest, FrozenLayersStillCheckpoint) {
   }
 }
 
+// The FFN block keeps gelu's input but not its output: exactly one [T, ffn] tensor less than
+// the plain ops keep until backward.
+TEST(FfnMemoryTest, KeepsOneFfnWideTensorLessThanPlainOps) {
+  cuda::MemoryMeter meter(at::Device(at::kCPU));
+  at::manual_seed(28);
+  constexpr int64_t kTokens = 512, kHidden = 32, kFfn = 128;
+  EncoderLayer layer(DropoutConfig().hidden(kHidden).ffn(kFfn).dropout(0));
+  const std::vector<at::Tensor>& w = layer->weights();
+  LayerSpec spec;
+  spec.heads = 4;
+  const at::Tensor h = at::randn({kTokens, kHidden}).requires_grad_(true);
+  auto retained = [&](bool plain) {
+    const int64_t before = meter.Snapshot().allocated_bytes;
+    at::Tensor out;
+    if (plain) {
+      at::Tensor f = at::linear(h, w[kFfnInWeight], w[kFfnInBias]);
+      f = at::linear(at::gelu(f), w[kFfnOutWeight], w[kFfnOutBias]);
+      out = at::layer_norm(h + f, {kHidden}, w[kFfnNormWeight], w[kFfnNormBias], spec.eps);
+    } else {
+      out = FfnBlockForward(h, w, spec);
+    }
+    EXPECT_TRUE(out.requires_grad());
+    return meter.Snapshot().allocated_bytes - before;
+  };
+  const int64_t plain = retained(true);
+  const int64_t fused = retained(false);
+  EXPECT_EQ(plain - fused, kTokens * kFfn * 4) << "plain " << plain << " fused " << fused;
+}
+
 // Peak bytes the counting CPU allocator saw during one forward + backward.
 int64_t PeakOfStep(EncoderClassifier& model, const batching::Batch& b, cuda::MemoryMeter& meter) {
   model->zero_grad();

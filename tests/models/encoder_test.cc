@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "batch_factory.h"
+#include "padless/models/autocast.h"
+#include "padless/models/encoder_layer.h"
 
 namespace padless::models {
 namespace {
@@ -155,6 +157,68 @@ TEST(EncoderTest, CheckBatchRejectsTooLongSequences) {
   EXPECT_NE(std::string(status.message()).find("max_positions"), std::string::npos);
   EXPECT_TRUE(model->CheckBatch(MakePacked(RandomSequences(1, 2, 8, 8, 50, 3), 20)).ok());
 }
+
+// The FFN block keeps only gelu's input and recomputes gelu in backward; outputs and gradients
+// must equal those of the plain ops, in fp32 and under bf16 autocast, for both GELU forms.
+class FfnBlockTest : public ::testing::TestWithParam<std::tuple<Activation, bool>> {};
+
+TEST_P(FfnBlockTest, MatchesPlainOps) {
+  const auto [activation, autocast_on] = GetParam();
+  at::manual_seed(41);
+  const EncoderConfig config =
+      EncoderConfig().hidden(32).heads(4).ffn(96).dropout(0).activation(activation);
+  EncoderLayer layer(config);
+  // Non-zero biases and norm parameters, so that every gradient is exercised.
+  {
+    at::NoGradGuard no_grad;
+    for (at::Tensor w : layer->weights()) w.add_(at::randn_like(w) * 0.1);
+  }
+  LayerSpec spec;
+  spec.heads = 4;
+  spec.activation = activation;
+  const at::Tensor h0 = at::randn({3, 7, 32});
+  const std::vector<at::Tensor>& w = layer->weights();
+  auto run = [&](bool plain) {
+    for (at::Tensor p : layer->parameters()) p.mutable_grad() = at::Tensor();
+    const at::Tensor h = h0.clone().requires_grad_(true);
+    at::Tensor out;
+    {
+      AutocastGuard autocast(at::kCPU, at::kBFloat16, autocast_on);
+      if (plain) {
+        const char* approximate = activation == Activation::kGeluTanh ? "tanh" : "none";
+        at::Tensor f = at::linear(h, w[kFfnInWeight], w[kFfnInBias]);
+        f = at::linear(at::gelu(f, approximate), w[kFfnOutWeight], w[kFfnOutBias]);
+        const at::Tensor sum = autocast_on ? h.to(at::kFloat) + f : h + f;
+        out = ToResidualStream(
+            at::layer_norm(sum, {32}, w[kFfnNormWeight], w[kFfnNormBias], spec.eps));
+      } else {
+        out = FfnBlockForward(h, w, spec);
+      }
+    }
+    // A fixed, non-uniform upstream gradient.
+    (out.to(at::kFloat) * at::linspace(-1, 1, 32)).sum().backward();
+    std::vector<at::Tensor> grads = {out.detach().to(at::kFloat), h.grad()};
+    for (int i : {kFfnInWeight, kFfnInBias, kFfnOutWeight, kFfnOutBias, kFfnNormWeight}) {
+      grads.push_back(w[i].grad());
+    }
+    return grads;
+  };
+  const std::vector<at::Tensor> plain = run(true);
+  const std::vector<at::Tensor> fused = run(false);
+  const double tolerance = autocast_on ? 2e-2 : 1e-5;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_TRUE(fused[i].defined()) << i;
+    EXPECT_EQ(fused[i].scalar_type(), plain[i].scalar_type()) << i;
+    const double scale = plain[i].abs().max().item<double>();
+    ASSERT_GT(scale, 0) << i;
+    EXPECT_LE((plain[i] - fused[i]).abs().max().item<double>(), tolerance * scale) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GeluForms, FfnBlockTest,
+                         ::testing::Combine(::testing::Values(Activation::kGelu,
+                                                              Activation::kGeluTanh),
+                                            ::testing::Bool()));
 
 TEST(EncoderTest, FreezingStopsGradients) {
   at::manual_seed(6);
