@@ -33,6 +33,7 @@ std::string JoinPath(const std::string& dir, const std::string& name);
 //                               an OOM killer would in the middle of a write;
 //   enospc_during_checkpoint:N  fail the N-th checkpoint write at the same point with ENOSPC, as
 //                               a full disk would (works where chmod cannot, e.g. as root).
+// A checkpoint smaller than 4 KiB is written whole (every real one is larger).
 // Unknown entries are reported on stderr and ignored.
 struct FaultInjection {
   int64_t kill_during_checkpoint = 0;

@@ -45,6 +45,7 @@ namespace padless::models {
 namespace {
 
 using testing::AllFinite;
+using testing::BitwiseEqual;
 using testing::FilesEndingWith;
 using testing::MaxDiff;
 using testing::Params;
@@ -228,7 +229,7 @@ TEST(NonFiniteTest, OnlyNanStopsWithAClearErrorAfterExactlyTheBound) {
     EXPECT_NE(message.find("non-finite loss"), std::string::npos) << message;
     EXPECT_NE(message.find("max_nonfinite_steps"), std::string::npos) << message;
     EXPECT_EQ(forwards, bound) << "no step runs after the bound is reached";
-    EXPECT_EQ(MaxDiff(Params(model), init), 0.0) << "every step was skipped";
+    EXPECT_TRUE(BitwiseEqual(Params(model), init)) << "every step was skipped";
   }
 }
 
@@ -258,7 +259,7 @@ TEST(NonFiniteTest, OnlyConsecutiveSkipsCountTowardsTheBound) {
   r = Trainer(unbounded, all_nan, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->skipped_steps, 18);
-  EXPECT_EQ(MaxDiff(Params(unbounded), init), 0.0);
+  EXPECT_TRUE(BitwiseEqual(Params(unbounded), init));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,7 +306,7 @@ TEST(WriteFailureTest, ReadOnlyCheckpointDirectoryIsAClearErrorAndKeepsTheEarlie
   r = Trainer(resumed, resume, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->steps, 6);
-  EXPECT_EQ(MaxDiff(Params(reference), Params(resumed)), 0.0);
+  EXPECT_TRUE(BitwiseEqual(Params(reference), Params(resumed)));
 }
 
 // /dev/full fails every write with ENOSPC, for root too.

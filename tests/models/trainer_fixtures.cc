@@ -62,6 +62,14 @@ double MaxDiff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& 
   return d;
 }
 
+bool BitwiseEqual(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!at::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
 bool AllFinite(const std::vector<at::Tensor>& tensors) {
   for (const at::Tensor& t : tensors) {
     if (!at::isfinite(t).all().item<bool>()) return false;

@@ -33,6 +33,8 @@ TrainConfig Quiet();
 // Detached copies of every parameter, in named_parameters() order.
 std::vector<at::Tensor> Params(EncoderClassifier& m);
 double MaxDiff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b);
+// Same shapes and bit-for-bit equal values (NaN never equals: a NaN parameter fails).
+bool BitwiseEqual(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b);
 bool AllFinite(const std::vector<at::Tensor>& tensors);
 
 // A fresh directory, removed afterwards (POSIX calls: libtorch.so's exported std::filesystem

@@ -1,7 +1,8 @@
 // Trainer: fine-tunes an EncoderClassifier on a TokenizedCorpus with AdamW, warmup + decay,
 // gradient accumulation and clipping, AMP (bf16, or fp16 with GradScaler), per-layer checkpointing,
 // layer freezing and gradual unfreezing, dev evaluation with early stopping, atomic resumable
-// checkpoints, CUDA OOM recovery by splitting the batch, and a per-step CSV log.
+// checkpoints, CUDA OOM recovery by splitting the batch, skipping of inf/NaN steps, and a per-step
+// CSV log.
 #ifndef PADLESS_MODELS_TRAINER_H_
 #define PADLESS_MODELS_TRAINER_H_
 
