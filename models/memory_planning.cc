@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "padless/cuda/budget_ladder.h"
 #include "padless/cuda/memory_budget.h"
 #include "padless/cuda/memory_meter.h"
 #include "padless/models/memory_probe.h"
@@ -46,11 +47,6 @@ bool StoresScores(const EncoderClassifier &model, Layout layout, AmpMode amp,
                           device.is_cuda() && amp != AmpMode::kOff;
   return !auto_flash;
 }
-
-// Probes after the small ones, at most; each costs two training steps of up to the budget.
-constexpr int kMaxRungs = 8;
-// A measured step within this fraction below the target ends the ladder.
-constexpr double kCloseEnough = 0.03;
 
 bool UsesTokenBudget(const batching::PlannerOptions &plan) {
   switch (plan.sampler()) {
@@ -123,13 +119,9 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
   cuda::MemoryMeter meter(device);
   const internal::RngState rng = internal::CaptureRng(device);
   const CheckpointPolicy previous_policy = model->checkpoint_policy();
-  // Largest measured row count whose peak fits the target, and smallest one that did not.
-  struct Point {
-    int64_t rows = 0;
-    int64_t peak = 0;  // bytes; unknown (0) for an out-of-memory step
-  };
-  std::optional<Point> fits, over;
-  std::optional<Point> previous;  // the fitting point measured before `fits`, for the line's slope
+  // Stage 1's steps at full rows: the largest that fits the target, the one before it, and the
+  // smallest that does not.
+  std::optional<cuda::LadderStep> fits, previous, over;
   int64_t rough_rows = 0;
   absl::Status status;
   try {
@@ -138,87 +130,47 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
     model->set_checkpoint_policy(options.checkpoint);
     std::vector<at::Tensor> params = model->parameters();
     FusedAdamW opt(params, std::vector<bool>(params.size(), true), options.adamw);
-    // Measures (b, s); an out-of-memory probe is an error unless `oom_is_over`, when it only marks
-    // b rows as too many.
-    auto probe = [&](int64_t b, int64_t s, bool oom_is_over) -> absl::StatusOr<StepMemory> {
+    // Measures a step of b x s and records it for the fit; out of memory is reported in the step.
+    auto probe = [&](int64_t b, int64_t s) -> absl::StatusOr<cuda::LadderStep> {
       absl::StatusOr<StepMemory> m = Probe(model, opt, meter, out.layout, b, s, options.amp, device);
       if (!m.ok()) return m.status();
-      if (m->oom && !oom_is_over) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "memory probe: out of memory on a step of ", b, " x ", s, " tokens on ", device.str()));
-      }
       if (!m->oom) out.samples.push_back({b, s, m->peak_allocated_bytes});
-      return m;
+      return cuda::LadderStep{b, m->peak_allocated_bytes, m->oom};
     };
     // Stage 1: small shapes that separate the per-token and per-token*length terms of the fit.
     const std::pair<int64_t, int64_t> shapes[] = {{4, len / 4}, {2, len / 2}, {1, len}, {2, len}};
     for (const auto &[b, s] : shapes) {
-      absl::StatusOr<StepMemory> m = probe(b, s, /*oom_is_over=*/false);
+      absl::StatusOr<cuda::LadderStep> m = probe(b, s);
+      if (m.ok() && m->oom) {
+        m = absl::ResourceExhaustedError(absl::StrCat(
+            "memory probe: out of memory on a step of ", b, " x ", s, " tokens on ", device.str()));
+      }
       if (!m.ok()) {
         status = m.status();
         break;
       }
       if (s != len) continue;
-      const Point p{b, m->peak_allocated_bytes};
-      if (p.peak > out.target_bytes) {
-        if (!over) over = p;
+      if (m->peak_bytes > out.target_bytes) {
+        if (!over) over = *m;
       } else {
-        if (fits) previous = fits;
-        fits = p;
+        previous = fits;
+        fits = *m;
       }
     }
-    // Stage 2: a ladder of probes at the row length itself, so that the choice is measured rather
-    // than extrapolated. Small steps understate the per-token cost (their peak is often the
-    // optimizer's, not the activations'), so the ladder starts at a quarter of the rough fit's
-    // choice, then aims at the target along the line through the two largest measured steps, and
-    // backs off (by the same line, or by bisection) from a step that exceeds the target.
+    // Stage 2: a ladder of measured steps at full rows (cuda::ClimbToTarget), so the choice rests
+    // on a measurement. Its first rung is a quarter of what the small steps' fit allows.
     if (status.ok()) {
       absl::StatusOr<cuda::MemoryModel> rough = Fit(out.samples, out.quadratic);
-      if (!rough.ok()) {
-        status = rough.status();
-      } else {
-        rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(len);
-      }
+      if (rough.ok()) rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(len);
     }
-    if (status.ok() && fits && rough_rows > fits->rows && !(over && over->rows == fits->rows + 1)) {
-      int64_t next = std::max(fits->rows + 1, rough_rows / 4);
-      for (int rung = 0; rung < kMaxRungs; ++rung) {
-        absl::StatusOr<StepMemory> m = probe(next, len, /*oom_is_over=*/true);
-        if (!m.ok()) {
-          status = m.status();
-          break;
-        }
-        const Point p{next, m->oom ? 0 : m->peak_allocated_bytes};
-        if (m->oom || p.peak > out.target_bytes) {
-          over = p;
-        } else {
-          previous = fits;
-          fits = p;
-          if (p.peak >= (1 - kCloseEnough) * out.target_bytes) break;
-        }
-        // Where the line through the two best-known points meets the target: between the largest
-        // fitting and the smallest exceeding step, else through the two largest fitting ones.
-        const Point *a = nullptr, *b = nullptr;
-        if (over && over->peak > 0) {
-          a = &*fits;
-          b = &*over;
-        } else if (previous) {
-          a = &*previous;
-          b = &*fits;
-        }
-        int64_t aim = 0;
-        if (a != nullptr && b->rows != a->rows && b->peak > a->peak) {
-          const double per_row = static_cast<double>(b->peak - a->peak) / (b->rows - a->rows);
-          aim = fits->rows + static_cast<int64_t>((out.target_bytes - fits->peak) / per_row);
-        } else {
-          aim = over ? (fits->rows + over->rows) / 2 : 2 * fits->rows;
-        }
-        // Climb at most 3x per rung without an upper bound; stay strictly between the bounds.
-        if (!over) aim = std::min(aim, 3 * fits->rows);
-        if (over) aim = std::min(aim, over->rows - 1);
-        aim = std::max(aim, fits->rows + 1);
-        if (over && aim >= over->rows) break;  // fits and over are adjacent: done
-        next = aim;
+    if (status.ok() && fits) {
+      absl::StatusOr<cuda::LadderResult> climb = cuda::ClimbToTarget(
+          [&](int64_t rows) { return probe(rows, len); }, out.target_bytes, *fits, previous, over,
+          rough_rows / 4);
+      if (climb.ok()) {
+        fits = climb->best;
+      } else {
+        status = climb.status();
       }
     }
     opt.ZeroGrad();
@@ -250,7 +202,7 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
                         100 * options.safety_margin));
   }
   const int64_t rows = fits->rows;
-  out.measured_peak_bytes = fits->peak;  // measured: the largest probe that fit
+  out.measured_peak_bytes = fits->peak_bytes;  // measured: the largest probe that fit
   if (UsesTokenBudget(plan) || (plan.sampler() == Sampler::kPacked && plan.max_tokens() > 0)) {
     // A token budget of whole rows of `len`: its worst batch is the measured one (shorter rows
     // cost no more per token).
