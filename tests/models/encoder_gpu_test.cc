@@ -13,6 +13,7 @@
 #include "padless/cuda/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
+#include "padless/models/encoder_layer.h"
 
 namespace padless::models {
 namespace {
@@ -97,6 +98,52 @@ TEST_P(GpuCheckpointTest, CheckpointingThroughFlashMatches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, GpuCheckpointTest, ::testing::Values("all", "ffn", "attn"));
+
+// The FFN block's own backward (gelu recomputed from its input) against the plain ops on CUDA
+// under bf16 autocast: outputs and gradients within bf16 rounding.
+TEST(EncoderGpuTest, FfnBlockMatchesPlainOpsUnderAutocast) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  const at::Device gpu(at::kCUDA);
+  at::manual_seed(35);
+  EncoderLayer layer(GpuConfig());
+  layer->to(gpu);
+  {
+    at::NoGradGuard no_grad;
+    for (at::Tensor w : layer->weights()) w.add_(at::randn_like(w) * 0.1);
+  }
+  const std::vector<at::Tensor>& w = layer->weights();
+  LayerSpec spec;
+  spec.heads = 4;
+  const at::Tensor h0 = at::randn({4096, 256}, at::TensorOptions().device(gpu));
+  const at::Tensor upstream = at::randn({4096, 256}, at::TensorOptions().device(gpu));
+  auto run = [&](bool plain) {
+    for (at::Tensor p : layer->parameters()) p.mutable_grad() = at::Tensor();
+    const at::Tensor h = h0.clone().requires_grad_(true);
+    at::Tensor out;
+    {
+      AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+      if (plain) {
+        at::Tensor f = at::linear(h, w[kFfnInWeight], w[kFfnInBias]);
+        f = at::linear(at::gelu(f), w[kFfnOutWeight], w[kFfnOutBias]);
+        out = ToResidualStream(
+            at::layer_norm(h + f, {256}, w[kFfnNormWeight], w[kFfnNormBias], spec.eps));
+      } else {
+        out = FfnBlockForward(h, w, spec);
+      }
+    }
+    (out.to(at::kFloat) * upstream).sum().backward();
+    std::vector<at::Tensor> r = {out.detach().to(at::kFloat), h.grad()};
+    for (int i : {kFfnInWeight, kFfnInBias, kFfnOutWeight, kFfnOutBias}) r.push_back(w[i].grad());
+    return r;
+  };
+  const std::vector<at::Tensor> plain = run(true);
+  const std::vector<at::Tensor> fused = run(false);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    ASSERT_TRUE(fused[i].defined()) << i;
+    const double scale = plain[i].abs().max().item<double>();
+    EXPECT_LE((plain[i] - fused[i]).abs().max().item<double>(), 2e-2 * scale) << i;
+  }
+}
 
 // Under bf16 autocast, checkpointing every layer keeps one bf16 [T, H] boundary per layer (the
 // RNG states live on the host), measured as the growth of live GPU bytes from 2 to 6 layers.
