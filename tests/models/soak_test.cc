@@ -1,5 +1,5 @@
-// Soak: 2000 CPU training steps of the tiny preset, with everything a long run does (loader
-// threads per epoch, CSV log, dev evaluations, rotating checkpoints). After warm-up, the resident
+// Soak: 3000 CPU training steps of the tiny preset, with what a long run does besides (a loader per
+// epoch, CSV log, dev evaluations, rotating checkpoints). After warm-up, the resident
 // set size and the counting allocator's live bytes must stay flat: the least-squares slope over
 // the run, in bytes per step, is printed and bounded. Its own binary and ctest label (`soak`).
 #include <ATen/ATen.h>
@@ -72,10 +72,12 @@ double Slope(const std::vector<double>& x, const std::vector<double>& y) {
 TEST(SoakTest, MemoryStaysFlatOverThousandsOfSteps) {
   if (::access("/proc/self/statm", R_OK) != 0) GTEST_SKIP() << "no /proc/self/statm";
   at::set_num_threads(1);
-  // Samples at the first step of every epoch (32 batches), which is also the start of a log window:
-  // the loader's prefetch queue and the window's pending losses are the same at every sample.
-  constexpr int64_t kSteps = 2000, kWarmup = 500, kEvery = 32;
-  const auto data = FixedLengthCorpus(41, 256);  // 32 batches of 8: about 63 epochs
+  // Samples at the first step of every epoch (32 batches), which is also the start of a log window,
+  // so the window's pending losses are the same at every sample. The loader runs inline (no
+  // workers): a worker's prefetch queue holds 0..2 batches at a sample depending on thread timing,
+  // which moved the allocator's fitted slope by several B/step.
+  constexpr int64_t kSteps = 3000, kWarmup = 500, kEvery = 32;
+  const auto data = FixedLengthCorpus(41, 256);  // 32 batches of 8: about 94 epochs
   const auto dev = FixedLengthCorpus(42, 64);
   TempDir dir;
   at::manual_seed(43);
@@ -85,7 +87,7 @@ TEST(SoakTest, MemoryStaysFlatOverThousandsOfSteps) {
                            .epochs(1000)
                            .max_steps(kSteps)
                            .lr(1e-3)
-                           .loader_workers(1)
+                           .loader_workers(0)
                            .eval_every(250)
                            .log_csv(dir.file("log.csv"))
                            .log_every(kEvery)
@@ -125,13 +127,12 @@ TEST(SoakTest, MemoryStaysFlatOverThousandsOfSteps) {
   RecordProperty("rss_slope_bytes_per_step", std::to_string(rss_slope));
   RecordProperty("allocator_slope_bytes_per_step", std::to_string(live_slope));
 
-  // With the samples in phase, the allocator series is flat to within the loader's state (a few
-  // KiB around epoch ends), which moves the fitted slope by well under 1 B/step; leaking even one
-  // 0-dim float tensor per step would add 4 B/step.
+  // With the samples in phase, the allocator series is the same number at every sample unless
+  // something leaks; leaking even one 0-dim float tensor per step would add 4 B/step.
   EXPECT_LT(std::abs(live_slope), 1.0);
   // RSS, after malloc_trim, stays within about +-40 KiB of its level, which fits as at most about
-  // 50 B/step over the 1500 measured steps; 256 B/step leaves a 5x margin and still fails on a
-  // leak of one 1 KiB buffer per step (1024 B/step).
+  // 30 B/step over the 2500 measured steps (measured: 6 to 25); 256 B/step leaves a wide margin
+  // and still fails on a leak of one 1 KiB buffer per step (1024 B/step).
   EXPECT_LT(std::abs(rss_slope), 256.0);
 }
 
