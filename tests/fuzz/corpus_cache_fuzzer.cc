@@ -68,8 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string copy = padless::fuzz::ScratchDir() + "/copy.bin";
     FUZZ_CHECK(loaded->Save(copy, kFingerprint).ok(), "Save failed");
     FUZZ_CHECK(ReadWholeFile(copy) == file, "an accepted cache does not save back identically");
-    absl::StatusOr<CachedCorpus> cached = LoadOrBuildCorpus(
-        path, kFingerprint, []() -> absl::StatusOr<TokenizedCorpus> {
+    absl::StatusOr<CachedCorpus> cached =
+        LoadOrBuildCorpus(path, kFingerprint, []() -> absl::StatusOr<TokenizedCorpus> {
           padless::fuzz::Fail(__FILE__, __LINE__, "rebuilt", "a valid cache was rebuilt");
         });
     FUZZ_CHECK(cached.ok() && cached->from_cache && cached->rebuild_reason.empty() &&
@@ -85,10 +85,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TokenizedCorpus rebuilt;
   const int32_t ids[] = {2, static_cast<int32_t>(size), 3};
   rebuilt.Add(ids, {}, mode);
-  absl::StatusOr<CachedCorpus> cached =
-      LoadOrBuildCorpus(path, kFingerprint, [&]() -> absl::StatusOr<TokenizedCorpus> {
-        return rebuilt;
-      });
+  absl::StatusOr<CachedCorpus> cached = LoadOrBuildCorpus(
+      path, kFingerprint, [&]() -> absl::StatusOr<TokenizedCorpus> { return rebuilt; });
   FUZZ_CHECK(cached.ok() && !cached->from_cache && !cached->rebuild_reason.empty() &&
                  cached->save_error.empty(),
              "LoadOrBuildCorpus did not rebuild");

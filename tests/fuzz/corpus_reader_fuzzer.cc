@@ -123,9 +123,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (lenient.ok()) {
     CheckCorpus(*lenient, content, o);
-    FUZZ_CHECK(strict.ok() || lenient->report.bad_rows > 0,
-               absl::StrCat("strict failed (", strict.status().message(),
-                            ") yet nothing was skipped"));
+    FUZZ_CHECK(
+        strict.ok() || lenient->report.bad_rows > 0,
+        absl::StrCat("strict failed (", strict.status().message(), ") yet nothing was skipped"));
   }
   return 0;
 }

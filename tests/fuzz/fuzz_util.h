@@ -20,8 +20,8 @@ namespace padless::fuzz {
 }  // namespace padless::fuzz
 
 // FUZZ_CHECK(cond, detail): `detail` (a std::string expression) is only evaluated on failure.
-#define FUZZ_CHECK(cond, detail)                                        \
-  do {                                                                  \
+#define FUZZ_CHECK(cond, detail)                                             \
+  do {                                                                       \
     if (!(cond)) ::padless::fuzz::Fail(__FILE__, __LINE__, #cond, (detail)); \
   } while (0)
 

@@ -32,8 +32,16 @@ using fuzz::WriteScratchFile;
 
 // The model whose weights the harness corrupts, and its archive's bytes.
 EncoderConfig TinyConfig() {
-  return EncoderConfig().vocab_size(320).hidden(8).layers(1).heads(2).ffn(16).max_positions(16)
-      .num_labels(2).dropout(0).attention_dropout(0);
+  return EncoderConfig()
+      .vocab_size(320)
+      .hidden(8)
+      .layers(1)
+      .heads(2)
+      .ffn(16)
+      .max_positions(16)
+      .num_labels(2)
+      .dropout(0)
+      .attention_dropout(0);
 }
 
 struct Fixture {
@@ -95,9 +103,8 @@ void CheckModelDir(const std::string& config_json, const std::string& labels_jso
                    const std::string& weights) {
   absl::StatusOr<EncoderConfig> c = EncoderConfig::FromJson(config_json);
   // Only small models: a config may legitimately ask for gigabytes, which is not a loader bug.
-  if (!c.ok() || c->vocab_size() > 4096 || c->hidden() > 64 || c->layers() > 2 ||
-      c->ffn() > 256 || c->max_positions() > 512 || c->num_labels() > 64 ||
-      c->type_vocab_size() > 8) {
+  if (!c.ok() || c->vocab_size() > 4096 || c->hidden() > 64 || c->layers() > 2 || c->ffn() > 256 ||
+      c->max_positions() > 512 || c->num_labels() > 64 || c->type_vocab_size() > 8) {
     return;
   }
   const std::string dir = ScratchDir() + "/model";

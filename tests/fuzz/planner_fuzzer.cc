@@ -176,8 +176,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                absl::StrCat("example ", std::get<0>(key), " planned ", count, " times"));
   }
   if (!options.drop_last()) {
-    FUZZ_CHECK(planned == expected, absl::StrCat(planned.size(), " distinct pieces planned of ",
-                                                 expected.size()));
+    FUZZ_CHECK(planned == expected,
+               absl::StrCat(planned.size(), " distinct pieces planned of ", expected.size()));
   }
   // Deterministic, and Plan(rank, start_step) is PlanEpoch's rank from that step on.
   absl::StatusOr<EpochPlan> again = planner.PlanEpoch(lengths, epoch, world);

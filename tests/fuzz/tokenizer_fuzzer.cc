@@ -69,8 +69,7 @@ void FuzzSingle(absl::string_view text, const EncodeOptions& o) {
   }
   FUZZ_CHECK(e.ok(), std::string(e.status().message()));
   const int64_t n = static_cast<int64_t>(pieces->size());
-  const int64_t budget =
-      o.max_length == 0 ? std::numeric_limits<int64_t>::max() : o.max_length - 2;
+  const int64_t budget = o.max_length == 0 ? std::numeric_limits<int64_t>::max() : o.max_length - 2;
   const SingleKeep keep = PlanSingle(n, budget, o.truncation, o.head_fraction);
   FUZZ_CHECK(keep.head >= 0 && keep.tail >= 0 && keep.head + keep.tail == std::min(n, budget),
              absl::StrCat("keep ", keep.head, "+", keep.tail, " of ", n, " budget ", budget));
@@ -94,18 +93,17 @@ void FuzzPair(absl::string_view a, absl::string_view b, const EncodeOptions& o) 
     return;
   }
   const int64_t na = static_cast<int64_t>(pa->size()), nb = static_cast<int64_t>(pb->size());
-  const int64_t budget =
-      o.max_length == 0 ? std::numeric_limits<int64_t>::max() : o.max_length - 3;
+  const int64_t budget = o.max_length == 0 ? std::numeric_limits<int64_t>::max() : o.max_length - 3;
   absl::StatusOr<PairKeep> keep = PlanPair(na, nb, budget, o.pair_truncation);
-  FUZZ_CHECK(keep.ok() == e.ok(), absl::StrCat("plan ", keep.status().message(), " vs encode ",
-                                               e.status().message()));
+  FUZZ_CHECK(keep.ok() == e.ok(),
+             absl::StrCat("plan ", keep.status().message(), " vs encode ", e.status().message()));
   if (!e.ok()) return;
   FUZZ_CHECK(keep->first >= 0 && keep->first <= na && keep->second >= 0 && keep->second <= nb &&
                  keep->first + keep->second == std::min(na + nb, budget),
              absl::StrCat("pair keep ", keep->first, "+", keep->second, " of ", na, "+", nb,
                           " budget ", budget));
-  const std::vector<int32_t> expect = Cat({{kClsId}, Slice(*pa, 0, keep->first), {kSepId},
-                                           Slice(*pb, 0, keep->second), {kSepId}});
+  const std::vector<int32_t> expect =
+      Cat({{kClsId}, Slice(*pa, 0, keep->first), {kSepId}, Slice(*pb, 0, keep->second), {kSepId}});
   FUZZ_CHECK(e->ids == expect, "pair encoding differs");
   FUZZ_CHECK(e->type_ids.size() == e->ids.size(), "type ids length");
   for (size_t i = 0; i < e->type_ids.size(); ++i) {
@@ -123,8 +121,8 @@ void FuzzPair(absl::string_view a, absl::string_view b, const EncodeOptions& o) 
     ids.resize(1);
     type_ids.resize(1);
     FUZZ_CHECK(tokenizer->EncodeAppend(a, &b, o, &scratch, &ids, &type_ids).ok(), "EncodeAppend");
-    FUZZ_CHECK(ids.size() == e->ids.size() + 1 && std::equal(e->ids.begin(), e->ids.end(),
-                                                             ids.begin() + 1),
+    FUZZ_CHECK(ids.size() == e->ids.size() + 1 &&
+                   std::equal(e->ids.begin(), e->ids.end(), ids.begin() + 1),
                "EncodeAppend ids differ from EncodePair");
     FUZZ_CHECK(type_ids.size() == e->type_ids.size() + 1 &&
                    std::equal(e->type_ids.begin(), e->type_ids.end(), type_ids.begin() + 1),

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,6 +96,43 @@ TEST_F(InferenceTest, InitFromAnotherLabelSetKeepsTheEncoder) {
     if (p.key().rfind("head_", 0) == 0) continue;
     EXPECT_TRUE(at::equal(p.value(), *a.find(p.key()))) << p.key();
   }
+}
+
+// Found by tests/fuzz/model_dir_fuzzer: bytes damaged inside the archive's TorchScript code entry
+// made the importer throw std::runtime_error, which escaped LoadWeights and aborted the process.
+TEST_F(InferenceTest, DamagedWeightsArchiveIsAStatusNotACrash) {
+  const std::string path = dir_ + "/" + kWeightsFile;
+  std::string archive;
+  {
+    std::ifstream in(path, std::ios::binary);
+    archive.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // The first .py entry: its local header's name is followed by the "FB" alignment field
+  // (2 bytes of id, 2 of size, then padding), then the entry's data.
+  const size_t name = archive.find(".pyFB");
+  ASSERT_NE(name, std::string::npos);
+  const size_t data = name + 5 + 2 + (static_cast<uint8_t>(archive[name + 5]) |
+                                      static_cast<uint8_t>(archive[name + 6]) << 8);
+  const std::string patch("\"\xff\xff@\x00l", 6);  // the fuzzer's bytes
+  int rejected = 0;
+  // From the byte before the data (where the fuzzer's patch sat) over the first 48 data bytes.
+  for (size_t at = data - 1; at < data + 48 && at + patch.size() <= archive.size(); ++at) {
+    std::string damaged = archive;
+    damaged.replace(at, patch.size(), patch);
+    const std::string bad = dir_ + "/damaged.pt";
+    {
+      std::ofstream out(bad, std::ios::binary | std::ios::trunc);
+      out.write(damaged.data(), static_cast<std::streamsize>(damaged.size()));
+    }
+    EncoderClassifier target(model_->config());
+    absl::Status s = absl::OkStatus();
+    EXPECT_NO_THROW(s = LoadWeights(*target, bad)) << "patch at " << at;
+    if (!s.ok()) {
+      ++rejected;
+      EXPECT_NE(std::string(s.message()).find(bad), std::string::npos) << s;
+    }
+  }
+  EXPECT_GT(rejected, 0);
 }
 
 TEST_F(InferenceTest, PredictIsThreadSafeAndDeterministic) {
