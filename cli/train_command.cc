@@ -386,8 +386,7 @@ int RunTrain(const std::vector<std::string>& args) {
     absl::FPrintF(stderr,
                   "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
                   init_from.empty() ? preset_name : init_from, config.layers(), config.hidden(),
-                  device->str(),
-                  train->size(), dev ? absl::StrCat(", dev ", dev->size()) : "",
+                  device->str(), train->size(), dev ? absl::StrCat(", dev ", dev->size()) : "",
                   absl::GetFlag(FLAGS_batching), models::AmpModeName(*amp));
   }
   models::Trainer trainer(model, tc, *plan, *device);

@@ -99,12 +99,11 @@ absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const s
   std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return absl::InternalError(absl::StrCat(path, ": cannot create the temporary file ", tmp,
-                                            ": ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot create the temporary file ", tmp, ": ", std::strerror(errno)));
   }
   const int64_t index = is_checkpoint ? ++checkpoints_opened : 0;
-  return std::unique_ptr<AtomicFileWriter>(
-      new AtomicFileWriter(path, std::move(tmp), fd, index));
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(path, std::move(tmp), fd, index));
 }
 
 AtomicFileWriter::AtomicFileWriter(std::string path, std::string tmp, int fd,
@@ -117,8 +116,8 @@ AtomicFileWriter::~AtomicFileWriter() {
 }
 
 absl::Status AtomicFileWriter::Fail(const std::string& what, int error) {
-  status_ = absl::InternalError(
-      absl::StrCat(path_, ": ", what, " (", tmp_, "): ", std::strerror(error)));
+  status_ =
+      absl::InternalError(absl::StrCat(path_, ": ", what, " (", tmp_, "): ", std::strerror(error)));
   return status_;
 }
 

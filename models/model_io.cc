@@ -18,10 +18,6 @@ using internal::IsDirectory;
 using internal::IsRegularFile;
 using internal::JoinPath;
 
-namespace {
-
-}  // namespace
-
 absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
   absl::StatusOr<std::unique_ptr<internal::AtomicFileWriter>> out =
       internal::AtomicFileWriter::Open(path);

@@ -7,8 +7,8 @@
 #include <torch/serialize/output-archive.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -411,20 +411,19 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
       }
     }
     if (csv && !csv->flush()) {
-      return absl::InternalError(
-          absl::StrCat(config_.log_csv(), ": cannot write the training log: ", std::strerror(errno)));
+      return absl::InternalError(absl::StrCat(
+          config_.log_csv(), ": cannot write the training log: ", std::strerror(errno)));
     }
     if (finite_rows > 0) result.final_loss = loss_sum / finite_rows;
     if (config_.progress()) {
       const int64_t done = global_step - first_step;
       const double elapsed = Seconds(train_start);
       const double eta = done > 0 ? elapsed / done * (total_steps - global_step) : -1;
-      absl::FPrintF(stderr, "\rstep %d/%d  epoch %d  loss %.4f  %.0f tok/s  ETA %s%s   ",
-                    global_step, total_steps, pending.back().epoch, result.final_loss, tps,
-                    FormatDuration(eta),
-                    result.skipped_steps > 0
-                        ? absl::StrCat("  skipped ", result.skipped_steps, " non-finite")
-                        : "");
+      absl::FPrintF(
+          stderr, "\rstep %d/%d  epoch %d  loss %.4f  %.0f tok/s  ETA %s%s   ", global_step,
+          total_steps, pending.back().epoch, result.final_loss, tps, FormatDuration(eta),
+          result.skipped_steps > 0 ? absl::StrCat("  skipped ", result.skipped_steps, " non-finite")
+                                   : "");
       progress_line_open = true;
     }
     pending.clear();
@@ -445,8 +444,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     if (!r.ok()) return r.status();
     if (config_.progress()) {
       end_progress_line();
-      absl::FPrintF(stderr, "[step %d] dev accuracy %.4f  macro-F1 %.4f  loss %.4f\n",
-                    global_step, r->metrics.accuracy, r->metrics.macro_f1, r->loss);
+      absl::FPrintF(stderr, "[step %d] dev accuracy %.4f  macro-F1 %.4f  loss %.4f\n", global_step,
+                    r->metrics.accuracy, r->metrics.macro_f1, r->loss);
     }
     if (r->metrics.accuracy > best_accuracy) {
       best_accuracy = r->metrics.accuracy;
@@ -516,8 +515,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
             if (!pb.ok()) return pb.status();
             Batch moved = pb->To(device_);
             failing = spec;
-            forward_backward(moved, static_cast<double>(moved.num_sequences) / sequences,
-                             step_loss, trained);
+            forward_backward(moved, static_cast<double>(moved.num_sequences) / sequences, step_loss,
+                             trained);
           }
         }
         return absl::OkStatus();
@@ -598,10 +597,10 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
           status = run_group(group, step_loss, trained);
           if (!status.ok()) return status;
           if (trained.sequences != sequences || trained.real_tokens != real) {
-            return absl::InternalError(absl::StrCat(
-                "step ", global_step, ": the split batches held ", trained.sequences,
-                " sequences / ", trained.real_tokens, " tokens, the batches ", sequences, " / ",
-                real));
+            return absl::InternalError(
+                absl::StrCat("step ", global_step, ": the split batches held ", trained.sequences,
+                             " sequences / ", trained.real_tokens, " tokens, the batches ",
+                             sequences, " / ", real));
           }
           if (config_.after_backward) config_.after_backward(global_step, params);
           const double lr =

@@ -141,7 +141,8 @@ TEST(NonFiniteTest, StepIsSkippedWithoutChangingAnyStateAndTrainingContinues) {
   constexpr int64_t kBadStep = 2;  // 0-based: the step that leaves checkpoint step-3
   for (AmpMode amp : {AmpMode::kOff, AmpMode::kBf16}) {
     for (Fault fault : {Fault::kNanLoss, Fault::kInfGradient}) {
-      SCOPED_TRACE(absl::StrCat(AmpModeName(amp), fault == Fault::kNanLoss ? " NaN loss" : " inf grad"));
+      SCOPED_TRACE(
+          absl::StrCat(AmpModeName(amp), fault == Fault::kNanLoss ? " NaN loss" : " inf grad"));
       TempDir dir;
       at::manual_seed(22);
       EncoderClassifier model(TinyConfig(0.1));
@@ -266,7 +267,8 @@ TEST(NonFiniteTest, OnlyConsecutiveSkipsCountTowardsTheBound) {
 // Write failures
 
 TEST(WriteFailureTest, ReadOnlyCheckpointDirectoryIsAClearErrorAndKeepsTheEarlierCheckpoint) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions (ENOSPC test covers it)";
+  if (::geteuid() == 0)
+    GTEST_SKIP() << "root ignores directory permissions (ENOSPC test covers it)";
   const auto data = SyntheticCorpus(27, 48);
   const TrainConfig base = Quiet().epochs(1).lr(1e-3);
   at::manual_seed(28);
@@ -452,15 +454,33 @@ class CliFaultTest : public ::testing::Test {
   }
 
   std::vector<std::string> Args(const std::string& out) const {
-    return {"train",          "--data",        dir_.file("train.tsv"),
-            "--out",          dir_.file(out),  "--preset",
-            "tiny",           "--max-len",     "32",
-            "--batching",     "padded",        "--batch-size",
-            "16",             "--max-steps",   "10",
-            "--checkpoint-every", "2",         "--keep-checkpoints",
-            "2",              "--vocab-size",  "400",
-            "--lr",           "1e-3",          "--seed",
-            "7",              "--device",      "cpu"};
+    return {"train",
+            "--data",
+            dir_.file("train.tsv"),
+            "--out",
+            dir_.file(out),
+            "--preset",
+            "tiny",
+            "--max-len",
+            "32",
+            "--batching",
+            "padded",
+            "--batch-size",
+            "16",
+            "--max-steps",
+            "10",
+            "--checkpoint-every",
+            "2",
+            "--keep-checkpoints",
+            "2",
+            "--vocab-size",
+            "400",
+            "--lr",
+            "1e-3",
+            "--seed",
+            "7",
+            "--device",
+            "cpu"};
   }
 
   // A run directory that shares the uninterrupted run's tokenizer, so all runs see equal data.
@@ -546,9 +566,9 @@ TEST_F(CliFaultTest, DiskFullDuringACheckpointIsAClearErrorAndKeepsTheEarlierOne
 
 TEST(CliFlagsTest, MaxNonfiniteStepsMustNotBeNegative) {
   TempDir dir;
-  const Child c = RunCli({"train", "--data", "x.tsv", "--out", dir.file("o"),
-                          "--max-nonfinite-steps", "-1"},
-                         "", dir.str());
+  const Child c =
+      RunCli({"train", "--data", "x.tsv", "--out", dir.file("o"), "--max-nonfinite-steps", "-1"},
+             "", dir.str());
   EXPECT_EQ(c.exit_code, 2) << c.err;
   EXPECT_NE(c.err.find("--max-nonfinite-steps"), std::string::npos) << c.err;
 }
@@ -584,8 +604,7 @@ TEST(FaultGpuTest, Fp16NanLossIsSkippedThroughTheScaler) {
   EXPECT_TRUE(Differences(before, after, "model.").empty());
   EXPECT_TRUE(Differences(before, after, "optim.").empty());
   // The scaler backed off: half the scale.
-  EXPECT_DOUBLE_EQ(after.at("scaler")[0].item<double>(),
-                   before.at("scaler")[0].item<double>() / 2);
+  EXPECT_DOUBLE_EQ(after.at("scaler")[0].item<double>(), before.at("scaler")[0].item<double>() / 2);
 }
 
 #ifdef PADLESS_TORCH_HAS_CUDA
@@ -639,7 +658,8 @@ TEST(FaultGpuTest, RealOutOfMemoryIsSplitAndTrainingContinues) {
     c10::cuda::CUDACachingAllocator::resetPeakStats(0);
     at::manual_seed(35);
     EncoderClassifier m(mc);
-    absl::StatusOr<TrainResult> r = Trainer(m, Quiet().epochs(1), plan(batch), cuda).Train(data, nullptr);
+    absl::StatusOr<TrainResult> r =
+        Trainer(m, Quiet().epochs(1), plan(batch), cuda).Train(data, nullptr);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->peak_reserved_bytes : int64_t{0};
   };

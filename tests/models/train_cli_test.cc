@@ -242,19 +242,19 @@ TEST_F(TrainCliTest, InitFromStartsFromTheGivenWeights) {
 TEST_F(TrainCliTest, InitFromWithAnotherPresetOrVocabularyIsAClearError) {
   const std::string scratch = ScratchDir("init_from_mismatch");
   const std::string dev = kData + "/sst2_dev.tsv";
-  CliResult r = RunPadless({"train", "--data", dev, "--out", scratch + "/a", "--init-from",
-                            Model(), "--preset", "small", "--max-steps", "1", "--device", "cpu"});
+  CliResult r = RunPadless({"train", "--data", dev, "--out", scratch + "/a", "--init-from", Model(),
+                            "--preset", "small", "--max-steps", "1", "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("--preset small"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(Model() + "/config.json"), std::string::npos) << r.err;
 
   // An --out directory that already holds a tokenizer of another vocabulary.
   const std::string out = ScratchDir("init_from_other_vocab");
-  r = RunPadless({"tokenize", "train", "--input", dev, "--out", out + "/tokenizer",
-                  "--vocab-size", "500"});
+  r = RunPadless(
+      {"tokenize", "train", "--input", dev, "--out", out + "/tokenizer", "--vocab-size", "500"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = RunPadless({"train", "--data", dev, "--out", out, "--init-from", Model(), "--max-steps",
-                  "1", "--device", "cpu"});
+  r = RunPadless({"train", "--data", dev, "--out", out, "--init-from", Model(), "--max-steps", "1",
+                  "--device", "cpu"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const int64_t vocab =
       nlohmann::json::parse(ReadFile(Model() + "/config.json"))["vocab_size"].get<int64_t>();

@@ -106,7 +106,7 @@ struct TrainResult {
   double padding_efficiency = 0;
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
-  double final_loss = 0;  // mean training loss of the last logging window (skipped steps aside)
+  double final_loss = 0;      // mean training loss of the last logging window (skipped steps aside)
   int64_t skipped_steps = 0;  // steps skipped for an inf/NaN loss or gradient (this process)
   std::vector<std::string> oom_events;  // one line per recovered out-of-memory error
   int64_t oom_splits = 0;               // == oom_events.size()
