@@ -627,6 +627,9 @@ TEST(FaultGpuTest, RealOutOfMemoryIsSplitAndTrainingContinues) {
   GTEST_SKIP() << "torch without CUDA";
 #else
   const at::Device cuda(at::kCUDA, 0);
+  // The caching allocator initialises its per-device state on the first CUDA allocation; before
+  // that, resetPeakStats(0) throws "Invalid device argument" (seen on the H200).
+  at::zeros({1}, at::TensorOptions().device(cuda));
   // Long sequences (200..256 tokens) so that activations dominate the memory.
   tokenize::TokenizedCorpus data;
   std::mt19937_64 rng(34);
