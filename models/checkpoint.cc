@@ -104,6 +104,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     actx->saved_data["dropout"] = spec->dropout;
     actx->saved_data["attention_dropout"] = spec->attention_dropout;
     actx->saved_data["pre_ln"] = spec->pre_ln;
+    actx->saved_data["lean"] = spec->lean;
     actx->saved_data["activation"] = static_cast<int64_t>(spec->activation);
     actx->saved_data["backend"] = static_cast<int64_t>(ctx->backend);
     if (ctx->mask.defined()) actx->saved_data["mask"] = ctx->mask;
@@ -125,6 +126,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     spec.dropout = d["dropout"].toDouble();
     spec.attention_dropout = d["attention_dropout"].toDouble();
     spec.pre_ln = d["pre_ln"].toBool();
+    spec.lean = d["lean"].toBool();
     spec.activation = static_cast<Activation>(d["activation"].toInt());
     AttentionContext ctx;
     ctx.backend = static_cast<AttentionBackend>(d["backend"].toInt());

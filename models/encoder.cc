@@ -40,6 +40,8 @@ LayerSpec EncoderClassifierImpl::Spec() const {
   s.attention_dropout = is_training() ? config_.attention_dropout() : 0.0;
   s.pre_ln = config_.pre_ln();
   s.activation = config_.activation();
+  s.lean = activation_memory_ == ActivationMemory::kLean ||
+           (activation_memory_ == ActivationMemory::kAuto && !(checkpoint_ == CheckpointPolicy::None()));
   return s;
 }
 
@@ -117,7 +119,7 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
   // see the dtype the embeddings produced.
   const at::ScalarType embedding_dtype = x.scalar_type();
-  x = ToResidualStream(x);
+  if (spec.lean) x = ToResidualStream(x);
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
     if (recompute_possible && checkpoint_.Checkpoints(i, num_layers())) {

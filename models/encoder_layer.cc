@@ -64,10 +64,23 @@ class GeluLinear : public torch::autograd::Function<GeluLinear> {
   }
 };
 
-at::Tensor ActivateThenLinear(const at::Tensor& pre, Activation a, const at::Tensor& w,
+// linear(activation(pre)): through GeluLinear for lean activations, else the plain ops.
+at::Tensor ActivateThenLinear(const at::Tensor& pre, const LayerSpec& spec, const at::Tensor& w,
                               const at::Tensor& b) {
-  if (a == Activation::kRelu) return at::linear(at::relu(pre), w, b);
-  return GeluLinear::apply(pre, w, b, a == Activation::kGeluTanh);
+  switch (spec.activation) {
+    case Activation::kRelu:
+      return at::linear(at::relu(pre), w, b);
+    case Activation::kGeluTanh:
+      return spec.lean ? GeluLinear::apply(pre, w, b, true) : at::linear(at::gelu(pre, "tanh"), w, b);
+    case Activation::kGelu:
+      break;
+  }
+  return spec.lean ? GeluLinear::apply(pre, w, b, false) : at::linear(at::gelu(pre), w, b);
+}
+
+// A block's output as the residual stream stores it.
+at::Tensor Stream(const at::Tensor& t, const LayerSpec& spec) {
+  return spec.lean ? ToResidualStream(t) : t;
 }
 
 }  // namespace
@@ -99,16 +112,16 @@ at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const La
   at::Tensor a =
       at::dropout(at::linear(attended, w[kOutWeight], w[kOutBias]), spec.dropout, spec.dropout > 0);
   at::Tensor h = ResidualAdd(x, a);
-  return ToResidualStream(spec.pre_ln ? h : Norm(h, w, kAttnNormWeight, spec));
+  return Stream(spec.pre_ln ? h : Norm(h, w, kAttnNormWeight, spec), spec);
 }
 
 at::Tensor FfnBlockForward(const at::Tensor& h, at::TensorList w, const LayerSpec& spec) {
   at::Tensor f = at::linear(spec.pre_ln ? Norm(h, w, kFfnNormWeight, spec) : h, w[kFfnInWeight],
                             w[kFfnInBias]);
-  f = ActivateThenLinear(f, spec.activation, w[kFfnOutWeight], w[kFfnOutBias]);
+  f = ActivateThenLinear(f, spec, w[kFfnOutWeight], w[kFfnOutBias]);
   f = at::dropout(f, spec.dropout, spec.dropout > 0);
   at::Tensor out = ResidualAdd(h, f);
-  return ToResidualStream(spec.pre_ln ? out : Norm(out, w, kFfnNormWeight, spec));
+  return Stream(spec.pre_ln ? out : Norm(out, w, kFfnNormWeight, spec), spec);
 }
 
 at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,

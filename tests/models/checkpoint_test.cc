@@ -136,6 +136,8 @@ class CheckpointAutocastTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
   at::manual_seed(22);
   EncoderClassifier model(DropoutConfig().layers(2));
+  // Both runs store the residual stream alike (by default only checkpointing makes it bf16).
+  model->set_activation_memory(EncoderClassifierImpl::ActivationMemory::kLean);
   model->train();
   const batching::Batch b = MakePadded(RandomSequences(4, 6, 3, 16, 60, 2));
   Step plain, checked;
@@ -155,6 +157,28 @@ TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
     EXPECT_EQ(checked.grads[i].scalar_type(), at::kFloat) << i;
     EXPECT_LE((plain.grads[i] - checked.grads[i]).abs().max().item<double>(), 1e-6) << i;
   }
+}
+
+// kAuto: lean activations (bf16 residual stream under autocast) exactly when a layer is
+// checkpointed; without checkpointing the stream stays fp32, as kFast keeps it.
+TEST(ActivationMemoryTest, AutoIsLeanExactlyWhenCheckpointing) {
+  using Mode = EncoderClassifierImpl::ActivationMemory;
+  const batching::Batch b = MakePadded(RandomSequences(4, 6, 3, 16, 60, 2));
+  auto loss = [&](Mode mode, const char* policy) {
+    at::manual_seed(23);
+    EncoderClassifier model(DropoutConfig().layers(2));
+    model->set_activation_memory(mode);
+    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    model->train();
+    AutocastGuard autocast(at::kCPU, at::kBFloat16);
+    return TrainStep(model, b, 7).loss.item<double>();
+  };
+  const double auto_none = loss(Mode::kAuto, "none"), fast_none = loss(Mode::kFast, "none");
+  const double lean_none = loss(Mode::kLean, "none");
+  EXPECT_EQ(auto_none, fast_none);
+  EXPECT_NE(auto_none, lean_none);  // the bf16 stream rounds: the knob does something
+  EXPECT_EQ(loss(Mode::kAuto, "all"), loss(Mode::kLean, "all"));
+  EXPECT_NEAR(lean_none, fast_none, 5e-2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, CheckpointAutocastTest,

@@ -656,7 +656,9 @@ TEST(FaultGpuTest, RealOutOfMemoryIsSplitAndTrainingContinues) {
         .batch_size(batch)
         .max_len(512);
   };
-  auto peak_reserved = [&](int64_t batch) {
+  // Peak ALLOCATED bytes: the allocator frees its cache and retries before it reports out of
+  // memory, so a limit between two reserved peaks need not fail (seen on the H200: no split).
+  auto peak_allocated = [&](int64_t batch) {
     c10::cuda::CUDACachingAllocator::emptyCache();
     c10::cuda::CUDACachingAllocator::resetPeakStats(0);
     at::manual_seed(35);
@@ -664,9 +666,9 @@ TEST(FaultGpuTest, RealOutOfMemoryIsSplitAndTrainingContinues) {
     absl::StatusOr<TrainResult> r =
         Trainer(m, Quiet().epochs(1), plan(batch), cuda).Train(data, nullptr);
     EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->peak_reserved_bytes : int64_t{0};
+    return r.ok() ? r->peak_allocated_bytes : int64_t{0};
   };
-  const int64_t full = peak_reserved(32), half = peak_reserved(16);
+  const int64_t full = peak_allocated(32), half = peak_allocated(16);
   ASSERT_GT(full, half + half / 4) << "activations must dominate for this test to mean anything";
   size_t free_bytes = 0, total_bytes = 0;
   ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);

@@ -41,6 +41,11 @@ class EncoderClassifierImpl : public torch::nn::Module {
   AttentionBackend attention_backend() const { return backend_; }
   void set_checkpoint_policy(CheckpointPolicy p) { checkpoint_ = p; }
   CheckpointPolicy checkpoint_policy() const { return checkpoint_; }
+  // Lean activations (LayerSpec::lean): kAuto turns them on when a checkpoint policy is set, so
+  // checkpointing buys the most memory and the fastest configuration stays fast.
+  enum class ActivationMemory { kAuto, kLean, kFast };
+  void set_activation_memory(ActivationMemory m) { activation_memory_ = m; }
+  ActivationMemory activation_memory() const { return activation_memory_; }
 
   // Transfer learning: freeze (requires_grad = false) the embeddings, and layers [0, k).
   void FreezeEmbeddings(bool frozen);
@@ -57,6 +62,7 @@ class EncoderClassifierImpl : public torch::nn::Module {
   EncoderConfig config_;
   AttentionBackend backend_ = AttentionBackend::kAuto;
   CheckpointPolicy checkpoint_ = CheckpointPolicy::None();
+  ActivationMemory activation_memory_ = ActivationMemory::kAuto;
   at::Tensor word_embeddings_;
   at::Tensor position_embeddings_;
   at::Tensor type_embeddings_;
