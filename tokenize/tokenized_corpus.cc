@@ -118,6 +118,12 @@ absl::StatusOr<TokenizedCorpus> TokenizedCorpus::Load(const std::string& path,
     return absl::DataLossError(absl::StrCat(path, ": corpus cache header has unknown flags"));
   }
   const bool typed = (h.flags & 1u) != 0;
+  // Save sets the type-id flag only when there are type ids, i.e. tokens: a typed file without
+  // tokens is not one Save writes (found by tests/fuzz/corpus_cache_fuzzer).
+  if (typed && h.num_tokens == 0) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": corpus cache header has the type-id flag but no tokens"));
+  }
   // Validate sizes with overflow-safe arithmetic before allocating anything.
   const uint64_t n = h.num_examples, t = h.num_tokens;
   const uint64_t limit = file_size - sizeof(h);

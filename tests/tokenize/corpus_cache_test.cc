@@ -83,6 +83,21 @@ TEST_F(CorpusCacheTest, EmptyCorpusRoundTrips) {
   EXPECT_EQ(loaded->size(), 0u);
 }
 
+// Regression (corpus_cache_fuzzer): an empty corpus whose header claims type ids passed every check
+// but was not what Save writes. Header: flags at byte 12; the checksum covers only the payload,
+// which is the same.
+TEST_F(CorpusCacheTest, TypeIdFlagWithoutTokensIsRejected) {
+  ASSERT_TRUE(TokenizedCorpus().Save(path_, kFingerprint).ok());
+  std::string bytes = ReadAll(path_);
+  ASSERT_EQ(bytes[12], 0);
+  bytes[12] = 1;
+  WriteAll(path_, bytes);
+  absl::StatusOr<TokenizedCorpus> loaded = TokenizedCorpus::Load(path_, kFingerprint);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("type-id flag but no tokens"));
+  EXPECT_THAT(loaded.status().message(), HasSubstr(path_));
+}
+
 TEST_F(CorpusCacheTest, EveryFlippedByteIsDetected) {
   ASSERT_TRUE(RandomCorpus(true, 11).Save(path_, kFingerprint).ok());
   const std::string good = ReadAll(path_);
