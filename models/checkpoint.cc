@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "padless/models/autocast.h"
+#include "layer_call.h"
 #include "rng_state.h"
 
 namespace padless::models {
@@ -68,6 +69,11 @@ std::string CheckpointPolicy::ToString() const {
 namespace {
 
 using internal::CaptureRng;
+using internal::LoadAttentionContext;
+using internal::LoadForwardRng;
+using internal::LoadLayerSpec;
+using internal::SaveForwardRng;
+using internal::SaveLayerCall;
 using internal::RestoreRng;
 using internal::RngState;
 
@@ -93,24 +99,11 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
                             const AttentionContext* ctx, int64_t scope) {
     actx->saved_data["scope"] = scope;
     const at::Device device = x.device();
-    RngState rng = CaptureRng(device);
-    actx->saved_data["rng_cpu"] = rng.cpu;
-    if (rng.cuda.defined()) actx->saved_data["rng_cuda"] = rng.cuda;
+    SaveForwardRng(actx, CaptureRng(device));
     const c10::DeviceType dt = device.type();
     actx->saved_data["autocast"] = at::autocast::is_autocast_enabled(dt);
     actx->saved_data["autocast_dtype"] = static_cast<int64_t>(at::autocast::get_autocast_dtype(dt));
-    actx->saved_data["heads"] = spec->heads;
-    actx->saved_data["eps"] = spec->eps;
-    actx->saved_data["dropout"] = spec->dropout;
-    actx->saved_data["attention_dropout"] = spec->attention_dropout;
-    actx->saved_data["pre_ln"] = spec->pre_ln;
-    actx->saved_data["lean"] = spec->lean;
-    actx->saved_data["activation"] = static_cast<int64_t>(spec->activation);
-    actx->saved_data["backend"] = static_cast<int64_t>(ctx->backend);
-    if (ctx->mask.defined()) actx->saved_data["mask"] = ctx->mask;
-    if (ctx->cu_seqlens.defined()) actx->saved_data["cu_seqlens"] = ctx->cu_seqlens;
-    actx->saved_data["max_seqlen"] = ctx->max_seqlen;
-    actx->saved_data["host_offsets"] = ctx->host_offsets;
+    SaveLayerCall(actx, *spec, *ctx);
     std::vector<at::Tensor> saved = {x};
     saved.insert(saved.end(), weights.begin(), weights.end());
     actx->save_for_backward(saved);
@@ -120,20 +113,8 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* actx,
                                                  torch::autograd::variable_list grad_outputs) {
     auto& d = actx->saved_data;
-    LayerSpec spec;
-    spec.heads = d["heads"].toInt();
-    spec.eps = d["eps"].toDouble();
-    spec.dropout = d["dropout"].toDouble();
-    spec.attention_dropout = d["attention_dropout"].toDouble();
-    spec.pre_ln = d["pre_ln"].toBool();
-    spec.lean = d["lean"].toBool();
-    spec.activation = static_cast<Activation>(d["activation"].toInt());
-    AttentionContext ctx;
-    ctx.backend = static_cast<AttentionBackend>(d["backend"].toInt());
-    if (d.count("mask")) ctx.mask = d["mask"].toTensor();
-    if (d.count("cu_seqlens")) ctx.cu_seqlens = d["cu_seqlens"].toTensor();
-    ctx.max_seqlen = d["max_seqlen"].toInt();
-    ctx.host_offsets = d["host_offsets"].toIntVector();
+    const LayerSpec spec = LoadLayerSpec(actx);
+    const AttentionContext ctx = LoadAttentionContext(actx);
 
     torch::autograd::variable_list saved = actx->get_saved_variables();
     at::Tensor x = saved[0].detach().requires_grad_(true);
@@ -143,10 +124,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     // Recompute with the forward's RNG stream and autocast state, then put the RNG back so the
     // rest of the backward pass (and later steps) see the stream they would have seen anyway.
     RngState stash = CaptureRng(device);
-    RngState forward_rng;
-    forward_rng.cpu = d["rng_cpu"].toTensor();
-    if (d.count("rng_cuda")) forward_rng.cuda = d["rng_cuda"].toTensor();
-    RestoreRng(forward_rng, device);
+    RestoreRng(LoadForwardRng(actx), device);
     at::Tensor out;
     {
       at::AutoGradMode grad_on(true);

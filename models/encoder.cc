@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "padless/models/fused_layer.h"
 
 namespace padless::models {
 
@@ -116,13 +117,25 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
 at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx) {
   const LayerSpec spec = Spec();
   const bool recompute_possible = at::GradMode::is_enabled();
+  // Training on varlen batches goes through the fused layer (fused_layer.h), except for the
+  // layers a block-scoped checkpoint policy names, which only the generic path can split.
+  const bool fused =
+      fused_layers_ && recompute_possible && FusedLayerSupported(x, spec, ctx);
   // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
   // see the dtype the embeddings produced.
   const at::ScalarType embedding_dtype = x.scalar_type();
-  if (spec.lean) x = ToResidualStream(x);
+  if (fused) {
+    x = x.to(FusedComputeDtype(x));
+  } else if (spec.lean) {
+    x = ToResidualStream(x);
+  }
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
-    if (recompute_possible && checkpoint_.Checkpoints(i, num_layers())) {
+    const bool checkpointed = recompute_possible && checkpoint_.Checkpoints(i, num_layers());
+    if (fused && (!checkpointed || checkpoint_.scope == CheckpointScope::kLayer)) {
+      x = FusedEncoderLayerForward(x, w, spec, ctx,
+                                   checkpointed ? FusedSaving::kRecompute : FusedSaving::kSaveAll);
+    } else if (checkpointed) {
       x = CheckpointedLayerForward(x, w, spec, ctx, checkpoint_.scope);
     } else {
       x = EncoderLayerForward(x, w, spec, ctx);

@@ -148,6 +148,7 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
       models::CheckpointPolicy::Parse(config.checkpoint);
   if (!policy.ok()) return policy.status();
   model->set_checkpoint_policy(*policy);
+  model->set_fused_layers(!config.generic_layers);
   // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
   // choice would gather them into the varlen layout on a GPU.
   model->set_attention_backend(config.strategy == Strategy::kPackedDense

@@ -46,6 +46,21 @@ TEST(ExpandConfigsTest, SelectivePoliciesAreCanonical) {
   EXPECT_TRUE((*c)[1].checkpointed());
 }
 
+TEST(ExpandConfigsTest, GenericLayerBaselinesFollow) {
+  absl::StatusOr<std::vector<RunConfig>> c =
+      ExpandConfigs("packed_varlen", "bf16", "none,all", "", "none, every:1");
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<std::string> names;
+  for (const RunConfig& r : *c) names.push_back(r.Name());
+  EXPECT_THAT(names, ::testing::ElementsAre("packed_varlen/bf16/ckpt_none",
+                                            "packed_varlen/bf16/ckpt_all",
+                                            "packed_varlen/bf16/ckpt_none/generic_layers",
+                                            "packed_varlen/bf16/ckpt_all/generic_layers"));
+  c = ExpandConfigs("packed_varlen", "bf16", "none", "", "every:0");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("--generic_layers_checkpoint"));
+}
+
 TEST(ExpandConfigsTest, FullMatrixHasNoDuplicates) {
   absl::StatusOr<std::vector<RunConfig>> c =
       ExpandConfigs("all", "fp32,bf16", "none,all", "pad_to_max,packed_varlen");

@@ -41,6 +41,9 @@ ABSL_FLAG(std::string, checkpoint, "none,all",
           "attn/every:K (see models::CheckpointPolicy)");
 ABSL_FLAG(std::string, fp32_strategies, "pad_to_max,packed_varlen",
           "strategies also run in fp32 without checkpointing (empty: none)");
+ABSL_FLAG(std::string, generic_layers_checkpoint, "",
+          "checkpoint policies for which packed_varlen/bf16 also runs with generic (per-op "
+          "autograd) layers instead of the fused layer, as its baseline (empty: none)");
 ABSL_FLAG(std::string, preset, "base", "encoder preset: tiny, small, base");
 ABSL_FLAG(int, vocab, 16000, "SentencePiece unigram vocabulary size");
 ABSL_FLAG(int64_t, max_len, 512, "tokens per sequence, special tokens included (head+tail cut)");
@@ -140,6 +143,7 @@ int Main(int argc, char** argv) {
   std::string precisions = absl::GetFlag(FLAGS_precisions);
   std::string checkpoints = absl::GetFlag(FLAGS_checkpoint);
   std::string fp32_extra = absl::GetFlag(FLAGS_fp32_strategies);
+  std::string generic_layers = absl::GetFlag(FLAGS_generic_layers_checkpoint);
   std::string device_name = absl::GetFlag(FLAGS_device);
   bool anchors = absl::GetFlag(FLAGS_anchors);
   RunOptions run;
@@ -171,6 +175,7 @@ int Main(int argc, char** argv) {
     precisions = "fp32";
     checkpoints = "none,all";
     fp32_extra = "";
+    generic_layers = "";
     device_name = "cpu";
     anchors = false;
   }
@@ -180,7 +185,7 @@ int Main(int argc, char** argv) {
   }
 
   absl::StatusOr<std::vector<RunConfig>> configs =
-      ExpandConfigs(strategies, precisions, checkpoints, fp32_extra);
+      ExpandConfigs(strategies, precisions, checkpoints, fp32_extra, generic_layers);
   if (!configs.ok()) {
     std::fprintf(stderr, "%s\n", std::string(configs.status().message()).c_str());
     return 2;

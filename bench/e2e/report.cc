@@ -457,14 +457,15 @@ std::string RenderMarkdown(const ReportInput& in) {
     if (a.config.checkpointed()) continue;
     for (const RunResult& b : in.runs) {
       if (!b.config.checkpointed() || b.config.strategy != a.config.strategy ||
-          b.config.precision != a.config.precision) {
+          b.config.precision != a.config.precision ||
+          b.config.generic_layers != a.config.generic_layers) {
         continue;
       }
       any = true;
       const double loss = 1 - b.tokens_per_second() / std::max(1e-9, a.tokens_per_second());
-      absl::StrAppendFormat(&md, "| padless %s/%s | %s | %s -> %s | %s | %.2f -> %.2f |\n",
+      absl::StrAppendFormat(&md, "| padless %s/%s%s | %s | %s -> %s | %s | %.2f -> %.2f |\n",
                             StrategyName(a.config.strategy), PrecisionName(a.config.precision),
-                            b.config.checkpoint, Kilo(a.tokens_per_second()),
+                            a.config.generic_layers ? "/generic_layers" : "", b.config.checkpoint, Kilo(a.tokens_per_second()),
                             Kilo(b.tokens_per_second()), Percent(loss), GiB(a.activation_bytes()),
                             GiB(b.activation_bytes()));
     }

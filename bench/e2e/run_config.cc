@@ -33,6 +33,20 @@ std::vector<std::string> Items(absl::string_view list) {
   return out;
 }
 
+// Canonical policy texts ("every:1" and "all" are one configuration).
+absl::StatusOr<std::vector<std::string>> ParsePolicies(absl::string_view flag,
+                                                       absl::string_view list) {
+  std::vector<std::string> out;
+  for (const std::string& item : Items(list)) {
+    absl::StatusOr<models::CheckpointPolicy> policy = models::CheckpointPolicy::Parse(item);
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", policy.status().message()));
+    }
+    out.push_back(policy->ToString());
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<Strategy>> ParseStrategies(absl::string_view flag,
                                                       absl::string_view list) {
   std::vector<Strategy> out;
@@ -83,13 +97,15 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
 }
 
 std::string RunConfig::Name() const {
-  return absl::StrCat(StrategyName(strategy), "/", PrecisionName(precision), "/ckpt_", checkpoint);
+  return absl::StrCat(StrategyName(strategy), "/", PrecisionName(precision), "/ckpt_", checkpoint,
+                      generic_layers ? "/generic_layers" : "");
 }
 
 absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategies,
                                                      absl::string_view precisions,
                                                      absl::string_view checkpoints,
-                                                     absl::string_view fp32_extra) {
+                                                     absl::string_view fp32_extra,
+                                                     absl::string_view generic_layer_checkpoints) {
   absl::StatusOr<std::vector<Strategy>> main = ParseStrategies("strategies", strategies);
   if (!main.ok()) return main.status();
   absl::StatusOr<std::vector<Strategy>> extra = ParseStrategies("fp32_strategies", fp32_extra);
@@ -100,25 +116,25 @@ absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategie
     if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("--precisions: ", p.status().message()));
     precs.push_back(*p);
   }
-  std::vector<std::string> ckpts;
-  for (const std::string& item : Items(checkpoints)) {
-    absl::StatusOr<models::CheckpointPolicy> policy = models::CheckpointPolicy::Parse(item);
-    if (!policy.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--checkpoint: ", policy.status().message()));
-    }
-    ckpts.push_back(policy->ToString());  // "every:1" and "all" are one configuration
-  }
+  absl::StatusOr<std::vector<std::string>> ckpts = ParsePolicies("checkpoint", checkpoints);
+  if (!ckpts.ok()) return ckpts.status();
+  absl::StatusOr<std::vector<std::string>> generic_ckpts =
+      ParsePolicies("generic_layers_checkpoint", generic_layer_checkpoints);
+  if (!generic_ckpts.ok()) return generic_ckpts.status();
   std::vector<RunConfig> out;
   auto add = [&out](const RunConfig& c) {
     if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
   // Precision outermost: configurations of one precision run back to back.
   for (Precision p : precs) {
-    for (const std::string& c : ckpts) {
+    for (const std::string& c : *ckpts) {
       for (Strategy s : *main) add(RunConfig{s, p, c});
     }
   }
   for (Strategy s : *extra) add(RunConfig{s, Precision::kFp32, "none"});
+  for (const std::string& c : *generic_ckpts) {
+    add(RunConfig{Strategy::kPackedVarlen, Precision::kBf16, c, /*generic_layers=*/true});
+  }
   if (out.empty()) {
     return absl::InvalidArgumentError(
         "no configuration selected (--strategies, --precisions, --checkpoint, --fp32_strategies)");

@@ -38,23 +38,29 @@ struct RunConfig {
   // Activation checkpointing, as the canonical text of a models::CheckpointPolicy: "none",
   // "all", "ffn", "attn", "every:K", ...
   std::string checkpoint = "none";
+  // Per-op autograd layers instead of the fused layer (models::EncoderClassifierImpl::
+  // set_fused_layers(false)); the fused one only runs varlen batches, so this changes only the
+  // varlen strategy.
+  bool generic_layers = false;
 
   bool checkpointed() const { return checkpoint != "none"; }
-  // "packed_varlen/bf16/ckpt_all": unique, used in logs, the CSV and the plots.
+  // "packed_varlen/bf16/ckpt_all", "+/generic_layers": unique, used in logs, the CSV and the plots.
   std::string Name() const;
   bool operator==(const RunConfig& o) const {
-    return strategy == o.strategy && precision == o.precision && checkpoint == o.checkpoint;
+    return strategy == o.strategy && precision == o.precision && checkpoint == o.checkpoint &&
+           generic_layers == o.generic_layers;
   }
 };
 
 // The cross product strategies x precisions x checkpoint policies (models::CheckpointPolicy
 // texts), then each of `fp32_extra`
 // in fp32 without checkpointing (the short GPU run's fp32 reference points), without duplicates.
-// Lists are comma-separated; "all" selects every strategy. Errors name the flag and the item.
-absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategies,
-                                                     absl::string_view precisions,
-                                                     absl::string_view checkpoints,
-                                                     absl::string_view fp32_extra);
+// Lists are comma-separated; "all" selects every strategy. Then packed_varlen in bf16 with generic
+// layers for each policy of `generic_layer_checkpoints` (the fused layer's baseline). Errors name
+// the flag and the item.
+absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(
+    absl::string_view strategies, absl::string_view precisions, absl::string_view checkpoints,
+    absl::string_view fp32_extra, absl::string_view generic_layer_checkpoints = "");
 
 // Planner options that give `strategy` a budget of `budget` token slots per step: padded
 // strategies take b = budget / max_len sequences, budgeted and packed ones max_tokens = budget.

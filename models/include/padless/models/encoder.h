@@ -46,6 +46,10 @@ class EncoderClassifierImpl : public torch::nn::Module {
   enum class ActivationMemory { kAuto, kLean, kFast };
   void set_activation_memory(ActivationMemory m) { activation_memory_ = m; }
   ActivationMemory activation_memory() const { return activation_memory_; }
+  // Training steps on varlen batches (post-LN) run each layer as one fused function with a
+  // hand-written backward (fused_layer.h); false keeps per-op autograd everywhere.
+  void set_fused_layers(bool on) { fused_layers_ = on; }
+  bool fused_layers() const { return fused_layers_; }
 
   // Transfer learning: freeze (requires_grad = false) the embeddings, and layers [0, k).
   void FreezeEmbeddings(bool frozen);
@@ -63,6 +67,7 @@ class EncoderClassifierImpl : public torch::nn::Module {
   AttentionBackend backend_ = AttentionBackend::kAuto;
   CheckpointPolicy checkpoint_ = CheckpointPolicy::None();
   ActivationMemory activation_memory_ = ActivationMemory::kAuto;
+  bool fused_layers_ = true;
   at::Tensor word_embeddings_;
   at::Tensor position_embeddings_;
   at::Tensor type_embeddings_;

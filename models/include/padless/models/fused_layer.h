@@ -1,0 +1,47 @@
+// A post-LN encoder layer over varlen (packed, padding-free) tokens with a hand-written backward.
+//
+// Autograd through EncoderLayerForward keeps what each op's backward node wants: fp32 LayerNorm
+// inputs, casts of every weight, a GELU output next to its input, and it recomputes the whole
+// layer when checkpointed. One custom function per layer instead computes the whole layer in the
+// compute dtype (bf16/fp16 under autocast) and decides itself what to keep:
+//  - kSaveAll keeps 13 bytes' worth of [T, H] tensors per token and hidden unit in bf16 units
+//    (x, q/k/v, the attention output, the two LayerNorm inputs and the LN1 output, the FFN's 4H
+//    input, dropout masks) plus the 4H GELU output unless `spec.lean`, where backward recomputes
+//    it;
+//  - kRecompute keeps only the layer input x and the LayerNorm-2 input (with its statistics) and,
+//    in backward, re-runs the layer up to the FFN's activation with the forward's RNG stream:
+//    the QKV, attention, output projection and FFN-in matmuls. The FFN-out matmul and LayerNorm 2
+//    are not re-run (their backward needs only what is kept), so a checkpointed layer costs about
+//    two thirds of a forward instead of a whole one.
+// The residual stream is in the compute dtype (each sum is rounded once, then normalised in fp32
+// inside LayerNorm); weights are cast per call and not kept in the compute dtype.
+#ifndef PADLESS_MODELS_FUSED_LAYER_H_
+#define PADLESS_MODELS_FUSED_LAYER_H_
+
+#include <ATen/core/Tensor.h>
+
+#include "padless/models/attention.h"
+#include "padless/models/encoder_layer.h"
+
+namespace padless::models {
+
+enum class FusedSaving { kSaveAll, kRecompute };
+
+// Whether FusedEncoderLayerForward can run a layer call: post-LN, a varlen context (flash on a GPU
+// in bf16/fp16; the per-sequence reference only without attention dropout, as it cannot replay
+// that dropout), x of shape [T, H].
+bool FusedLayerSupported(const at::Tensor& x, const LayerSpec& spec, const AttentionContext& ctx);
+
+// The dtype the fused layer computes in for input x: the autocast dtype while autocast is on for
+// x's device, else x's own.
+at::ScalarType FusedComputeDtype(const at::Tensor& x);
+
+// EncoderLayerForward's result (to the compute dtype's rounding) for x already in the compute
+// dtype. Weights that do not require grad get none.
+at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
+                                    const LayerSpec& spec, const AttentionContext& ctx,
+                                    FusedSaving saving);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_FUSED_LAYER_H_

@@ -1,0 +1,348 @@
+// The fused layer's hand-written backward against autograd through the generic layer:
+// - CPU, fp64, per-sequence reference attention: outputs and every gradient agree to rounding,
+//   for each activation, lean or not, saving everything or recomputing, frozen weights included;
+//   with dropout, the recompute replays the forward's masks (equal gradients, RNG stream intact);
+// - a whole model: fused on and off give the same logits and gradients on varlen batches, with
+//   and without checkpointing;
+// - GPU (skips without CUDA): flash under bf16 autocast with dropout, fused against generic within
+//   bf16 rounding, recompute against save-all, and the fused layer keeps less memory.
+#include "padless/models/fused_layer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/cuda.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "batch_factory.h"
+#include "padless/cuda/memory_meter.h"
+#include "padless/models/autocast.h"
+#include "padless/models/checkpoint.h"
+#include "padless/models/encoder.h"
+#include "padless/models/encoder_layer.h"
+
+namespace padless::models {
+namespace {
+
+using testing::MakePacked;
+using testing::MakeVarlen;
+using testing::RandomSequences;
+using testing::ToDevice;
+
+constexpr int64_t kHidden = 32;
+constexpr int64_t kHeads = 4;
+
+// A layer with weights away from their initial values (non-trivial LayerNorm gains and biases).
+std::vector<at::Tensor> RandomLayerWeights(at::ScalarType dtype) {
+  EncoderLayer layer(EncoderConfig().hidden(kHidden).heads(kHeads).ffn(64));
+  std::vector<at::Tensor> w;
+  for (const at::Tensor& t : layer->weights()) {
+    w.push_back((t.to(dtype) + at::randn_like(t, dtype) * 0.2).detach().requires_grad_(true));
+  }
+  return w;
+}
+
+AttentionContext ReferenceContext(const std::vector<int64_t>& lengths) {
+  AttentionContext ctx;
+  ctx.backend = AttentionBackend::kVarlenReference;
+  ctx.host_offsets = {0};
+  for (int64_t n : lengths) {
+    ctx.host_offsets.push_back(ctx.host_offsets.back() + n);
+    ctx.max_seqlen = std::max(ctx.max_seqlen, n);
+  }
+  ctx.cu_seqlens = at::tensor(ctx.host_offsets, at::kInt);
+  return ctx;
+}
+
+struct LayerRun {
+  at::Tensor out;
+  std::vector<at::Tensor> grads;  // x, then the weights (undefined where none)
+};
+
+// out and d(sum(out * probe)) / d(x, weights); `fused` picks the implementation.
+LayerRun RunLayer(bool fused, FusedSaving saving, const at::Tensor& x0,
+                  const std::vector<at::Tensor>& w, const LayerSpec& spec,
+                  const AttentionContext& ctx, const at::Tensor& probe) {
+  const at::Tensor x = x0.detach().requires_grad_(true);
+  LayerRun r;
+  r.out = fused ? FusedEncoderLayerForward(x, w, spec, ctx, saving)
+                : EncoderLayerForward(x, w, spec, ctx);
+  std::vector<at::Tensor> wrt = {x};
+  for (const at::Tensor& t : w) {
+    if (t.requires_grad()) wrt.push_back(t);
+  }
+  std::vector<at::Tensor> g = torch::autograd::grad({(r.out * probe).sum()}, wrt);
+  size_t next = 0;
+  r.grads.push_back(g[next++]);
+  for (const at::Tensor& t : w) r.grads.push_back(t.requires_grad() ? g[next++] : at::Tensor());
+  r.out = r.out.detach();
+  return r;
+}
+
+void ExpectClose(const LayerRun& want, const LayerRun& got, double tol) {
+  EXPECT_LE((want.out - got.out).abs().max().item<double>(), tol);
+  ASSERT_EQ(want.grads.size(), got.grads.size());
+  for (size_t i = 0; i < want.grads.size(); ++i) {
+    ASSERT_EQ(want.grads[i].defined(), got.grads[i].defined()) << "gradient " << i;
+    if (!want.grads[i].defined()) continue;
+    ASSERT_EQ(got.grads[i].sizes(), want.grads[i].sizes()) << "gradient " << i;
+    const double scale = std::max(1.0, want.grads[i].abs().max().item<double>());
+    EXPECT_LE((want.grads[i] - got.grads[i]).abs().max().item<double>(), tol * scale)
+        << "gradient " << i;
+  }
+}
+
+using LayerCase = std::tuple<Activation, bool /*lean*/, FusedSaving>;
+
+class FusedLayerTest : public ::testing::TestWithParam<LayerCase> {};
+
+TEST_P(FusedLayerTest, MatchesAutogradThroughTheGenericLayer) {
+  const auto [activation, lean, saving] = GetParam();
+  at::manual_seed(41);
+  const std::vector<at::Tensor> w = RandomLayerWeights(at::kDouble);
+  const AttentionContext ctx = ReferenceContext({5, 1, 12, 7});
+  LayerSpec spec;
+  spec.heads = kHeads;
+  spec.eps = 1e-5;
+  spec.activation = activation;
+  spec.lean = lean;
+  const at::Tensor x = at::randn({25, kHidden}, at::kDouble);
+  const at::Tensor probe = at::randn({25, kHidden}, at::kDouble);
+  ASSERT_TRUE(FusedLayerSupported(x, spec, ctx));
+  const LayerRun generic = RunLayer(false, saving, x, w, spec, ctx, probe);
+  const LayerRun fused = RunLayer(true, saving, x, w, spec, ctx, probe);
+  ExpectClose(generic, fused, 1e-10);
+  // The comparison can fail: a perturbed weight moves the gradients far beyond the tolerance.
+  std::vector<at::Tensor> moved = w;
+  moved[kFfnInWeight] = (w[kFfnInWeight] * 1.01).detach().requires_grad_(true);
+  const LayerRun other = RunLayer(true, saving, x, moved, spec, ctx, probe);
+  EXPECT_GT((other.grads[1 + kQkvWeight] - generic.grads[1 + kQkvWeight]).abs().max().item<double>(),
+            1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, FusedLayerTest,
+    ::testing::Combine(::testing::Values(Activation::kGelu, Activation::kGeluTanh,
+                                         Activation::kRelu),
+                       ::testing::Bool(),
+                       ::testing::Values(FusedSaving::kSaveAll, FusedSaving::kRecompute)));
+
+TEST(FusedLayerTest, FrozenWeightsGetNoGradient) {
+  at::manual_seed(42);
+  std::vector<at::Tensor> w = RandomLayerWeights(at::kDouble);
+  for (int i : {kQkvWeight, kQkvBias, kFfnNormWeight}) w[i] = w[i].detach();
+  const AttentionContext ctx = ReferenceContext({9, 3});
+  LayerSpec spec;
+  spec.heads = kHeads;
+  const at::Tensor x = at::randn({12, kHidden}, at::kDouble);
+  const at::Tensor probe = at::randn({12, kHidden}, at::kDouble);
+  for (FusedSaving saving : {FusedSaving::kSaveAll, FusedSaving::kRecompute}) {
+    const LayerRun generic = RunLayer(false, saving, x, w, spec, ctx, probe);
+    const LayerRun fused = RunLayer(true, saving, x, w, spec, ctx, probe);
+    EXPECT_FALSE(fused.grads[1 + kQkvWeight].defined());
+    EXPECT_FALSE(fused.grads[1 + kFfnNormWeight].defined());
+    ExpectClose(generic, fused, 1e-10);
+  }
+}
+
+// With dropout, recomputing gives what saving everything gives (the masks are replayed from the
+// forward's RNG stream), and the stream after backward is where it would have been.
+TEST(FusedLayerTest, RecomputeReplaysDropout) {
+  at::manual_seed(43);
+  const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
+  const AttentionContext ctx = ReferenceContext({20, 11, 30});
+  LayerSpec spec;
+  spec.heads = kHeads;
+  spec.dropout = 0.3;
+  const at::Tensor x = at::randn({61, kHidden});
+  const at::Tensor probe = at::randn({61, kHidden});
+  auto run = [&](FusedSaving saving, uint64_t seed) {
+    at::manual_seed(seed);
+    LayerRun r = RunLayer(true, saving, x, w, spec, ctx, probe);
+    r.grads.push_back(at::rand({4}));  // the stream after backward
+    return r;
+  };
+  const LayerRun saved = run(FusedSaving::kSaveAll, 7);
+  const LayerRun recomputed = run(FusedSaving::kRecompute, 7);
+  ExpectClose(saved, recomputed, 0.0);
+  // Dropout is on: another seed, another output.
+  EXPECT_GT((run(FusedSaving::kSaveAll, 8).out - saved.out).abs().max().item<double>(), 1e-3);
+}
+
+TEST(FusedLayerTest, SupportsOnlyPostLnVarlen) {
+  const at::Tensor x = at::randn({8, kHidden});
+  LayerSpec spec;
+  spec.heads = kHeads;
+  AttentionContext ctx = ReferenceContext({8});
+  EXPECT_TRUE(FusedLayerSupported(x, spec, ctx));
+  EXPECT_FALSE(FusedLayerSupported(x.unsqueeze(0), spec, ctx));
+  LayerSpec pre_ln = spec;
+  pre_ln.pre_ln = true;
+  EXPECT_FALSE(FusedLayerSupported(x, pre_ln, ctx));
+  LayerSpec attention_dropout = spec;
+  attention_dropout.attention_dropout = 0.1;  // the reference cannot replay it
+  EXPECT_FALSE(FusedLayerSupported(x, attention_dropout, ctx));
+  AttentionContext dense = ctx;
+  dense.backend = AttentionBackend::kDense;
+  EXPECT_FALSE(FusedLayerSupported(x, spec, dense));
+  AttentionContext flash = ctx;
+  flash.backend = AttentionBackend::kVarlenFlash;
+  EXPECT_FALSE(FusedLayerSupported(x, spec, flash));  // flash needs CUDA and bf16/fp16
+  {
+    AutocastGuard autocast(at::kCPU, at::kBFloat16);
+    EXPECT_EQ(FusedComputeDtype(x), at::kBFloat16);
+    // x must already be in the compute dtype.
+    EXPECT_THROW(FusedEncoderLayerForward(x, RandomLayerWeights(at::kFloat), spec, ctx,
+                                          FusedSaving::kSaveAll),
+                 c10::Error);
+  }
+  EXPECT_EQ(FusedComputeDtype(x), at::kFloat);
+}
+
+struct ModelStep {
+  at::Tensor logits;
+  std::vector<at::Tensor> grads;
+};
+
+ModelStep TrainStep(EncoderClassifier& model, const batching::Batch& b) {
+  model->zero_grad(/*set_to_none=*/true);
+  ModelStep s;
+  s.logits = model->forward(b);
+  ClassificationLoss(s.logits, b.labels).backward();
+  for (const at::Tensor& p : model->parameters()) {
+    EXPECT_TRUE(p.grad().defined());  // every parameter takes part
+    s.grads.push_back(p.grad().defined() ? p.grad().clone() : at::zeros_like(p));
+  }
+  s.logits = s.logits.detach();
+  return s;
+}
+
+class FusedModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
+  at::manual_seed(44);
+  EncoderClassifier model(EncoderConfig()
+                              .vocab_size(80)
+                              .hidden(kHidden)
+                              .layers(3)
+                              .heads(kHeads)
+                              .ffn(64)
+                              .max_positions(64)
+                              .dropout(0)
+                              .attention_dropout(0));
+  model->to(at::kDouble);
+  model->train();
+  model->set_checkpoint_policy(*CheckpointPolicy::Parse(GetParam()));
+  const auto s = RandomSequences(5, 6, 2, 40, 80, 2);
+  for (const batching::Batch& b : {MakeVarlen(s), MakePacked(s, 64)}) {
+    model->set_attention_backend(AttentionBackend::kVarlenReference);
+    model->set_fused_layers(false);
+    const ModelStep generic = TrainStep(model, b);
+    model->set_fused_layers(true);
+    const ModelStep fused = TrainStep(model, b);
+    EXPECT_LE((generic.logits - fused.logits).abs().max().item<double>(), 1e-10);
+    ASSERT_EQ(generic.grads.size(), fused.grads.size());
+    for (size_t i = 0; i < generic.grads.size(); ++i) {
+      EXPECT_TRUE(fused.grads[i].isfinite().all().item<bool>()) << i;
+      const double scale = std::max(1.0, generic.grads[i].abs().max().item<double>());
+      EXPECT_LE((generic.grads[i] - fused.grads[i]).abs().max().item<double>(), 1e-10 * scale)
+          << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, FusedModelTest,
+                         ::testing::Values("none", "all", "keep_last:1", "every:2", "ffn"));
+
+bool HasCuda() {
+  return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
+}
+
+EncoderConfig GpuConfig() {
+  return EncoderConfig()
+      .vocab_size(1000)
+      .hidden(256)
+      .layers(4)
+      .heads(4)
+      .ffn(1024)
+      .max_positions(512)
+      .dropout(0.1)
+      .attention_dropout(0.1);
+}
+
+// Relative L2 distance, the measure for tensors computed along different bf16 roundings.
+double Relative(const at::Tensor& want, const at::Tensor& got) {
+  return ((want.to(at::kFloat) - got.to(at::kFloat)).norm() / want.to(at::kFloat).norm().clamp_min(1e-12))
+      .item<double>();
+}
+
+TEST(FusedLayerGpuTest, FlashUnderBf16MatchesGenericAndRecompute) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  const at::Device gpu(at::kCUDA);
+  at::manual_seed(45);
+  EncoderClassifier model(GpuConfig());
+  model->to(gpu);
+  model->train();
+  const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(11, 24, 8, 400, 1000, 2)), gpu);
+  auto step = [&](bool fused, const std::string& policy, uint64_t seed) {
+    model->set_fused_layers(fused);
+    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    at::manual_seed(seed);
+    AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+    return TrainStep(model, b);
+  };
+  const ModelStep generic = step(false, "none", 5);
+  const ModelStep fused = step(true, "none", 5);
+  const ModelStep recomputed = step(true, "all", 5);
+  const ModelStep other_seed = step(true, "none", 6);
+  // Same dropout masks (same kernels, same RNG order): only bf16 rounding differs; another seed
+  // (other masks) is far outside that.
+  EXPECT_LE(Relative(generic.logits, fused.logits), 2e-2);
+  EXPECT_GT(Relative(generic.logits, other_seed.logits), 3 * Relative(generic.logits, fused.logits));
+  for (size_t i = 0; i < generic.grads.size(); ++i) {
+    EXPECT_TRUE(fused.grads[i].isfinite().all().item<bool>()) << i;
+    EXPECT_LE(Relative(generic.grads[i], fused.grads[i]), 5e-2) << i;
+    // Recompute replays the forward exactly; flash's backward accumulates dq atomically.
+    EXPECT_LE(Relative(fused.grads[i], recomputed.grads[i]), 1e-2) << i;
+  }
+  EXPECT_TRUE(at::equal(fused.logits, recomputed.logits));
+}
+
+// What one training step adds at its peak, fused against generic, per policy.
+TEST(FusedLayerGpuTest, KeepsLessThanPerOpAutograd) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  const at::Device gpu(at::kCUDA);
+  cuda::MemoryMeter meter(gpu);
+  at::manual_seed(46);
+  EncoderClassifier model(GpuConfig().layers(6));
+  model->to(gpu);
+  model->train();
+  const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(12, 48, 64, 500, 1000, 2)), gpu);
+  auto peak = [&](bool fused, const std::string& policy) {
+    model->set_fused_layers(fused);
+    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    model->zero_grad();
+    torch::cuda::synchronize();
+    cuda::ScopedPeak region(meter);
+    {
+      AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+      ClassificationLoss(model->forward(b), b.labels).backward();
+    }
+    torch::cuda::synchronize();
+    region.Stop();
+    return region.PeakAllocatedDelta();
+  };
+  peak(false, "none");  // warm-up: cuBLAS workspaces and gradients exist from here on
+  for (const char* policy : {"none", "all", "keep_last:2"}) {
+    const int64_t generic = peak(false, policy);
+    const int64_t fused = peak(true, policy);
+    EXPECT_LT(fused, generic) << policy << ": fused " << fused << " generic " << generic;
+  }
+}
+
+}  // namespace
+}  // namespace padless::models
