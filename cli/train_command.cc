@@ -83,6 +83,10 @@ ABSL_FLAG(std::string, long_text, "head_tail",
 ABSL_FLAG(int64_t, window_stride, 128, "predict: tokens shared by consecutive windows");
 ABSL_FLAG(std::string, attention, "auto",
           "train: attention backend: auto (from the batch layout), dense, flash or reference");
+ABSL_FLAG(std::string, layers, "fused",
+          "train: encoder layer implementation for varlen batches: fused (one autograd function "
+          "per layer with a hand-written backward; less memory, faster) or generic (per-op "
+          "autograd)");
 ABSL_FLAG(int64_t, max_nonfinite_steps, 50,
           "train: stop with an error after this many optimizer steps in a row with an inf/NaN "
           "loss or gradient (each one is skipped and counted; 0: never stop)");
@@ -238,6 +242,10 @@ int RunTrain(const std::vector<std::string>& args) {
   absl::StatusOr<models::AttentionBackend> attention =
       models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
   if (!attention.ok()) return Usage(kCmd, std::string(attention.status().message()));
+  const std::string layers = absl::GetFlag(FLAGS_layers);
+  if (layers != "fused" && layers != "generic") {
+    return Usage(kCmd, absl::StrCat("--layers: unknown '", layers, "' (expected fused or generic)"));
+  }
   if (absl::GetFlag(FLAGS_epochs) < 1) return Usage(kCmd, "--epochs must be >= 1");
   if (absl::GetFlag(FLAGS_grad_accum) < 1) return Usage(kCmd, "--grad-accum must be >= 1");
   if (absl::GetFlag(FLAGS_max_nonfinite_steps) < 0)
@@ -353,6 +361,7 @@ int RunTrain(const std::vector<std::string>& args) {
   }
 
   model->set_attention_backend(*attention);
+  model->set_fused_layers(layers == "fused");
   models::TrainConfig tc = models::TrainConfig()
                                .epochs(absl::GetFlag(FLAGS_epochs))
                                .max_steps(absl::GetFlag(FLAGS_max_steps))
@@ -586,6 +595,7 @@ const Subcommand kTrainCommand = {
      "checkpoint_every",
      "keep_checkpoints",
      "attention",
+     "layers",
      "memory_budget",
      "max_nonfinite_steps",
      "device",

@@ -75,8 +75,11 @@ TEST_P(GpuCheckpointTest, CheckpointingThroughFlashMatches) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   at::manual_seed(32);
   EncoderClassifier model(GpuConfig().dropout(0.1).attention_dropout(0.1));
-  // Both runs store the residual stream alike (by default only checkpointing makes it bf16).
+  // Both runs store the residual stream alike (by default only checkpointing makes it bf16), and
+  // both run the generic layers (block-scoped policies checkpoint generic layers; the fused
+  // layer's own recompute is compared in fused_layer_test.cc).
   model->set_activation_memory(EncoderClassifierImpl::ActivationMemory::kLean);
+  model->set_fused_layers(false);
   model->to(at::Device(at::kCUDA));
   model->train();
   const batching::Batch b =

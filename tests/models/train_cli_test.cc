@@ -270,6 +270,7 @@ TEST(TrainCliFlagsTest, BadFlagsAreUsageErrors) {
                                                 {"--checkpoint", "every:0"},
                                                 {"--preset", "huge"},
                                                 {"--batching", "magic"},
+                                                {"--layers", "fast"},
                                                 {"--dev-fraction", "1.5"}}) {
     std::vector<std::string> args = {"train", "--data", "x.tsv", "--out", "/tmp/x"};
     args.insert(args.end(), extra.begin(), extra.end());
