@@ -29,6 +29,8 @@ absl::StatusOr<CheckpointPolicy> CheckpointPolicy::Parse(const std::string& text
     p.scope = CheckpointScope::kFfn;
   } else if (absl::ConsumePrefix(&rest, "attn")) {
     p.scope = CheckpointScope::kAttention;
+  } else if (absl::ConsumePrefix(&rest, "selective")) {
+    p.scope = CheckpointScope::kSelective;
   } else {
     block = false;
   }
@@ -46,8 +48,8 @@ absl::StatusOr<CheckpointPolicy> CheckpointPolicy::Parse(const std::string& text
   }
   return absl::InvalidArgumentError(
       absl::StrCat("checkpoint: bad policy '", text,
-                   "' (expected none, all, every:K, keep_last:K (K >= 1), ffn or attn, the last "
-                   "two optionally followed by /every:K or /keep_last:K)"));
+                   "' (expected none, all, every:K, keep_last:K (K >= 1), ffn, attn or "
+                   "selective, the last three optionally followed by /every:K or /keep_last:K)"));
 }
 
 std::string CheckpointPolicy::ToString() const {
@@ -61,6 +63,7 @@ std::string CheckpointPolicy::ToString() const {
   }
   const char* block = scope == CheckpointScope::kFfn         ? "ffn"
                       : scope == CheckpointScope::kAttention ? "attn"
+                      : scope == CheckpointScope::kSelective ? "selective"
                                                              : "";
   if (*block == '\0') return layers.empty() ? "all" : layers;
   return layers.empty() ? block : absl::StrCat(block, "/", layers);
@@ -82,6 +85,7 @@ at::Tensor RunScope(CheckpointScope scope, const at::Tensor& x, at::TensorList w
                     const LayerSpec& spec, const AttentionContext& ctx) {
   switch (scope) {
     case CheckpointScope::kLayer:
+    case CheckpointScope::kSelective:  // only the fused layer can recompute part of a layer
       break;
     case CheckpointScope::kFfn:
       return FfnBlockForward(x, weights, spec);
@@ -167,6 +171,7 @@ at::Tensor CheckpointedLayerForward(const at::Tensor& x, at::TensorList weights,
   };
   switch (scope) {
     case CheckpointScope::kLayer:
+    case CheckpointScope::kSelective:
       break;
     case CheckpointScope::kFfn:
       return checkpointed(AttentionBlockForward(x, weights, spec, ctx));

@@ -118,7 +118,7 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   const LayerSpec spec = Spec();
   const bool recompute_possible = at::GradMode::is_enabled();
   // Training on varlen batches goes through the fused layer (fused_layer.h), except for the
-  // layers a block-scoped checkpoint policy names, which only the generic path can split.
+  // layers an ffn/attn checkpoint policy names, which only the generic path can split.
   const bool fused =
       fused_layers_ && recompute_possible && FusedLayerSupported(x, spec, ctx);
   // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
@@ -132,9 +132,13 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
     const bool checkpointed = recompute_possible && checkpoint_.Checkpoints(i, num_layers());
-    if (fused && (!checkpointed || checkpoint_.scope == CheckpointScope::kLayer)) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx,
-                                   checkpointed ? FusedSaving::kRecompute : FusedSaving::kSaveAll);
+    const CheckpointScope scope = checkpoint_.scope;
+    if (fused && !checkpointed) {
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll);
+    } else if (fused && scope == CheckpointScope::kLayer) {
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeAll);
+    } else if (fused && scope == CheckpointScope::kSelective) {
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation);
     } else if (checkpointed) {
       x = CheckpointedLayerForward(x, w, spec, ctx, checkpoint_.scope);
     } else {

@@ -167,15 +167,17 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // The function computes in x's dtype on its own; autocast must not re-cast (LayerNorm would
     // run in fp32 and return fp32).
     AutocastGuard no_autocast(device.type(), dtype, /*enabled=*/false);
-    const bool recompute = static_cast<FusedSaving>(saving) == FusedSaving::kRecompute;
-    if (recompute) internal::SaveForwardRng(actx, CaptureRng(device));
+    const FusedSaving mode = static_cast<FusedSaving>(saving);
+    if (mode != FusedSaving::kSaveAll) internal::SaveForwardRng(actx, CaptureRng(device));
     internal::SaveLayerCall(actx, *spec, *ctx);
     actx->saved_data["saving"] = saving;
 
     at::Tensor y;
     Activations a = Forward(x, CastWeights(weights, dtype), *spec, *ctx, true, &y);
     std::vector<at::Tensor> saved;
-    if (recompute) {
+    if (mode == FusedSaving::kRecomputeAll) {
+      saved = {x};
+    } else if (mode == FusedSaving::kRecomputeToActivation) {
       saved = {x, a.s2, a.mean2, a.rstd2};
     } else {
       saved = {x,        a.qkv,   a.attended, a.lse, a.flash_rng, a.flash_unused,
@@ -203,16 +205,21 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const int64_t hidden = x.size(1);
 
     Activations a;
-    if (static_cast<FusedSaving>(actx->saved_data["saving"].toInt()) == FusedSaving::kRecompute) {
-      // Re-run up to the FFN activation on the forward's RNG stream (same attention dropout and
-      // masks), then give the stream back to the rest of backward.
+    const FusedSaving mode = static_cast<FusedSaving>(actx->saved_data["saving"].toInt());
+    if (mode != FusedSaving::kSaveAll) {
+      // Re-run the layer (or its part up to the FFN activation) on the forward's RNG stream
+      // (same attention dropout and masks), then give the stream back to the rest of backward.
+      const bool whole = mode == FusedSaving::kRecomputeAll;
       RngState stash = CaptureRng(device);
       RestoreRng(internal::LoadForwardRng(actx), device);
-      a = Forward(x, w, spec, ctx, /*through_ffn_out=*/false, nullptr);
+      at::Tensor y;
+      a = Forward(x, w, spec, ctx, /*through_ffn_out=*/whole, &y);
       RestoreRng(stash, device);
-      a.s2 = saved[1];
-      a.mean2 = saved[2];
-      a.rstd2 = saved[3];
+      if (!whole) {
+        a.s2 = saved[1];
+        a.mean2 = saved[2];
+        a.rstd2 = saved[3];
+      }
     } else {
       a = {x,        saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
            saved[6], saved[7],  saved[8],  saved[9],  saved[10], saved[11],

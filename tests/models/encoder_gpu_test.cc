@@ -152,8 +152,8 @@ TEST(EncoderGpuTest, FfnBlockMatchesPlainOpsUnderAutocast) {
 }
 
 // Under bf16 autocast, checkpointing every layer keeps one bf16 [T, H] boundary per layer (the
-// RNG states live on the host), two with the fused layer: what a forward pass leaves on the GPU
-// (logits alive, no backward) grows by T * H * 2 bytes per kept tensor and layer.
+// RNG states live on the host): what a forward pass leaves on the GPU (logits alive, no backward)
+// grows by T * H * 2 bytes per layer.
 //
 // How it is measured, and why:
 // - The first forward of a process allocates lazily and keeps for good: cuBLAS / cuBLASLt
@@ -209,22 +209,19 @@ TEST(EncoderGpuTest, CheckpointBoundariesAreBf16) {
                     after.active_bytes - before.active_bytes};
   };
 
-  // The fused layer (fused_layer.h) also keeps its LayerNorm-2 input (a second bf16 [T, H]) and
-  // that norm's fp32 mean and rstd ([T] each), so that its recompute can stop before the FFN-out
-  // matmul; fp32 without autocast runs the generic path (flash needs bf16).
+  // Both layer implementations (fused_layer.h and per-op autograd) keep one boundary per layer;
+  // fp32 without autocast runs the generic path (flash needs bf16).
   struct Case {
     const char* name;
     bool fused;
     bool bf16;
     double dropout;
     int64_t bytes_per_element;  // of a boundary
-    int64_t tensors;            // [T, H] tensors kept per layer
-    int64_t bytes_per_token;    // kept besides those
   };
-  const Case cases[] = {{"fused, bf16 autocast, dropout 0.1", true, true, 0.1, 2, 2, 8},
-                        {"fused, bf16 autocast, no dropout", true, true, 0.0, 2, 2, 8},
-                        {"generic, bf16 autocast, dropout 0.1", false, true, 0.1, 2, 1, 0},
-                        {"fp32 (no autocast), dropout 0.1", true, false, 0.1, 4, 1, 0}};
+  const Case cases[] = {{"fused, bf16 autocast, dropout 0.1", true, true, 0.1, 2},
+                        {"fused, bf16 autocast, no dropout", true, true, 0.0, 2},
+                        {"generic, bf16 autocast, dropout 0.1", false, true, 0.1, 2},
+                        {"fp32 (no autocast), dropout 0.1", true, false, 0.1, 4}};
   const int64_t layer_counts[] = {2, 4, 6};
   struct Check {
     std::string what;
@@ -245,8 +242,7 @@ TEST(EncoderGpuTest, CheckpointBoundariesAreBf16) {
       report << " " << layer_counts[i] << "L " << r[i].allocated << "/" << r[i].active;
     }
     report << "; per layer:";
-    const int64_t expected =
-        boundary / 2 * c.bytes_per_element * c.tensors + tokens * c.bytes_per_token;
+    const int64_t expected = boundary / 2 * c.bytes_per_element;
     for (size_t i = 1; i < r.size(); ++i) {
       const int64_t span = layer_counts[i] - layer_counts[i - 1];
       const int64_t per_layer = (r[i].allocated - r[i - 1].allocated) / span;

@@ -22,6 +22,10 @@ enum class CheckpointScope {
   kFfn,        // the feed-forward block: keeps the attention block's activations and its output,
                // drops the FFN's (the 4H-wide intermediate is the largest activation)
   kAttention,  // the attention block: keeps its input and the FFN block's activations
+  // The fused layer (fused_layer.h) keeps its input and its LayerNorm-2 input, and recomputes up
+  // to the FFN activation only: the FFN-out matmul and LayerNorm 2 are not re-run. Layers that
+  // the fused layer cannot run (dense attention, pre-LN, no training) checkpoint as kLayer.
+  kSelective,
 };
 
 struct CheckpointPolicy {
@@ -36,9 +40,10 @@ struct CheckpointPolicy {
 
   static CheckpointPolicy None() { return {0}; }
   static CheckpointPolicy All() { return {1}; }
-  // "none", or [ffn/ | attn/] followed by "all" (when no block is named), "every:K" or
-  // "keep_last:K" (K >= 1): which layers; the block, if named, is the part of each of those
-  // layers that is recomputed ("ffn" alone: the FFN block of every layer).
+  // "none", or [ffn/ | attn/ | selective/] followed by "all" (when no block is named),
+  // "every:K" or "keep_last:K" (K >= 1): which layers; the block, if named, is the part of each
+  // of those layers that is recomputed ("ffn" alone: the FFN block of every layer; "selective":
+  // see CheckpointScope::kSelective).
   static absl::StatusOr<CheckpointPolicy> Parse(const std::string& text);
   // The canonical text Parse accepts: "all", "every:2", "ffn", "attn/keep_last:1", ...
   std::string ToString() const;

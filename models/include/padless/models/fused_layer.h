@@ -4,15 +4,15 @@
 // inputs, casts of every weight, a GELU output next to its input, and it recomputes the whole
 // layer when checkpointed. One custom function per layer instead computes the whole layer in the
 // compute dtype (bf16/fp16 under autocast) and decides itself what to keep:
-//  - kSaveAll keeps 13 bytes' worth of [T, H] tensors per token and hidden unit in bf16 units
-//    (x, q/k/v, the attention output, the two LayerNorm inputs and the LN1 output, the FFN's 4H
-//    input, dropout masks) plus the 4H GELU output unless `spec.lean`, where backward recomputes
-//    it;
-//  - kRecompute keeps only the layer input x and the LayerNorm-2 input (with its statistics) and,
-//    in backward, re-runs the layer up to the FFN's activation with the forward's RNG stream:
-//    the QKV, attention, output projection and FFN-in matmuls. The FFN-out matmul and LayerNorm 2
-//    are not re-run (their backward needs only what is kept), so a checkpointed layer costs about
-//    two thirds of a forward instead of a whole one.
+//  - kSaveAll keeps 13 [T, H] tensors' worth per layer in the compute dtype (x, q/k/v, the
+//    attention output, the two LayerNorm inputs and the LN1 output, the FFN's 4H input, dropout
+//    masks) plus the 4H GELU output unless `spec.lean`, where backward recomputes it;
+//  - kRecomputeAll (checkpoint policy "all") keeps only the layer input x and re-runs the whole
+//    layer in backward on the forward's RNG stream (same dropout masks);
+//  - kRecomputeToActivation (policy "selective") keeps x and the LayerNorm-2 input (with its
+//    statistics) and re-runs only up to the FFN activation: the QKV, attention, output projection
+//    and FFN-in matmuls. The FFN-out matmul and LayerNorm 2 are not re-run (their backward needs
+//    only what is kept), so a checkpointed layer costs about two thirds of a forward, not a whole.
 // The residual stream is in the compute dtype (each sum is rounded once, then normalised in fp32
 // inside LayerNorm); weights are cast per call and not kept in the compute dtype.
 #ifndef PADLESS_MODELS_FUSED_LAYER_H_
@@ -25,7 +25,7 @@
 
 namespace padless::models {
 
-enum class FusedSaving { kSaveAll, kRecompute };
+enum class FusedSaving { kSaveAll, kRecomputeAll, kRecomputeToActivation };
 
 // Whether FusedEncoderLayerForward can run a layer call: post-LN, a varlen context (flash on a GPU
 // in bf16/fp16; the per-sequence reference only without attention dropout, as it cannot replay
