@@ -199,6 +199,9 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const at::Tensor& x = saved[0];
     const at::Device device = x.device();
     const at::ScalarType dtype = x.scalar_type();
+    // The engine runs backward with the autocast state of the thread that called backward();
+    // under autocast, LayerNorm in the recompute would come back in fp32.
+    AutocastGuard no_autocast(device.type(), dtype, /*enabled=*/false);
     const std::vector<at::Tensor> w = CastWeights(
         at::TensorList(saved).slice(num_activations, kNumLayerWeights), dtype);
     const int64_t tokens = x.size(0);

@@ -262,6 +262,31 @@ INSTANTIATE_TEST_SUITE_P(Policies, FusedModelTest,
                          ::testing::Values("none", "all", "keep_last:1", "every:2", "ffn",
                                            "selective", "selective/keep_last:1"));
 
+// Backward inside the autocast region (the engine carries autocast into backward): the fused
+// layer's recompute must not be re-cast by autocast (LayerNorm would come back in fp32).
+TEST(FusedModelTest, BackwardUnderCpuAutocast) {
+  at::manual_seed(47);
+  EncoderClassifier model(EncoderConfig()
+                              .vocab_size(80)
+                              .hidden(kHidden)
+                              .layers(2)
+                              .heads(kHeads)
+                              .ffn(64)
+                              .max_positions(64)
+                              .attention_dropout(0));
+  model->train();
+  model->set_attention_backend(AttentionBackend::kVarlenReference);
+  const batching::Batch b = MakeVarlen(RandomSequences(6, 5, 2, 30, 80, 2));
+  for (const char* policy : {"none", "all", "selective"}) {
+    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    AutocastGuard autocast(at::kCPU, at::kBFloat16);
+    const ModelStep s = TrainStep(model, b);
+    for (size_t i = 0; i < s.grads.size(); ++i) {
+      EXPECT_TRUE(s.grads[i].isfinite().all().item<bool>()) << policy << " " << i;
+    }
+  }
+}
+
 bool HasCuda() {
   return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
 }
