@@ -39,7 +39,7 @@ ABSL_FLAG(std::string, sweep_seq_lens, "64,128,256,384,512,768,1024,1536,2048,30
 ABSL_FLAG(std::string, sweep_batch_sizes, "8,32", "profile-memory: batch sizes to measure");
 ABSL_FLAG(std::string, sweep_amp, "off,bf16", "profile-memory: AMP modes (off = fp32, bf16)");
 ABSL_FLAG(std::string, sweep_checkpoint, "none,all",
-          "profile-memory: checkpoint policies (none, all, every:K, keep_last:K, ffn, attn)");
+          "profile-memory: checkpoint policies (none, all, every:K, keep_last:K, selective, ffn, attn)");
 ABSL_FLAG(std::string, sweep_attention, "padded,varlen",
           "profile-memory: padded (dense SDPA with a mask) and/or varlen (packed tokens)");
 ABSL_FLAG(std::string, sweep_device, "cuda",

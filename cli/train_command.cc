@@ -53,8 +53,8 @@ ABSL_FLAG(std::string, batching, "packed",
           "train: batching strategy: packed, varlen, buckets, padded, or any bench-padding name");
 ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16 or fp16 (fp16 needs CUDA)");
 ABSL_FLAG(std::string, checkpoint, "none",
-          "train: activation checkpointing: none, all, every:K, keep_last:K, ffn or attn (the "
-          "last two optionally /every:K or /keep_last:K)");
+          "train: activation checkpointing: none, all, every:K, keep_last:K, selective, ffn or "
+          "attn (the last three optionally /every:K or /keep_last:K)");
 ABSL_FLAG(int64_t, epochs, 3, "train: epochs");
 ABSL_FLAG(int64_t, max_steps, 0, "train: stop after this many optimizer steps (0: epochs decide)");
 ABSL_FLAG(double, lr, 5e-4, "train: peak learning rate (AdamW)");

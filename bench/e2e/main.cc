@@ -37,8 +37,8 @@ ABSL_FLAG(std::string, strategies, "all",
           "packed_dense, packed_varlen (or all)");
 ABSL_FLAG(std::string, precisions, "bf16", "comma list of fp32, bf16");
 ABSL_FLAG(std::string, checkpoint, "none,all",
-          "comma list of checkpoint policies: none, all, every:K, ffn, attn, ffn/every:K, "
-          "attn/every:K (see models::CheckpointPolicy)");
+          "comma list of checkpoint policies: none, all, every:K, keep_last:K, selective, ffn, "
+          "attn, ffn/every:K, ... (see models::CheckpointPolicy)");
 ABSL_FLAG(std::string, fp32_strategies, "pad_to_max,packed_varlen",
           "strategies also run in fp32 without checkpointing (empty: none)");
 ABSL_FLAG(std::string, generic_layers_checkpoint, "",
