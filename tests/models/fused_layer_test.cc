@@ -176,6 +176,25 @@ TEST(FusedLayerTest, RecomputeReplaysDropout) {
   EXPECT_GT((run(FusedSaving::kSaveAll, 8).out - saved.out).abs().max().item<double>(), 1e-3);
 }
 
+TEST(FusedLayerTest, DoubleBackwardIsAClearError) {
+  at::manual_seed(48);
+  const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
+  const AttentionContext ctx = ReferenceContext({6, 4});
+  LayerSpec spec;
+  spec.heads = kHeads;
+  const at::Tensor x = at::randn({10, kHidden}).requires_grad_(true);
+  const at::Tensor out = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll);
+  try {
+    torch::autograd::grad({out.pow(2).sum()}, {x}, {}, /*retain_graph=*/true,
+                          /*create_graph=*/true);
+    FAIL() << "create_graph backward through the fused layer did not fail";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no double backward"), std::string::npos) << e.what();
+  }
+  // A plain backward still works afterwards.
+  EXPECT_TRUE(torch::autograd::grad({out.pow(2).sum()}, {x})[0].isfinite().all().item<bool>());
+}
+
 TEST(FusedLayerTest, SupportsOnlyPostLnVarlen) {
   const at::Tensor x = at::randn({8, kHidden});
   LayerSpec spec;
