@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
-#include "padless/report/text_output.h"
+#include "padless/report/atomic_file_writer.h"
 #include "subcommand.h"
 
 namespace padless::cli {

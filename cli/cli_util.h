@@ -17,8 +17,8 @@ int Fail(absl::string_view command, const absl::Status& status);
 // kExitUsage.
 int Usage(absl::string_view command, absl::string_view why);
 
-// Writes `content` to `path` through a temporary and a rename (padless/report/text_output.h), so
-// an interrupted run never leaves a truncated report behind.
+// Writes `content` to `path` through padless/report/atomic_file_writer.h, so an interrupted run
+// never leaves a truncated report behind.
 absl::Status WriteFile(const std::string& path, absl::string_view content);
 
 }  // namespace padless::cli

@@ -31,6 +31,8 @@
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_io.h"
 #include "padless/models/trainer.h"
+#include "padless/report/atomic_file_writer.h"
+#include "padless/report/read_file.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
@@ -188,7 +190,7 @@ absl::StatusOr<batching::PlannerOptions> PlanFromFlags(int64_t max_len, uint64_t
 
 absl::Status WriteJson(const std::string& path, const nlohmann::json& j) {
   if (path.empty()) return absl::OkStatus();
-  return models::WriteFileAtomic(path, j.dump(2) + "\n");
+  return report::WriteFileAtomically(path, j.dump(2) + "\n");
 }
 
 // Splits off a deterministic, shuffled share of `train` as the dev set.
@@ -278,7 +280,7 @@ int RunTrain(const std::vector<std::string>& args) {
   // Labels and tokenizer: from --init-from, from an earlier run in --out, or new.
   const std::string init_from = absl::GetFlag(FLAGS_init_from);
   const std::string tokenizer_path =
-      models::ReadFile(out + "/" + models::kTokenizerFile).ok()
+      report::ReadFile(out + "/" + models::kTokenizerFile).ok()
           ? out + "/" + models::kTokenizerFile
           : (init_from.empty() ? "" : init_from + "/" + models::kTokenizerFile);
   std::vector<std::string> label_names;
@@ -328,7 +330,7 @@ int RunTrain(const std::vector<std::string>& args) {
   models::EncoderClassifier model(config);
   if (!init_from.empty()) {
     const std::string init_config_path = init_from + "/" + models::kConfigFile;
-    absl::StatusOr<std::string> json = models::ReadFile(init_config_path);
+    absl::StatusOr<std::string> json = report::ReadFile(init_config_path);
     if (!json.ok()) return Fail(kCmd, json.status());
     absl::StatusOr<models::EncoderConfig> init_config =
         models::EncoderConfig::FromJson(*json, init_config_path);

@@ -5,12 +5,12 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "file_util.h"
+#include "padless/report/atomic_file_writer.h"
+#include "padless/report/read_file.h"
 
 namespace padless::models {
 
@@ -18,25 +18,9 @@ using internal::IsDirectory;
 using internal::IsRegularFile;
 using internal::JoinPath;
 
-absl::Status WriteFileAtomic(const std::string& path, const std::string& content) {
-  absl::StatusOr<std::unique_ptr<internal::AtomicFileWriter>> out =
-      internal::AtomicFileWriter::Open(path);
-  if (!out.ok()) return out.status();
-  absl::Status s = (*out)->Append(content.data(), content.size());
-  return s.ok() ? (*out)->Commit() : s;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 absl::Status SaveWeights(torch::nn::Module& model, const std::string& path) {
-  absl::StatusOr<std::unique_ptr<internal::AtomicFileWriter>> out =
-      internal::AtomicFileWriter::Open(path);
+  absl::StatusOr<std::unique_ptr<report::AtomicFileWriter>> out =
+      report::AtomicFileWriter::Open(path);
   if (!out.ok()) return out.status();
   try {
     torch::serialize::OutputArchive archive;
@@ -85,7 +69,7 @@ absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
 absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
                           const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels) {
   absl::Status s = internal::MakeDirectories(dir);
-  if (s.ok()) s = WriteFileAtomic(JoinPath(dir, kConfigFile), model->config().ToJson());
+  if (s.ok()) s = report::WriteFileAtomically(JoinPath(dir, kConfigFile), model->config().ToJson());
   if (s.ok()) s = SaveWeights(*model, JoinPath(dir, kWeightsFile));
   if (s.ok()) s = tokenizer.Save(JoinPath(dir, kTokenizerFile));
   if (s.ok()) s = labels.Save(JoinPath(dir, kLabelsFile));
@@ -102,7 +86,7 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
           absl::StrCat(JoinPath(dir, f), ": missing from the model directory"));
     }
   }
-  absl::StatusOr<std::string> json = ReadFile(JoinPath(dir, kConfigFile));
+  absl::StatusOr<std::string> json = report::ReadFile(JoinPath(dir, kConfigFile));
   if (!json.ok()) return json.status();
   absl::StatusOr<EncoderConfig> config = EncoderConfig::FromJson(*json, JoinPath(dir, kConfigFile));
   if (!config.ok()) return config.status();

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "file_util.h"
+#include "padless/report/atomic_file_writer.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/loader.h"
 #include "padless/cuda/memory_meter.h"
@@ -240,8 +241,8 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     if (!made.ok()) return made;
     const std::string path =
         internal::JoinPath(ckpt_dir, absl::StrFormat("step-%08d.pt", global_step));
-    absl::StatusOr<std::unique_ptr<internal::AtomicFileWriter>> out =
-        internal::AtomicFileWriter::Open(path, /*is_checkpoint=*/true);
+    absl::StatusOr<std::unique_ptr<report::AtomicFileWriter>> out =
+        report::AtomicFileWriter::Open(path, /*is_checkpoint=*/true);
     if (!out.ok()) {
       return absl::Status(out.status().code(),
                           absl::StrCat("cannot write checkpoint: ", out.status().message()));
@@ -281,7 +282,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     // A process killed while writing a checkpoint leaves its temporary file; it is never taken as
     // a checkpoint (ListCheckpoints wants "step-N.pt"), only cleared away.
     for (const std::string& name : internal::ListDirectory(ckpt_dir)) {
-      if (internal::IsTemporaryName(name)) {
+      if (report::IsTemporaryName(name)) {
         internal::RemoveFile(internal::JoinPath(ckpt_dir, name));
         if (config_.progress()) {
           absl::FPrintF(stderr, "removed %s, left by an interrupted checkpoint write\n",

@@ -10,7 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "padless/report/text_output.h"
+#include "padless/report/atomic_file_writer.h"
 
 namespace padless::tokenize {
 
@@ -60,7 +60,7 @@ absl::StatusOr<int64_t> LabelMap::Id(absl::string_view label) const {
 
 absl::Status LabelMap::Save(const std::string& path) const {
   const nlohmann::json j = {{"format", "padless-labels"}, {"version", 1}, {"labels", names_}};
-  return report::WriteFileAtomically(path, [&](std::ostream& out) { out << j.dump(2) << "\n"; });
+  return report::WriteFileAtomically(path, j.dump(2) + "\n");
 }
 
 absl::StatusOr<LabelMap> LabelMap::Load(const std::string& path) {

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fnv1a.h"
-#include "padless/report/text_output.h"
+#include "padless/report/atomic_file_writer.h"
 
 namespace padless::tokenize {
 namespace {

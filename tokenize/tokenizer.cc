@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "padless/report/text_output.h"
+#include "padless/report/atomic_file_writer.h"
 #include "spm_backend.h"
 
 namespace padless::tokenize {
@@ -158,10 +158,7 @@ absl::StatusOr<Tokenizer> Tokenizer::TrainFromSentences(absl::Span<const std::st
 }
 
 absl::Status Tokenizer::Save(const std::string& model_path) const {
-  const std::string bytes = backend_->Serialized();
-  return report::WriteFileAtomically(model_path, [&](std::ostream& out) {
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  });
+  return report::WriteFileAtomically(model_path, backend_->Serialized());
 }
 
 std::string Tokenizer::Serialized() const { return backend_->Serialized(); }

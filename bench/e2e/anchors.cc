@@ -5,22 +5,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "padless/report/read_file.h"
 
 namespace padless::bench::e2e {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// A missing file reads as empty: a failed script is reported by its exit code and its log, and a
+// missing result file as "the script wrote no result line".
+std::string ReadFileOrEmpty(const std::string& path) {
+  return report::ReadFile(path).value_or(std::string());
 }
 
 std::string Tail(const std::string& text, size_t max_chars) {
@@ -54,10 +52,10 @@ AnchorRun RunScript(const AnchorOptions& o, const std::string& script, const std
   run.exit_code = status == -1 ? -1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   if (run.exit_code != 0) {
     run.error = absl::StrCat(script, " exited with ", run.exit_code, "; log tail:\n",
-                             Tail(ReadFile(run.log_path), 1500));
+                             Tail(ReadFileOrEmpty(run.log_path), 1500));
     return run;
   }
-  absl::StatusOr<std::vector<AnchorRow>> rows = ParseAnchorJsonLines(ReadFile(json_path), json_path);
+  absl::StatusOr<std::vector<AnchorRow>> rows = ParseAnchorJsonLines(ReadFileOrEmpty(json_path), json_path);
   if (!rows.ok()) {
     run.error = std::string(rows.status().message());
   } else if (rows->empty()) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "padless/report/svg.h"
+#include "padless/report/atomic_file_writer.h"
 #include "padless/report/text_output.h"
 
 namespace padless::bench::e2e {

@@ -1,6 +1,6 @@
-// Saving and loading models: weight archives written atomically (temporary file, then rename), and
-// the model directory that training produces and inference loads: config.json, model.pt,
-// tokenizer.model and labels.json.
+// Saving and loading models: weight archives written atomically (through
+// padless/report/atomic_file_writer.h), and the model directory that training produces and
+// inference loads: config.json, model.pt, tokenizer.model and labels.json.
 #ifndef PADLESS_MODELS_MODEL_IO_H_
 #define PADLESS_MODELS_MODEL_IO_H_
 
@@ -20,11 +20,6 @@ inline constexpr char kConfigFile[] = "config.json";
 inline constexpr char kWeightsFile[] = "model.pt";
 inline constexpr char kTokenizerFile[] = "tokenizer.model";
 inline constexpr char kLabelsFile[] = "labels.json";
-
-// Writes `content` to `path` through a temporary file in the same directory and a rename, so a
-// reader never sees a half-written file.
-absl::Status WriteFileAtomic(const std::string& path, const std::string& content);
-absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 // Every parameter of `model` by name, atomically.
 absl::Status SaveWeights(torch::nn::Module& model, const std::string& path);

@@ -1,0 +1,17 @@
+// Reading a whole file into memory: the counterpart of WriteFileAtomically (atomic_file_writer.h)
+// for the small files padless reads whole (model configs, label maps, run metadata).
+#ifndef PADLESS_REPORT_READ_FILE_H_
+#define PADLESS_REPORT_READ_FILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace padless::report {
+
+// The bytes of `path`; NotFoundError "<path>: cannot open" when it cannot be opened.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+}  // namespace padless::report
+
+#endif  // PADLESS_REPORT_READ_FILE_H_
