@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "padless/report/svg.h"
 #include "padless/report/atomic_file_writer.h"
+#include "padless/report/svg.h"
 #include "padless/report/text_output.h"
 
 namespace padless::bench::e2e {
