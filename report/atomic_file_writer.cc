@@ -102,8 +102,9 @@ absl::Status AtomicFileWriter::Append(const void* data, size_t n) {
       fault_fired_ = true;
       const FaultInjection& f = Faults();
       if (f.kill_during_checkpoint == checkpoint_index_) std::raise(SIGKILL);
-      if (f.enospc_during_checkpoint == checkpoint_index_)
+      if (f.enospc_during_checkpoint == checkpoint_index_) {
         return Fail(absl::StatusCode::kDataLoss, "write failed", ENOSPC);
+      }
     }
   }
   return absl::OkStatus();
@@ -123,8 +124,9 @@ absl::Status AtomicFileWriter::Commit() {
   if (::fsync(fd_) != 0) return Fail(absl::StatusCode::kDataLoss, "fsync failed", errno);
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) return Fail(absl::StatusCode::kDataLoss, "close failed", errno);
-  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     return Fail(absl::StatusCode::kUnavailable, "cannot rename into place", errno);
+  }
   tmp_.clear();
   return absl::OkStatus();
 }

@@ -55,7 +55,8 @@ AnchorRun RunScript(const AnchorOptions& o, const std::string& script, const std
                              Tail(ReadFileOrEmpty(run.log_path), 1500));
     return run;
   }
-  absl::StatusOr<std::vector<AnchorRow>> rows = ParseAnchorJsonLines(ReadFileOrEmpty(json_path), json_path);
+  absl::StatusOr<std::vector<AnchorRow>> rows =
+      ParseAnchorJsonLines(ReadFileOrEmpty(json_path), json_path);
   if (!rows.ok()) {
     run.error = std::string(rows.status().message());
   } else if (rows->empty()) {
