@@ -10,17 +10,18 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "padless/cuda/kernel_support.h"
 #include "padless/cuda/packed_masks.h"
 #include "padless/cuda/segment_pool.h"
 #include "padless/cuda/unpad.h"
+#include "padless/report/atomic_file_writer.h"
 
 namespace padless::cuda {
 namespace {
@@ -185,17 +186,20 @@ int Main(int argc, char** argv) {
 
   std::printf("\n%-12s %-24s %11s %11s %8s %9s %7s\n", "kernel", "shape", "kernel_us", "ref_us",
               "speedup", "GB/s", "HBM%");
-  std::ofstream csv(csv_path);
-  csv << "kernel,shape,kernel_us,reference_us,speedup,bytes,kernel_gbps,hbm_fraction\n";
+  std::string csv = "kernel,shape,kernel_us,reference_us,speedup,bytes,kernel_gbps,hbm_fraction\n";
   for (const Row& r : rows) {
     const double gbps = r.bytes / (r.kernel_ms * 1e-3) / 1e9;
     const double frac = r.bytes / (r.kernel_ms * 1e-3) / copy_bw;
     std::printf("%-12s %-24s %11.1f %11.1f %7.2fx %9.0f %6.0f%%\n", r.kernel.c_str(),
                 r.shape.c_str(), r.kernel_ms * 1e3, r.reference_ms * 1e3,
                 r.reference_ms / r.kernel_ms, gbps, 100 * frac);
-    csv << absl::StrFormat("%s,%s,%.2f,%.2f,%.3f,%.0f,%.1f,%.4f\n", r.kernel, r.shape,
+    csv += absl::StrFormat("%s,%s,%.2f,%.2f,%.3f,%.0f,%.1f,%.4f\n", r.kernel, r.shape,
                            r.kernel_ms * 1e3, r.reference_ms * 1e3, r.reference_ms / r.kernel_ms,
                            r.bytes, gbps, frac);
+  }
+  if (absl::Status s = report::WriteFileAtomically(csv_path, csv); !s.ok()) {
+    std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    return 1;
   }
   std::printf("\nCSV written to %s\n", csv_path.c_str());
   return 0;

@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "padless/report/atomic_file_writer.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_cache.h"
 #include "padless/tokenize/corpus_reader.h"
@@ -103,12 +103,9 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
 }
 
 absl::Status WriteLengths(const tokenize::TokenizedCorpus& corpus, const std::string& path) {
-  std::ofstream f(path, std::ios::trunc);
-  if (!f) return absl::InternalError(absl::StrCat("cannot write ", path));
-  for (size_t i = 0; i < corpus.size(); ++i) f << corpus.length(i) << '\n';
-  f.close();
-  if (!f) return absl::InternalError(absl::StrCat("error writing ", path));
-  return absl::OkStatus();
+  std::string text;
+  for (size_t i = 0; i < corpus.size(); ++i) absl::StrAppend(&text, corpus.length(i), "\n");
+  return report::WriteFileAtomically(path, text);
 }
 
 }  // namespace padless::bench::e2e
