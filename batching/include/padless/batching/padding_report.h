@@ -19,7 +19,7 @@ struct NamedStrategy {
   PlannerOptions options;
 };
 
-// The strategies compared by default: padding to max_len, random batches padded to the longest
+// The strategies compared by default (strategy_registry.h's standard set): padding to max_len, random batches padded to the longest
 // (and to a multiple of 8), HF megabatch sorting, quantile and optimal buckets, fairseq token
 // budgets (plain and within optimal buckets), packed rows (FFD, BFD, histogram) and flat varlen.
 // batch_size sequences (or rows) per batch; max_tokens for the budgeted ones.
