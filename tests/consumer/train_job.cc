@@ -1,10 +1,10 @@
 // The README's "Train from C++" example, compiled and run by the install_consumer test against an
 // installed padless: write a small labeled file, train a classifier on it with one RunTrainJob
 // call (tiny preset, a few steps, so it stays fast), then load the model directory and predict.
-#include <unistd.h>
+#include <stdlib.h>
 
 #include <cstdio>
-#include <filesystem>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -15,11 +15,12 @@
 namespace pm = padless::models;
 
 int main() {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("padless_train_job_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  // No std::filesystem: libtorch.so exports some of its symbols, built against another ABI.
+  char dir_template[] = "/tmp/padless_train_job_XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) return std::printf("train_job: no temp dir\n"), 1;
+  const std::string dir = dir_template;
   {
-    std::ofstream data(dir / "train.tsv");
+    std::ofstream data(dir + "/train.tsv");
     data << "label\ttext\n";
     for (int i = 0; i < 200; ++i) {
       data << (i % 2 ? "pos\ta truly wonderful , moving film number "
@@ -30,11 +31,12 @@ int main() {
 
   // --- The README example: train a classifier from files.
   pm::TrainJobOptions job;
-  job.data = (dir / "train.tsv").string();
+  job.data = dir + "/train.tsv";
   job.dev_fraction = 0.1;  // or job.dev = "dev.tsv"
-  job.out = (dir / "model").string();
-  job.vocab_size = 100;
+  job.out = dir + "/model";
+  job.vocab_size = 50;
   job.max_len = 32;
+  job.max_tokens = 256;  // token slots per batch: several batches of this small file
   job.train.epochs(1).max_steps(3);
   job.device = c10::Device(c10::kCPU);
   job.quiet = true;
@@ -53,6 +55,6 @@ int main() {
               static_cast<long long>(result->train_examples),
               static_cast<long long>(result->dev_examples), (*predictions)[0].label.c_str(),
               (*predictions)[1].label.c_str());
-  std::filesystem::remove_all(dir);
+  std::system(("rm -rf '" + dir + "'").c_str());
   return result->train.steps == 3 && predictions->size() == 2 ? 0 : 1;
 }
