@@ -149,8 +149,8 @@ absl::StatusOr<PlannerOptions> LookupStrategy(absl::string_view name, const Stra
   const Definition* d = Find(name);
   if (d != nullptr && d->kind == StrategyKind::kAlias) d = Find(d->alias_of);
   if (d == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown strategy '", name, "' (known: ",
-                                                   absl::StrJoin(StrategyNames(), ", "), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown strategy '", name, "' (known: ", absl::StrJoin(StrategyNames(), ", "), ")"));
   }
   return d->make(sizes);
 }

@@ -36,7 +36,8 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   if (model.empty()) return Usage(kCommand, "--model is required");
   absl::StatusOr<tokenize::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
   if (!reader.ok()) return Usage(kCommand, reader.status().message());
-  absl::StatusOr<tokenize::EncodeOptions> encode_options = EncodeOptionsFromFlags(/*min_max_len=*/3);
+  absl::StatusOr<tokenize::EncodeOptions> encode_options =
+      EncodeOptionsFromFlags(/*min_max_len=*/3);
   if (!encode_options.ok()) return Usage(kCommand, encode_options.status().message());
   if (batch_size < 1)
     return Usage(kCommand, absl::StrCat("--batch-size must be >= 1, got ", batch_size));

@@ -125,7 +125,8 @@ absl::StatusOr<int64_t> MemoryBudgetFromFlag() {
     return absl::InvalidArgumentError(absl::StrCat("--memory-budget: ", bytes.status().message()));
   }
   if (*bytes <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--memory-budget must be > 0, got '", text, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory-budget must be > 0, got '", text, "'"));
   }
   return *bytes;
 }

@@ -161,10 +161,10 @@ absl::StatusOr<EncoderConfig> InitFromConfig(const TrainJobOptions& o,
   }
   const int64_t vocab = tokenizer.tokenizer.vocab_size();
   if (init->vocab_size() != vocab) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--init-from model ", path, " has a vocabulary of ", init->vocab_size(),
-        " pieces but the tokenizer ", tokenizer.path, " has ", vocab,
-        "; use an --out directory without a tokenizer of its own"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--init-from model ", path, " has a vocabulary of ", init->vocab_size(),
+                     " pieces but the tokenizer ", tokenizer.path, " has ", vocab,
+                     "; use an --out directory without a tokenizer of its own"));
   }
   return *init;
 }
@@ -236,12 +236,11 @@ void PrintStart(const TrainJobOptions& o, const EncoderClassifier& model, const 
                 const c10::Device& device) {
   if (o.quiet) return;
   const EncoderConfig& config = model->config();
-  absl::FPrintF(stderr,
-                "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
-                o.init_from.empty() ? PresetName(o) : o.init_from, config.layers(),
-                config.hidden(), device.str(), data.train.size(),
-                data.dev ? absl::StrCat(", dev ", data.dev->size()) : "", o.batching,
-                AmpModeName(o.train.amp()));
+  absl::FPrintF(
+      stderr, "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
+      o.init_from.empty() ? PresetName(o) : o.init_from, config.layers(), config.hidden(),
+      device.str(), data.train.size(), data.dev ? absl::StrCat(", dev ", data.dev->size()) : "",
+      o.batching, AmpModeName(o.train.amp()));
 }
 
 // Trains `model`, saving the model directory before (so a loadable model exists from the start)
@@ -335,9 +334,9 @@ absl::StatusOr<tok::TokenizedCorpus> EncodeWithLabels(const tok::Tokenizer& toke
                                                       int threads) {
   for (const tok::Example& e : raw.examples) {
     if (!labels.Id(e.label).ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          raw.source, ":", e.line, ": label '", e.label, "' is not one of the model's labels (",
-          absl::StrJoin(labels.names(), ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(raw.source, ":", e.line, ": label '", e.label,
+                                                     "' is not one of the model's labels (",
+                                                     absl::StrJoin(labels.names(), ", "), ")"));
     }
   }
   tok::BatchEncodeOptions options;

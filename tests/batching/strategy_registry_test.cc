@@ -70,11 +70,10 @@ TEST(StrategyRegistryTest, UnknownNameListsEveryKnownName) {
 
 TEST(StrategyRegistryTest, StandardSetInBenchPaddingOrder) {
   EXPECT_THAT(StandardStrategyNames(),
-              ::testing::ElementsAre("pad_to_max_len", "random_pad_longest",
-                                     "random_pad_multiple8", "megabatch_sorted",
-                                     "buckets_quantile8", "buckets_optimal8", "token_budget",
-                                     "buckets_optimal16_budget", "packed_ffd", "packed_bfd",
-                                     "packed_histogram", "varlen_bfd"));
+              ::testing::ElementsAre("pad_to_max_len", "random_pad_longest", "random_pad_multiple8",
+                                     "megabatch_sorted", "buckets_quantile8", "buckets_optimal8",
+                                     "token_budget", "buckets_optimal16_budget", "packed_ffd",
+                                     "packed_bfd", "packed_histogram", "varlen_bfd"));
   // The budget is never below one full sequence.
   const StrategySizes small{/*max_len=*/256, /*batch_size=*/4, /*max_tokens=*/100, /*seed=*/1};
   EXPECT_EQ(LookupStrategy("packed_bfd", small)->max_tokens(), 256);

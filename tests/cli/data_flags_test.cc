@@ -11,8 +11,8 @@
 namespace padless::cli {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::CliResult;
+using ::testing::HasSubstr;
 using testing::RunPadless;
 
 // The arguments each subcommand needs to get as far as its data flags.

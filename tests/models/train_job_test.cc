@@ -119,8 +119,8 @@ TEST(TrainJobTest, DataProblemsNameTheFile) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr(one_label + ": needs at least two distinct labels"));
 
-  r = RunTrainJob(SmallJob(::testing::TempDir() + "/missing.tsv",
-                           ::testing::TempDir() + "/train_job_missing"));
+  r = RunTrainJob(
+      SmallJob(::testing::TempDir() + "/missing.tsv", ::testing::TempDir() + "/train_job_missing"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("missing.tsv"));
 }

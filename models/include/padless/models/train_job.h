@@ -48,10 +48,10 @@ namespace padless::models {
 
 struct TrainJobOptions {
   // Data. `data` and `out` are required.
-  std::string data;           // labeled training file (TSV, CSV or JSONL; see `reader`)
-  std::string dev;            // labeled dev file; empty: dev_fraction decides
-  double dev_fraction = 0.0;  // without `dev`: hold out this share of `data`, in [0, 1)
-  std::string out;            // the model directory written
+  std::string data;                // labeled training file (TSV, CSV or JSONL; see `reader`)
+  std::string dev;                 // labeled dev file; empty: dev_fraction decides
+  double dev_fraction = 0.0;       // without `dev`: hold out this share of `data`, in [0, 1)
+  std::string out;                 // the model directory written
   tokenize::ReaderOptions reader;  // require_label is always on for training data
   // How texts become model input; encode.max_length is replaced by max_len.
   tokenize::EncodeOptions encode;
