@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/padding_stats.h"
+#include "padless/batching/strategy_registry.h"
 #include "padless/report/svg.h"
 #include "padless/report/text_output.h"
 
@@ -25,51 +26,12 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 
 std::vector<NamedStrategy> StandardStrategies(int64_t max_len, int64_t batch_size,
                                               int64_t max_tokens, uint64_t seed) {
-  const PlannerOptions base = PlannerOptions().max_len(max_len).batch_size(batch_size).seed(seed);
-  const int64_t budget = std::max(max_tokens, max_len);
-  std::vector<NamedStrategy> s;
-  s.push_back({"pad_to_max_len", PlannerOptions(base).pad_to(PadTo::kMaxLength)});
-  s.push_back({"random_pad_longest", base});
-  s.push_back({"random_pad_multiple8", PlannerOptions(base).pad_to(PadTo::kMultiple)});
-  s.push_back({"megabatch_sorted", PlannerOptions(base).sampler(Sampler::kSortedMegabatch)});
-  s.push_back({"buckets_quantile8", PlannerOptions(base)
-                                        .sampler(Sampler::kBucketed)
-                                        .bucket_scheme(BucketScheme::kQuantile)
-                                        .num_buckets(8)
-                                        .pad_to(PadTo::kBucketBoundary)});
-  s.push_back({"buckets_optimal8", PlannerOptions(base)
-                                       .sampler(Sampler::kBucketed)
-                                       .bucket_scheme(BucketScheme::kOptimal)
-                                       .num_buckets(8)
-                                       .pad_to(PadTo::kBucketBoundary)});
-  s.push_back({"token_budget", PlannerOptions(base)
-                                   .sampler(Sampler::kTokenBudget)
-                                   .max_tokens(budget)
-                                   .pad_to(PadTo::kMultiple)});
-  s.push_back({"buckets_optimal16_budget", PlannerOptions(base)
-                                               .sampler(Sampler::kBucketed)
-                                               .bucket_scheme(BucketScheme::kOptimal)
-                                               .num_buckets(16)
-                                               .max_tokens(budget)
-                                               .pad_to(PadTo::kBucketBoundary)});
-  s.push_back({"packed_ffd", PlannerOptions(base)
-                                 .sampler(Sampler::kPacked)
-                                 .max_tokens(budget)
-                                 .pack_algorithm(PackAlgorithm::kFirstFitDecreasing)});
-  s.push_back({"packed_bfd", PlannerOptions(base)
-                                 .sampler(Sampler::kPacked)
-                                 .max_tokens(budget)
-                                 .pack_algorithm(PackAlgorithm::kBestFitDecreasing)});
-  s.push_back({"packed_histogram", PlannerOptions(base)
-                                       .sampler(Sampler::kPacked)
-                                       .max_tokens(budget)
-                                       .pack_window(0)
-                                       .pack_algorithm(PackAlgorithm::kHistogram)});
-  s.push_back({"varlen_bfd", PlannerOptions(base)
-                                 .sampler(Sampler::kPacked)
-                                 .packed_layout(Layout::kVarlen)
-                                 .max_tokens(budget)});
-  return s;
+  const StrategySizes sizes{max_len, batch_size, max_tokens, seed};
+  std::vector<NamedStrategy> out;
+  for (const std::string& name : StandardStrategyNames()) {
+    out.push_back({name, *LookupStrategy(name, sizes)});  // a registered name always resolves
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<StrategyRow>> ComparePaddingStrategies(

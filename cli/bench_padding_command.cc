@@ -12,17 +12,13 @@
 #include "absl/strings/str_format.h"
 #include "cli_util.h"
 #include "common_flags.h"
+#include "data_flags.h"
 #include "padless/batching/padding_report.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 #include "subcommand.h"
-
-ABSL_FLAG(int64_t, batch_size, 32,
-          "Sequences per batch (rows per batch for packed strategies without a token budget)");
-ABSL_FLAG(int64_t, max_tokens, 16384,
-          "Token budget per batch, padding included, for the token-budget and packed strategies");
 
 namespace padless::cli {
 namespace {
@@ -38,30 +34,25 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);
   if (data.empty()) return Usage(kCommand, "--data is required");
   if (model.empty()) return Usage(kCommand, "--model is required");
-  if (max_len < 3) return Usage(kCommand, absl::StrCat("--max-len must be >= 3, got ", max_len));
+  absl::StatusOr<tokenize::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
+  if (!reader.ok()) return Usage(kCommand, reader.status().message());
+  absl::StatusOr<tokenize::EncodeOptions> encode_options =
+      EncodeOptionsFromFlags(/*min_max_len=*/3);
+  if (!encode_options.ok()) return Usage(kCommand, encode_options.status().message());
   if (batch_size < 1)
     return Usage(kCommand, absl::StrCat("--batch-size must be >= 1, got ", batch_size));
   if (max_tokens < max_len) {
     return Usage(kCommand, absl::StrCat("--max-tokens (", max_tokens, ") must be >= --max-len (",
                                         max_len, ")"));
   }
-  absl::StatusOr<tokenize::CorpusFormat> format =
-      tokenize::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
-  if (!format.ok()) return Usage(kCommand, std::string(format.status().message()));
 
   absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(model);
   if (!tokenizer.ok()) return Fail(kCommand, tokenizer.status());
-  tokenize::ReaderOptions reader;
-  reader.format = *format;
-  reader.skip_bad_rows = absl::GetFlag(FLAGS_skip_bad_rows);
-  absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(data, reader);
+  absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(data, *reader);
   if (!raw.ok()) return Fail(kCommand, raw.status());
-  std::vector<std::string> label_names;
-  label_names.reserve(raw->examples.size());
-  for (const tokenize::Example& e : raw->examples) label_names.push_back(e.label);
-  const tokenize::LabelMap labels = tokenize::LabelMap::FromLabels(label_names);
+  const tokenize::LabelMap labels = tokenize::LabelMap::FromCorpus(*raw);
   tokenize::BatchEncodeOptions encode;
-  encode.encode.max_length = max_len;
+  encode.encode = *encode_options;
   encode.num_threads = absl::GetFlag(FLAGS_threads);
   absl::StatusOr<tokenize::TokenizedCorpus> corpus =
       tokenize::EncodeCorpus(*tokenizer, *raw, labels, encode);
@@ -103,7 +94,8 @@ const Subcommand kBenchPaddingCommand = {
     "and prints one row per strategy: padding_efficiency (real tokens / token slots), batches,\n"
     "distinct_shapes, tokens_per_batch_p50/p99 (token slots), plan_ms and collate_ms.",
     {"data", "model", "max_len", "batch_size", "max_tokens", "csv", "svg", "seed", "threads",
-     "format", "skip_bad_rows", "quiet"},
+     "format", "skip_bad_rows", "quiet", "text_field", "text_pair_field", "label_field",
+     "truncation", "pair_truncation", "head_fraction"},
     RunBenchPadding};
 
 }  // namespace padless::cli

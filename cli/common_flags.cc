@@ -13,6 +13,12 @@ ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
 ABSL_FLAG(bool, skip_bad_rows, false, "Skip malformed rows (counted and reported) instead of failing");
 ABSL_FLAG(std::string, format, "auto", "Data format: auto (from the extension), tsv, csv or jsonl");
 ABSL_FLAG(bool, quiet, false, "No progress output on stderr");
+ABSL_FLAG(int, vocab_size, 16000,
+          "tokenize train, train: vocabulary size of a new tokenizer, special tokens included");
+ABSL_FLAG(int64_t, batch_size, 32,
+          "Sequences per batch (rows per batch for packed strategies without a token budget)");
+ABSL_FLAG(int64_t, max_tokens, 16384,
+          "Token budget per batch, padding included, for the token-budget and packed strategies");
 ABSL_FLAG(std::string, truncation, "head_tail",
           "Truncation of long single texts: head, tail or head_tail (first k + last tokens)");
 ABSL_FLAG(std::string, pair_truncation, "longest_first",

@@ -1,5 +1,7 @@
 // Flags shared by several subcommands (absl flags are process-global, so a flag such as --data is
-// defined once here and read by every subcommand that takes it).
+// defined once here and read by every subcommand that takes it). A flag read by one subcommand
+// only is defined in that subcommand's file; no subcommand file declares another one's flags.
+// The reader and encode flags are parsed in data_flags.h.
 #ifndef PADLESS_CLI_COMMON_FLAGS_H_
 #define PADLESS_CLI_COMMON_FLAGS_H_
 
@@ -20,6 +22,10 @@ ABSL_DECLARE_FLAG(uint64_t, seed);
 ABSL_DECLARE_FLAG(bool, skip_bad_rows);
 ABSL_DECLARE_FLAG(std::string, format);
 ABSL_DECLARE_FLAG(bool, quiet);
+// Sizes shared by tokenize train, train, eval, predict and bench-padding.
+ABSL_DECLARE_FLAG(int, vocab_size);
+ABSL_DECLARE_FLAG(int64_t, batch_size);
+ABSL_DECLARE_FLAG(int64_t, max_tokens);
 // How text becomes model input (read by every command that tokenizes data).
 ABSL_DECLARE_FLAG(std::string, truncation);
 ABSL_DECLARE_FLAG(std::string, pair_truncation);

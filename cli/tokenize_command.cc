@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "cli_util.h"
 #include "common_flags.h"
+#include "data_flags.h"
 #include "padless/report/svg.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_cache.h"
@@ -33,7 +34,6 @@
 ABSL_FLAG(std::string, input, "",
           "tokenize train: comma-separated training files; labeled TSV/CSV/JSONL files give their "
           "text columns, any other file is plain text, one sentence per line");
-ABSL_FLAG(int, vocab_size, 16000, "tokenize train: vocabulary size, special tokens included");
 ABSL_FLAG(std::string, model_type, "unigram", "tokenize train: unigram or bpe");
 ABSL_FLAG(double, character_coverage, 0.9995,
           "tokenize train: share of characters the vocabulary covers (rest: [UNK])");
@@ -67,33 +67,16 @@ void Progress(const std::string& what, int64_t done, int64_t total) {
                 done * 100 / total, done == total ? "\n" : "");
 }
 
-absl::StatusOr<tok::ReaderOptions> ReaderOptionsFromFlags() {
-  tok::ReaderOptions o;
-  absl::StatusOr<tok::CorpusFormat> format = tok::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
-  if (!format.ok()) return UsageError(format.status().message());
-  o.format = *format;
-  o.text_field = absl::GetFlag(FLAGS_text_field);
-  o.text_pair_field = absl::GetFlag(FLAGS_text_pair_field);
-  o.label_field = absl::GetFlag(FLAGS_label_field);
-  o.skip_bad_rows = absl::GetFlag(FLAGS_skip_bad_rows);
+// The shared reader and encode flags (data_flags.h); their errors are usage errors here.
+absl::StatusOr<tok::ReaderOptions> ReaderFromFlags() {
+  absl::StatusOr<tok::ReaderOptions> o = ReaderOptionsFromFlags(/*require_label=*/true);
+  if (!o.ok()) return UsageError(o.status().message());
   return o;
 }
 
-absl::StatusOr<tok::EncodeOptions> EncodeOptionsFromFlags() {
-  tok::EncodeOptions o;
-  o.max_length = absl::GetFlag(FLAGS_max_len);
-  if (o.max_length < 0) return UsageError("--max-len must be >= 0 (0: no limit)");
-  absl::StatusOr<tok::Truncation> t = tok::ParseTruncation(absl::GetFlag(FLAGS_truncation));
-  if (!t.ok()) return UsageError(t.status().message());
-  o.truncation = *t;
-  absl::StatusOr<tok::PairTruncation> p =
-      tok::ParsePairTruncation(absl::GetFlag(FLAGS_pair_truncation));
-  if (!p.ok()) return UsageError(p.status().message());
-  o.pair_truncation = *p;
-  o.head_fraction = absl::GetFlag(FLAGS_head_fraction);
-  if (!(o.head_fraction >= 0.0 && o.head_fraction <= 1.0)) {
-    return UsageError("--head-fraction must be in [0, 1]");
-  }
+absl::StatusOr<tok::EncodeOptions> EncodeFromFlags() {
+  absl::StatusOr<tok::EncodeOptions> o = EncodeOptionsFromFlags(/*min_max_len=*/0);
+  if (!o.ok()) return UsageError(o.status().message());
   return o;
 }
 
@@ -110,7 +93,7 @@ absl::Status RequireFlag(const std::string& value, absl::string_view name) {
 
 // Reads --data with the flags' reader options and reports skipped rows and repaired text.
 absl::StatusOr<tok::RawCorpus> ReadData(const std::string& path) {
-  absl::StatusOr<tok::ReaderOptions> options = ReaderOptionsFromFlags();
+  absl::StatusOr<tok::ReaderOptions> options = ReaderFromFlags();
   if (!options.ok()) return options.status();
   absl::StatusOr<tok::RawCorpus> corpus = tok::ReadCorpus(path, *options);
   if (!corpus.ok()) return corpus.status();
@@ -218,8 +201,8 @@ absl::StatusOr<tok::Tokenizer> LoadModel() {
   const std::string model = absl::GetFlag(FLAGS_model), data = absl::GetFlag(FLAGS_data);
   if (absl::Status s = RequireFlag(model, "model"); !s.ok()) return s;
   if (absl::Status s = RequireFlag(data, "data"); !s.ok()) return s;
-  if (absl::StatusOr<tok::ReaderOptions> o = ReaderOptionsFromFlags(); !o.ok()) return o.status();
-  if (absl::StatusOr<tok::EncodeOptions> o = EncodeOptionsFromFlags(); !o.ok()) return o.status();
+  if (absl::StatusOr<tok::ReaderOptions> o = ReaderFromFlags(); !o.ok()) return o.status();
+  if (absl::StatusOr<tok::EncodeOptions> o = EncodeFromFlags(); !o.ok()) return o.status();
   if (absl::StatusOr<int> t = ThreadsFromFlags(); !t.ok()) return t.status();
   return tok::Tokenizer::Load(model);
 }
@@ -241,13 +224,6 @@ absl::StatusOr<std::optional<tok::LabelMap>> ModelLabels() {
   return std::optional<tok::LabelMap>(*std::move(map));
 }
 
-// Label ids from the data itself, for a model trained on plain text (no label map beside it).
-tok::LabelMap DataLabels(const tok::RawCorpus& corpus) {
-  std::vector<std::string> labels;
-  labels.reserve(corpus.examples.size());
-  for (const tok::Example& e : corpus.examples) labels.push_back(e.label);
-  return tok::LabelMap::FromLabels(labels);
-}
 
 // The cache key: data file, model, and every option that changes the encoded corpus, label
 // names included (the same text with other label ids is other data).
@@ -296,7 +272,7 @@ absl::Status Encode(const std::vector<std::string>& rest) {
   if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
   absl::StatusOr<tok::Tokenizer> tokenizer = LoadModel();
   if (!tokenizer.ok()) return tokenizer.status();
-  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags();
+  absl::StatusOr<tok::EncodeOptions> encode = EncodeFromFlags();
   if (!encode.ok()) return encode.status();
   absl::StatusOr<std::optional<tok::LabelMap>> labels = ModelLabels();
   if (!labels.ok()) return labels.status();
@@ -317,7 +293,7 @@ absl::Status Encode(const std::vector<std::string>& rest) {
   if (!data.ok()) return data.status();
   if (!labels->has_value()) {
     if (!Quiet()) absl::FPrintF(stderr, "no label map beside the model: label ids from the data\n");
-    *labels = DataLabels(*data);
+    *labels = tok::LabelMap::FromCorpus(*data);
   }
   const Loaded loaded{*std::move(tokenizer), *std::move(data)};
   const auto build = [&] { return EncodeLoaded(loaded, **labels, *encode); };
@@ -408,7 +384,7 @@ absl::Status Stats(const std::vector<std::string>& rest) {
   tok::EncodeOptions untruncated;
   untruncated.max_length = 0;
   absl::StatusOr<tok::TokenizedCorpus> corpus =
-      EncodeLoaded(*loaded, DataLabels(loaded->corpus), untruncated);
+      EncodeLoaded(*loaded, tok::LabelMap::FromCorpus(loaded->corpus), untruncated);
   if (!corpus.ok()) return corpus.status();
   const std::vector<int64_t> lengths = corpus->Lengths();
   const int64_t limit = absl::GetFlag(FLAGS_max_len);

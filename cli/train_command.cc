@@ -1,6 +1,6 @@
 // padless train | eval | predict: fine-tune a transformer classifier on a labeled file, evaluate a
-// trained model directory, and classify texts with it. The work is in padless/models/ (Trainer,
-// Evaluate, TextClassifier); this file parses flags, wires the pieces and prints.
+// trained model directory, and classify texts with it. The work is in padless/models/ (RunTrainJob,
+// Evaluate, TextClassifier); this file maps flags onto them and prints.
 #include <ATen/Context.h>
 
 #include <algorithm>
@@ -8,42 +8,32 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common_flags.h"
+#include "data_flags.h"
 #include "nlohmann/json.hpp"
-#include "padless/batching/padding_report.h"
+#include "padless/batching/strategy_registry.h"
 #include "padless/cuda/memory_budget.h"
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint.h"
-#include "padless/models/encoder_config.h"
 #include "padless/models/inference.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_io.h"
+#include "padless/models/train_job.h"
 #include "padless/models/trainer.h"
 #include "padless/report/atomic_file_writer.h"
-#include "padless/report/read_file.h"
-#include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_reader.h"
-#include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 #include "cli_util.h"
 #include "subcommand.h"
-
-// Defined by other subcommands (absl flags are process-global); train reads them too.
-ABSL_DECLARE_FLAG(int, vocab_size);      // tokenize_command.cc
-ABSL_DECLARE_FLAG(int64_t, max_tokens);  // bench_padding_command.cc
-ABSL_DECLARE_FLAG(int64_t, batch_size);  // bench_padding_command.cc
 
 ABSL_FLAG(std::string, dev, "", "train: labeled dev file for evaluation and early stopping");
 ABSL_FLAG(double, dev_fraction, 0.0,
@@ -104,11 +94,10 @@ namespace models = padless::models;
 
 absl::StatusOr<c10::Device> DeviceFromFlag() {
   const std::string d = absl::GetFlag(FLAGS_device);
-  const bool cuda = at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
-  if (d == "auto") return cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  if (d == "auto") return models::DefaultTrainingDevice();
   try {
     c10::Device device(d);
-    if (device.is_cuda() && !cuda) {
+    if (device.is_cuda() && !models::DefaultTrainingDevice().is_cuda()) {
       return absl::InvalidArgumentError(absl::StrCat("--device ", d, ": no CUDA device available"));
     }
     return device;
@@ -117,75 +106,11 @@ absl::StatusOr<c10::Device> DeviceFromFlag() {
   }
 }
 
-tok::ReaderOptions ReaderFromFlags(bool require_label) {
-  tok::ReaderOptions o;
-  absl::StatusOr<tok::CorpusFormat> f = tok::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
-  o.format = f.ok() ? *f : tok::CorpusFormat::kAuto;
-  o.text_field = absl::GetFlag(FLAGS_text_field);
-  o.text_pair_field = absl::GetFlag(FLAGS_text_pair_field);
-  o.label_field = absl::GetFlag(FLAGS_label_field);
-  o.skip_bad_rows = absl::GetFlag(FLAGS_skip_bad_rows);
-  o.require_label = require_label;
-  return o;
-}
-
-absl::StatusOr<tok::EncodeOptions> EncodeFromFlags(int64_t max_len) {
-  tok::EncodeOptions o;
-  o.max_length = max_len;
-  absl::StatusOr<tok::Truncation> t = tok::ParseTruncation(absl::GetFlag(FLAGS_truncation));
-  if (!t.ok()) return t.status();
-  o.truncation = *t;
-  absl::StatusOr<tok::PairTruncation> p =
-      tok::ParsePairTruncation(absl::GetFlag(FLAGS_pair_truncation));
-  if (!p.ok()) return p.status();
-  o.pair_truncation = *p;
-  o.head_fraction = absl::GetFlag(FLAGS_head_fraction);
-  return o;
-}
-
-// Encodes `raw` with label ids from `labels`; a label outside the map is an error naming the
-// file, the line and the known labels.
-absl::StatusOr<tok::TokenizedCorpus> Encode(const tok::Tokenizer& tokenizer,
-                                            const tok::RawCorpus& raw, const tok::LabelMap& labels,
-                                            int64_t max_len) {
-  for (const tok::Example& e : raw.examples) {
-    if (!labels.Id(e.label).ok()) {
-      std::string known;
-      for (const std::string& n : labels.names())
-        absl::StrAppend(&known, known.empty() ? "" : ", ", n);
-      return absl::InvalidArgumentError(absl::StrCat(raw.source, ":", e.line, ": label '", e.label,
-                                                     "' is not one of the model's labels (", known,
-                                                     ")"));
-    }
-  }
-  absl::StatusOr<tok::EncodeOptions> encode = EncodeFromFlags(max_len);
-  if (!encode.ok()) return encode.status();
-  tok::BatchEncodeOptions options;
-  options.encode = *encode;
-  options.num_threads = absl::GetFlag(FLAGS_threads);
-  return tok::EncodeCorpus(tokenizer, raw, labels, options);
-}
-
-absl::StatusOr<batching::PlannerOptions> PlanFromFlags(int64_t max_len, uint64_t seed) {
-  std::string name = absl::GetFlag(FLAGS_batching);
-  const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
-  if (max_tokens < max_len) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max-tokens (", max_tokens, ") must be >= --max-len (", max_len, ")"));
-  }
-  if (name == "packed") name = "packed_bfd";
-  if (name == "varlen") name = "varlen_bfd";
-  if (name == "buckets") name = "buckets_optimal16_budget";
-  if (name == "padded") name = "random_pad_longest";
-  std::string known;
-  for (const batching::NamedStrategy& s :
-       batching::StandardStrategies(max_len, batch_size, max_tokens, seed)) {
-    if (s.name == name) return s.options;
-    absl::StrAppend(&known, ", ", s.name);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("--batching: unknown strategy '", name,
-                                                 "' (packed, varlen, buckets, padded", known, ")"));
+absl::StatusOr<batching::PlannerOptions> PlanFromFlags(int64_t max_len) {
+  return models::BatchingPlan(
+      absl::GetFlag(FLAGS_batching),
+      batching::StrategySizes{max_len, absl::GetFlag(FLAGS_batch_size),
+                              absl::GetFlag(FLAGS_max_tokens), absl::GetFlag(FLAGS_seed)});
 }
 
 absl::Status WriteJson(const std::string& path, const nlohmann::json& j) {
@@ -193,264 +118,162 @@ absl::Status WriteJson(const std::string& path, const nlohmann::json& j) {
   return report::WriteFileAtomically(path, j.dump(2) + "\n");
 }
 
-// Splits off a deterministic, shuffled share of `train` as the dev set.
-tok::RawCorpus HoldOut(tok::RawCorpus& train, double fraction, uint64_t seed) {
-  std::vector<size_t> order(train.examples.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  const size_t n_dev = static_cast<size_t>(fraction * order.size());
-  std::vector<bool> is_dev(order.size(), false);
-  for (size_t i = 0; i < n_dev; ++i) is_dev[order[i]] = true;
-  tok::RawCorpus dev;
-  dev.source = train.source + " (held out)";
-  std::vector<tok::Example> kept;
-  for (size_t i = 0; i < train.examples.size(); ++i) {
-    (is_dev[i] ? dev.examples : kept).push_back(std::move(train.examples[i]));
+absl::StatusOr<int64_t> MemoryBudgetFromFlag() {
+  const std::string text = absl::GetFlag(FLAGS_memory_budget);
+  if (text.empty()) return 0;
+  absl::StatusOr<int64_t> bytes = cuda::ParseByteSize(text);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--memory-budget: ", bytes.status().message()));
   }
-  train.examples = std::move(kept);
-  return dev;
+  if (*bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory-budget must be > 0, got '", text, "'"));
+  }
+  return *bytes;
 }
 
-int RunTrain(const std::vector<std::string>& args) {
-  const char* kCmd = "train";
-  if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
-  const std::string data = absl::GetFlag(FLAGS_data);
-  const std::string out = absl::GetFlag(FLAGS_out);
-  const int64_t max_len = absl::GetFlag(FLAGS_max_len);
-  const uint64_t seed = absl::GetFlag(FLAGS_seed);
-  const bool quiet = absl::GetFlag(FLAGS_quiet);
-  if (data.empty()) return Usage(kCmd, "--data is required");
-  if (out.empty()) return Usage(kCmd, "--out is required");
-  if (max_len < 3) return Usage(kCmd, absl::StrCat("--max-len must be >= 3, got ", max_len));
-  const double dev_fraction = absl::GetFlag(FLAGS_dev_fraction);
-  if (!(dev_fraction >= 0.0 && dev_fraction < 1.0))
-    return Usage(kCmd, "--dev-fraction must be in [0, 1)");
-  const std::string preset_name =
-      absl::GetFlag(FLAGS_preset).empty() ? "tiny" : absl::GetFlag(FLAGS_preset);
-  absl::StatusOr<models::EncoderConfig> preset = models::EncoderConfig::Preset(preset_name);
-  if (!preset.ok()) return Usage(kCmd, std::string(preset.status().message()));
+// The optimization, precision and checkpointing flags; errors are usage errors.
+absl::StatusOr<models::TrainConfig> TrainConfigFromFlags() {
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
-  if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
+  if (!amp.ok()) return amp.status();
   absl::StatusOr<models::CheckpointPolicy> policy =
       models::CheckpointPolicy::Parse(absl::GetFlag(FLAGS_checkpoint));
-  if (!policy.ok()) return Usage(kCmd, std::string(policy.status().message()));
+  if (!policy.ok()) return policy.status();
   absl::StatusOr<models::LrDecay> decay = models::ParseLrDecay(absl::GetFlag(FLAGS_lr_schedule));
-  if (!decay.ok()) return Usage(kCmd, std::string(decay.status().message()));
-  absl::StatusOr<batching::PlannerOptions> plan = PlanFromFlags(max_len, seed);
-  if (!plan.ok()) return Usage(kCmd, std::string(plan.status().message()));
+  if (!decay.ok()) return decay.status();
+  absl::StatusOr<int64_t> memory_budget = MemoryBudgetFromFlag();
+  if (!memory_budget.ok()) return memory_budget.status();
+  return models::TrainConfig()
+      .epochs(absl::GetFlag(FLAGS_epochs))
+      .max_steps(absl::GetFlag(FLAGS_max_steps))
+      .lr(absl::GetFlag(FLAGS_lr))
+      .weight_decay(absl::GetFlag(FLAGS_weight_decay))
+      .warmup_fraction(absl::GetFlag(FLAGS_warmup))
+      .decay(*decay)
+      .grad_accum(absl::GetFlag(FLAGS_grad_accum))
+      .clip_norm(absl::GetFlag(FLAGS_clip_norm))
+      .amp(*amp)
+      .checkpoint(*policy)
+      .freeze_embeddings(absl::GetFlag(FLAGS_freeze_embeddings))
+      .freeze_layers(absl::GetFlag(FLAGS_freeze_layers))
+      .unfreeze_every(absl::GetFlag(FLAGS_unfreeze_every))
+      .eval_every(absl::GetFlag(FLAGS_eval_every))
+      .patience(absl::GetFlag(FLAGS_patience))
+      .checkpoint_every(absl::GetFlag(FLAGS_checkpoint_every))
+      .keep_checkpoints(absl::GetFlag(FLAGS_keep_checkpoints))
+      .resume(absl::GetFlag(FLAGS_resume))
+      .seed(absl::GetFlag(FLAGS_seed))
+      .memory_budget_bytes(*memory_budget)
+      .max_nonfinite_steps(absl::GetFlag(FLAGS_max_nonfinite_steps));
+}
+
+// The model's runtime flags (--device, --attention, --layers) onto `job`.
+absl::Status RuntimeFromFlags(models::TrainJobOptions& job) {
   absl::StatusOr<c10::Device> device = DeviceFromFlag();
-  if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
+  if (!device.ok()) return device.status();
+  job.device = *device;
   absl::StatusOr<models::AttentionBackend> attention =
       models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
-  if (!attention.ok()) return Usage(kCmd, std::string(attention.status().message()));
+  if (!attention.ok()) return attention.status();
+  job.attention = *attention;
   const std::string layers = absl::GetFlag(FLAGS_layers);
   if (layers != "fused" && layers != "generic") {
-    return Usage(kCmd, absl::StrCat("--layers: unknown '", layers, "' (expected fused or generic)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--layers: unknown '", layers, "' (expected fused or generic)"));
   }
-  if (absl::GetFlag(FLAGS_epochs) < 1) return Usage(kCmd, "--epochs must be >= 1");
-  if (absl::GetFlag(FLAGS_grad_accum) < 1) return Usage(kCmd, "--grad-accum must be >= 1");
-  if (absl::GetFlag(FLAGS_max_nonfinite_steps) < 0)
-    return Usage(kCmd, "--max-nonfinite-steps must be >= 0");
-  int64_t memory_budget = 0;
-  if (const std::string text = absl::GetFlag(FLAGS_memory_budget); !text.empty()) {
-    absl::StatusOr<int64_t> bytes = cuda::ParseByteSize(text);
-    if (!bytes.ok())
-      return Usage(kCmd, absl::StrCat("--memory-budget: ", bytes.status().message()));
-    if (*bytes <= 0)
-      return Usage(kCmd, absl::StrCat("--memory-budget must be > 0, got '", text, "'"));
-    memory_budget = *bytes;
-  }
+  job.fused_layers = layers == "fused";
+  return absl::OkStatus();
+}
 
-  // Data.
-  absl::StatusOr<tok::RawCorpus> train_raw = tok::ReadCorpus(data, ReaderFromFlags(true));
-  if (!train_raw.ok()) return Fail(kCmd, train_raw.status());
-  if (train_raw->examples.empty())
-    return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(data, ": no examples")));
-  std::optional<tok::RawCorpus> dev_raw;
-  if (!absl::GetFlag(FLAGS_dev).empty()) {
-    absl::StatusOr<tok::RawCorpus> d =
-        tok::ReadCorpus(absl::GetFlag(FLAGS_dev), ReaderFromFlags(true));
-    if (!d.ok()) return Fail(kCmd, d.status());
-    dev_raw = std::move(*d);
-  } else if (dev_fraction > 0) {
-    dev_raw = HoldOut(*train_raw, dev_fraction, seed);
-  }
+// Every train flag onto TrainJobOptions; errors are usage errors.
+absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
+  models::TrainJobOptions job;
+  job.data = absl::GetFlag(FLAGS_data);
+  job.dev = absl::GetFlag(FLAGS_dev);
+  job.dev_fraction = absl::GetFlag(FLAGS_dev_fraction);
+  job.out = absl::GetFlag(FLAGS_out);
+  job.max_len = absl::GetFlag(FLAGS_max_len);
+  absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
+  if (!reader.ok()) return reader.status();
+  job.reader = *reader;
+  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags(/*min_max_len=*/3);
+  if (!encode.ok()) return encode.status();
+  job.encode = *encode;
+  job.threads = absl::GetFlag(FLAGS_threads);
+  job.vocab_size = absl::GetFlag(FLAGS_vocab_size);
+  job.preset = absl::GetFlag(FLAGS_preset);
+  job.init_from = absl::GetFlag(FLAGS_init_from);
+  job.dropout = absl::GetFlag(FLAGS_dropout);
+  job.batching = absl::GetFlag(FLAGS_batching);
+  job.batch_size = absl::GetFlag(FLAGS_batch_size);
+  job.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  job.quiet = absl::GetFlag(FLAGS_quiet);
+  if (absl::Status s = RuntimeFromFlags(job); !s.ok()) return s;
+  absl::StatusOr<models::TrainConfig> train = TrainConfigFromFlags();
+  if (!train.ok()) return train.status();
+  job.train = *train;
+  if (absl::Status s = models::ValidateTrainJobOptions(job); !s.ok()) return s;
+  return job;
+}
 
-  // Labels and tokenizer: from --init-from, from an earlier run in --out, or new.
-  const std::string init_from = absl::GetFlag(FLAGS_init_from);
-  const std::string tokenizer_path =
-      report::ReadFile(out + "/" + models::kTokenizerFile).ok()
-          ? out + "/" + models::kTokenizerFile
-          : (init_from.empty() ? "" : init_from + "/" + models::kTokenizerFile);
-  std::vector<std::string> label_names;
-  for (const tok::Example& e : train_raw->examples) label_names.push_back(e.label);
-  const tok::LabelMap labels = tok::LabelMap::FromLabels(label_names);
-  if (labels.size() < 2) {
-    return Fail(kCmd, absl::InvalidArgumentError(
-                          absl::StrCat(data, ": needs at least two distinct labels")));
-  }
-  absl::StatusOr<tok::Tokenizer> tokenizer = absl::UnknownError("unset");
-  if (!tokenizer_path.empty()) {
-    tokenizer = tok::Tokenizer::Load(tokenizer_path);
-    if (!tokenizer.ok()) return Fail(kCmd, tokenizer.status());
-    if (!quiet)
-      absl::FPrintF(stderr, "tokenizer: %s (%d pieces)\n", tokenizer_path, tokenizer->vocab_size());
-  } else {
-    std::vector<std::string> sentences;
-    for (const tok::Example& e : train_raw->examples) {
-      sentences.push_back(e.text);
-      if (e.has_pair) sentences.push_back(e.text_pair);
-    }
-    tok::TrainOptions topts;
-    topts.vocab_size = absl::GetFlag(FLAGS_vocab_size);
-    topts.num_threads = absl::GetFlag(FLAGS_threads);
-    tokenizer = tok::Tokenizer::TrainFromSentences(sentences, topts);
-    if (!tokenizer.ok()) return Fail(kCmd, tokenizer.status());
-    if (!quiet)
-      absl::FPrintF(stderr, "tokenizer: trained %d pieces on %s\n", tokenizer->vocab_size(), data);
-  }
-  absl::StatusOr<tok::TokenizedCorpus> train = Encode(*tokenizer, *train_raw, labels, max_len);
-  if (!train.ok()) return Fail(kCmd, train.status());
-  std::optional<tok::TokenizedCorpus> dev;
-  if (dev_raw && !dev_raw->examples.empty()) {
-    absl::StatusOr<tok::TokenizedCorpus> d = Encode(*tokenizer, *dev_raw, labels, max_len);
-    if (!d.ok()) return Fail(kCmd, d.status());
-    dev = std::move(*d);
-  }
-
-  // Model.
-  models::EncoderConfig config = preset->vocab_size(tokenizer->vocab_size())
-                                     .num_labels(labels.size())
-                                     .max_positions(std::max<int64_t>(512, max_len))
-                                     .dropout(absl::GetFlag(FLAGS_dropout))
-                                     .attention_dropout(absl::GetFlag(FLAGS_dropout));
-  if (absl::Status s = config.Validate(); !s.ok()) return Usage(kCmd, std::string(s.message()));
-  at::manual_seed(seed);
-  models::EncoderClassifier model(config);
-  if (!init_from.empty()) {
-    const std::string init_config_path = init_from + "/" + models::kConfigFile;
-    absl::StatusOr<std::string> json = report::ReadFile(init_config_path);
-    if (!json.ok()) return Fail(kCmd, json.status());
-    absl::StatusOr<models::EncoderConfig> init_config =
-        models::EncoderConfig::FromJson(*json, init_config_path);
-    if (!init_config.ok()) return Fail(kCmd, init_config.status());
-    auto shape = [](const models::EncoderConfig& c) {
-      return absl::StrFormat("%d layers, hidden %d, %d heads, ffn %d", c.layers(), c.hidden(),
-                             c.heads(), c.ffn());
-    };
-    if (!absl::GetFlag(FLAGS_preset).empty() && shape(*preset) != shape(*init_config)) {
-      return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(
-                            "--preset ", preset_name, " (", shape(*preset), ") does not match the ",
-                            "--init-from model ", init_config_path, " (", shape(*init_config),
-                            "); leave --preset out to continue from it")));
-    }
-    if (init_config->vocab_size() != tokenizer->vocab_size()) {
-      return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(
-                            "--init-from model ", init_config_path, " has a vocabulary of ",
-                            init_config->vocab_size(), " pieces but the tokenizer ", tokenizer_path,
-                            " has ", tokenizer->vocab_size(),
-                            "; use an --out directory without a tokenizer of its own")));
-    }
-    // The architecture comes from the initial model; only the head follows the new labels.
-    config = init_config->num_labels(labels.size())
-                 .dropout(absl::GetFlag(FLAGS_dropout))
-                 .attention_dropout(absl::GetFlag(FLAGS_dropout));
-    model = models::EncoderClassifier(config);
-    absl::Status s = models::LoadWeights(*model, init_from + "/" + models::kWeightsFile,
-                                         /*skip_mismatched_head=*/true);
-    if (!s.ok()) return Fail(kCmd, s);
-  }
-
-  model->set_attention_backend(*attention);
-  model->set_fused_layers(layers == "fused");
-  models::TrainConfig tc = models::TrainConfig()
-                               .epochs(absl::GetFlag(FLAGS_epochs))
-                               .max_steps(absl::GetFlag(FLAGS_max_steps))
-                               .lr(absl::GetFlag(FLAGS_lr))
-                               .weight_decay(absl::GetFlag(FLAGS_weight_decay))
-                               .warmup_fraction(absl::GetFlag(FLAGS_warmup))
-                               .decay(*decay)
-                               .grad_accum(absl::GetFlag(FLAGS_grad_accum))
-                               .clip_norm(absl::GetFlag(FLAGS_clip_norm))
-                               .amp(*amp)
-                               .checkpoint(*policy)
-                               .freeze_embeddings(absl::GetFlag(FLAGS_freeze_embeddings))
-                               .freeze_layers(absl::GetFlag(FLAGS_freeze_layers))
-                               .unfreeze_every(absl::GetFlag(FLAGS_unfreeze_every))
-                               .eval_every(absl::GetFlag(FLAGS_eval_every))
-                               .patience(absl::GetFlag(FLAGS_patience))
-                               .checkpoint_dir(out + "/checkpoints")
-                               .checkpoint_every(absl::GetFlag(FLAGS_checkpoint_every))
-                               .keep_checkpoints(absl::GetFlag(FLAGS_keep_checkpoints))
-                               .resume(absl::GetFlag(FLAGS_resume))
-                               .log_csv(out + "/train_log.csv")
-                               .progress(!quiet)
-                               .seed(seed)
-                               .memory_budget_bytes(memory_budget)
-                               .max_nonfinite_steps(absl::GetFlag(FLAGS_max_nonfinite_steps));
-  // Creates `out` (for the log and checkpoints) and leaves a loadable model there from the start.
-  if (absl::Status s = models::SaveModelDir(out, model, *tokenizer, labels); !s.ok()) {
-    return Fail(kCmd, s);
-  }
-  if (!quiet) {
-    absl::FPrintF(stderr,
-                  "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
-                  init_from.empty() ? preset_name : init_from, config.layers(), config.hidden(),
-                  device->str(), train->size(), dev ? absl::StrCat(", dev ", dev->size()) : "",
-                  absl::GetFlag(FLAGS_batching), models::AmpModeName(*amp));
-  }
-  models::Trainer trainer(model, tc, *plan, *device);
-  absl::StatusOr<models::TrainResult> result = trainer.Train(*train, dev ? &*dev : nullptr);
-  if (!result.ok()) return Fail(kCmd, result.status());
-  if (absl::Status s = models::SaveModelDir(out, model, *tokenizer, labels); !s.ok()) {
-    return Fail(kCmd, s);
-  }
-
-  nlohmann::json metrics = {{"steps", result->steps},
-                            {"padding_efficiency", result->padding_efficiency},
-                            {"real_tokens_per_s", result->real_tokens_per_s},
-                            {"peak_allocated_bytes", result->peak_allocated_bytes},
-                            {"peak_reserved_bytes", result->peak_reserved_bytes},
-                            {"train_seconds", result->train_seconds},
-                            {"device", device->str()},
-                            {"oom_events", result->oom_events.size()},
-                            {"skipped_steps", result->skipped_steps},
-                            {"stopped_early", result->stopped_early}};
-  if (result->memory_plan) {
-    const models::MemoryPlan& mp = *result->memory_plan;
-    absl::PrintF("%s\n", mp.Summary());
+nlohmann::json TrainMetricsJson(const models::TrainJobResult& r) {
+  const models::TrainResult& t = r.train;
+  nlohmann::json metrics = {{"steps", t.steps},
+                            {"padding_efficiency", t.padding_efficiency},
+                            {"real_tokens_per_s", t.real_tokens_per_s},
+                            {"peak_allocated_bytes", t.peak_allocated_bytes},
+                            {"peak_reserved_bytes", t.peak_reserved_bytes},
+                            {"train_seconds", t.train_seconds},
+                            {"device", r.device.str()},
+                            {"oom_events", t.oom_events.size()},
+                            {"skipped_steps", t.skipped_steps},
+                            {"stopped_early", t.stopped_early}};
+  if (t.memory_plan) {
+    const models::MemoryPlan& mp = *t.memory_plan;
     metrics["memory_plan"] = {
         {"budget_bytes", mp.budget_bytes}, {"target_bytes", mp.target_bytes},
         {"max_tokens", mp.max_tokens},     {"batch_size", mp.batch_size},
         {"row_len", mp.row_len},           {"measured_peak_bytes", mp.measured_peak_bytes}};
   }
-  if (dev) {
-    absl::StatusOr<models::EvalResult> eval = models::Evaluate(model, *dev, *plan, *device, *amp);
-    if (!eval.ok()) return Fail(kCmd, eval.status());
-    metrics["accuracy"] = eval->metrics.accuracy;
-    metrics["macro_f1"] = eval->metrics.macro_f1;
-    metrics["dev_examples"] = eval->metrics.examples;
-    absl::PrintF("dev accuracy %.4f  macro-F1 %.4f  (%d examples)\n", eval->metrics.accuracy,
-                 eval->metrics.macro_f1, eval->metrics.examples);
-  } else {
-    metrics["accuracy"] = nullptr;
-    metrics["macro_f1"] = nullptr;
+  metrics["accuracy"] = r.dev ? nlohmann::json(r.dev->metrics.accuracy) : nlohmann::json();
+  metrics["macro_f1"] = r.dev ? nlohmann::json(r.dev->metrics.macro_f1) : nlohmann::json();
+  if (r.dev) metrics["dev_examples"] = r.dev->metrics.examples;
+  return metrics;
+}
+
+void PrintTrainResult(const models::TrainJobResult& r) {
+  const models::TrainResult& t = r.train;
+  if (t.memory_plan) absl::PrintF("%s\n", t.memory_plan->Summary());
+  if (r.dev) {
+    absl::PrintF("dev accuracy %.4f  macro-F1 %.4f  (%d examples)\n", r.dev->metrics.accuracy,
+                 r.dev->metrics.macro_f1, r.dev->metrics.examples);
   }
   absl::PrintF(
       "padding efficiency %.1f%%  real tokens/s %.0f  peak memory %s (reserved %s)  %.1f s on %s\n",
-      100 * result->padding_efficiency, result->real_tokens_per_s,
-      absl::StrFormat("%.1f MiB", result->peak_allocated_bytes / 1048576.0),
-      absl::StrFormat("%.1f MiB", result->peak_reserved_bytes / 1048576.0), result->train_seconds,
-      device->str());
-  for (const std::string& e : result->oom_events) absl::PrintF("recovered: %s\n", e);
-  if (result->skipped_steps > 0) {
-    absl::PrintF("skipped %d optimizer steps with an inf/NaN loss or gradient\n",
-                 result->skipped_steps);
+      100 * t.padding_efficiency, t.real_tokens_per_s,
+      absl::StrFormat("%.1f MiB", t.peak_allocated_bytes / 1048576.0),
+      absl::StrFormat("%.1f MiB", t.peak_reserved_bytes / 1048576.0), t.train_seconds,
+      r.device.str());
+  for (const std::string& e : t.oom_events) absl::PrintF("recovered: %s\n", e);
+  if (t.skipped_steps > 0) {
+    absl::PrintF("skipped %d optimizer steps with an inf/NaN loss or gradient\n", t.skipped_steps);
   }
-  absl::PrintF("model written to %s\n", out);
-  if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), metrics); !s.ok())
+  absl::PrintF("model written to %s\n", r.model_dir);
+}
+
+// The work is models::RunTrainJob; this maps the flags onto it and prints the result.
+int RunTrain(const std::vector<std::string>& args) {
+  const char* kCmd = "train";
+  if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
+  absl::StatusOr<models::TrainJobOptions> job = TrainJobFromFlags();
+  if (!job.ok()) return Usage(kCmd, job.status().message());
+  absl::StatusOr<models::TrainJobResult> result = models::RunTrainJob(*job);
+  if (!result.ok()) return Fail(kCmd, result.status());
+  PrintTrainResult(*result);
+  if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), TrainMetricsJson(*result));
+      !s.ok()) {
     return Fail(kCmd, s);
+  }
   return kExitOk;
 }
 
@@ -465,17 +288,21 @@ int RunEval(const std::vector<std::string>& args) {
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
+  absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
+  if (!reader.ok()) return Usage(kCmd, reader.status().message());
+  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags(/*min_max_len=*/3);
+  if (!encode.ok()) return Usage(kCmd, encode.status().message());
   absl::StatusOr<models::LoadedModel> loaded = models::LoadModelDir(model_dir, *device);
   if (!loaded.ok()) return Fail(kCmd, loaded.status());
-  const int64_t max_len = std::min(absl::GetFlag(FLAGS_max_len), loaded->config.max_positions());
-  absl::StatusOr<batching::PlannerOptions> plan = PlanFromFlags(max_len, absl::GetFlag(FLAGS_seed));
+  encode->max_length = std::min(encode->max_length, loaded->config.max_positions());
+  absl::StatusOr<batching::PlannerOptions> plan = PlanFromFlags(encode->max_length);
   if (!plan.ok()) return Usage(kCmd, std::string(plan.status().message()));
-  absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, ReaderFromFlags(true));
+  absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, *reader);
   if (!raw.ok()) return Fail(kCmd, raw.status());
   if (raw->examples.empty())
     return Fail(kCmd, absl::InvalidArgumentError(absl::StrCat(data, ": no examples")));
-  absl::StatusOr<tok::TokenizedCorpus> corpus =
-      Encode(loaded->tokenizer, *raw, loaded->labels, max_len);
+  absl::StatusOr<tok::TokenizedCorpus> corpus = models::EncodeWithLabels(
+      loaded->tokenizer, *raw, loaded->labels, *encode, absl::GetFlag(FLAGS_threads));
   if (!corpus.ok()) return Fail(kCmd, corpus.status());
   absl::StatusOr<models::EvalResult> eval =
       models::Evaluate(loaded->model, *corpus, *plan, *device, *amp);
@@ -502,6 +329,8 @@ int RunPredict(const std::vector<std::string>& args) {
   if (model_dir.empty()) return Usage(kCmd, "--model DIR is required");
   absl::StatusOr<c10::Device> device = DeviceFromFlag();
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
+  absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/false);
+  if (!reader.ok()) return Usage(kCmd, reader.status().message());
   models::InferenceOptions options;
   options.device = *device;
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
@@ -523,7 +352,7 @@ int RunPredict(const std::vector<std::string>& args) {
   const bool plain_lines =
       data.empty() || data.size() < 4 || data.substr(data.size() - 4) == ".txt";
   if (!plain_lines) {
-    absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, ReaderFromFlags(false));
+    absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, *reader);
     if (!raw.ok()) return Fail(kCmd, raw.status());
     for (tok::Example& e : raw->examples) texts.push_back(std::move(e.text));
   } else {

@@ -37,6 +37,13 @@ LabelMap LabelMap::FromLabels(absl::Span<const std::string> labels) {
   return map;
 }
 
+LabelMap LabelMap::FromCorpus(const RawCorpus& corpus) {
+  std::vector<std::string> labels;
+  labels.reserve(corpus.examples.size());
+  for (const Example& e : corpus.examples) labels.push_back(e.label);
+  return FromLabels(labels);
+}
+
 absl::StatusOr<LabelMap> LabelMap::FromNames(std::vector<std::string> names) {
   LabelMap map;
   for (std::string& name : names) {

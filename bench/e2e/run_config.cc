@@ -7,11 +7,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "padless/batching/strategy_registry.h"
 #include "padless/models/checkpoint.h"
 
 namespace padless::bench::e2e {
 namespace {
 
+// The enum is the bench's own handle (colours, the dense-attention choice); its names are the
+// registry's e2e strategies (padless/batching/strategy_registry.h), which hold the planner options.
 struct StrategyEntry {
   Strategy strategy;
   const char* name;
@@ -144,38 +147,13 @@ absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategie
 
 batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, int64_t max_len,
                                            uint64_t seed) {
-  using batching::PadTo;
-  using batching::Sampler;
-  batching::PlannerOptions o;
-  o.seed(seed).max_len(max_len);
-  const int64_t rows = std::max<int64_t>(1, budget / max_len);
-  // A partial batch of b sequences would shrink a padded step's budget; the anchors drop it too.
-  if (strategy == Strategy::kPadToMax || strategy == Strategy::kPadLongest ||
-      strategy == Strategy::kHfGroupByLength) {
-    o.drop_last(true);
-  }
-  switch (strategy) {
-    case Strategy::kPadToMax:
-      o.sampler(Sampler::kRandom).batch_size(rows).pad_to(PadTo::kMaxLength);
-      break;
-    case Strategy::kPadLongest:
-      o.sampler(Sampler::kRandom).batch_size(rows).pad_to(PadTo::kLongest);
-      break;
-    case Strategy::kHfGroupByLength:
-      o.sampler(Sampler::kSortedMegabatch).batch_size(rows).pad_to(PadTo::kLongest);
-      break;
-    case Strategy::kTokenBudgetBuckets:
-      // One tensor shape per bucket keeps the caching allocator and the kernels' autotuning warm.
-      o.sampler(Sampler::kBucketed).max_tokens(budget).pad_to(PadTo::kBucketBoundary);
-      break;
-    case Strategy::kPackedDense:
-      o.sampler(Sampler::kPacked).packed_layout(batching::Layout::kPacked).max_tokens(budget);
-      break;
-    case Strategy::kPackedVarlen:
-      o.sampler(Sampler::kPacked).packed_layout(batching::Layout::kVarlen).max_tokens(budget);
-      break;
-  }
-  return o;
+  batching::StrategySizes sizes;
+  sizes.max_len = max_len;
+  sizes.batch_size = std::max<int64_t>(1, budget / max_len);
+  sizes.max_tokens = budget;
+  sizes.seed = seed;
+  // Every Strategy is a registered e2e name (StrategyRegistryTest checks it).
+  return *batching::LookupStrategy(StrategyName(strategy), sizes);
 }
 
 double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape) {

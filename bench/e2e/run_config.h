@@ -64,6 +64,7 @@ absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(
 
 // Planner options that give `strategy` a budget of `budget` token slots per step: padded
 // strategies take b = budget / max_len sequences, budgeted and packed ones max_tokens = budget.
+// The options themselves come from batching::LookupStrategy (the registry's e2e entries).
 batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, int64_t max_len,
                                            uint64_t seed);
 

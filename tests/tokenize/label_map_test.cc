@@ -26,6 +26,14 @@ TEST(LabelMapTest, SortsNumericLabelsNumericallyAndOthersLexicographically) {
   EXPECT_THAT(map.Id("happy").status().message(), HasSubstr("'happy'"));
 }
 
+TEST(LabelMapTest, FromCorpusTakesTheDistinctLabelsOfEveryExample) {
+  absl::StatusOr<RawCorpus> corpus =
+      ParseCorpus("label\ttext\n10\ta\n2\tb\n10\tc\n", "labels.tsv", ReaderOptions());
+  ASSERT_TRUE(corpus.ok()) << corpus.status();
+  EXPECT_THAT(LabelMap::FromCorpus(*corpus).names(), ElementsAre("2", "10"));
+  EXPECT_EQ(LabelMap::FromCorpus(RawCorpus()).size(), 0);
+}
+
 TEST(LabelMapTest, SaveLoadRoundTrip) {
   const std::string path = ::testing::TempDir() + "/labels_test.labels.json";
   absl::StatusOr<LabelMap> map = LabelMap::FromNames({"b", "a", "c"});

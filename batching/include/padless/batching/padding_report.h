@@ -19,9 +19,10 @@ struct NamedStrategy {
   PlannerOptions options;
 };
 
-// The strategies compared by default: padding to max_len, random batches padded to the longest
-// (and to a multiple of 8), HF megabatch sorting, quantile and optimal buckets, fairseq token
-// budgets (plain and within optimal buckets), packed rows (FFD, BFD, histogram) and flat varlen.
+// The strategies compared by default, strategy_registry.h's standard set: padding to max_len,
+// random batches padded to the longest (and to a multiple of 8), HF megabatch sorting, quantile
+// and optimal buckets, fairseq token budgets (plain and within optimal buckets), packed rows (FFD,
+// BFD, histogram) and flat varlen.
 // batch_size sequences (or rows) per batch; max_tokens for the budgeted ones.
 std::vector<NamedStrategy> StandardStrategies(int64_t max_len, int64_t batch_size,
                                               int64_t max_tokens, uint64_t seed);

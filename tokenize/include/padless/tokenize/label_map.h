@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "padless/tokenize/corpus_reader.h"
 
 namespace padless::tokenize {
 
@@ -23,6 +24,8 @@ class LabelMap {
   // The distinct labels, sorted numerically when all are integers ("2" < "10") and
   // lexicographically otherwise, so ids do not depend on row order.
   static LabelMap FromLabels(absl::Span<const std::string> labels);
+  // FromLabels over the labels of every example: the label map of a model trained on `corpus`.
+  static LabelMap FromCorpus(const RawCorpus& corpus);
   // Keeps the given order; fails on duplicates or empty names.
   static absl::StatusOr<LabelMap> FromNames(std::vector<std::string> names);
 

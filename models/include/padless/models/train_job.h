@@ -1,0 +1,116 @@
+// TrainJob: everything `padless train` does, as one library call. From a labeled file (and
+// optionally a dev file, or a seeded share held out of the training file) it resolves a
+// tokenizer, builds the label map, encodes, builds or continues a model, plans memory, trains,
+// writes a model directory and evaluates on the dev set:
+//
+//   padless::models::TrainJobOptions job;
+//   job.data = "train.tsv";
+//   job.dev = "dev.tsv";
+//   job.out = "out/model";
+//   absl::StatusOr<padless::models::TrainJobResult> result = padless::models::RunTrainJob(job);
+//
+// The model directory (SaveModelDir) is written before training, so a loadable model exists from
+// the start, and again at the end; DIR/train_log.csv and DIR/checkpoints/ hold the log and the
+// checkpoints (TrainConfig.checkpoint_dir and .log_csv are set from `out`).
+//
+// Tokenizer: DIR/tokenizer.model when `out` already holds one, else the init_from model's, else a
+// new SentencePiece model of vocab_size pieces trained on the training texts.
+// init_from: the architecture comes from that model (a `preset` that differs is an error), its
+// vocabulary must match the tokenizer's, and only the classification head follows the new labels.
+//
+// Errors. ValidateTrainJobOptions finds every problem of the options alone (InvalidArgument,
+// naming the option the way the padless CLI spells it, e.g. "--max-len must be >= 3"); RunTrainJob
+// returns those before touching any file. Every other error of RunTrainJob comes from the data,
+// the files or the run itself (a bad row, a label the init model lacks, a full disk, a budget too
+// small), so a caller that must tell a usage error from a failure calls ValidateTrainJobOptions
+// first. Progress and the chosen tokenizer are printed on stderr unless `quiet`.
+#ifndef PADLESS_MODELS_TRAIN_JOB_H_
+#define PADLESS_MODELS_TRAIN_JOB_H_
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "padless/batching/planner.h"
+#include "padless/batching/strategy_registry.h"
+#include "padless/models/attention.h"
+#include "padless/models/trainer.h"
+#include "padless/tokenize/corpus_reader.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/tokenize/tokenizer.h"
+
+namespace padless::models {
+
+struct TrainJobOptions {
+  // Data. `data` and `out` are required.
+  std::string data;                // labeled training file (TSV, CSV or JSONL; see `reader`)
+  std::string dev;                 // labeled dev file; empty: dev_fraction decides
+  double dev_fraction = 0.0;       // without `dev`: hold out this share of `data`, in [0, 1)
+  std::string out;                 // the model directory written
+  tokenize::ReaderOptions reader;  // require_label is always on for training data
+  // How texts become model input; encode.max_length is replaced by max_len.
+  tokenize::EncodeOptions encode;
+  int64_t max_len = 512;  // tokens per sequence, special tokens included; >= 3
+  int threads = 0;        // tokenizer training and encoding (0: hardware concurrency)
+
+  // Tokenizer trained when neither `out` nor `init_from` has one.
+  int vocab_size = 16000;
+
+  // Model.
+  std::string preset;     // tiny, small or base; empty: tiny, or the init_from model's
+  std::string init_from;  // a trained model directory to continue from
+  double dropout = 0.1;   // dropout and attention dropout of the model trained
+  AttentionBackend attention = AttentionBackend::kAuto;
+  bool fused_layers = true;  // the fused encoder layer for varlen batches
+
+  // Batching: any name of padless/batching/strategy_registry.h.
+  std::string batching = "packed";
+  int64_t batch_size = 32;
+  int64_t max_tokens = 16384;  // >= max_len
+
+  // Optimization, checkpointing, memory budget and seed. The job sets checkpoint_dir and log_csv
+  // under `out`, and turns progress off when `quiet`.
+  TrainConfig train;
+  std::optional<c10::Device> device;  // empty: DefaultTrainingDevice()
+  bool quiet = false;
+};
+
+struct TrainJobResult {
+  std::string model_dir;
+  c10::Device device = c10::Device(c10::kCPU);
+  int64_t train_examples = 0;  // after the hold-out split
+  int64_t dev_examples = 0;
+  TrainResult train;
+  std::optional<EvalResult> dev;  // the saved model on the dev set, when there is one
+};
+
+// CUDA device 0 when one is available, else the CPU.
+c10::Device DefaultTrainingDevice();
+
+// Problems of the options alone (see the header comment); checks nothing on disk.
+absl::Status ValidateTrainJobOptions(const TrainJobOptions& options);
+
+absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& options);
+
+// The planner options of a batching strategy name (padless/batching/strategy_registry.h) at
+// `sizes`: InvalidArgument naming --batching for an unknown name, or --max-tokens when it is
+// below --max-len.
+absl::StatusOr<batching::PlannerOptions> BatchingPlan(const std::string& name,
+                                                      const batching::StrategySizes& sizes);
+
+// Encodes `raw` with the ids of `labels`; a label outside the map is InvalidArgument naming the
+// file, the line and the known labels. Used for training, dev and evaluation data alike.
+absl::StatusOr<tokenize::TokenizedCorpus> EncodeWithLabels(const tokenize::Tokenizer& tokenizer,
+                                                           const tokenize::RawCorpus& raw,
+                                                           const tokenize::LabelMap& labels,
+                                                           const tokenize::EncodeOptions& encode,
+                                                           int threads);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_TRAIN_JOB_H_

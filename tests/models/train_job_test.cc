@@ -1,0 +1,129 @@
+// models::RunTrainJob as a library call: option problems are InvalidArgument naming the option
+// (the CLI's usage errors) and come before any file is touched; a small run writes a loadable
+// model directory, holds out a seeded dev share and evaluates on it; data problems name the file.
+#include "padless/models/train_job.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "padless/models/model_io.h"
+
+namespace padless::models {
+namespace {
+
+using ::testing::HasSubstr;
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string WriteData(const std::string& name, int rows, bool two_labels = true) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path);
+  out << "label\ttext\n";
+  for (int i = 0; i < rows; ++i) {
+    out << (two_labels && i % 2 ? "pos\ta truly wonderful , moving film number "
+                                : "neg\ta dull and tedious mess , scene ")
+        << i << "\n";
+  }
+  return path;
+}
+
+// Fast options: tiny preset, a small vocabulary, a few steps on the CPU.
+TrainJobOptions SmallJob(const std::string& data, const std::string& out) {
+  TrainJobOptions job;
+  job.data = data;
+  job.out = out;
+  job.vocab_size = 50;
+  job.max_len = 32;
+  job.max_tokens = 256;
+  job.train.epochs(1).max_steps(2);
+  job.device = c10::Device(c10::kCPU);
+  job.quiet = true;
+  return job;
+}
+
+TEST(TrainJobTest, OptionProblemsNameTheOption) {
+  const TrainJobOptions ok = SmallJob("x.tsv", "/nonexistent/out");
+  ASSERT_TRUE(ValidateTrainJobOptions(ok).ok());
+  struct Case {
+    void (*change)(TrainJobOptions&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](TrainJobOptions& j) { j.data.clear(); }, "--data is required"},
+      {[](TrainJobOptions& j) { j.out.clear(); }, "--out is required"},
+      {[](TrainJobOptions& j) { j.max_len = 2; }, "--max-len must be >= 3, got 2"},
+      {[](TrainJobOptions& j) { j.dev_fraction = 1.0; }, "--dev-fraction must be in [0, 1)"},
+      {[](TrainJobOptions& j) { j.preset = "huge"; }, "huge"},
+      {[](TrainJobOptions& j) { j.batching = "magic"; }, "--batching: unknown strategy 'magic'"},
+      {[](TrainJobOptions& j) { j.max_tokens = 16; }, "--max-tokens (16) must be >= --max-len"},
+      {[](TrainJobOptions& j) { j.train.epochs(0); }, "--epochs must be >= 1"},
+      {[](TrainJobOptions& j) { j.train.grad_accum(0); }, "--grad-accum must be >= 1"},
+      {[](TrainJobOptions& j) { j.train.max_nonfinite_steps(-1); }, "--max-nonfinite-steps"},
+  };
+  for (const Case& c : cases) {
+    TrainJobOptions job = ok;
+    c.change(job);
+    const absl::Status s = ValidateTrainJobOptions(job);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(s.message(), HasSubstr(c.message));
+    // RunTrainJob reports the same problem before it touches a file.
+    EXPECT_EQ(RunTrainJob(job).status(), s);
+  }
+}
+
+TEST(TrainJobTest, EveryRegisteredStrategyNameIsAccepted) {
+  for (const std::string& name : batching::StrategyNames()) {
+    TrainJobOptions job = SmallJob("x.tsv", "/nonexistent/out");
+    job.batching = name;
+    EXPECT_TRUE(ValidateTrainJobOptions(job).ok()) << name;
+  }
+}
+
+TEST(TrainJobTest, TrainsSavesAndEvaluatesAHeldOutShare) {
+  const std::string out = ::testing::TempDir() + "/train_job_model";
+  TrainJobOptions job = SmallJob(WriteData("train_job.tsv", 100), out);
+  job.dev_fraction = 0.2;
+  absl::StatusOr<TrainJobResult> result = RunTrainJob(job);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->model_dir, out);
+  EXPECT_EQ(result->train_examples, 80);
+  EXPECT_EQ(result->dev_examples, 20);
+  EXPECT_EQ(result->train.steps, 2);
+  ASSERT_TRUE(result->dev.has_value());
+  EXPECT_EQ(result->dev->metrics.examples, 20);
+  for (const char* file : {kConfigFile, kWeightsFile, kTokenizerFile}) {
+    EXPECT_TRUE(Exists(out + "/" + file)) << file;
+  }
+  EXPECT_TRUE(Exists(out + "/train_log.csv"));
+  EXPECT_TRUE(LoadModelDir(out, c10::Device(c10::kCPU)).ok());
+
+  // A second run into the same directory reuses its tokenizer.
+  absl::StatusOr<TrainJobResult> again = RunTrainJob(job);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->dev_examples, 20);  // the same seeded split
+}
+
+TEST(TrainJobTest, DataProblemsNameTheFile) {
+  const std::string one_label = WriteData("train_job_one_label.tsv", 20, /*two_labels=*/false);
+  absl::StatusOr<TrainJobResult> r =
+      RunTrainJob(SmallJob(one_label, ::testing::TempDir() + "/train_job_one_label"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(one_label + ": needs at least two distinct labels"));
+
+  r = RunTrainJob(
+      SmallJob(::testing::TempDir() + "/missing.tsv", ::testing::TempDir() + "/train_job_missing"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("missing.tsv"));
+}
+
+}  // namespace
+}  // namespace padless::models
