@@ -360,8 +360,6 @@ int RunTrain(const std::vector<std::string>& args) {
     if (!s.ok()) return Fail(kCmd, s);
   }
 
-  model->set_attention_backend(*attention);
-  model->set_fused_layers(layers == "fused");
   models::TrainConfig tc = models::TrainConfig()
                                .epochs(absl::GetFlag(FLAGS_epochs))
                                .max_steps(absl::GetFlag(FLAGS_max_steps))
@@ -372,7 +370,9 @@ int RunTrain(const std::vector<std::string>& args) {
                                .grad_accum(absl::GetFlag(FLAGS_grad_accum))
                                .clip_norm(absl::GetFlag(FLAGS_clip_norm))
                                .amp(*amp)
-                               .checkpoint(*policy)
+                               .runtime(models::ModelRuntime{.attention = *attention,
+                                                             .fused_layers = layers == "fused",
+                                                             .checkpoint = *policy})
                                .freeze_embeddings(absl::GetFlag(FLAGS_freeze_embeddings))
                                .freeze_layers(absl::GetFlag(FLAGS_freeze_layers))
                                .unfreeze_every(absl::GetFlag(FLAGS_unfreeze_every))

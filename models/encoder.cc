@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "padless/models/checkpoint.h"
 #include "padless/models/fused_layer.h"
 
 namespace padless::models {
@@ -41,8 +42,9 @@ LayerSpec EncoderClassifierImpl::Spec() const {
   s.attention_dropout = is_training() ? config_.attention_dropout() : 0.0;
   s.pre_ln = config_.pre_ln();
   s.activation = config_.activation();
-  s.lean = activation_memory_ == ActivationMemory::kLean ||
-           (activation_memory_ == ActivationMemory::kAuto && !(checkpoint_ == CheckpointPolicy::None()));
+  s.lean = runtime_.activation_memory == ActivationMemory::kLean ||
+           (runtime_.activation_memory == ActivationMemory::kAuto &&
+            runtime_.checkpoint != CheckpointPolicy::None());
   return s;
 }
 
@@ -86,12 +88,12 @@ absl::Status EncoderClassifierImpl::CheckBatch(const Batch& b) const {
 }
 
 AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
-  if (backend_ != AttentionBackend::kAuto) {
+  if (runtime_.attention != AttentionBackend::kAuto) {
     // A varlen-only layout cannot use a dense mask.
-    if (b.layout == Layout::kVarlen && backend_ == AttentionBackend::kDense) {
+    if (b.layout == Layout::kVarlen && runtime_.attention == AttentionBackend::kDense) {
       return AttentionBackend::kVarlenReference;
     }
-    return backend_;
+    return runtime_.attention;
   }
   if (b.layout == Layout::kPadded) return AttentionBackend::kDense;
   const bool cuda = b.input_ids.is_cuda();
@@ -120,7 +122,7 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   // Training on varlen batches goes through the fused layer (fused_layer.h), except for the
   // layers an ffn/attn checkpoint policy names, which only the generic path can split.
   const bool fused =
-      fused_layers_ && recompute_possible && FusedLayerSupported(x, spec, ctx);
+      runtime_.fused_layers && recompute_possible && FusedLayerSupported(x, spec, ctx);
   // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
   // see the dtype the embeddings produced.
   const at::ScalarType embedding_dtype = x.scalar_type();
@@ -131,8 +133,9 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   }
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
-    const bool checkpointed = recompute_possible && checkpoint_.Checkpoints(i, num_layers());
-    const CheckpointScope scope = checkpoint_.scope;
+    const bool checkpointed =
+        recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers());
+    const CheckpointScope scope = runtime_.checkpoint.scope;
     if (fused && !checkpointed) {
       x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll);
     } else if (fused && scope == CheckpointScope::kLayer) {
@@ -140,7 +143,7 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
     } else if (fused && scope == CheckpointScope::kSelective) {
       x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation);
     } else if (checkpointed) {
-      x = CheckpointedLayerForward(x, w, spec, ctx, checkpoint_.scope);
+      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
     } else {
       x = EncoderLayerForward(x, w, spec, ctx);
     }

@@ -41,7 +41,7 @@ absl::StatusOr<StepMemory> Probe(EncoderClassifier &model, FusedAdamW &opt,
 // linear in the sequence length.
 bool StoresScores(const EncoderClassifier &model, Layout layout, AmpMode amp,
                   const c10::Device &device) {
-  const AttentionBackend backend = model->attention_backend();
+  const AttentionBackend backend = model->runtime().attention;
   if (backend == AttentionBackend::kVarlenFlash) return false;
   const bool auto_flash = backend == AttentionBackend::kAuto && layout != Layout::kPadded &&
                           device.is_cuda() && amp != AmpMode::kOff;
@@ -73,6 +73,15 @@ absl::StatusOr<cuda::MemoryModel> Fit(const std::vector<cuda::MemorySample> &sam
 }
 
 }  // namespace
+
+MemoryPlanOptions MemoryPlanOptions::From(const TrainConfig &config) {
+  MemoryPlanOptions o;
+  o.budget_bytes = config.memory_budget_bytes();
+  o.safety_margin = config.memory_safety_margin();
+  o.amp = config.amp();
+  o.adamw.weight_decay = config.weight_decay();
+  return o;
+}
 
 std::string MemoryPlan::Summary() const {
   const std::string choice = max_tokens > 0 ? absl::StrCat("max_tokens ", max_tokens)
@@ -118,7 +127,6 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
 
   cuda::MemoryMeter meter(device);
   const internal::RngState rng = internal::CaptureRng(device);
-  const CheckpointPolicy previous_policy = model->checkpoint_policy();
   // Stage 1's steps at full rows: the largest that fits the target, the one before it, and the
   // smallest that does not.
   std::optional<cuda::LadderStep> fits, previous, over;
@@ -127,7 +135,6 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
   try {
     model->to(device);
     model->train();
-    model->set_checkpoint_policy(options.checkpoint);
     std::vector<at::Tensor> params = model->parameters();
     FusedAdamW opt(params, std::vector<bool>(params.size(), true), options.adamw);
     // Measures a step of b x s and records it for the fit; out of memory is reported in the step.
@@ -181,7 +188,6 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
     status = absl::InternalError(
         absl::StrCat("memory probe on ", device.str(), ": ", e.what_without_backtrace()));
   }
-  model->set_checkpoint_policy(previous_policy);
   internal::RestoreRng(rng, device);
   if (!status.ok()) return status;
 
