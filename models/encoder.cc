@@ -190,61 +190,84 @@ std::vector<int64_t> HostOffsets(const at::Tensor& cu_seqlens) {
 
 }  // namespace
 
+namespace {
+
+// A batch's real tokens in the varlen [T] layout, for the varlen attention backends.
+struct VarlenInputs {
+  at::Tensor ids, positions, types;
+  at::Tensor seq;  // sequence of each token (mean pooling only)
+};
+
+// Padded or packed rows gathered into the varlen layout; sets the context's cu_seqlens and
+// max_seqlen.
+VarlenInputs GatherRows(const Batch& b, Pooling pooling, AttentionContext& ctx) {
+  at::Tensor index = b.token_index;
+  at::Tensor cu = b.cu_seqlens;
+  int64_t max_seqlen = b.max_seqlen;
+  at::Tensor seg_grid = b.segment_ids;
+  if (b.layout == Layout::kPadded) {
+    // Padded rows as varlen: one sequence per row (host sync: for tests and forced backends).
+    at::Tensor mask = b.attention_mask;
+    index = mask.reshape(-1).nonzero().squeeze(1);
+    at::Tensor lengths = mask.sum(1);
+    cu = at::cat({at::zeros({1}, lengths.options()), lengths.cumsum(0)}).to(at::kInt);
+    max_seqlen = b.input_ids.size(1);
+    seg_grid =
+        at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
+  }
+  auto gather = [&](const at::Tensor& grid) {
+    return grid.defined() ? grid.reshape(-1).index_select(0, index) : grid;
+  };
+  VarlenInputs in;
+  in.ids = gather(b.input_ids);
+  in.positions =
+      b.position_ids.defined()
+          ? gather(b.position_ids)
+          : gather(at::arange(b.input_ids.size(1), index.options()).expand_as(b.input_ids));
+  in.types = gather(b.token_type_ids);
+  in.seq = pooling == Pooling::kMean ? gather(seg_grid) : at::Tensor();
+  ctx.cu_seqlens = cu;
+  ctx.max_seqlen = max_seqlen;
+  return in;
+}
+
+// Gather the real tokens into the varlen [T] layout, then never touch padding again.
+VarlenInputs ToVarlen(const Batch& b, int64_t n, Pooling pooling, AttentionContext& ctx) {
+  if (b.layout != Layout::kVarlen) return GatherRows(b, pooling, ctx);
+  VarlenInputs in;
+  in.ids = b.input_ids;
+  in.positions = b.position_ids;
+  in.types = b.token_type_ids;
+  ctx.cu_seqlens = b.cu_seqlens;
+  ctx.max_seqlen = b.max_seqlen;
+  if (pooling == Pooling::kMean) {
+    in.seq =
+        b.segment_ids.defined() ? b.segment_ids : SequenceOfToken(b.cu_seqlens, n, in.ids.size(0));
+  }
+  return in;
+}
+
+}  // namespace
+
 at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
   const AttentionBackend backend = ResolveBackend(b);
   const int64_t n = NumSequences(b);
   const Pooling pooling = config_.pooling();
   AttentionContext ctx;
   ctx.backend = backend;
-
   if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenReference) {
-    // Gather the real tokens into the varlen [T] layout, then never touch padding again.
-    at::Tensor ids, positions, types, seq;
-    if (b.layout == Layout::kVarlen) {
-      ids = b.input_ids;
-      positions = b.position_ids;
-      types = b.token_type_ids;
-      ctx.cu_seqlens = b.cu_seqlens;
-      ctx.max_seqlen = b.max_seqlen;
-      if (pooling == Pooling::kMean) {
-        seq =
-            b.segment_ids.defined() ? b.segment_ids : SequenceOfToken(b.cu_seqlens, n, ids.size(0));
-      }
-    } else {
-      at::Tensor index = b.token_index;
-      at::Tensor cu = b.cu_seqlens;
-      int64_t max_seqlen = b.max_seqlen;
-      at::Tensor seg_grid = b.segment_ids;
-      if (b.layout == Layout::kPadded) {
-        // Padded rows as varlen: one sequence per row (host sync: for tests and forced backends).
-        at::Tensor mask = b.attention_mask;
-        index = mask.reshape(-1).nonzero().squeeze(1);
-        at::Tensor lengths = mask.sum(1);
-        cu = at::cat({at::zeros({1}, lengths.options()), lengths.cumsum(0)}).to(at::kInt);
-        max_seqlen = b.input_ids.size(1);
-        seg_grid =
-            at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
-      }
-      auto gather = [&](const at::Tensor& grid) {
-        return grid.defined() ? grid.reshape(-1).index_select(0, index) : grid;
-      };
-      ids = gather(b.input_ids);
-      positions =
-          b.position_ids.defined()
-              ? gather(b.position_ids)
-              : gather(at::arange(b.input_ids.size(1), index.options()).expand_as(b.input_ids));
-      types = gather(b.token_type_ids);
-      seq = pooling == Pooling::kMean ? gather(seg_grid) : at::Tensor();
-      ctx.cu_seqlens = cu;
-      ctx.max_seqlen = max_seqlen;
-    }
+    const VarlenInputs in = ToVarlen(b, n, pooling, ctx);
     if (backend == AttentionBackend::kVarlenReference)
       ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
-    at::Tensor h = RunLayers(Embed(ids, positions, types), ctx);
-    return PoolVarlen(h, ctx.cu_seqlens, seq, n, pooling);
+    at::Tensor h = RunLayers(Embed(in.ids, in.positions, in.types), ctx);
+    return PoolVarlen(h, ctx.cu_seqlens, in.seq, n, pooling);
   }
+  return EncodeDense(b, ctx, n);
+}
 
-  // Dense [R, L, H] with a mask.
+// Dense [R, L, H] with a mask.
+at::Tensor EncoderClassifierImpl::EncodeDense(const Batch& b, AttentionContext& ctx, int64_t n) {
+  const Pooling pooling = config_.pooling();
   at::Tensor positions = b.position_ids;
   if (!positions.defined()) {
     positions = at::arange(b.input_ids.size(1), b.input_ids.options()).expand_as(b.input_ids);

@@ -52,6 +52,8 @@ class EncoderClassifierImpl : public torch::nn::Module {
  private:
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& types);
   at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx);
+  // Encode on the dense backend: padded rows with a padding mask, packed rows block-diagonal.
+  at::Tensor EncodeDense(const batching::Batch& b, AttentionContext& ctx, int64_t n);
   LayerSpec Spec() const;
 
   EncoderConfig config_;
