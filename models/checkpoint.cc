@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "padless/models/autocast.h"
 #include "layer_call.h"
+#include "padless/models/autocast.h"
 #include "rng_state.h"
 
 namespace padless::models {

@@ -41,17 +41,17 @@ std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& 
 }
 
 void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
-                  const FusedAdamW& optimizer, const GradScaler& scaler,
-                  const TrainProgress& state, const c10::Device& device) {
+                  const FusedAdamW& optimizer, const GradScaler& scaler, const TrainProgress& state,
+                  const c10::Device& device) {
   for (const auto& p : model->named_parameters())
     a.write("model." + p.key(), p.value().detach().cpu());
   for (const auto& [name, t] : optimizer.State()) a.write("optim." + name, t.cpu());
   for (size_t i = 0; i < state.best_params.size(); ++i)
     a.write(absl::StrCat("best.", i), state.best_params[i].cpu());
   a.write("scaler", scaler.state());
-  a.write("meta", at::tensor(std::vector<int64_t>{
-                      state.epoch, state.next_batch, state.global_step, state.evals_since_best,
-                      state.best_step, static_cast<int64_t>(state.best_params.size())}));
+  a.write("meta", at::tensor(std::vector<int64_t>{state.epoch, state.next_batch, state.global_step,
+                                                  state.evals_since_best, state.best_step,
+                                                  static_cast<int64_t>(state.best_params.size())}));
   a.write("best_accuracy", at::full({}, state.best_accuracy, at::kDouble));
   const RngState rng = CaptureRng(device);
   a.write("rng.cpu", rng.cpu);

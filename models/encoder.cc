@@ -212,8 +212,7 @@ VarlenInputs GatherRows(const Batch& b, Pooling pooling, AttentionContext& ctx) 
     at::Tensor lengths = mask.sum(1);
     cu = at::cat({at::zeros({1}, lengths.options()), lengths.cumsum(0)}).to(at::kInt);
     max_seqlen = b.input_ids.size(1);
-    seg_grid =
-        at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
+    seg_grid = at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
   }
   auto gather = [&](const at::Tensor& grid) {
     return grid.defined() ? grid.reshape(-1).index_select(0, index) : grid;

@@ -147,8 +147,8 @@ absl::Status ProbeSmallShapes(const ProbeFn &probe, const MemoryPlan &out,
   for (const auto &[b, s] : shapes) {
     absl::StatusOr<cuda::LadderStep> m = probe(b, s);
     if (m.ok() && m->oom) {
-      m = absl::ResourceExhaustedError(absl::StrCat(
-          "memory probe: out of memory on a step of ", b, " x ", s, " tokens on ", device.str()));
+      m = absl::ResourceExhaustedError(absl::StrCat("memory probe: out of memory on a step of ", b,
+                                                    " x ", s, " tokens on ", device.str()));
     }
     if (!m.ok()) return m.status();
     if (s != len) continue;
@@ -169,9 +169,9 @@ absl::Status ClimbLadder(const ProbeFn &probe, const MemoryPlan &out, FullRowSte
   absl::StatusOr<cuda::MemoryModel> rough = Fit(out.samples, out.quadratic);
   if (rough.ok()) rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(out.row_len);
   if (!steps.fits) return absl::OkStatus();
-  absl::StatusOr<cuda::LadderResult> climb = cuda::ClimbToTarget(
-      [&](int64_t rows) { return probe(rows, out.row_len); }, out.target_bytes, *steps.fits,
-      steps.previous, steps.over, rough_rows / 4);
+  absl::StatusOr<cuda::LadderResult> climb =
+      cuda::ClimbToTarget([&](int64_t rows) { return probe(rows, out.row_len); }, out.target_bytes,
+                          *steps.fits, steps.previous, steps.over, rough_rows / 4);
   if (!climb.ok()) return climb.status();
   steps.fits = climb->best;
   return absl::OkStatus();

@@ -71,9 +71,8 @@ struct TrainStep::Trained {
   int64_t real_tokens = 0;
 };
 
-TrainStep::TrainStep(EncoderClassifier model, std::vector<at::Tensor> params,
-                     FusedAdamW& optimizer, GradScaler& scaler, c10::Device device,
-                     TrainStepOptions options)
+TrainStep::TrainStep(EncoderClassifier model, std::vector<at::Tensor> params, FusedAdamW& optimizer,
+                     GradScaler& scaler, c10::Device device, TrainStepOptions options)
     : model_(std::move(model)),
       params_(std::move(params)),
       optimizer_(optimizer),
@@ -121,19 +120,18 @@ absl::Status TrainStep::ForwardBackwardAll(int64_t step, const std::vector<StepB
             " even with the batch split into single rows: ", e.what_without_backtrace()));
       }
       split_pieces_[failing] = pieces;
-      const std::string line =
-          absl::StrCat("step ", step, ": out of memory on a batch of ", failing->num_sequences(),
-                       " sequences (", failing->token_slots(), " token slots); retrying it in ",
-                       pieces, " pieces");
+      const std::string line = absl::StrCat(
+          "step ", step, ": out of memory on a batch of ", failing->num_sequences(), " sequences (",
+          failing->token_slots(), " token slots); retrying it in ", pieces, " pieces");
       result.oom_events.push_back(line);
       if (options_.on_oom) options_.on_oom(line);
       continue;
     }
     if (trained.sequences != result.sequences || trained.real_tokens != result.real_tokens) {
-      return absl::InternalError(absl::StrCat(
-          "step ", step, ": the split batches held ", trained.sequences, " sequences / ",
-          trained.real_tokens, " tokens, the batches ", result.sequences, " / ",
-          result.real_tokens));
+      return absl::InternalError(absl::StrCat("step ", step, ": the split batches held ",
+                                              trained.sequences, " sequences / ",
+                                              trained.real_tokens, " tokens, the batches ",
+                                              result.sequences, " / ", result.real_tokens));
     }
     result.loss = step_loss;
     return absl::OkStatus();

@@ -157,8 +157,8 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
         absl::StrCat("cannot move the model to ", device_.str(), ": ", e.what_without_backtrace()));
   }
   params_ = ParametersForAdamW(model_);
-  optimizer_ = std::make_unique<FusedAdamW>(
-      params_.params, params_.decay, AdamWOptions{.weight_decay = config_.weight_decay()});
+  optimizer_ = std::make_unique<FusedAdamW>(params_.params, params_.decay,
+                                            AdamWOptions{.weight_decay = config_.weight_decay()});
   step_ = std::make_unique<TrainStep>(model_, params_.params, *optimizer_, scaler_, device_,
                                       StepOptions());
   if (config_.resume()) {
@@ -367,8 +367,7 @@ absl::StatusOr<TrainResult> TrainingRun::Finish() {
   result_.real_tokens_per_s =
       result_.train_seconds > 0 ? result_.real_tokens / result_.train_seconds : 0;
   result_.padding_efficiency =
-      result_.token_slots > 0 ? static_cast<double>(result_.real_tokens) / result_.token_slots
-                              : 0;
+      result_.token_slots > 0 ? static_cast<double>(result_.real_tokens) / result_.token_slots : 0;
   const cuda::MemorySnapshot mem = meter_.Snapshot();
   result_.peak_allocated_bytes = mem.peak_allocated_bytes;
   result_.peak_reserved_bytes = mem.peak_reserved_bytes;

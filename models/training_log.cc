@@ -94,8 +94,8 @@ absl::Status TrainingLog::Flush(int64_t global_step, int64_t skipped_steps) {
     if (csv_) *csv_ << CsvRow(pending_[i], loss, tps);
   }
   if (csv_ && !csv_->flush()) {
-    return absl::InternalError(absl::StrCat(csv_path_, ": cannot write the training log: ",
-                                            std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat(csv_path_, ": cannot write the training log: ", std::strerror(errno)));
   }
   if (finite_rows > 0) final_loss_ = loss_sum / finite_rows;
   if (progress_) DrawProgress(global_step, skipped_steps, tps);
@@ -110,8 +110,7 @@ void TrainingLog::DrawProgress(int64_t global_step, int64_t skipped_steps, doubl
   const double elapsed = elapsed_seconds();
   const double eta = done > 0 ? elapsed / done * (total_steps_ - global_step) : -1;
   absl::FPrintF(stderr, "\rstep %d/%d  epoch %d  loss %.4f  %.0f tok/s  ETA %s%s   ", global_step,
-                total_steps_, pending_.back().epoch, final_loss_, tokens_per_s,
-                FormatDuration(eta),
+                total_steps_, pending_.back().epoch, final_loss_, tokens_per_s, FormatDuration(eta),
                 skipped_steps > 0 ? absl::StrCat("  skipped ", skipped_steps, " non-finite") : "");
   line_open_ = true;
 }

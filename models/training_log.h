@@ -39,9 +39,8 @@ class TrainingLog {
   // `csv_path` empty: no CSV. With `resume` and an existing file the rows are appended, else the
   // file is rewritten with a header. `progress`: draw the progress line. `first_step` is the step
   // this process starts at, `total_steps` the run's length (for the ETA).
-  static absl::StatusOr<std::unique_ptr<TrainingLog>> Open(const std::string& csv_path,
-                                                           bool resume, bool progress,
-                                                           int64_t first_step,
+  static absl::StatusOr<std::unique_ptr<TrainingLog>> Open(const std::string& csv_path, bool resume,
+                                                           bool progress, int64_t first_step,
                                                            int64_t total_steps);
   ~TrainingLog();
   TrainingLog(const TrainingLog&) = delete;

@@ -1,18 +1,18 @@
 #include "config_runner.h"
 
-#include <chrono>
-#include <exception>
-#include <memory>
-#include <optional>
-#include <utility>
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -141,9 +141,9 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
 
   RunResult r;
   r.config = config;
-  r.optimizer = absl::StrCat(
-      "AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr, ", wd ", kWeightDecay,
-      " except biases and norms), grad clip ", step_options.clip_norm, ", as padless train runs it");
+  r.optimizer = absl::StrCat("AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr,
+                             ", wd ", kWeightDecay, " except biases and norms), grad clip ",
+                             step_options.clip_norm, ", as padless train runs it");
   r.steps = o.steps;
   r.flops = TrainingFlops(
       timed, ModelShape{model_config->hidden(), model_config->layers(), model_config->ffn()});
@@ -186,8 +186,8 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
     absl::StatusOr<models::StepResult> trained =
         train_step.Run(step, o.lr, {models::StepBatch{nullptr, std::move(**next)}});
     if (!trained.ok()) {
-      return absl::Status(trained.status().code(), absl::StrCat(config.Name(), " step ", step,
-                                                                ": ", trained.status().message()));
+      return absl::Status(trained.status().code(), absl::StrCat(config.Name(), " step ", step, ": ",
+                                                                trained.status().message()));
     }
     // Accumulated on the device: reading the loss every step would sync the host with the GPU.
     if (timing) loss_sum.add_(trained->loss);

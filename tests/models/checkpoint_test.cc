@@ -113,7 +113,8 @@ TEST_P(CheckpointEquivalenceTest, SameLossAndGradientsWithDropout) {
     const Step other_seed = TrainStep(model, b, 100);
     ASSERT_GT((plain.loss - other_seed.loss).abs().item<double>(), 1e-6);
 
-    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
+    ChangeRuntime(model,
+                  [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
     const Step checked = TrainStep(model, b, 99);
     EXPECT_LE((plain.loss - checked.loss).abs().item<double>(), 1e-6);
     ASSERT_EQ(plain.grads.size(), checked.grads.size());
@@ -126,7 +127,8 @@ TEST_P(CheckpointEquivalenceTest, SameLossAndGradientsWithDropout) {
     ClassificationLoss(model->forward(b), b.labels).backward();
     const at::Tensor after_plain = at::rand({4});
     at::manual_seed(5);
-    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
+    ChangeRuntime(model,
+                  [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
     ClassificationLoss(model->forward(b), b.labels).backward();
     EXPECT_TRUE(at::equal(after_plain, at::rand({4})));
   }
@@ -152,7 +154,8 @@ TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     plain = TrainStep(model, b, 7);
   }
-  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
   {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     checked = TrainStep(model, b, 7);
@@ -319,15 +322,18 @@ TEST(CheckpointTest, LowersPeakCpuMemory) {
   const int64_t none = PeakOfStep(model, b, meter);
   ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::All(); });
   const int64_t all = PeakOfStep(model, b, meter);
-  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("every:2"); });
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("every:2"); });
   const int64_t every2 = PeakOfStep(model, b, meter);
   ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("ffn"); });
   const int64_t ffn = PeakOfStep(model, b, meter);
   ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("attn"); });
   const int64_t attn = PeakOfStep(model, b, meter);
-  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("keep_last:1"); });
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("keep_last:1"); });
   const int64_t keep1 = PeakOfStep(model, b, meter);
-  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("keep_last:3"); });
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("keep_last:3"); });
   const int64_t keep3 = PeakOfStep(model, b, meter);
   ASSERT_GT(none, 0) << "the counting allocator saw nothing";
   EXPECT_LT(all, none * 6 / 10) << "none " << none << " all " << all;

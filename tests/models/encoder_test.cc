@@ -85,7 +85,8 @@ TEST_P(LayoutEquivalenceTest, PackedAndVarlenMatchPadded) {
   const Result padded = RunStep(model, MakePadded(s));
   ASSERT_TRUE(std::isfinite(padded.loss.item<double>()));
 
-  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kAuto; });  // packed on CPU fp32 -> dense mask
+  // Packed on CPU fp32 -> dense mask.
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kAuto; });
   const batching::Batch packed = MakePacked(s, /*row_length=*/32);
   ASSERT_EQ(model->ResolveBackend(packed), AttentionBackend::kDense);
   ASSERT_LT(packed.input_ids.size(0), 9) << "rows must hold several sequences";

@@ -259,10 +259,12 @@ TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
                               .attention_dropout(0));
   model->to(at::kDouble);
   model->train();
-  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
   const auto s = RandomSequences(5, 6, 2, 40, 80, 2);
   for (const batching::Batch& b : {MakeVarlen(s), MakePacked(s, 64)}) {
-    ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
+    ChangeRuntime(model,
+                  [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
     ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = false; });
     const ModelStep generic = TrainStep(model, b);
     ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = true; });

@@ -59,13 +59,12 @@ struct MemoryPlan {
 // measurement, not an extrapolation. The probe steps are TrainSteps
 // (train_step.h) run on `model` itself, as its runtime() is set (set it first:
 // the trainer applies TrainConfig::runtime before planning), on `device`, where
-// it is moved, with a learning rate of 0, so its weights are unchanged; the default RNG streams are restored afterwards, and so is the
-// meter's peak (reset), so a caller reports its own steps. The peaks come
-// from cuda::MemoryMeter: the caching allocator on CUDA, the counting allocator
-// on the CPU (install it before building the model, or weights are not
-// counted). Errors: a budget that cannot hold one row of `row_len` tokens
-// (FailedPrecondition, naming the minimum), invalid options (InvalidArgument),
-// torch failures (Internal).
+// it is moved, with a learning rate of 0, so its weights are unchanged; the default RNG streams are
+// restored afterwards, and so is the meter's peak (reset), so a caller reports its own steps. The
+// peaks come from cuda::MemoryMeter: the caching allocator on CUDA, the counting allocator on the
+// CPU (install it before building the model, or weights are not counted). Errors: a budget that
+// cannot hold one row of `row_len` tokens (FailedPrecondition, naming the minimum), invalid options
+// (InvalidArgument), torch failures (Internal).
 absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
                                                const batching::PlannerOptions &plan,
                                                const MemoryPlanOptions &options,

@@ -71,7 +71,7 @@ struct StepBatch {
 };
 
 struct StepResult {
-  at::Tensor loss;      // the step's mean loss, 0-dim, on the device (not synced)
+  at::Tensor loss;       // the step's mean loss, 0-dim, on the device (not synced)
   bool skipped = false;  // loss or gradient non-finite: no parameter or optimizer state changed
   bool loss_finite = true;
   double lr = 0;
@@ -98,8 +98,8 @@ class TrainStep {
   absl::Status Attempt(int64_t step, const std::vector<StepBatch>& batches, int64_t sequences,
                        at::Tensor& step_loss, Trained& trained,
                        const batching::BatchSpec*& failing);
-  void ForwardBackward(int64_t step, const batching::Batch& b, double weight,
-                       at::Tensor& step_loss, Trained& trained);
+  void ForwardBackward(int64_t step, const batching::Batch& b, double weight, at::Tensor& step_loss,
+                       Trained& trained);
   void OptimizerStep(StepResult& result);
 
   EncoderClassifier model_;
