@@ -362,6 +362,7 @@ absl::StatusOr<TrainResult> TrainingRun::Finish() {
     }
   }
   result_.steps = state_.global_step;
+  result_.final_loss = log_->final_loss();
   result_.best_step = state_.best_step;
   result_.train_seconds = log_->elapsed_seconds();
   result_.real_tokens_per_s =

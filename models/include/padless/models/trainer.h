@@ -54,7 +54,8 @@ class Trainer {
   ~Trainer();
 
   // Trains on `train`; with `dev`, evaluates, keeps the best parameters (restored at the end) and
-  // stops early after `patience` evaluations without improvement of dev accuracy.
+  // stops early after `patience` evaluations without improvement of dev accuracy. First sets
+  // config.runtime() on the model (it stays set afterwards).
   absl::StatusOr<TrainResult> Train(const tokenize::TokenizedCorpus& train,
                                     const tokenize::TokenizedCorpus* dev);
 
