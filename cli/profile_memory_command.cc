@@ -25,11 +25,12 @@
 #include "padless/cuda/memory_meter.h"
 #include "padless/cuda/memory_profile.h"
 #include "padless/models/autocast.h"
-#include "padless/models/checkpoint.h"
+#include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
 #include "padless/models/memory_planning.h"
 #include "padless/models/memory_probe.h"
+#include "padless/models/model_runtime.h"
 #include "padless/models/optimizer.h"
 #include "subcommand.h"
 
@@ -111,8 +112,7 @@ class Profiler {
 
   // Peak memory of one step at (b, len) under `sc`, after a warm-up step of the same shape.
   absl::StatusOr<MemoryProfilePoint> Measure(const SweepConfig& sc, int64_t b, int64_t len) {
-    model_->set_checkpoint_policy(sc.policy);
-    model_->set_attention_backend(models::AttentionBackend::kAuto);
+    model_->set_runtime(models::ModelRuntime{.checkpoint = sc.policy});
     MemoryProfilePoint point{sc.Name(), b, len};
     point.gradient_bytes = gradient_bytes_;
     absl::StatusOr<batching::Batch> batch = models::SyntheticTrainingBatch(
@@ -219,16 +219,16 @@ int VerifyBudget(const models::EncoderConfig& config, const c10::Device& device,
                            .sampler(batching::Sampler::kRandom)
                            .batch_size(1)
                            .max_len(len);
+          // The planner probes the model as its runtime is set: this sweep point's policy.
+          model->set_runtime(models::ModelRuntime{.checkpoint = policy});
           models::MemoryPlanOptions mo;
           mo.budget_bytes = budget;
           mo.amp = amp;
-          mo.checkpoint = policy;
           absl::StatusOr<models::MemoryPlan> mp =
               models::PlanForMemoryBudget(model, plan, mo, device);
           if (!mp.ok()) return Fail(kCommand, mp.status());
           if (!quiet) absl::FPrintF(stderr, "%s: %s\n", sc.Name(), mp->Summary());
           const int64_t rows = varlen ? mp->max_tokens / len : mp->batch_size;
-          model->set_checkpoint_policy(policy);
           std::vector<at::Tensor> params = model->parameters();
           models::FusedAdamW opt(params, std::vector<bool>(params.size(), true),
                                  models::AdamWOptions{});

@@ -23,7 +23,8 @@
 #include "padless/cuda/memory_budget.h"
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
-#include "padless/models/checkpoint.h"
+#include "padless/models/checkpoint_policy.h"
+#include "padless/models/model_runtime.h"
 #include "padless/models/inference.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_io.h"
@@ -132,13 +133,32 @@ absl::StatusOr<int64_t> MemoryBudgetFromFlag() {
   return *bytes;
 }
 
+// The model's runtime settings: --attention, --layers and --checkpoint; errors are usage errors.
+absl::StatusOr<models::ModelRuntime> RuntimeFromFlags() {
+  models::ModelRuntime runtime;
+  absl::StatusOr<models::AttentionBackend> attention =
+      models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
+  if (!attention.ok()) return attention.status();
+  runtime.attention = *attention;
+  const std::string layers = absl::GetFlag(FLAGS_layers);
+  if (layers != "fused" && layers != "generic") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--layers: unknown '", layers, "' (expected fused or generic)"));
+  }
+  runtime.fused_layers = layers == "fused";
+  absl::StatusOr<models::CheckpointPolicy> policy =
+      models::CheckpointPolicy::Parse(absl::GetFlag(FLAGS_checkpoint));
+  if (!policy.ok()) return policy.status();
+  runtime.checkpoint = *policy;
+  return runtime;
+}
+
 // The optimization, precision and checkpointing flags; errors are usage errors.
 absl::StatusOr<models::TrainConfig> TrainConfigFromFlags() {
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
   if (!amp.ok()) return amp.status();
-  absl::StatusOr<models::CheckpointPolicy> policy =
-      models::CheckpointPolicy::Parse(absl::GetFlag(FLAGS_checkpoint));
-  if (!policy.ok()) return policy.status();
+  absl::StatusOr<models::ModelRuntime> runtime = RuntimeFromFlags();
+  if (!runtime.ok()) return runtime.status();
   absl::StatusOr<models::LrDecay> decay = models::ParseLrDecay(absl::GetFlag(FLAGS_lr_schedule));
   if (!decay.ok()) return decay.status();
   absl::StatusOr<int64_t> memory_budget = MemoryBudgetFromFlag();
@@ -153,7 +173,7 @@ absl::StatusOr<models::TrainConfig> TrainConfigFromFlags() {
       .grad_accum(absl::GetFlag(FLAGS_grad_accum))
       .clip_norm(absl::GetFlag(FLAGS_clip_norm))
       .amp(*amp)
-      .checkpoint(*policy)
+      .runtime(*runtime)
       .freeze_embeddings(absl::GetFlag(FLAGS_freeze_embeddings))
       .freeze_layers(absl::GetFlag(FLAGS_freeze_layers))
       .unfreeze_every(absl::GetFlag(FLAGS_unfreeze_every))
@@ -165,24 +185,6 @@ absl::StatusOr<models::TrainConfig> TrainConfigFromFlags() {
       .seed(absl::GetFlag(FLAGS_seed))
       .memory_budget_bytes(*memory_budget)
       .max_nonfinite_steps(absl::GetFlag(FLAGS_max_nonfinite_steps));
-}
-
-// The model's runtime flags (--device, --attention, --layers) onto `job`.
-absl::Status RuntimeFromFlags(models::TrainJobOptions& job) {
-  absl::StatusOr<c10::Device> device = DeviceFromFlag();
-  if (!device.ok()) return device.status();
-  job.device = *device;
-  absl::StatusOr<models::AttentionBackend> attention =
-      models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
-  if (!attention.ok()) return attention.status();
-  job.attention = *attention;
-  const std::string layers = absl::GetFlag(FLAGS_layers);
-  if (layers != "fused" && layers != "generic") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--layers: unknown '", layers, "' (expected fused or generic)"));
-  }
-  job.fused_layers = layers == "fused";
-  return absl::OkStatus();
 }
 
 // Every train flag onto TrainJobOptions; errors are usage errors.
@@ -208,7 +210,9 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   job.batch_size = absl::GetFlag(FLAGS_batch_size);
   job.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   job.quiet = absl::GetFlag(FLAGS_quiet);
-  if (absl::Status s = RuntimeFromFlags(job); !s.ok()) return s;
+  absl::StatusOr<c10::Device> device = DeviceFromFlag();
+  if (!device.ok()) return device.status();
+  job.device = *device;
   absl::StatusOr<models::TrainConfig> train = TrainConfigFromFlags();
   if (!train.ok()) return train.status();
   job.train = *train;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "padless/models/checkpoint.h"
 #include "padless/models/fused_layer.h"
 
 namespace padless::models {
@@ -41,8 +42,9 @@ LayerSpec EncoderClassifierImpl::Spec() const {
   s.attention_dropout = is_training() ? config_.attention_dropout() : 0.0;
   s.pre_ln = config_.pre_ln();
   s.activation = config_.activation();
-  s.lean = activation_memory_ == ActivationMemory::kLean ||
-           (activation_memory_ == ActivationMemory::kAuto && !(checkpoint_ == CheckpointPolicy::None()));
+  s.lean = runtime_.activation_memory == ActivationMemory::kLean ||
+           (runtime_.activation_memory == ActivationMemory::kAuto &&
+            runtime_.checkpoint != CheckpointPolicy::None());
   return s;
 }
 
@@ -86,12 +88,12 @@ absl::Status EncoderClassifierImpl::CheckBatch(const Batch& b) const {
 }
 
 AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
-  if (backend_ != AttentionBackend::kAuto) {
+  if (runtime_.attention != AttentionBackend::kAuto) {
     // A varlen-only layout cannot use a dense mask.
-    if (b.layout == Layout::kVarlen && backend_ == AttentionBackend::kDense) {
+    if (b.layout == Layout::kVarlen && runtime_.attention == AttentionBackend::kDense) {
       return AttentionBackend::kVarlenReference;
     }
-    return backend_;
+    return runtime_.attention;
   }
   if (b.layout == Layout::kPadded) return AttentionBackend::kDense;
   const bool cuda = b.input_ids.is_cuda();
@@ -120,7 +122,7 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   // Training on varlen batches goes through the fused layer (fused_layer.h), except for the
   // layers an ffn/attn checkpoint policy names, which only the generic path can split.
   const bool fused =
-      fused_layers_ && recompute_possible && FusedLayerSupported(x, spec, ctx);
+      runtime_.fused_layers && recompute_possible && FusedLayerSupported(x, spec, ctx);
   // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
   // see the dtype the embeddings produced.
   const at::ScalarType embedding_dtype = x.scalar_type();
@@ -131,8 +133,9 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   }
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
-    const bool checkpointed = recompute_possible && checkpoint_.Checkpoints(i, num_layers());
-    const CheckpointScope scope = checkpoint_.scope;
+    const bool checkpointed =
+        recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers());
+    const CheckpointScope scope = runtime_.checkpoint.scope;
     if (fused && !checkpointed) {
       x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll);
     } else if (fused && scope == CheckpointScope::kLayer) {
@@ -140,7 +143,7 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
     } else if (fused && scope == CheckpointScope::kSelective) {
       x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation);
     } else if (checkpointed) {
-      x = CheckpointedLayerForward(x, w, spec, ctx, checkpoint_.scope);
+      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
     } else {
       x = EncoderLayerForward(x, w, spec, ctx);
     }
@@ -187,61 +190,83 @@ std::vector<int64_t> HostOffsets(const at::Tensor& cu_seqlens) {
 
 }  // namespace
 
+namespace {
+
+// A batch's real tokens in the varlen [T] layout, for the varlen attention backends.
+struct VarlenInputs {
+  at::Tensor ids, positions, types;
+  at::Tensor seq;  // sequence of each token (mean pooling only)
+};
+
+// Padded or packed rows gathered into the varlen layout; sets the context's cu_seqlens and
+// max_seqlen.
+VarlenInputs GatherRows(const Batch& b, Pooling pooling, AttentionContext& ctx) {
+  at::Tensor index = b.token_index;
+  at::Tensor cu = b.cu_seqlens;
+  int64_t max_seqlen = b.max_seqlen;
+  at::Tensor seg_grid = b.segment_ids;
+  if (b.layout == Layout::kPadded) {
+    // Padded rows as varlen: one sequence per row (host sync: for tests and forced backends).
+    at::Tensor mask = b.attention_mask;
+    index = mask.reshape(-1).nonzero().squeeze(1);
+    at::Tensor lengths = mask.sum(1);
+    cu = at::cat({at::zeros({1}, lengths.options()), lengths.cumsum(0)}).to(at::kInt);
+    max_seqlen = b.input_ids.size(1);
+    seg_grid = at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
+  }
+  auto gather = [&](const at::Tensor& grid) {
+    return grid.defined() ? grid.reshape(-1).index_select(0, index) : grid;
+  };
+  VarlenInputs in;
+  in.ids = gather(b.input_ids);
+  in.positions =
+      b.position_ids.defined()
+          ? gather(b.position_ids)
+          : gather(at::arange(b.input_ids.size(1), index.options()).expand_as(b.input_ids));
+  in.types = gather(b.token_type_ids);
+  in.seq = pooling == Pooling::kMean ? gather(seg_grid) : at::Tensor();
+  ctx.cu_seqlens = cu;
+  ctx.max_seqlen = max_seqlen;
+  return in;
+}
+
+// Gather the real tokens into the varlen [T] layout, then never touch padding again.
+VarlenInputs ToVarlen(const Batch& b, int64_t n, Pooling pooling, AttentionContext& ctx) {
+  if (b.layout != Layout::kVarlen) return GatherRows(b, pooling, ctx);
+  VarlenInputs in;
+  in.ids = b.input_ids;
+  in.positions = b.position_ids;
+  in.types = b.token_type_ids;
+  ctx.cu_seqlens = b.cu_seqlens;
+  ctx.max_seqlen = b.max_seqlen;
+  if (pooling == Pooling::kMean) {
+    in.seq =
+        b.segment_ids.defined() ? b.segment_ids : SequenceOfToken(b.cu_seqlens, n, in.ids.size(0));
+  }
+  return in;
+}
+
+}  // namespace
+
 at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
   const AttentionBackend backend = ResolveBackend(b);
   const int64_t n = NumSequences(b);
   const Pooling pooling = config_.pooling();
   AttentionContext ctx;
   ctx.backend = backend;
-
   if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenReference) {
-    // Gather the real tokens into the varlen [T] layout, then never touch padding again.
-    at::Tensor ids, positions, types, seq;
-    if (b.layout == Layout::kVarlen) {
-      ids = b.input_ids;
-      positions = b.position_ids;
-      types = b.token_type_ids;
-      ctx.cu_seqlens = b.cu_seqlens;
-      ctx.max_seqlen = b.max_seqlen;
-      if (pooling == Pooling::kMean) {
-        seq =
-            b.segment_ids.defined() ? b.segment_ids : SequenceOfToken(b.cu_seqlens, n, ids.size(0));
-      }
-    } else {
-      at::Tensor index = b.token_index;
-      at::Tensor cu = b.cu_seqlens;
-      int64_t max_seqlen = b.max_seqlen;
-      at::Tensor seg_grid = b.segment_ids;
-      if (b.layout == Layout::kPadded) {
-        // Padded rows as varlen: one sequence per row (host sync: for tests and forced backends).
-        at::Tensor mask = b.attention_mask;
-        index = mask.reshape(-1).nonzero().squeeze(1);
-        at::Tensor lengths = mask.sum(1);
-        cu = at::cat({at::zeros({1}, lengths.options()), lengths.cumsum(0)}).to(at::kInt);
-        max_seqlen = b.input_ids.size(1);
-        seg_grid =
-            at::arange(b.input_ids.size(0), index.options()).unsqueeze(1).expand_as(b.input_ids);
-      }
-      auto gather = [&](const at::Tensor& grid) {
-        return grid.defined() ? grid.reshape(-1).index_select(0, index) : grid;
-      };
-      ids = gather(b.input_ids);
-      positions =
-          b.position_ids.defined()
-              ? gather(b.position_ids)
-              : gather(at::arange(b.input_ids.size(1), index.options()).expand_as(b.input_ids));
-      types = gather(b.token_type_ids);
-      seq = pooling == Pooling::kMean ? gather(seg_grid) : at::Tensor();
-      ctx.cu_seqlens = cu;
-      ctx.max_seqlen = max_seqlen;
-    }
+    const VarlenInputs in = ToVarlen(b, n, pooling, ctx);
     if (backend == AttentionBackend::kVarlenReference)
       ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
-    at::Tensor h = RunLayers(Embed(ids, positions, types), ctx);
-    return PoolVarlen(h, ctx.cu_seqlens, seq, n, pooling);
+    at::Tensor h = RunLayers(Embed(in.ids, in.positions, in.types), ctx);
+    return PoolVarlen(h, ctx.cu_seqlens, in.seq, n, pooling);
   }
+  return EncodeDense(b, ctx, n);
+}
 
-  // Dense [R, L, H] with a mask.
+// Dense [R, L, H] with a mask.
+at::Tensor EncoderClassifierImpl::EncodeDense(const Batch& b, AttentionContext& ctx, int64_t n) {
+  const Pooling pooling = config_.pooling();
   at::Tensor positions = b.position_ids;
   if (!positions.defined()) {
     positions = at::arange(b.input_ids.size(1), b.input_ids.options()).expand_as(b.input_ids);

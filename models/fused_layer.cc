@@ -196,7 +196,7 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // record nothing through the saved activations and return silently wrong second derivatives.
     TORCH_CHECK(!at::GradMode::is_enabled(),
                 "the fused encoder layer has no double backward (create_graph=true); use "
-                "EncoderClassifierImpl::set_fused_layers(false)");
+                "ModelRuntime::fused_layers = false");
     const LayerSpec spec = internal::LoadLayerSpec(actx);
     const AttentionContext ctx = internal::LoadAttentionContext(actx);
     const torch::autograd::variable_list saved = actx->get_saved_variables();

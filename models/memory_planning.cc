@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -41,7 +42,7 @@ absl::StatusOr<StepMemory> Probe(EncoderClassifier &model, FusedAdamW &opt,
 // linear in the sequence length.
 bool StoresScores(const EncoderClassifier &model, Layout layout, AmpMode amp,
                   const c10::Device &device) {
-  const AttentionBackend backend = model->attention_backend();
+  const AttentionBackend backend = model->runtime().attention;
   if (backend == AttentionBackend::kVarlenFlash) return false;
   const bool auto_flash = backend == AttentionBackend::kAuto && layout != Layout::kPadded &&
                           device.is_cuda() && amp != AmpMode::kOff;
@@ -74,6 +75,15 @@ absl::StatusOr<cuda::MemoryModel> Fit(const std::vector<cuda::MemorySample> &sam
 
 }  // namespace
 
+MemoryPlanOptions MemoryPlanOptions::From(const TrainConfig &config) {
+  MemoryPlanOptions o;
+  o.budget_bytes = config.memory_budget_bytes();
+  o.safety_margin = config.memory_safety_margin();
+  o.amp = config.amp();
+  o.adamw.weight_decay = config.weight_decay();
+  return o;
+}
+
 std::string MemoryPlan::Summary() const {
   const std::string choice = max_tokens > 0 ? absl::StrCat("max_tokens ", max_tokens)
                                             : absl::StrCat("batch_size ", batch_size);
@@ -87,10 +97,12 @@ std::string MemoryPlan::Summary() const {
       model.per_token_seq_bytes(), samples.size());
 }
 
-absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
-                                               const batching::PlannerOptions &plan,
-                                               const MemoryPlanOptions &options,
-                                               const c10::Device &device) {
+namespace {
+
+// The plan's fixed parts (budget, target, layout, row length, quadratic term), checked.
+absl::StatusOr<MemoryPlan> StartPlan(const EncoderClassifier &model,
+                                     const batching::PlannerOptions &plan,
+                                     const MemoryPlanOptions &options, const c10::Device &device) {
   if (options.budget_bytes <= 0) {
     return absl::InvalidArgumentError("memory budget: must be > 0 bytes");
   }
@@ -115,64 +127,77 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
                                                    model->config().max_positions(), "]"));
   }
   out.quadratic = StoresScores(model, out.layout, options.amp, device);
+  return out;
+}
 
-  cuda::MemoryMeter meter(device);
-  const internal::RngState rng = internal::CaptureRng(device);
-  const CheckpointPolicy previous_policy = model->checkpoint_policy();
-  // Stage 1's steps at full rows: the largest that fits the target, the one before it, and the
-  // smallest that does not.
+// Measures a step of b x s and records it for the fit; out of memory is reported in the step.
+using ProbeFn = std::function<absl::StatusOr<cuda::LadderStep>(int64_t b, int64_t s)>;
+
+// Steps at full rows: the largest that fits the target, the one before it, and the smallest that
+// does not.
+struct FullRowSteps {
   std::optional<cuda::LadderStep> fits, previous, over;
+};
+
+// Stage 1: small shapes that separate the per-token and per-token*length terms of the fit.
+absl::Status ProbeSmallShapes(const ProbeFn &probe, const MemoryPlan &out,
+                              const c10::Device &device, FullRowSteps &steps) {
+  const int64_t len = out.row_len;
+  const std::pair<int64_t, int64_t> shapes[] = {{4, len / 4}, {2, len / 2}, {1, len}, {2, len}};
+  for (const auto &[b, s] : shapes) {
+    absl::StatusOr<cuda::LadderStep> m = probe(b, s);
+    if (m.ok() && m->oom) {
+      m = absl::ResourceExhaustedError(absl::StrCat("memory probe: out of memory on a step of ", b,
+                                                    " x ", s, " tokens on ", device.str()));
+    }
+    if (!m.ok()) return m.status();
+    if (s != len) continue;
+    if (m->peak_bytes > out.target_bytes) {
+      if (!steps.over) steps.over = *m;
+    } else {
+      steps.previous = steps.fits;
+      steps.fits = *m;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Stage 2: a ladder of measured steps at full rows (cuda::ClimbToTarget), so the choice rests on a
+// measurement. Its first rung is a quarter of what the small steps' fit allows.
+absl::Status ClimbLadder(const ProbeFn &probe, const MemoryPlan &out, FullRowSteps &steps) {
   int64_t rough_rows = 0;
+  absl::StatusOr<cuda::MemoryModel> rough = Fit(out.samples, out.quadratic);
+  if (rough.ok()) rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(out.row_len);
+  if (!steps.fits) return absl::OkStatus();
+  absl::StatusOr<cuda::LadderResult> climb =
+      cuda::ClimbToTarget([&](int64_t rows) { return probe(rows, out.row_len); }, out.target_bytes,
+                          *steps.fits, steps.previous, steps.over, rough_rows / 4);
+  if (!climb.ok()) return climb.status();
+  steps.fits = climb->best;
+  return absl::OkStatus();
+}
+
+// Both stages, on `model` itself; the meter's peak is reset afterwards.
+absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier &model,
+                                                           const MemoryPlanOptions &options,
+                                                           const c10::Device &device,
+                                                           MemoryPlan &out) {
+  cuda::MemoryMeter meter(device);
+  FullRowSteps steps;
   absl::Status status;
   try {
     model->to(device);
     model->train();
-    model->set_checkpoint_policy(options.checkpoint);
     std::vector<at::Tensor> params = model->parameters();
     FusedAdamW opt(params, std::vector<bool>(params.size(), true), options.adamw);
-    // Measures a step of b x s and records it for the fit; out of memory is reported in the step.
-    auto probe = [&](int64_t b, int64_t s) -> absl::StatusOr<cuda::LadderStep> {
+    const ProbeFn probe = [&](int64_t b, int64_t s) -> absl::StatusOr<cuda::LadderStep> {
       absl::StatusOr<StepMemory> m = Probe(model, opt, meter, out.layout, b, s, options.amp, device);
       if (!m.ok()) return m.status();
       if (!m->oom) out.samples.push_back({b, s, m->peak_allocated_bytes});
       return cuda::LadderStep{b, m->peak_allocated_bytes, m->oom};
     };
-    // Stage 1: small shapes that separate the per-token and per-token*length terms of the fit.
-    const std::pair<int64_t, int64_t> shapes[] = {{4, len / 4}, {2, len / 2}, {1, len}, {2, len}};
-    for (const auto &[b, s] : shapes) {
-      absl::StatusOr<cuda::LadderStep> m = probe(b, s);
-      if (m.ok() && m->oom) {
-        m = absl::ResourceExhaustedError(absl::StrCat(
-            "memory probe: out of memory on a step of ", b, " x ", s, " tokens on ", device.str()));
-      }
-      if (!m.ok()) {
-        status = m.status();
-        break;
-      }
-      if (s != len) continue;
-      if (m->peak_bytes > out.target_bytes) {
-        if (!over) over = *m;
-      } else {
-        previous = fits;
-        fits = *m;
-      }
-    }
-    // Stage 2: a ladder of measured steps at full rows (cuda::ClimbToTarget), so the choice rests
-    // on a measurement. Its first rung is a quarter of what the small steps' fit allows.
-    if (status.ok()) {
-      absl::StatusOr<cuda::MemoryModel> rough = Fit(out.samples, out.quadratic);
-      if (rough.ok()) rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(len);
-    }
-    if (status.ok() && fits) {
-      absl::StatusOr<cuda::LadderResult> climb = cuda::ClimbToTarget(
-          [&](int64_t rows) { return probe(rows, len); }, out.target_bytes, *fits, previous, over,
-          rough_rows / 4);
-      if (climb.ok()) {
-        fits = climb->best;
-      } else {
-        status = climb.status();
-      }
-    }
+    status = ProbeSmallShapes(probe, out, device, steps);
+    if (status.ok()) status = ClimbLadder(probe, out, steps);
     opt.ZeroGrad();
     meter.EmptyCache();
     // The trainer (and any other caller) reports the peak of its own steps, not of the probes.
@@ -181,36 +206,51 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
     status = absl::InternalError(
         absl::StrCat("memory probe on ", device.str(), ": ", e.what_without_backtrace()));
   }
-  model->set_checkpoint_policy(previous_policy);
-  internal::RestoreRng(rng, device);
   if (!status.ok()) return status;
+  return steps.fits;
+}
 
-  absl::StatusOr<cuda::MemoryModel> fit = Fit(out.samples, out.quadratic);
+absl::Status BudgetTooSmall(const MemoryPlan &out, const MemoryPlanOptions &options) {
+  const double one_row = out.model.Predict(1, out.row_len) / (1 - options.safety_margin);
+  return absl::FailedPreconditionError(
+      absl::StrFormat("memory budget %s is too small: one row of %d tokens needs at least %s "
+                      "(fixed cost "
+                      "%s for weights, gradients and optimizer state, plus that row's "
+                      "activations and the "
+                      "%.0f%% safety margin)",
+                      cuda::FormatBytes(options.budget_bytes), out.row_len,
+                      cuda::FormatBytes(static_cast<int64_t>(std::ceil(one_row))),
+                      cuda::FormatBytes(static_cast<int64_t>(out.model.fixed_bytes())),
+                      100 * options.safety_margin));
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
+                                               const batching::PlannerOptions &plan,
+                                               const MemoryPlanOptions &options,
+                                               const c10::Device &device) {
+  absl::StatusOr<MemoryPlan> out = StartPlan(model, plan, options, device);
+  if (!out.ok()) return out.status();
+  const internal::RngState rng = internal::CaptureRng(device);
+  absl::StatusOr<std::optional<cuda::LadderStep>> fits = ProbeSteps(model, options, device, *out);
+  internal::RestoreRng(rng, device);
+  if (!fits.ok()) return fits.status();
+
+  absl::StatusOr<cuda::MemoryModel> fit = Fit(out->samples, out->quadratic);
   if (!fit.ok()) return fit.status();
-  out.model = *fit;
-  if (!fits) {
-    const double one_row = out.model.Predict(1, len) / (1 - options.safety_margin);
-    return absl::FailedPreconditionError(
-        absl::StrFormat("memory budget %s is too small: one row of %d tokens needs at least %s "
-                        "(fixed cost "
-                        "%s for weights, gradients and optimizer state, plus that row's "
-                        "activations and the "
-                        "%.0f%% safety margin)",
-                        cuda::FormatBytes(options.budget_bytes), len,
-                        cuda::FormatBytes(static_cast<int64_t>(std::ceil(one_row))),
-                        cuda::FormatBytes(static_cast<int64_t>(out.model.fixed_bytes())),
-                        100 * options.safety_margin));
-  }
-  const int64_t rows = fits->rows;
-  out.measured_peak_bytes = fits->peak_bytes;  // measured: the largest probe that fit
+  out->model = *fit;
+  if (!fits->has_value()) return BudgetTooSmall(*out, options);
+  const int64_t rows = (*fits)->rows;
+  out->measured_peak_bytes = (*fits)->peak_bytes;  // measured: the largest probe that fit
   if (UsesTokenBudget(plan) || (plan.sampler() == Sampler::kPacked && plan.max_tokens() > 0)) {
     // A token budget of whole rows of `len`: its worst batch is the measured one (shorter rows
     // cost no more per token).
-    out.max_tokens = rows * len;
-    out.plan.max_tokens(out.max_tokens);
+    out->max_tokens = rows * out->row_len;
+    out->plan.max_tokens(out->max_tokens);
   } else {
-    out.batch_size = rows;
-    out.plan.batch_size(rows);
+    out->batch_size = rows;
+    out->plan.batch_size(rows);
   }
   return out;
 }

@@ -5,11 +5,14 @@
 #include <torch/cuda.h>
 
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "padless/batching/collator.h"
+#include "padless/models/grad_scaler.h"
+#include "padless/models/train_step.h"
 #include "padless/tokenize/special_tokens.h"
 #include "padless/tokenize/tokenized_corpus.h"
 
@@ -55,17 +58,19 @@ absl::StatusOr<batching::Batch> SyntheticTrainingBatch(batching::Layout layout, 
 
 namespace {
 
-void TrainStep(EncoderClassifier& model, FusedAdamW& opt, const batching::Batch& batch,
-               AmpMode amp, double lr, const c10::Device& device) {
-  at::Tensor loss;
-  {
-    AutocastGuard autocast(device.type(), amp);
-    loss = ClassificationLoss(model->forward(batch), batch.labels);
-  }
-  loss.backward();
-  opt.Step(lr);
-  opt.ZeroGrad();
+// One training step as the trainer runs it (TrainStep, with the trainer's default clipping and,
+// for fp16, its loss scaling), then a device sync so that the meter's peak includes the whole step.
+// An out-of-memory error propagates as the exception.
+absl::Status RunStep(EncoderClassifier& model, FusedAdamW& opt, const batching::Batch& batch,
+                     AmpMode amp, double lr, const c10::Device& device) {
+  GradScaler scaler(GradScalerOptions{.enabled = amp == AmpMode::kFp16});
+  TrainStepOptions options;
+  options.amp = amp;
+  TrainStep step(model, model->parameters(), opt, scaler, device, std::move(options));
+  absl::StatusOr<StepResult> r = step.Run(/*step=*/0, lr, {StepBatch{nullptr, batch}});
+  if (!r.ok()) return r.status();
   if (device.is_cuda()) torch::cuda::synchronize();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -77,10 +82,10 @@ absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAd
   StepMemory out;
   try {
     meter.EmptyCache();
-    TrainStep(model, opt, batch, amp, lr, device);
+    if (absl::Status s = RunStep(model, opt, batch, amp, lr, device); !s.ok()) return s;
     meter.ResetPeak();
     out.baseline_bytes = meter.Snapshot().allocated_bytes;
-    TrainStep(model, opt, batch, amp, lr, device);
+    if (absl::Status s = RunStep(model, opt, batch, amp, lr, device); !s.ok()) return s;
     const cuda::MemorySnapshot s = meter.Snapshot();
     out.peak_allocated_bytes = s.peak_allocated_bytes;
     out.peak_reserved_bytes = s.peak_reserved_bytes;

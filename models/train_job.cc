@@ -193,13 +193,6 @@ absl::StatusOr<EncoderClassifier> BuildModel(const TrainJobOptions& o,
   return model;
 }
 
-// The runtime settings of the model (attention backend, fused layers): the one place that sets
-// them.
-void ApplyRuntimeSettings(EncoderClassifier& model, const TrainJobOptions& o) {
-  model->set_attention_backend(o.attention);
-  model->set_fused_layers(o.fused_layers);
-}
-
 // The options' TrainConfig with what the job decides: where the log and checkpoints go, and
 // progress off when quiet.
 TrainConfig FillTrainConfig(const TrainJobOptions& o) {
@@ -324,7 +317,6 @@ absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
   if (!data.ok()) return data.status();
   absl::StatusOr<EncoderClassifier> model = BuildModel(o, *tokenizer, labels);
   if (!model.ok()) return model.status();
-  ApplyRuntimeSettings(*model, o);
   return TrainAndSave(o, *model, tokenizer->tokenizer, labels, *data, plan, device);
 }
 

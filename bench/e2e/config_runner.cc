@@ -1,18 +1,18 @@
 #include "config_runner.h"
 
-#include <chrono>
-#include <exception>
-#include <memory>
-#include <optional>
-#include <utility>
-#include <vector>
-
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -22,9 +22,14 @@
 #include "padless/cuda/memory_meter.h"
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
-#include "padless/models/checkpoint.h"
+#include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
+#include "padless/models/grad_scaler.h"
+#include "padless/models/model_runtime.h"
+#include "padless/models/optimizer.h"
+#include "padless/models/train_config.h"
+#include "padless/models/train_step.h"
 #include "padless/tokenize/special_tokens.h"
 
 #ifdef PADLESS_TORCH_HAS_CUDA
@@ -45,57 +50,13 @@ void Synchronize(const c10::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index() < 0 ? -1 : device.index());
 }
 
-// AdamW as Python's `torch.optim.AdamW(fused=True)` runs it: one multi-tensor kernel for every
-// parameter (at::_fused_adamw_), step counters kept on the device, gradients dropped after the
-// step (set_to_none). LibTorch's C++ torch::optim::AdamW has no fused option and launches a
-// dozen kernels per parameter, which would tax padless with host overhead the anchors do not pay.
-class FusedAdamW {
- public:
-  FusedAdamW(std::vector<at::Tensor> params, double lr, double weight_decay)
-      : params_(std::move(params)), lr_(lr), weight_decay_(weight_decay) {
-    for (const at::Tensor& p : params_) {
-      exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
-      exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
-      steps_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
-    }
-  }
+constexpr double kWeightDecay = 0.01;
 
-  void Step() {
-    std::vector<at::Tensor> p, g, m, v, s;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      const at::Tensor& grad = params_[i].grad();
-      if (!grad.defined()) continue;  // unused this step (e.g. a frozen or unreached weight)
-      p.push_back(params_[i]);
-      g.push_back(grad);
-      m.push_back(exp_avg_[i]);
-      v.push_back(exp_avg_sq_[i]);
-      s.push_back(steps_[i]);
-    }
-    if (p.empty()) return;
-    at::NoGradGuard no_grad;
-    at::_foreach_add_(s, 1.0);
-    at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr_, kBeta1, kBeta2, weight_decay_,
-                      kEps, /*amsgrad=*/false, /*maximize=*/false);
-  }
-
-  void ZeroGrad() {
-    for (at::Tensor& p : params_) p.mutable_grad().reset();
-  }
-
-  int64_t ParamBytes() const {
-    int64_t bytes = 0;
-    for (const at::Tensor& p : params_) bytes += p.numel() * static_cast<int64_t>(p.element_size());
-    return bytes;
-  }
-
- private:
-  static constexpr double kBeta1 = 0.9;
-  static constexpr double kBeta2 = 0.999;
-  static constexpr double kEps = 1e-8;
-  std::vector<at::Tensor> params_, exp_avg_, exp_avg_sq_, steps_;
-  double lr_;
-  double weight_decay_;
-};
+int64_t ParamBytes(const std::vector<at::Tensor>& params) {
+  int64_t bytes = 0;
+  for (const at::Tensor& p : params) bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  return bytes;
+}
 
 // The `count` batches of the run: the planned epoch from its start, repeated if it is shorter
 // (tiny smoke corpora).
@@ -147,14 +108,27 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   absl::StatusOr<models::CheckpointPolicy> policy =
       models::CheckpointPolicy::Parse(config.checkpoint);
   if (!policy.ok()) return policy.status();
-  model->set_checkpoint_policy(*policy);
-  model->set_fused_layers(!config.generic_layers);
+  models::ModelRuntime runtime;
+  runtime.checkpoint = *policy;
+  runtime.fused_layers = !config.generic_layers;
   // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
   // choice would gather them into the varlen layout on a GPU.
-  model->set_attention_backend(config.strategy == Strategy::kPackedDense
-                                   ? models::AttentionBackend::kDense
-                                   : models::AttentionBackend::kAuto);
-  FusedAdamW optimizer(model->parameters(), o.lr, /*weight_decay=*/0.01);
+  runtime.attention = config.strategy == Strategy::kPackedDense ? models::AttentionBackend::kDense
+                                                                : models::AttentionBackend::kAuto;
+  model->set_runtime(runtime);
+  const bool bf16 = config.precision == Precision::kBf16;
+  // The step users run: `padless train`'s TrainStep with the trainer's optimizer (the fused
+  // multi-tensor AdamW, no decay of biases and norms) and its default clipping. That includes
+  // its non-finite check, one host sync per step: users pay it, so the bench times it too. The
+  // loss itself stays on the device. No loss scaling: the bench runs fp32 or bf16.
+  models::AdamWParameters params = models::ParametersForAdamW(model);
+  models::FusedAdamW optimizer(params.params, params.decay,
+                               models::AdamWOptions{.weight_decay = kWeightDecay});
+  models::GradScaler scaler(models::GradScalerOptions{.enabled = false});
+  models::TrainStepOptions step_options;
+  step_options.amp = bf16 ? models::AmpMode::kBf16 : models::AmpMode::kOff;
+  step_options.clip_norm = models::TrainConfig().clip_norm();
+  models::TrainStep train_step(model, params.params, optimizer, scaler, o.device, step_options);
 
   batching::LoaderOptions loader_options;
   loader_options.num_workers = o.loader_workers;
@@ -165,10 +139,11 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
       batching::Loader::Create(&corpus, *specs, loader_options);
   if (!loader.ok()) return loader.status();
 
-  const bool bf16 = config.precision == Precision::kBf16;
   RunResult r;
   r.config = config;
-  r.optimizer = "AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr 1e-4, wd 0.01)";
+  r.optimizer = absl::StrCat("AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr,
+                             ", wd ", kWeightDecay, " except biases and norms), grad clip ",
+                             step_options.clip_norm, ", as padless train runs it");
   r.steps = o.steps;
   r.flops = TrainingFlops(
       timed, ModelShape{model_config->hidden(), model_config->layers(), model_config->ffn()});
@@ -189,7 +164,7 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
       if (meter) {
         meter->ResetPeak();
         // Gradients are dropped after every step, so they are counted from the parameter sizes.
-        r.static_bytes = meter->Snapshot().allocated_bytes + optimizer.ParamBytes();
+        r.static_bytes = meter->Snapshot().allocated_bytes + ParamBytes(params.params);
       }
       start = Clock::now();
     }
@@ -201,21 +176,21 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
       return absl::InternalError(
           absl::StrCat(config.Name(), ": loader ended after ", step, " of ", total, " batches"));
     }
-    const batching::Batch& batch = **next;
-    if (absl::Status s = model->CheckBatch(batch); !s.ok()) {
+    if (absl::Status s = model->CheckBatch(**next); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(config.Name(), " step ", step, ": ", s.message()));
     }
-    at::Tensor loss;
-    {
-      models::AutocastGuard autocast(o.device.type(), at::kBFloat16, bf16);
-      if (step == 0) r.backend = models::AttentionBackendName(model->ResolveBackend(batch));
-      loss = models::ClassificationLoss(model->forward(batch), batch.labels);
+    if (step == 0) {
+      models::AutocastGuard autocast(o.device.type(), step_options.amp);
+      r.backend = models::AttentionBackendName(model->ResolveBackend(**next));
     }
-    loss.backward();
-    optimizer.Step();
-    optimizer.ZeroGrad();
+    absl::StatusOr<models::StepResult> trained =
+        train_step.Run(step, o.lr, {models::StepBatch{nullptr, std::move(**next)}});
+    if (!trained.ok()) {
+      return absl::Status(trained.status().code(), absl::StrCat(config.Name(), " step ", step, ": ",
+                                                                trained.status().message()));
+    }
     // Accumulated on the device: reading the loss every step would sync the host with the GPU.
-    if (timing) loss_sum.add_(loss.detach());
+    if (timing) loss_sum.add_(trained->loss);
   }
   Synchronize(o.device);
   r.seconds = SecondsBetween(start, Clock::now());

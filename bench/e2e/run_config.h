@@ -38,9 +38,8 @@ struct RunConfig {
   // Activation checkpointing, as the canonical text of a models::CheckpointPolicy: "none",
   // "all", "ffn", "attn", "every:K", ...
   std::string checkpoint = "none";
-  // Per-op autograd layers instead of the fused layer (models::EncoderClassifierImpl::
-  // set_fused_layers(false)); the fused one only runs varlen batches, so this changes only the
-  // varlen strategy.
+  // Per-op autograd layers instead of the fused layer (models::ModelRuntime::fused_layers =
+  // false); the fused one only runs varlen batches, so this changes only the varlen strategy.
   bool generic_layers = false;
 
   bool checkpointed() const { return checkpoint != "none"; }

@@ -26,8 +26,9 @@
 #include "padless/batching/planner.h"
 #include "padless/cuda/memory_meter.h"
 #include "padless/models/autocast.h"
-#include "padless/models/checkpoint.h"
+#include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"
+#include "padless/models/model_runtime.h"
 #include "padless/models/optimizer.h"
 #include "padless/tokenize/tokenized_corpus.h"
 
@@ -168,7 +169,7 @@ int Main(int argc, char** argv) {
     EncoderClassifier model(config);
     model->to(device);
     model->train();
-    model->set_checkpoint_policy(*policy);
+    model->set_runtime(ModelRuntime{.checkpoint = *policy});
     std::vector<at::Tensor> params = model->parameters();
     FusedAdamW optimizer(params, std::vector<bool>(params.size(), true), AdamWOptions{});
     Row row{name, AttentionBackendName(model->ResolveBackend(batches.front()))};

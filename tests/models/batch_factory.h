@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "padless/batching/batch.h"
+#include "padless/models/encoder.h"
+#include "padless/models/model_runtime.h"
 
 namespace padless::models::testing {
 
@@ -29,6 +31,15 @@ batching::Batch MakeVarlen(const Sequences& s);
 
 // Every defined tensor of `b` moved to `device` (tests do not depend on the loader).
 batching::Batch ToDevice(const batching::Batch& b, const at::Device& device);
+
+// Applies `change` to a copy of `model`'s runtime and sets it: tests switch one setting at a time,
+// e.g. ChangeRuntime(model, [](ModelRuntime& r) { r.fused_layers = false; }).
+template <typename Change>
+void ChangeRuntime(EncoderClassifier& model, Change change) {
+  ModelRuntime runtime = model->runtime();
+  change(runtime);
+  model->set_runtime(runtime);
+}
 
 }  // namespace padless::models::testing
 

@@ -18,6 +18,7 @@
 namespace padless::models {
 namespace {
 
+using testing::ChangeRuntime;
 using testing::MakePacked;
 using testing::MakePadded;
 using testing::RandomSequences;
@@ -106,13 +107,14 @@ TEST_P(CheckpointEquivalenceTest, SameLossAndGradientsWithDropout) {
   model->train();
   const Sequences s = RandomSequences(3, 8, 3, 24, 60, 2);
   for (const batching::Batch& b : {MakePadded(s), MakePacked(s, 48)}) {
-    model->set_checkpoint_policy(CheckpointPolicy::None());
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::None(); });
     const Step plain = TrainStep(model, b, 99);
     // Dropout is really on: another seed gives another loss.
     const Step other_seed = TrainStep(model, b, 100);
     ASSERT_GT((plain.loss - other_seed.loss).abs().item<double>(), 1e-6);
 
-    model->set_checkpoint_policy(*CheckpointPolicy::Parse(GetParam()));
+    ChangeRuntime(model,
+                  [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
     const Step checked = TrainStep(model, b, 99);
     EXPECT_LE((plain.loss - checked.loss).abs().item<double>(), 1e-6);
     ASSERT_EQ(plain.grads.size(), checked.grads.size());
@@ -121,11 +123,12 @@ TEST_P(CheckpointEquivalenceTest, SameLossAndGradientsWithDropout) {
     }
     // The RNG stream after the step is where it would be without recompute.
     at::manual_seed(5);
-    model->set_checkpoint_policy(CheckpointPolicy::None());
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::None(); });
     ClassificationLoss(model->forward(b), b.labels).backward();
     const at::Tensor after_plain = at::rand({4});
     at::manual_seed(5);
-    model->set_checkpoint_policy(*CheckpointPolicy::Parse(GetParam()));
+    ChangeRuntime(model,
+                  [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
     ClassificationLoss(model->forward(b), b.labels).backward();
     EXPECT_TRUE(at::equal(after_plain, at::rand({4})));
   }
@@ -143,7 +146,7 @@ TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
   at::manual_seed(22);
   EncoderClassifier model(DropoutConfig().layers(2));
   // Both runs store the residual stream alike (by default only checkpointing makes it bf16).
-  model->set_activation_memory(EncoderClassifierImpl::ActivationMemory::kLean);
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.activation_memory = ActivationMemory::kLean; });
   model->train();
   const batching::Batch b = MakePadded(RandomSequences(4, 6, 3, 16, 60, 2));
   Step plain, checked;
@@ -151,7 +154,8 @@ TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     plain = TrainStep(model, b, 7);
   }
-  model->set_checkpoint_policy(*CheckpointPolicy::Parse(GetParam()));
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
   {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     checked = TrainStep(model, b, 7);
@@ -168,13 +172,13 @@ TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
 // kAuto: lean activations (bf16 residual stream under autocast) exactly when a layer is
 // checkpointed; without checkpointing the stream stays fp32, as kFast keeps it.
 TEST(ActivationMemoryTest, AutoIsLeanExactlyWhenCheckpointing) {
-  using Mode = EncoderClassifierImpl::ActivationMemory;
+  using Mode = ActivationMemory;
   const batching::Batch b = MakePadded(RandomSequences(4, 6, 3, 16, 60, 2));
   auto loss = [&](Mode mode, const char* policy) {
     at::manual_seed(23);
     EncoderClassifier model(DropoutConfig().layers(2));
-    model->set_activation_memory(mode);
-    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.activation_memory = mode; });
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
     model->train();
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     return TrainStep(model, b, 7).loss.item<double>();
@@ -228,7 +232,7 @@ TEST_P(BoundaryBytesTest, OneBoundaryPerLayerInTheStreamDtype) {
     EncoderClassifier model(
         DropoutConfig().layers(layers).hidden(kHidden).ffn(128).max_positions(kLen));
     model->train();
-    model->set_checkpoint_policy(CheckpointPolicy::All());
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::All(); });
     const int64_t before = meter.Snapshot().allocated_bytes;
     at::Tensor logits;
     {
@@ -255,7 +259,7 @@ TEST(CheckpointTest, FrozenLayersStillCheckpoint) {
   model->FreezeLayersBelow(2);
   const batching::Batch b = MakePadded(RandomSequences(5, 4, 3, 10, 60, 2));
   const Step plain = TrainStep(model, b, 1);
-  model->set_checkpoint_policy(CheckpointPolicy::All());
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::All(); });
   model->zero_grad();
   const at::Tensor loss = ClassificationLoss(model->forward(b), b.labels);
   loss.backward();
@@ -316,17 +320,20 @@ TEST(CheckpointTest, LowersPeakCpuMemory) {
   const batching::Batch b = MakePadded(RandomSequences(6, 16, 100, 128, 60, 2));
   PeakOfStep(model, b, meter);  // warm-up: gradient buffers exist from here on
   const int64_t none = PeakOfStep(model, b, meter);
-  model->set_checkpoint_policy(CheckpointPolicy::All());
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::All(); });
   const int64_t all = PeakOfStep(model, b, meter);
-  model->set_checkpoint_policy(*CheckpointPolicy::Parse("every:2"));
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("every:2"); });
   const int64_t every2 = PeakOfStep(model, b, meter);
-  model->set_checkpoint_policy(*CheckpointPolicy::Parse("ffn"));
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("ffn"); });
   const int64_t ffn = PeakOfStep(model, b, meter);
-  model->set_checkpoint_policy(*CheckpointPolicy::Parse("attn"));
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("attn"); });
   const int64_t attn = PeakOfStep(model, b, meter);
-  model->set_checkpoint_policy(*CheckpointPolicy::Parse("keep_last:1"));
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("keep_last:1"); });
   const int64_t keep1 = PeakOfStep(model, b, meter);
-  model->set_checkpoint_policy(*CheckpointPolicy::Parse("keep_last:3"));
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse("keep_last:3"); });
   const int64_t keep3 = PeakOfStep(model, b, meter);
   ASSERT_GT(none, 0) << "the counting allocator saw nothing";
   EXPECT_LT(all, none * 6 / 10) << "none " << none << " all " << all;

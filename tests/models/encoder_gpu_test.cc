@@ -19,6 +19,7 @@
 namespace padless::models {
 namespace {
 
+using testing::ChangeRuntime;
 using testing::MakePacked;
 using testing::MakeVarlen;
 using testing::RandomSequences;
@@ -52,9 +53,9 @@ TEST(EncoderGpuTest, VarlenFlashMatchesDenseMaskInBf16) {
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
   ASSERT_EQ(model->ResolveBackend(packed), AttentionBackend::kVarlenFlash);
 
-  model->set_attention_backend(AttentionBackend::kDense);
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kDense; });
   const at::Tensor dense = model->forward(packed).to(at::kFloat);
-  model->set_attention_backend(AttentionBackend::kVarlenFlash);
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenFlash; });
   const at::Tensor flash_packed = model->forward(packed).to(at::kFloat);
   const at::Tensor flash_varlen = model->forward(varlen).to(at::kFloat);
   EXPECT_LE((dense - flash_packed).abs().max().item<double>(), 2e-2);
@@ -78,14 +79,14 @@ TEST_P(GpuCheckpointTest, CheckpointingThroughFlashMatches) {
   // Both runs store the residual stream alike (by default only checkpointing makes it bf16), and
   // both run the generic layers (block-scoped policies checkpoint generic layers; the fused
   // layer's own recompute is compared in fused_layer_test.cc).
-  model->set_activation_memory(EncoderClassifierImpl::ActivationMemory::kLean);
-  model->set_fused_layers(false);
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.activation_memory = ActivationMemory::kLean; });
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = false; });
   model->to(at::Device(at::kCUDA));
   model->train();
   const batching::Batch b =
       ToDevice(MakePacked(RandomSequences(8, 16, 8, 200, 1000, 2), 512), at::Device(at::kCUDA));
   auto step = [&](CheckpointPolicy policy) {
-    model->set_checkpoint_policy(policy);
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = policy; });
     model->zero_grad();
     at::manual_seed(77);
     AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
@@ -190,10 +191,10 @@ TEST(EncoderGpuTest, CheckpointBoundariesAreBf16) {
   auto retained = [&](int64_t layers, bool fused, bool bf16, double dropout) {
     at::manual_seed(33);
     EncoderClassifier model(GpuConfig().layers(layers).dropout(dropout).attention_dropout(dropout));
-    model->set_fused_layers(fused);
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = fused; });
     model->to(gpu);
     model->train();
-    model->set_checkpoint_policy(CheckpointPolicy::All());
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::All(); });
     torch::cuda::synchronize();
     meter.EmptyCache();
     const cuda::MemorySnapshot before = meter.Snapshot();
@@ -274,7 +275,7 @@ TEST(EncoderGpuTest, PolicyPeaksAreOrdered) {
   model->train();
   const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(10, 48, 64, 500, 1000, 2)), gpu);
   auto peak = [&](const std::string& policy) {
-    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
     model->zero_grad();
     torch::cuda::synchronize();
     cuda::ScopedPeak region(meter);

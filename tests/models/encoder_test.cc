@@ -16,6 +16,7 @@
 namespace padless::models {
 namespace {
 
+using testing::ChangeRuntime;
 using testing::MakePacked;
 using testing::MakePadded;
 using testing::MakeVarlen;
@@ -84,14 +85,15 @@ TEST_P(LayoutEquivalenceTest, PackedAndVarlenMatchPadded) {
   const Result padded = RunStep(model, MakePadded(s));
   ASSERT_TRUE(std::isfinite(padded.loss.item<double>()));
 
-  model->set_attention_backend(AttentionBackend::kAuto);  // packed on CPU fp32 -> dense mask
+  // Packed on CPU fp32 -> dense mask.
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kAuto; });
   const batching::Batch packed = MakePacked(s, /*row_length=*/32);
   ASSERT_EQ(model->ResolveBackend(packed), AttentionBackend::kDense);
   ASSERT_LT(packed.input_ids.size(0), 9) << "rows must hold several sequences";
   ExpectSame(padded, RunStep(model, packed), 1e-5);
 
   // The varlen reference, from a flat batch, from packed rows and from padded rows.
-  model->set_attention_backend(AttentionBackend::kVarlenReference);
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
   ExpectSame(padded, RunStep(model, MakeVarlen(s)), 1e-5);
   ExpectSame(padded, RunStep(model, packed), 1e-5);
   ExpectSame(padded, RunStep(model, MakePadded(s)), 1e-5);

@@ -28,6 +28,7 @@
 namespace padless::models {
 namespace {
 
+using testing::ChangeRuntime;
 using testing::MakePacked;
 using testing::MakeVarlen;
 using testing::RandomSequences;
@@ -258,13 +259,15 @@ TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
                               .attention_dropout(0));
   model->to(at::kDouble);
   model->train();
-  model->set_checkpoint_policy(*CheckpointPolicy::Parse(GetParam()));
+  ChangeRuntime(model,
+                [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
   const auto s = RandomSequences(5, 6, 2, 40, 80, 2);
   for (const batching::Batch& b : {MakeVarlen(s), MakePacked(s, 64)}) {
-    model->set_attention_backend(AttentionBackend::kVarlenReference);
-    model->set_fused_layers(false);
+    ChangeRuntime(model,
+                  [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = false; });
     const ModelStep generic = TrainStep(model, b);
-    model->set_fused_layers(true);
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = true; });
     const ModelStep fused = TrainStep(model, b);
     EXPECT_LE((generic.logits - fused.logits).abs().max().item<double>(), 1e-10);
     ASSERT_EQ(generic.grads.size(), fused.grads.size());
@@ -294,10 +297,10 @@ TEST(FusedModelTest, BackwardUnderCpuAutocast) {
                               .max_positions(64)
                               .attention_dropout(0));
   model->train();
-  model->set_attention_backend(AttentionBackend::kVarlenReference);
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
   const batching::Batch b = MakeVarlen(RandomSequences(6, 5, 2, 30, 80, 2));
   for (const char* policy : {"none", "all", "selective"}) {
-    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
     const ModelStep s = TrainStep(model, b);
     for (size_t i = 0; i < s.grads.size(); ++i) {
@@ -337,8 +340,8 @@ TEST(FusedLayerGpuTest, FlashUnderBf16MatchesGenericAndRecompute) {
   model->train();
   const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(11, 24, 8, 400, 1000, 2)), gpu);
   auto step = [&](bool fused, const std::string& policy, uint64_t seed) {
-    model->set_fused_layers(fused);
-    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = fused; });
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
     at::manual_seed(seed);
     AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
     return TrainStep(model, b);
@@ -377,8 +380,8 @@ TEST(FusedLayerGpuTest, PeakMemoryPerPolicy) {
   model->train();
   const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(12, 48, 64, 500, 1000, 2)), gpu);
   auto peak = [&](bool fused, const std::string& policy) {
-    model->set_fused_layers(fused);
-    model->set_checkpoint_policy(*CheckpointPolicy::Parse(policy));
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = fused; });
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
     model->zero_grad();
     torch::cuda::synchronize();
     cuda::ScopedPeak region(meter);

@@ -141,6 +141,9 @@ TEST(TrainerTest, LearnsASeparableTaskAndLogs) {
   EXPECT_LE(r->padding_efficiency, 1.0);
   EXPECT_GT(r->real_tokens, 0);
   EXPECT_GT(r->peak_allocated_bytes, 0);
+  // The last logging window's mean loss: positive, and below the untrained ln(2) of two classes.
+  EXPECT_GT(r->final_loss, 0);
+  EXPECT_LT(r->final_loss, 0.69);
 
   std::ifstream csv(dir.file("log.csv"));
   std::string header, line;

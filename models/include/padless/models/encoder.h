@@ -15,9 +15,9 @@
 #include "absl/status/status.h"
 #include "padless/batching/batch.h"
 #include "padless/models/attention.h"
-#include "padless/models/checkpoint.h"
 #include "padless/models/encoder_config.h"
 #include "padless/models/encoder_layer.h"
+#include "padless/models/model_runtime.h"
 
 namespace padless::models {
 
@@ -37,19 +37,10 @@ class EncoderClassifierImpl : public torch::nn::Module {
   // The backend that forward() will use for `batch` on the current device and autocast state.
   AttentionBackend ResolveBackend(const batching::Batch& batch) const;
 
-  void set_attention_backend(AttentionBackend b) { backend_ = b; }
-  AttentionBackend attention_backend() const { return backend_; }
-  void set_checkpoint_policy(CheckpointPolicy p) { checkpoint_ = p; }
-  CheckpointPolicy checkpoint_policy() const { return checkpoint_; }
-  // Lean activations (LayerSpec::lean): kAuto turns them on when a checkpoint policy is set, so
-  // checkpointing buys the most memory and the fastest configuration stays fast.
-  enum class ActivationMemory { kAuto, kLean, kFast };
-  void set_activation_memory(ActivationMemory m) { activation_memory_ = m; }
-  ActivationMemory activation_memory() const { return activation_memory_; }
-  // Training steps on varlen batches (post-LN) run each layer as one fused function with a
-  // hand-written backward (fused_layer.h); false keeps per-op autograd everywhere.
-  void set_fused_layers(bool on) { fused_layers_ = on; }
-  bool fused_layers() const { return fused_layers_; }
+  // How the model runs (attention backend, fused layers, activation memory, checkpointing); see
+  // model_runtime.h. Set it before the steps it is meant for, not during one.
+  void set_runtime(const ModelRuntime& runtime) { runtime_ = runtime; }
+  const ModelRuntime& runtime() const { return runtime_; }
 
   // Transfer learning: freeze (requires_grad = false) the embeddings, and layers [0, k).
   void FreezeEmbeddings(bool frozen);
@@ -61,13 +52,12 @@ class EncoderClassifierImpl : public torch::nn::Module {
  private:
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& types);
   at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx);
+  // Encode on the dense backend: padded rows with a padding mask, packed rows block-diagonal.
+  at::Tensor EncodeDense(const batching::Batch& b, AttentionContext& ctx, int64_t n);
   LayerSpec Spec() const;
 
   EncoderConfig config_;
-  AttentionBackend backend_ = AttentionBackend::kAuto;
-  CheckpointPolicy checkpoint_ = CheckpointPolicy::None();
-  ActivationMemory activation_memory_ = ActivationMemory::kAuto;
-  bool fused_layers_ = true;
+  ModelRuntime runtime_;
   at::Tensor word_embeddings_;
   at::Tensor position_embeddings_;
   at::Tensor type_embeddings_;

@@ -1,7 +1,8 @@
 // Memory-aware batching: measures the peak memory of a few probe training steps
-// of the actual model, optimizer, AMP mode and checkpoint policy on the actual
-// device, fits a MemoryModel, and sets the planner's token budget or batch size
-// so that every training step fits a byte budget.
+// of the actual model (as its runtime is set: attention backend, fused layers,
+// checkpoint policy), optimizer and AMP mode on the actual device, fits a
+// MemoryModel, and sets the planner's token budget or batch size so that every
+// training step fits a byte budget.
 #ifndef PADLESS_MODELS_MEMORY_PLANNING_H_
 #define PADLESS_MODELS_MEMORY_PLANNING_H_
 
@@ -16,9 +17,9 @@
 #include "padless/batching/planner.h"
 #include "padless/cuda/memory_model.h"
 #include "padless/models/autocast.h"
-#include "padless/models/checkpoint.h"
 #include "padless/models/encoder.h"
 #include "padless/models/optimizer.h"
+#include "padless/models/train_config.h"
 
 namespace padless::models {
 
@@ -28,8 +29,11 @@ struct MemoryPlanOptions {
   // rounding, noise).
   double safety_margin = 0.05;
   AmpMode amp = AmpMode::kOff;
-  CheckpointPolicy checkpoint = CheckpointPolicy::None();
   AdamWOptions adamw;
+
+  // The options a training run of `config` plans with: its budget, margin, AMP mode and weight
+  // decay.
+  static MemoryPlanOptions From(const TrainConfig &config);
 };
 
 struct MemoryPlan {
@@ -52,15 +56,15 @@ struct MemoryPlan {
 // Measures, fits and chooses. Small probe steps fit the model; then a ladder of
 // probes at full rows of max_len climbs to the budget and the choice is the
 // largest measured step whose peak fits the target, so the plan rests on a
-// measurement, not an extrapolation. The probe steps run on `model` itself (on
-// `device`, where it is moved) with a learning rate of 0, so its weights are
-// unchanged; the default RNG streams are restored afterwards, and so is the
-// meter's peak (reset), so a caller reports its own steps. The peaks come
-// from cuda::MemoryMeter: the caching allocator on CUDA, the counting allocator
-// on the CPU (install it before building the model, or weights are not
-// counted). Errors: a budget that cannot hold one row of `row_len` tokens
-// (FailedPrecondition, naming the minimum), invalid options (InvalidArgument),
-// torch failures (Internal).
+// measurement, not an extrapolation. The probe steps are TrainSteps
+// (train_step.h) run on `model` itself, as its runtime() is set (set it first:
+// the trainer applies TrainConfig::runtime before planning), on `device`, where
+// it is moved, with a learning rate of 0, so its weights are unchanged; the default RNG streams are
+// restored afterwards, and so is the meter's peak (reset), so a caller reports its own steps. The
+// peaks come from cuda::MemoryMeter: the caching allocator on CUDA, the counting allocator on the
+// CPU (install it before building the model, or weights are not counted). Errors: a budget that
+// cannot hold one row of `row_len` tokens (FailedPrecondition, naming the minimum), invalid options
+// (InvalidArgument), torch failures (Internal).
 absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
                                                const batching::PlannerOptions &plan,
                                                const MemoryPlanOptions &options,

@@ -1,7 +1,8 @@
 // The memory of one training step, measured: a synthetic batch of full-length random sequences,
-// collated exactly like training batches, and a warm-up plus a measured forward + backward + AdamW
-// step. Memory-aware batching (memory_planning.h) and `padless profile-memory` both measure
-// through this, so the planner and the profile see the same steps.
+// collated exactly like training batches, and a warm-up plus a measured training step: the
+// trainer's own TrainStep (train_step.h: forward, backward, clipping, the finite check, AdamW).
+// Memory-aware batching (memory_planning.h) and `padless profile-memory` both measure through this,
+// so the planner and the profile see the same steps.
 #ifndef PADLESS_MODELS_MEMORY_PROBE_H_
 #define PADLESS_MODELS_MEMORY_PROBE_H_
 

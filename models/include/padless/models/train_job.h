@@ -37,7 +37,6 @@
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
 #include "padless/batching/strategy_registry.h"
-#include "padless/models/attention.h"
 #include "padless/models/trainer.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
@@ -65,16 +64,15 @@ struct TrainJobOptions {
   std::string preset;     // tiny, small or base; empty: tiny, or the init_from model's
   std::string init_from;  // a trained model directory to continue from
   double dropout = 0.1;   // dropout and attention dropout of the model trained
-  AttentionBackend attention = AttentionBackend::kAuto;
-  bool fused_layers = true;  // the fused encoder layer for varlen batches
 
   // Batching: any name of padless/batching/strategy_registry.h.
   std::string batching = "packed";
   int64_t batch_size = 32;
   int64_t max_tokens = 16384;  // >= max_len
 
-  // Optimization, checkpointing, memory budget and seed. The job sets checkpoint_dir and log_csv
-  // under `out`, and turns progress off when `quiet`.
+  // Optimization, the model's runtime settings (train.runtime(): attention backend, fused layers,
+  // activation memory, checkpoint policy), memory budget and seed. The job sets checkpoint_dir and
+  // log_csv under `out`, and turns progress off when `quiet`.
   TrainConfig train;
   std::optional<c10::Device> device;  // empty: DefaultTrainingDevice()
   bool quiet = false;

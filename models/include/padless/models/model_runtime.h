@@ -1,0 +1,29 @@
+// ModelRuntime: how an EncoderClassifier runs, as opposed to what it is (EncoderConfig, weights).
+// None of these settings changes the model's function: they choose kernels and trade memory for
+// recompute. Set once, as one value, by whoever owns the run (the trainer from TrainConfig, a
+// benchmark or a profiler per configuration), before the model's steps run.
+#ifndef PADLESS_MODELS_MODEL_RUNTIME_H_
+#define PADLESS_MODELS_MODEL_RUNTIME_H_
+
+#include "padless/models/attention.h"
+#include "padless/models/checkpoint_policy.h"
+
+namespace padless::models {
+
+// Lean activations (LayerSpec::lean): kAuto turns them on when a checkpoint policy is set, so
+// checkpointing buys the most memory and the fastest configuration stays fast.
+enum class ActivationMemory { kAuto, kLean, kFast };
+
+struct ModelRuntime {
+  // kAuto: picked per batch from its layout, the device and the autocast state.
+  AttentionBackend attention = AttentionBackend::kAuto;
+  // Training steps on varlen batches (post-LN) run each layer as one fused function with a
+  // hand-written backward (fused_layer.h); false keeps per-op autograd everywhere.
+  bool fused_layers = true;
+  ActivationMemory activation_memory = ActivationMemory::kAuto;
+  CheckpointPolicy checkpoint = CheckpointPolicy::None();
+};
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_MODEL_RUNTIME_H_

@@ -1,0 +1,201 @@
+// One optimizer step: forward/backward of its batches, the out-of-memory split and replay, and the
+// AMP-aware optimizer update (see train_step.h).
+#include "padless/models/train_step.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::models {
+
+using batching::Batch;
+using batching::BatchSpec;
+using batching::Layout;
+using batching::Placement;
+
+namespace {
+
+// Cuts a varlen batch into `pieces` batches of consecutive sequences. Empty when it has fewer
+// sequences than `pieces`.
+std::vector<BatchSpec> SplitVarlenSpec(const BatchSpec& spec, int64_t pieces) {
+  std::vector<Placement> items;
+  for (const auto& row : spec.rows) items.insert(items.end(), row.begin(), row.end());
+  if (static_cast<int64_t>(items.size()) < pieces) return {};
+  std::vector<BatchSpec> out;
+  for (int64_t p = 0; p < pieces; ++p) {
+    const size_t begin = items.size() * p / pieces, end = items.size() * (p + 1) / pieces;
+    BatchSpec s = spec;
+    s.rows = {std::vector<Placement>(items.begin() + begin, items.begin() + end)};
+    s.length = 0;
+    for (const Placement& pl : s.rows[0]) s.length += pl.length;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Cuts a batch into `pieces` batches of consecutive rows (or, for a varlen batch, consecutive
+// sequences). Empty when the batch has fewer rows/sequences than `pieces`.
+std::vector<BatchSpec> SplitSpec(const BatchSpec& spec, int64_t pieces) {
+  if (spec.layout == Layout::kVarlen) return SplitVarlenSpec(spec, pieces);
+  if (static_cast<int64_t>(spec.rows.size()) < pieces) return {};
+  std::vector<BatchSpec> out;
+  for (int64_t p = 0; p < pieces; ++p) {
+    const size_t begin = spec.rows.size() * p / pieces, end = spec.rows.size() * (p + 1) / pieces;
+    BatchSpec s = spec;
+    s.rows.assign(spec.rows.begin() + begin, spec.rows.begin() + end);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+AdamWParameters ParametersForAdamW(EncoderClassifier& model) {
+  AdamWParameters out;
+  for (const auto& p : model->named_parameters()) {
+    out.params.push_back(p.value());
+    const std::string& n = p.key();
+    out.decay.push_back(
+        !(n.find("bias") != std::string::npos || n.find("norm") != std::string::npos));
+  }
+  return out;
+}
+
+// What the (sub-)batches of one optimizer step's successful attempt held: checked against the
+// unsplit batches, so that an out-of-memory split can never drop or repeat examples unnoticed.
+struct TrainStep::Trained {
+  int64_t sequences = 0;
+  int64_t real_tokens = 0;
+};
+
+TrainStep::TrainStep(EncoderClassifier model, std::vector<at::Tensor> params, FusedAdamW& optimizer,
+                     GradScaler& scaler, c10::Device device, TrainStepOptions options)
+    : model_(std::move(model)),
+      params_(std::move(params)),
+      optimizer_(optimizer),
+      scaler_(scaler),
+      device_(device),
+      options_(std::move(options)),
+      collator_(options_.collator) {}
+
+absl::StatusOr<StepResult> TrainStep::Run(int64_t step, double lr,
+                                          const std::vector<StepBatch>& batches) {
+  if (batches.empty()) return absl::InvalidArgumentError("training step: no batches");
+  StepResult result;
+  result.lr = lr;
+  for (const StepBatch& b : batches) {
+    result.real_tokens += b.batch.real_tokens;
+    result.token_slots += b.batch.real_tokens + b.batch.padded_tokens;
+    result.sequences += b.batch.num_sequences;
+  }
+  split_pieces_.clear();
+  if (absl::Status s = ForwardBackwardAll(step, batches, result); !s.ok()) return s;
+  if (options_.after_backward) options_.after_backward(step, params_);
+  OptimizerStep(result);
+  return result;
+}
+
+// Runs the forward/backward passes of the step, replaying it after each out-of-memory split.
+absl::Status TrainStep::ForwardBackwardAll(int64_t step, const std::vector<StepBatch>& batches,
+                                           StepResult& result) {
+  for (;;) {
+    at::Tensor step_loss;
+    Trained trained;
+    const BatchSpec* failing = nullptr;
+    try {
+      absl::Status s = Attempt(step, batches, result.sequences, step_loss, trained, failing);
+      if (!s.ok()) return s;
+    } catch (const c10::OutOfMemoryError& e) {
+      optimizer_.ZeroGrad();
+      step_loss = at::Tensor();
+      if (options_.meter != nullptr) options_.meter->EmptyCache();
+      if (failing == nullptr || options_.corpus == nullptr) throw;
+      const int64_t pieces = split_pieces_.count(failing) ? split_pieces_[failing] * 2 : 2;
+      if (SplitSpec(*failing, pieces).empty()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "out of memory at step ", step,
+            " even with the batch split into single rows: ", e.what_without_backtrace()));
+      }
+      split_pieces_[failing] = pieces;
+      const std::string line = absl::StrCat(
+          "step ", step, ": out of memory on a batch of ", failing->num_sequences(), " sequences (",
+          failing->token_slots(), " token slots); retrying it in ", pieces, " pieces");
+      result.oom_events.push_back(line);
+      if (options_.on_oom) options_.on_oom(line);
+      continue;
+    }
+    if (trained.sequences != result.sequences || trained.real_tokens != result.real_tokens) {
+      return absl::InternalError(absl::StrCat("step ", step, ": the split batches held ",
+                                              trained.sequences, " sequences / ",
+                                              trained.real_tokens, " tokens, the batches ",
+                                              result.sequences, " / ", result.real_tokens));
+    }
+    result.loss = step_loss;
+    return absl::OkStatus();
+  }
+}
+
+// One pass over the step's batches, the split ones as their pieces. `failing` is the spec of the
+// batch that ran last, so an out-of-memory error can be pinned on it.
+absl::Status TrainStep::Attempt(int64_t step, const std::vector<StepBatch>& batches,
+                                int64_t sequences, at::Tensor& step_loss, Trained& trained,
+                                const BatchSpec*& failing) {
+  for (const StepBatch& b : batches) {
+    auto it = b.spec == nullptr ? split_pieces_.end() : split_pieces_.find(b.spec);
+    if (it == split_pieces_.end()) {
+      failing = b.spec;
+      const double weight = static_cast<double>(b.batch.num_sequences) / sequences;
+      ForwardBackward(step, b.batch, weight, step_loss, trained);
+      continue;
+    }
+    for (const BatchSpec& piece : SplitSpec(*b.spec, it->second)) {
+      absl::StatusOr<Batch> pb = collator_.Collate(*options_.corpus, piece);
+      if (!pb.ok()) return pb.status();
+      Batch moved = pb->To(device_);
+      failing = b.spec;
+      ForwardBackward(step, moved, static_cast<double>(moved.num_sequences) / sequences, step_loss,
+                      trained);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One forward + backward of a (sub-)batch; `weight` is its share of the optimizer step's loss.
+void TrainStep::ForwardBackward(int64_t step, const Batch& b, double weight, at::Tensor& step_loss,
+                                Trained& trained) {
+  if (options_.before_forward) options_.before_forward(b);
+  at::Tensor loss;
+  {
+    AutocastGuard autocast(device_.type(), options_.amp);
+    loss = ClassificationLoss(model_->forward(b), b.labels);
+  }
+  if (options_.on_loss) options_.on_loss(step, loss);
+  scaler_.Scale(loss * weight).backward();
+  at::Tensor contribution = loss.detach() * weight;
+  step_loss = step_loss.defined() ? step_loss + contribution : contribution;
+  trained.sequences += b.num_sequences;
+  trained.real_tokens += b.real_tokens;
+}
+
+// Unscale, clip, the finite check, and the update unless it failed.
+void TrainStep::OptimizerStep(StepResult& result) {
+  if (scaler_.enabled()) scaler_.Unscale(params_);
+  // The global gradient norm is finite iff every gradient is (clip_norm 0: norm only). Reading it
+  // and the loss costs one host sync per step; fp16 already paid it in GradScaler::Step, and a
+  // skipped step must be known before the optimizer runs.
+  const at::Tensor norm = ClipGradNorm(params_, options_.clip_norm);
+  const at::Tensor finite = at::stack({at::isfinite(result.loss.to(at::kFloat)).to(norm.device()),
+                                       at::isfinite(norm.to(at::kFloat))})
+                                .cpu();
+  result.loss_finite = finite[0].item<bool>();
+  const bool grads_finite = finite[1].item<bool>();
+  result.skipped = !(result.loss_finite && grads_finite);
+  if (!result.skipped) optimizer_.Step(result.lr);
+  if (scaler_.enabled()) scaler_.Update();  // backs off the scale after inf/NaN gradients
+  optimizer_.ZeroGrad();
+}
+
+}  // namespace padless::models

@@ -1,0 +1,163 @@
+// TrainStep: the trainer's optimizer step is exactly a TrainStep (bitwise), an out-of-memory split
+// gives the unsplit step's parameters, a non-finite loss skips the step without touching any
+// state, and without a corpus to re-collate from an out-of-memory error propagates.
+#include "padless/models/train_step.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "padless/batching/collator.h"
+#include "padless/batching/planner.h"
+#include "padless/models/lr_schedule.h"
+#include "padless/models/trainer.h"
+#include "padless/tokenize/special_tokens.h"
+#include "trainer_fixtures.h"
+
+namespace padless::models {
+namespace {
+
+using testing::BitwiseEqual;
+using testing::MaxDiff;
+using testing::Params;
+using testing::Plan;
+using testing::Quiet;
+using testing::SyntheticCorpus;
+using testing::TinyConfig;
+
+// The first epoch's first `n` planned batches of `data`, with their specs.
+struct PlannedBatches {
+  std::vector<batching::BatchSpec> specs;
+  std::vector<StepBatch> batches;
+};
+
+PlannedBatches FirstBatches(const tokenize::TokenizedCorpus& data, int64_t n) {
+  PlannedBatches out;
+  absl::StatusOr<std::vector<batching::BatchSpec>> plan =
+      batching::Planner(Plan(batching::Sampler::kRandom)).Plan(data.Lengths(), 0);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  out.specs.assign(plan->begin(), plan->begin() + n);
+  batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
+  for (const batching::BatchSpec& spec : out.specs) {
+    absl::StatusOr<batching::Batch> b = collator.Collate(data, spec);
+    EXPECT_TRUE(b.ok()) << b.status();
+    out.batches.push_back(StepBatch{&spec, *b});
+  }
+  return out;
+}
+
+// A model, its trainer-style optimizer and one TrainStep over it.
+struct StepRig {
+  explicit StepRig(TrainStepOptions options, uint64_t seed = 6) {
+    at::manual_seed(seed);
+    model = EncoderClassifier(TinyConfig(0.0));
+    model->train();
+    params = ParametersForAdamW(model);
+    optimizer = std::make_unique<FusedAdamW>(params.params, params.decay, AdamWOptions{});
+    step = std::make_unique<TrainStep>(model, params.params, *optimizer, scaler, at::kCPU,
+                                       std::move(options));
+  }
+  EncoderClassifier model{nullptr};
+  AdamWParameters params;
+  std::unique_ptr<FusedAdamW> optimizer;
+  GradScaler scaler{GradScalerOptions{.enabled = false}};
+  std::unique_ptr<TrainStep> step;
+};
+
+TEST(TrainStepTest, TheTrainersStepIsATrainStep) {
+  const auto data = SyntheticCorpus(3, 32);
+  const TrainConfig config = Quiet().max_steps(1).grad_accum(2).lr(1e-3);
+  at::manual_seed(6);
+  EncoderClassifier trained(TinyConfig(0.0));
+  absl::StatusOr<TrainResult> r =
+      Trainer(trained, config, Plan(batching::Sampler::kRandom), at::kCPU).Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->steps, 1);
+
+  TrainStepOptions options;
+  options.clip_norm = config.clip_norm();
+  StepRig rig(options);
+  const PlannedBatches first = FirstBatches(data, 2);
+  const double lr = LearningRate(config.lr(), 0, 0, 1, config.decay());
+  absl::StatusOr<StepResult> step = rig.step->Run(0, lr, first.batches);
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_FALSE(step->skipped);
+  EXPECT_EQ(step->sequences, r->sequences);
+  EXPECT_EQ(step->real_tokens, r->real_tokens);
+  EXPECT_TRUE(BitwiseEqual(Params(trained), Params(rig.model)));
+}
+
+TEST(TrainStepTest, OutOfMemorySplitEqualsTheUnsplitStep) {
+  const auto data = SyntheticCorpus(3, 32);
+  const PlannedBatches first = FirstBatches(data, 2);
+  TrainStepOptions options;
+  options.corpus = &data;
+  options.collator.pad_id = tokenize::kPadId;
+  StepRig plain(options);
+  ASSERT_TRUE(plain.step->Run(0, 1e-3, first.batches).ok());
+
+  int injected = 0;
+  std::vector<std::string> lines;
+  options.before_forward = [&](const batching::Batch& b) {
+    if (b.num_sequences > 3) {
+      ++injected;
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "injected out of memory");
+    }
+  };
+  options.on_oom = [&](const std::string& line) { lines.push_back(line); };
+  StepRig split(options);
+  absl::StatusOr<StepResult> r = split.step->Run(0, 1e-3, first.batches);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(injected, 0);
+  EXPECT_EQ(r->oom_events.size(), 4u) << "two batches, 8 -> 4 -> 2 sequences each";
+  EXPECT_EQ(r->oom_events, lines);
+  EXPECT_EQ(r->sequences, 16);
+  EXPECT_LE(MaxDiff(Params(plain.model), Params(split.model)), 1e-5);
+  StepRig untrained(TrainStepOptions{});
+  EXPECT_FALSE(BitwiseEqual(Params(plain.model), Params(untrained.model))) << "the step ran";
+}
+
+TEST(TrainStepTest, NonFiniteLossIsSkippedWithoutChangingState) {
+  const auto data = SyntheticCorpus(3, 16);
+  const PlannedBatches first = FirstBatches(data, 1);
+  TrainStepOptions options;
+  options.on_loss = [](int64_t, at::Tensor& loss) {
+    loss = loss * std::numeric_limits<double>::quiet_NaN();
+  };
+  StepRig rig(options);
+  const std::vector<at::Tensor> before = Params(rig.model);
+  absl::StatusOr<StepResult> r = rig.step->Run(0, 1e-3, first.batches);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->skipped);
+  EXPECT_FALSE(r->loss_finite);
+  EXPECT_TRUE(std::isnan(r->loss.item<double>()));
+  EXPECT_TRUE(BitwiseEqual(before, Params(rig.model)));
+  EXPECT_EQ(rig.optimizer->steps(), 0);
+  for (const at::Tensor& p : rig.params.params) EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(TrainStepTest, WithoutACorpusOutOfMemoryPropagatesWithGradientsCleared) {
+  const auto data = SyntheticCorpus(3, 16);
+  PlannedBatches first = FirstBatches(data, 2);
+  int forwards = 0;
+  TrainStepOptions options;
+  options.before_forward = [&](const batching::Batch&) {
+    if (++forwards == 2) TORCH_CHECK_WITH(OutOfMemoryError, false, "injected out of memory");
+  };
+  StepRig rig(options);
+  EXPECT_THROW(rig.step->Run(0, 1e-3, first.batches).IgnoreError(), c10::OutOfMemoryError);
+  for (const at::Tensor& p : rig.params.params) EXPECT_FALSE(p.grad().defined());
+}
+
+TEST(TrainStepTest, NoBatchesIsAnError) {
+  StepRig rig(TrainStepOptions{});
+  EXPECT_EQ(rig.step->Run(0, 1e-3, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace padless::models
