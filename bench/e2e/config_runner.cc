@@ -118,16 +118,17 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   model->set_runtime(runtime);
   const bool bf16 = config.precision == Precision::kBf16;
   // The step users run: `padless train`'s TrainStep with the trainer's optimizer (the fused
-  // multi-tensor AdamW, no decay of biases and norms) and its default clipping. That includes
-  // its non-finite check, one host sync per step: users pay it, so the bench times it too. The
-  // loss itself stays on the device. No loss scaling: the bench runs fp32 or bf16.
+  // multi-tensor AdamW, no decay of biases and norms) and clipping as RunOptions says (none by
+  // default, like the anchors: `padless train --clip-norm 0`). That includes its non-finite check,
+  // one host sync per step: users pay it, so the bench times it too. The loss itself stays on the
+  // device. No loss scaling: the bench runs fp32 or bf16.
   models::AdamWParameters params = models::ParametersForAdamW(model);
   models::FusedAdamW optimizer(params.params, params.decay,
                                models::AdamWOptions{.weight_decay = kWeightDecay});
   models::GradScaler scaler(models::GradScalerOptions{.enabled = false});
   models::TrainStepOptions step_options;
   step_options.amp = bf16 ? models::AmpMode::kBf16 : models::AmpMode::kOff;
-  step_options.clip_norm = models::TrainConfig().clip_norm();
+  step_options.clip_norm = o.clip_norm;
   models::TrainStep train_step(model, params.params, optimizer, scaler, o.device, step_options);
 
   batching::LoaderOptions loader_options;
@@ -143,7 +144,8 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   r.config = config;
   r.optimizer = absl::StrCat("AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr,
                              ", wd ", kWeightDecay, " except biases and norms), grad clip ",
-                             step_options.clip_norm, ", as padless train runs it");
+                             step_options.clip_norm > 0 ? absl::StrCat(step_options.clip_norm) : "off",
+                             ", through padless train's TrainStep");
   r.steps = o.steps;
   r.flops = TrainingFlops(
       timed, ModelShape{model_config->hidden(), model_config->layers(), model_config->ffn()});

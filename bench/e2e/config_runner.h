@@ -27,6 +27,9 @@ struct RunOptions {
   int loader_workers = 2;
   int prefetch = 4;
   double lr = 1e-4;
+  // Gradient clipping of the training step (0: none). The Python anchors do not clip, so the
+  // comparison runs without it by default; `padless train` clips at 1.0 unless --clip-norm 0.
+  double clip_norm = 0;
   // false steers dense SDPA away from cuDNN attention (to memory-efficient attention): cuDNN
   // builds a new plan for every new sequence length, which batches of varying length pay for.
   bool sdpa_cudnn = true;

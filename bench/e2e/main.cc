@@ -54,6 +54,9 @@ ABSL_FLAG(int, loader_workers, 2, "collating worker threads of the loader");
 ABSL_FLAG(int, prefetch, 4, "batches the loader builds ahead");
 ABSL_FLAG(int, threads, 0, "tokenizer threads (0: all cores)");
 ABSL_FLAG(int, torch_threads, 0, "LibTorch intra-op CPU threads (0: LibTorch's default)");
+ABSL_FLAG(double, clip_norm, 0.0,
+          "gradient clipping by global norm in padless's step (0: none, as the Python anchors; "
+          "padless train's default is 1.0)");
 ABSL_FLAG(uint64_t, seed, 1234, "seed of the planner, the model and the anchors");
 ABSL_FLAG(std::string, device, "auto", "auto (cuda when available), cpu, cuda or cuda:N");
 ABSL_FLAG(bool, sdpa_cudnn, true,
@@ -155,6 +158,7 @@ int Main(int argc, char** argv) {
   run.loader_workers = absl::GetFlag(FLAGS_loader_workers);
   run.prefetch = absl::GetFlag(FLAGS_prefetch);
   run.seed = absl::GetFlag(FLAGS_seed);
+  run.clip_norm = absl::GetFlag(FLAGS_clip_norm);
   run.sdpa_cudnn = absl::GetFlag(FLAGS_sdpa_cudnn);
   int vocab = absl::GetFlag(FLAGS_vocab);
   int torch_threads = absl::GetFlag(FLAGS_torch_threads);
