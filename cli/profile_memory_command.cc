@@ -2,7 +2,7 @@
 // sequence length x batch size x {fp32, bf16 AMP} x checkpointing {none, all} x {padded SDPA,
 // varlen}, measured after a warm-up step; prints a table, writes CSV and an SVG chart, and fits
 // fixed + per-token + per-token*length memory per configuration with its error on held-out
-// lengths. Measurement: padless/cuda/memory_meter.h; report and fit: padless/cuda/memory_profile.h.
+// lengths. Measurement: padless/cuda/memory/memory_meter.h; report and fit: padless/cuda/memory/memory_profile.h.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
@@ -21,9 +21,9 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "padless/batching/batch.h"
-#include "padless/cuda/memory_budget.h"
-#include "padless/cuda/memory_meter.h"
-#include "padless/cuda/memory_profile.h"
+#include "padless/cuda/memory/memory_budget.h"
+#include "padless/cuda/memory/memory_meter.h"
+#include "padless/cuda/memory/memory_profile.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"

@@ -20,7 +20,7 @@
 #include "data_flags.h"
 #include "nlohmann/json.hpp"
 #include "padless/batching/strategy_registry.h"
-#include "padless/cuda/memory_budget.h"
+#include "padless/cuda/memory/memory_budget.h"
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"

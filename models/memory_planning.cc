@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "padless/cuda/budget_ladder.h"
-#include "padless/cuda/memory_budget.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/budget_ladder.h"
+#include "padless/cuda/memory/memory_budget.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/memory_probe.h"
 #include "rng_state.h"
 

@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "checkpoint_store.h"
 #include "padless/batching/loader.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/grad_scaler.h"
 #include "padless/models/optimizer.h"
 #include "padless/models/train_step.h"

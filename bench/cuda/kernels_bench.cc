@@ -17,10 +17,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "padless/cuda/kernel_support.h"
-#include "padless/cuda/packed_masks.h"
-#include "padless/cuda/segment_pool.h"
-#include "padless/cuda/unpad.h"
+#include "padless/cuda/kernels/kernel_support.h"
+#include "padless/cuda/kernels/packed_masks.h"
+#include "padless/cuda/kernels/segment_pool.h"
+#include "padless/cuda/kernels/unpad.h"
 #include "padless/report/atomic_file_writer.h"
 
 namespace padless::cuda {

@@ -19,7 +19,7 @@
 #include "padless/batching/loader.h"
 #include "padless/batching/padding_stats.h"
 #include "padless/batching/planner.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"

@@ -24,7 +24,7 @@
 #include "padless/batching/collator.h"
 #include "padless/batching/padding_report.h"
 #include "padless/batching/planner.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"

@@ -1,6 +1,6 @@
 // BudgetLadder on synthetic cost curves: linear, flat-then-linear (the small steps' peak is the
 // optimizer's, as on the H200), convex, out of memory above a row count, and bad input.
-#include "padless/cuda/budget_ladder.h"
+#include "padless/cuda/memory/budget_ladder.h"
 
 #include <gtest/gtest.h>
 

@@ -4,10 +4,10 @@
 #include <torch/cuda.h>
 
 #include "packing_test_util.h"
-#include "padless/cuda/kernel_support.h"
-#include "padless/cuda/packed_masks.h"
-#include "padless/cuda/segment_pool.h"
-#include "padless/cuda/unpad.h"
+#include "padless/cuda/kernels/kernel_support.h"
+#include "padless/cuda/kernels/packed_masks.h"
+#include "padless/cuda/kernels/segment_pool.h"
+#include "padless/cuda/kernels/unpad.h"
 
 namespace padless::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "padless/cuda/memory_model.h"
+#include "padless/cuda/memory/memory_model.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "padless/cuda/memory_budget.h"
+#include "padless/cuda/memory/memory_budget.h"
 
 namespace padless::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // CPU tests of the varlen ids, segment ids and block-diagonal masks (the torch reference path)
 // against loops.
-#include "padless/cuda/packed_masks.h"
+#include "padless/cuda/kernels/packed_masks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // CPU tests of SegmentPool (the torch reference path) against per-sequence loops.
-#include "padless/cuda/segment_pool.h"
+#include "padless/cuda/kernels/segment_pool.h"
 
 #include <gtest/gtest.h>
 

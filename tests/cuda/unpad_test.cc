@@ -1,5 +1,5 @@
 // CPU tests of Unpad / Pad (the torch reference path) against per-sequence loops.
-#include "padless/cuda/unpad.h"
+#include "padless/cuda/kernels/unpad.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

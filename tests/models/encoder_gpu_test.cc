@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "batch_factory.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_layer.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "padless/batching/collator.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/optimizer.h"
 #include "padless/models/trainer.h"
 

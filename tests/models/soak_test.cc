@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/trainer.h"
 #include "trainer_fixtures.h"
 

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "padless/batching/batch_spec.h"
 #include "padless/batching/planner.h"
-#include "padless/cuda/memory_model.h"
+#include "padless/cuda/memory/memory_model.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/optimizer.h"

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "padless/batching/batch.h"
 #include "padless/batching/batch_spec.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"

@@ -31,7 +31,7 @@
 #include "padless/batching/batch.h"
 #include "padless/batching/batch_spec.h"
 #include "padless/batching/collator.h"
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/grad_scaler.h"

@@ -1,8 +1,8 @@
 // Index tensors that packed batches need, computed from cu_seqlens on the batch's device: per-token
 // sequence and position ids (positions restart at 0 for every sequence), segment ids of packed
 // rows, and the block-diagonal attention mask [R, 1, L, L] that keeps packed sequences apart.
-#ifndef PADLESS_CUDA_PACKED_MASKS_H_
-#define PADLESS_CUDA_PACKED_MASKS_H_
+#ifndef PADLESS_CUDA_KERNELS_PACKED_MASKS_H_
+#define PADLESS_CUDA_KERNELS_PACKED_MASKS_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -53,4 +53,4 @@ absl::StatusOr<at::Tensor> BlockDiagonalMask(const at::Tensor& segment_ids,
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_PACKED_MASKS_H_
+#endif  // PADLESS_CUDA_KERNELS_PACKED_MASKS_H_

@@ -1,4 +1,4 @@
-#include "padless/cuda/kernel_support.h"
+#include "padless/cuda/kernels/kernel_support.h"
 
 namespace padless::cuda {
 

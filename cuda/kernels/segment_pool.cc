@@ -1,4 +1,4 @@
-#include "padless/cuda/segment_pool.h"
+#include "padless/cuda/kernels/segment_pool.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>

@@ -1,8 +1,8 @@
 // SegmentPool: one vector per sequence from packed hidden states [T, H] and cu_seqlens, by mean
 // (fp32 accumulation) or by the first ([CLS]) token, without padding the batch back first.
 // CUDA tensors of fp32 / bf16 / fp16 use a fused kernel; everything else the torch ops.
-#ifndef PADLESS_CUDA_SEGMENT_POOL_H_
-#define PADLESS_CUDA_SEGMENT_POOL_H_
+#ifndef PADLESS_CUDA_KERNELS_SEGMENT_POOL_H_
+#define PADLESS_CUDA_KERNELS_SEGMENT_POOL_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -25,4 +25,4 @@ absl::StatusOr<at::Tensor> SegmentPool(const at::Tensor& hidden, const at::Tenso
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_SEGMENT_POOL_H_
+#endif  // PADLESS_CUDA_KERNELS_SEGMENT_POOL_H_

@@ -1,4 +1,4 @@
-#include "padless/cuda/unpad.h"
+#include "padless/cuda/kernels/unpad.h"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>

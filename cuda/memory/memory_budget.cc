@@ -1,4 +1,4 @@
-#include "padless/cuda/memory_budget.h"
+#include "padless/cuda/memory/memory_budget.h"
 
 #include <cmath>
 #include <limits>

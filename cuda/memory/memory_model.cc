@@ -1,4 +1,4 @@
-#include "padless/cuda/memory_model.h"
+#include "padless/cuda/memory/memory_model.h"
 
 #include <algorithm>
 #include <array>

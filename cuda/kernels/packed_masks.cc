@@ -1,4 +1,4 @@
-#include "padless/cuda/packed_masks.h"
+#include "padless/cuda/kernels/packed_masks.h"
 
 #include <ATen/ATen.h>
 

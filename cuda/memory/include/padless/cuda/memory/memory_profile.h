@@ -1,8 +1,8 @@
 // Results of a memory-per-sequence-length sweep (padless profile-memory): one point per
 // configuration and shape, written as CSV, drawn as an SVG chart (memory against sequence length,
 // log x, one line per configuration and batch size), and fitted per configuration with MemoryModel.
-#ifndef PADLESS_CUDA_MEMORY_PROFILE_H_
-#define PADLESS_CUDA_MEMORY_PROFILE_H_
+#ifndef PADLESS_CUDA_MEMORY_MEMORY_PROFILE_H_
+#define PADLESS_CUDA_MEMORY_MEMORY_PROFILE_H_
 
 #include <cstdint>
 #include <string>
@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "padless/cuda/memory_model.h"
+#include "padless/cuda/memory/memory_model.h"
 
 namespace padless::cuda {
 
@@ -47,4 +47,4 @@ std::vector<ConfigFit> FitPerConfig(absl::Span<const MemoryProfilePoint> points,
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_MEMORY_PROFILE_H_
+#endif  // PADLESS_CUDA_MEMORY_MEMORY_PROFILE_H_

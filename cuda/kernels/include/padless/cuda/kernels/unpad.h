@@ -2,8 +2,8 @@
 // (varlen) layout [T, ...] described by cu_seqlens, as flash-attn's bert_padding does for
 // right-padded batches: sequence b holds positions [0, len_b) of row b and rows
 // [cu[b], cu[b+1]) of the packed tensor. CUDA tensors use fused kernels; others the torch ops.
-#ifndef PADLESS_CUDA_UNPAD_H_
-#define PADLESS_CUDA_UNPAD_H_
+#ifndef PADLESS_CUDA_KERNELS_UNPAD_H_
+#define PADLESS_CUDA_KERNELS_UNPAD_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -37,4 +37,4 @@ absl::StatusOr<at::Tensor> Pad(const at::Tensor& packed, const at::Tensor& cu_se
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_UNPAD_H_
+#endif  // PADLESS_CUDA_KERNELS_UNPAD_H_

@@ -3,8 +3,8 @@
 // peak is often the optimizer's, not the activations'), so the ladder climbs by at most a fixed
 // factor per rung, aims along the line through the two best-known measurements, and backs off from
 // a step that exceeds the target or runs out of memory. Used by models::PlanForMemoryBudget.
-#ifndef PADLESS_CUDA_BUDGET_LADDER_H_
-#define PADLESS_CUDA_BUDGET_LADDER_H_
+#ifndef PADLESS_CUDA_MEMORY_BUDGET_LADDER_H_
+#define PADLESS_CUDA_MEMORY_BUDGET_LADDER_H_
 
 #include <cstdint>
 #include <functional>
@@ -45,4 +45,4 @@ absl::StatusOr<LadderResult> ClimbToTarget(const LadderMeasure& measure, int64_t
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_BUDGET_LADDER_H_
+#endif  // PADLESS_CUDA_MEMORY_BUDGET_LADDER_H_

@@ -1,5 +1,5 @@
 // The measured climb to a memory target (see budget_ladder.h).
-#include "padless/cuda/budget_ladder.h"
+#include "padless/cuda/memory/budget_ladder.h"
 
 #include <algorithm>
 

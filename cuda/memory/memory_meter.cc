@@ -1,4 +1,4 @@
-#include "padless/cuda/memory_meter.h"
+#include "padless/cuda/memory/memory_meter.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -2,8 +2,8 @@
 // fitted by least squares to measured points (padless profile-memory) and used to predict other
 // shapes:  peak = fixed + per_token * b*s + per_token_seq * b*s^2,
 // where the last term covers attention paths that store the s x s scores (dense SDPA with a mask).
-#ifndef PADLESS_CUDA_MEMORY_MODEL_H_
-#define PADLESS_CUDA_MEMORY_MODEL_H_
+#ifndef PADLESS_CUDA_MEMORY_MEMORY_MODEL_H_
+#define PADLESS_CUDA_MEMORY_MEMORY_MODEL_H_
 
 #include <cstdint>
 #include <string>
@@ -67,4 +67,4 @@ absl::StatusOr<HeldOutReport> FitWithHeldOutLengths(absl::Span<const MemorySampl
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_MEMORY_MODEL_H_
+#endif  // PADLESS_CUDA_MEMORY_MEMORY_MODEL_H_

@@ -1,8 +1,8 @@
 // MemoryBudget: turns a byte budget and a fitted MemoryModel into batch shapes that fit: the
 // largest batch size for each bucket length, or the largest token budget for packed / varlen
 // batches whose rows are at most a given length. Used by the planner for --memory-budget.
-#ifndef PADLESS_CUDA_MEMORY_BUDGET_H_
-#define PADLESS_CUDA_MEMORY_BUDGET_H_
+#ifndef PADLESS_CUDA_MEMORY_MEMORY_BUDGET_H_
+#define PADLESS_CUDA_MEMORY_MEMORY_BUDGET_H_
 
 #include <cstdint>
 #include <string>
@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "padless/cuda/memory_model.h"
+#include "padless/cuda/memory/memory_model.h"
 
 namespace padless::cuda {
 
@@ -44,4 +44,4 @@ class MemoryBudget {
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_MEMORY_BUDGET_H_
+#endif  // PADLESS_CUDA_MEMORY_MEMORY_BUDGET_H_

@@ -1,8 +1,8 @@
 // MemoryMeter: allocated / reserved / active / peak bytes of the device that runs the model, read
 // from the CUDA caching allocator, or from a counting CPU allocator on machines without a GPU so
 // memory behaviour is testable in CI. ScopedPeak reports the peak of one region of code.
-#ifndef PADLESS_CUDA_MEMORY_METER_H_
-#define PADLESS_CUDA_MEMORY_METER_H_
+#ifndef PADLESS_CUDA_MEMORY_MEMORY_METER_H_
+#define PADLESS_CUDA_MEMORY_MEMORY_METER_H_
 
 #include <c10/core/Device.h>
 
@@ -81,4 +81,4 @@ std::string FormatMemoryReport(const MemorySnapshot& s);
 
 }  // namespace padless::cuda
 
-#endif  // PADLESS_CUDA_MEMORY_METER_H_
+#endif  // PADLESS_CUDA_MEMORY_MEMORY_METER_H_

@@ -1,4 +1,4 @@
-#include "padless/cuda/memory_profile.h"
+#include "padless/cuda/memory/memory_profile.h"
 
 #include <algorithm>
 #include <cmath>
