@@ -10,7 +10,8 @@ ABSL_FLAG(std::string, csv, "", "Also write the report as CSV to this path");
 ABSL_FLAG(std::string, svg, "", "Also write the report as an SVG chart to this path");
 ABSL_FLAG(int, threads, 0, "Worker threads (0: hardware concurrency)");
 ABSL_FLAG(uint64_t, seed, 1234, "Random seed");
-ABSL_FLAG(bool, skip_bad_rows, false, "Skip malformed rows (counted and reported) instead of failing");
+ABSL_FLAG(bool, skip_bad_rows, false,
+          "Skip malformed rows (counted and reported) instead of failing");
 ABSL_FLAG(std::string, format, "auto", "Data format: auto (from the extension), tsv, csv or jsonl");
 ABSL_FLAG(bool, quiet, false, "No progress output on stderr");
 ABSL_FLAG(int, vocab_size, 16000,

@@ -16,9 +16,9 @@ namespace padless::cli {
 namespace {
 
 const std::vector<const Subcommand*>& Subcommands() {
-  static const std::vector<const Subcommand*> kAll = {
-      &kTokenizeCommand, &kBenchPaddingCommand, &kTrainCommand,
-      &kEvalCommand,     &kPredictCommand,      &kProfileMemoryCommand};
+  static const std::vector<const Subcommand*> kAll = {&kTokenizeCommand, &kBenchPaddingCommand,
+                                                      &kTrainCommand,    &kEvalCommand,
+                                                      &kPredictCommand,  &kProfileMemoryCommand};
   return kAll;
 }
 
@@ -54,7 +54,8 @@ std::string FlagName(const char* arg) {
 }
 
 int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("padless <command> [args] [--flags]; `padless --help` lists commands");
+  absl::SetProgramUsageMessage(
+      "padless <command> [args] [--flags]; `padless --help` lists commands");
   if (argc < 2 || FlagName(argv[1]) == "help" || FlagName(argv[1]) == "h" ||
       std::strcmp(argv[1], "help") == 0) {
     PrintTopLevelHelp(argc < 2 ? stderr : stdout);
@@ -97,8 +98,8 @@ int Main(int argc, char** argv) {
                     command->name);
       return kExitUsage;
     };
-    const bool known = std::find(command->flags.begin(), command->flags.end(), name) !=
-                       command->flags.end();
+    const bool known =
+        std::find(command->flags.begin(), command->flags.end(), name) != command->flags.end();
     const bool negated = !known && name.rfind("no", 0) == 0 &&
                          std::find(command->flags.begin(), command->flags.end(), name.substr(2)) !=
                              command->flags.end();

@@ -2,7 +2,8 @@
 // sequence length x batch size x {fp32, bf16 AMP} x checkpointing {none, all} x {padded SDPA,
 // varlen}, measured after a warm-up step; prints a table, writes CSV and an SVG chart, and fits
 // fixed + per-token + per-token*length memory per configuration with its error on held-out
-// lengths. Measurement: padless/cuda/memory/memory_meter.h; report and fit: padless/cuda/memory/memory_profile.h.
+// lengths. Measurement: padless/cuda/memory/memory_meter.h; report and fit:
+// padless/cuda/memory/memory_profile.h.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
@@ -39,8 +40,9 @@ ABSL_FLAG(std::string, sweep_seq_lens, "64,128,256,384,512,768,1024,1536,2048,30
           "profile-memory: sequence lengths to measure");
 ABSL_FLAG(std::string, sweep_batch_sizes, "8,32", "profile-memory: batch sizes to measure");
 ABSL_FLAG(std::string, sweep_amp, "off,bf16", "profile-memory: AMP modes (off = fp32, bf16)");
-ABSL_FLAG(std::string, sweep_checkpoint, "none,all",
-          "profile-memory: checkpoint policies (none, all, every:K, keep_last:K, selective, ffn, attn)");
+ABSL_FLAG(
+    std::string, sweep_checkpoint, "none,all",
+    "profile-memory: checkpoint policies (none, all, every:K, keep_last:K, selective, ffn, attn)");
 ABSL_FLAG(std::string, sweep_attention, "padded,varlen",
           "profile-memory: padded (dense SDPA with a mask) and/or varlen (packed tokens)");
 ABSL_FLAG(std::string, sweep_device, "cuda",
@@ -115,8 +117,8 @@ class Profiler {
     model_->set_runtime(models::ModelRuntime{.checkpoint = sc.policy});
     MemoryProfilePoint point{sc.Name(), b, len};
     point.gradient_bytes = gradient_bytes_;
-    absl::StatusOr<batching::Batch> batch = models::SyntheticTrainingBatch(
-        sc.layout(), b, len, config_, device_);
+    absl::StatusOr<batching::Batch> batch =
+        models::SyntheticTrainingBatch(sc.layout(), b, len, config_, device_);
     if (!batch.ok()) return batch.status();
     absl::StatusOr<models::StepMemory> m =
         models::MeasureTrainingStep(model_, *opt_, *batch, sc.amp, /*lr=*/0.0, meter_, device_);
@@ -192,8 +194,8 @@ absl::Status WriteOutputs(const std::vector<MemoryProfilePoint>& points,
 int VerifyBudget(const models::EncoderConfig& config, const c10::Device& device,
                  cuda::MemoryMeter& meter, const std::vector<models::AmpMode>& amps,
                  const std::vector<models::CheckpointPolicy>& policies,
-                 const std::vector<bool>& varlens, const std::vector<int64_t>& lens,
-                 int64_t budget, bool quiet) {
+                 const std::vector<bool>& varlens, const std::vector<int64_t>& lens, int64_t budget,
+                 bool quiet) {
   constexpr double kMinUse = 0.85;
   absl::PrintF(
       "\nbudget check: %s; planned batch = models::PlanForMemoryBudget (as train "
@@ -209,16 +211,15 @@ int VerifyBudget(const models::EncoderConfig& config, const c10::Device& device,
         const SweepConfig sc{amp, policy, varlen};
         for (int64_t len : lens) {
           // Varlen packs sequences under a token budget; padded batches have a batch size.
-          batching::PlannerOptions plan =
-              varlen ? batching::PlannerOptions()
-                           .sampler(batching::Sampler::kPacked)
-                           .packed_layout(batching::Layout::kVarlen)
-                           .max_tokens(len)
-                           .max_len(len)
-                     : batching::PlannerOptions()
-                           .sampler(batching::Sampler::kRandom)
-                           .batch_size(1)
-                           .max_len(len);
+          batching::PlannerOptions plan = varlen ? batching::PlannerOptions()
+                                                       .sampler(batching::Sampler::kPacked)
+                                                       .packed_layout(batching::Layout::kVarlen)
+                                                       .max_tokens(len)
+                                                       .max_len(len)
+                                                 : batching::PlannerOptions()
+                                                       .sampler(batching::Sampler::kRandom)
+                                                       .batch_size(1)
+                                                       .max_len(len);
           // The planner probes the model as its runtime is set: this sweep point's policy.
           model->set_runtime(models::ModelRuntime{.checkpoint = policy});
           models::MemoryPlanOptions mo;
@@ -343,8 +344,8 @@ int RunProfileMemory(const std::vector<std::string>& args) {
     if (absl::Status s = WriteOutputs(points, device); !s.ok()) return Fail(kCommand, s);
     if (verify_budget > 0) {
       profiler.reset();  // its model and optimizer state would be charged to every plan
-      return VerifyBudget(*config, device, *meter_or, amps, policies, varlens, *lens,
-                          verify_budget, quiet);
+      return VerifyBudget(*config, device, *meter_or, amps, policies, varlens, *lens, verify_budget,
+                          quiet);
     }
   } catch (const c10::Error& e) {
     return Fail(kCommand, absl::InternalError(e.what_without_backtrace()));

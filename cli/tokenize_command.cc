@@ -124,8 +124,8 @@ absl::Status Train(const std::vector<std::string>& rest) {
   tok::TrainOptions options;
   options.model_type = absl::GetFlag(FLAGS_model_type);
   if (options.model_type != "unigram" && options.model_type != "bpe") {
-    return UsageError(absl::StrCat("--model-type must be unigram or bpe, not '",
-                                   options.model_type, "'"));
+    return UsageError(
+        absl::StrCat("--model-type must be unigram or bpe, not '", options.model_type, "'"));
   }
   options.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   if (options.vocab_size <= tok::kNumSpecialTokens) {
@@ -179,8 +179,8 @@ absl::Status Train(const std::vector<std::string>& rest) {
   if (!tokenizer.ok()) return tokenizer.status();
   const std::string model_path = ModelPath(out);
   if (absl::Status s = tokenizer->Save(model_path); !s.ok()) return s;
-  absl::PrintF("model: %s\nvocab_size: %d\nmodel_type: %s\n", model_path,
-               tokenizer->vocab_size(), options.model_type);
+  absl::PrintF("model: %s\nvocab_size: %d\nmodel_type: %s\n", model_path, tokenizer->vocab_size(),
+               options.model_type);
   if (sentences > 0) absl::PrintF("training_texts: %d\n", sentences);
   if (!labels.empty()) {
     const tok::LabelMap map = tok::LabelMap::FromLabels(labels);
@@ -224,24 +224,22 @@ absl::StatusOr<std::optional<tok::LabelMap>> ModelLabels() {
   return std::optional<tok::LabelMap>(*std::move(map));
 }
 
-
 // The cache key: data file, model, and every option that changes the encoded corpus, label
 // names included (the same text with other label ids is other data).
 absl::StatusOr<uint64_t> EncodeFingerprint(const tok::Tokenizer& tokenizer,
                                            const tok::EncodeOptions& encode,
                                            const tok::LabelMap& labels) {
-  std::string description = absl::StrCat(
-      tok::DescribeOptions(encode), " format=", absl::GetFlag(FLAGS_format),
-      " text_field=", absl::GetFlag(FLAGS_text_field),
-      " text_pair_field=", absl::GetFlag(FLAGS_text_pair_field),
-      " label_field=", absl::GetFlag(FLAGS_label_field),
-      " skip_bad_rows=", absl::GetFlag(FLAGS_skip_bad_rows), " labels");
+  std::string description =
+      absl::StrCat(tok::DescribeOptions(encode), " format=", absl::GetFlag(FLAGS_format),
+                   " text_field=", absl::GetFlag(FLAGS_text_field),
+                   " text_pair_field=", absl::GetFlag(FLAGS_text_pair_field),
+                   " label_field=", absl::GetFlag(FLAGS_label_field),
+                   " skip_bad_rows=", absl::GetFlag(FLAGS_skip_bad_rows), " labels");
   for (const std::string& name : labels.names()) absl::StrAppend(&description, "|", name);
   return tok::CacheFingerprint({absl::GetFlag(FLAGS_data)}, tokenizer, description);
 }
 
-absl::StatusOr<tok::TokenizedCorpus> EncodeLoaded(const Loaded& loaded,
-                                                  const tok::LabelMap& labels,
+absl::StatusOr<tok::TokenizedCorpus> EncodeLoaded(const Loaded& loaded, const tok::LabelMap& labels,
                                                   const tok::EncodeOptions& encode) {
   tok::BatchEncodeOptions options;
   options.encode = encode;
@@ -311,8 +309,7 @@ absl::Status Encode(const std::vector<std::string>& rest) {
       return absl::UnavailableError(absl::StrCat("cannot save ", out, ": ", cached->save_error));
     }
     absl::PrintF("cache: %s (%s)\n", out,
-                 cached->from_cache ? "reused"
-                                    : absl::StrCat("built; ", cached->rebuild_reason));
+                 cached->from_cache ? "reused" : absl::StrCat("built; ", cached->rebuild_reason));
     corpus = std::move(cached->corpus);
   }
   PrintReaderSummary(loaded.corpus.report);
@@ -341,19 +338,19 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
   auto x = [&](double v) { return kLeft + plot_w * v / x_max; };
   std::string svg = report::SvgHeader(static_cast<int>(kWidth), static_cast<int>(kHeight), 12,
                                       /*white_background=*/false);
-  absl::StrAppendFormat(
-      &svg,
-      "<text x=\"%.0f\" y=\"18\">token lengths: n=%d mean=%.1f p50=%d p90=%d p99=%d max=%d</text>\n",
-      kLeft, stats.count, stats.mean, stats.p50, stats.p90, stats.p99, stats.max);
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%.0f\" y=\"18\">token lengths: n=%d mean=%.1f p50=%d p90=%d "
+                        "p99=%d max=%d</text>\n",
+                        kLeft, stats.count, stats.mean, stats.p50, stats.p90, stats.p99, stats.max);
   for (const tok::HistogramBin& b : bins) {
     const double h = plot_h * static_cast<double>(b.count) / static_cast<double>(peak);
-    absl::StrAppendFormat(&svg,
-                          "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                          "fill=\"#4c78a8\"><title>%d-%d: %d</title></rect>\n",
-                          x(static_cast<double>(b.lower)), kTop + plot_h - h,
-                          std::max(0.5, x(static_cast<double>(b.upper)) -
-                                            x(static_cast<double>(b.lower)) - 0.5),
-                          h, b.lower, b.upper - 1, b.count);
+    absl::StrAppendFormat(
+        &svg,
+        "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+        "fill=\"#4c78a8\"><title>%d-%d: %d</title></rect>\n",
+        x(static_cast<double>(b.lower)), kTop + plot_h - h,
+        std::max(0.5, x(static_cast<double>(b.upper)) - x(static_cast<double>(b.lower)) - 0.5), h,
+        b.lower, b.upper - 1, b.count);
   }
   absl::StrAppendFormat(&svg,
                         "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
@@ -362,13 +359,13 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
                         kLeft, kTop + plot_h, kLeft + plot_w, kTop + plot_h, kLeft,
                         kTop + plot_h + 16, kLeft + plot_w, kTop + plot_h + 16, x_max);
   if (limit > 0 && static_cast<double>(limit) <= x_max) {
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.2f\" y1=\"%.0f\" x2=\"%.2f\" y2=\"%.0f\" stroke=\"#e45756\" "
-                          "stroke-dasharray=\"4\"/>\n<text x=\"%.2f\" y=\"%.0f\" fill=\"#e45756\">"
-                          "max_len %d: %.1f%% over</text>\n",
-                          x(static_cast<double>(limit)), kTop, x(static_cast<double>(limit)),
-                          kTop + plot_h, x(static_cast<double>(limit)) + 4, kTop + 14, limit,
-                          100.0 * stats.over_limit_share);
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%.2f\" y1=\"%.0f\" x2=\"%.2f\" y2=\"%.0f\" stroke=\"#e45756\" "
+        "stroke-dasharray=\"4\"/>\n<text x=\"%.2f\" y=\"%.0f\" fill=\"#e45756\">"
+        "max_len %d: %.1f%% over</text>\n",
+        x(static_cast<double>(limit)), kTop, x(static_cast<double>(limit)), kTop + plot_h,
+        x(static_cast<double>(limit)) + 4, kTop + 14, limit, 100.0 * stats.over_limit_share);
   }
   svg += "</svg>\n";
   return WriteFile(path, svg);
@@ -390,9 +387,8 @@ absl::Status Stats(const std::vector<std::string>& rest) {
   const int64_t limit = absl::GetFlag(FLAGS_max_len);
   const tok::LengthStats s = tok::ComputeLengthStats(lengths, limit);
   PrintReaderSummary(loaded->corpus.report);
-  absl::PrintF(
-      "count: %d\ntokens: %d\nmean: %.1f\nmin: %d\np50: %d\np90: %d\np99: %d\nmax: %d\n", s.count,
-      s.total, s.mean, s.min, s.p50, s.p90, s.p99, s.max);
+  absl::PrintF("count: %d\ntokens: %d\nmean: %.1f\nmin: %d\np50: %d\np90: %d\np99: %d\nmax: %d\n",
+               s.count, s.total, s.mean, s.min, s.p50, s.p90, s.p99, s.max);
   if (limit > 0) {
     absl::PrintF("over_max_len: %d of %d (%.2f%% over %d tokens)\n", s.over_limit, s.count,
                  100.0 * s.over_limit_share, limit);
@@ -411,8 +407,9 @@ absl::Status Stats(const std::vector<std::string>& rest) {
 
 int RunTokenize(const std::vector<std::string>& args) {
   if (args.empty()) {
-    absl::FPrintF(stderr, "padless tokenize: missing action: train, encode or stats "
-                          "(see `padless tokenize --help`)\n");
+    absl::FPrintF(stderr,
+                  "padless tokenize: missing action: train, encode or stats "
+                  "(see `padless tokenize --help`)\n");
     return kExitUsage;
   }
   const std::string action = args[0];
@@ -425,8 +422,10 @@ int RunTokenize(const std::vector<std::string>& args) {
   } else if (action == "stats") {
     status = Stats(rest);
   } else {
-    absl::FPrintF(stderr, "padless tokenize: unknown action '%s' (expected train, encode or "
-                          "stats)\n", action);
+    absl::FPrintF(stderr,
+                  "padless tokenize: unknown action '%s' (expected train, encode or "
+                  "stats)\n",
+                  action);
     return kExitUsage;
   }
   if (status.ok()) return kExitOk;
@@ -442,7 +441,8 @@ int RunTokenize(const std::vector<std::string>& args) {
 }  // namespace
 
 const Subcommand kTokenizeCommand = {
-    "tokenize", "train, apply and inspect SentencePiece models",
+    "tokenize",
+    "train, apply and inspect SentencePiece models",
     "usage: padless tokenize train --input FILE[,FILE...] --out PREFIX [--vocab-size N]\n"
     "                              [--model-type unigram|bpe] [--character-coverage C]\n"
     "                              [--user-symbols A,B]\n"
@@ -454,10 +454,29 @@ const Subcommand kTokenizeCommand = {
     "encode: encodes a labeled corpus; with --out, loads or (re)builds the token cache there.\n"
     "stats: prints the token-length distribution (special tokens included, before truncation).\n"
     "Exit codes: 0 ok, 1 runtime failure (data, model, I/O), 2 usage error.",
-    {"input", "vocab_size", "model_type", "character_coverage", "user_symbols",
-     "input_sentence_size", "data", "model", "out", "max_len", "truncation", "pair_truncation",
-     "head_fraction", "text_field", "text_pair_field", "label_field", "format", "skip_bad_rows",
-     "threads", "csv", "svg", "bin_width", "quiet"},
+    {"input",
+     "vocab_size",
+     "model_type",
+     "character_coverage",
+     "user_symbols",
+     "input_sentence_size",
+     "data",
+     "model",
+     "out",
+     "max_len",
+     "truncation",
+     "pair_truncation",
+     "head_fraction",
+     "text_field",
+     "text_pair_field",
+     "label_field",
+     "format",
+     "skip_bad_rows",
+     "threads",
+     "csv",
+     "svg",
+     "bin_width",
+     "quiet"},
     RunTokenize};
 
 }  // namespace padless::cli

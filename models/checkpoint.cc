@@ -20,10 +20,10 @@ using internal::CaptureRng;
 using internal::LoadAttentionContext;
 using internal::LoadForwardRng;
 using internal::LoadLayerSpec;
-using internal::SaveForwardRng;
-using internal::SaveLayerCall;
 using internal::RestoreRng;
 using internal::RngState;
+using internal::SaveForwardRng;
+using internal::SaveLayerCall;
 
 // The part of a layer that `scope` names, as a function of its input.
 at::Tensor RunScope(CheckpointScope scope, const at::Tensor& x, at::TensorList weights,

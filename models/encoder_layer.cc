@@ -71,7 +71,8 @@ at::Tensor ActivateThenLinear(const at::Tensor& pre, const LayerSpec& spec, cons
     case Activation::kRelu:
       return at::linear(at::relu(pre), w, b);
     case Activation::kGeluTanh:
-      return spec.lean ? GeluLinear::apply(pre, w, b, true) : at::linear(at::gelu(pre, "tanh"), w, b);
+      return spec.lean ? GeluLinear::apply(pre, w, b, true)
+                       : at::linear(at::gelu(pre, "tanh"), w, b);
     case Activation::kGelu:
       break;
   }

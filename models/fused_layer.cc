@@ -26,17 +26,17 @@ bool IsHalf(at::ScalarType t) { return t == at::kHalf || t == at::kBFloat16; }
 // Every tensor a layer's backward may need, in the compute dtype (statistics in fp32). A forward
 // fills all of them; what a FusedSaving mode does not keep is recomputed in backward.
 struct Activations {
-  at::Tensor x;                               // [T, H] layer input
-  at::Tensor qkv;                             // [T, 3H]
-  at::Tensor attended;                        // [T, heads, head_dim]
-  at::Tensor lse, flash_rng, flash_unused;    // flash's softmax statistics and dropout seed
-  at::Tensor mask1;                           // dropout mask after the output projection
-  at::Tensor s1, mean1, rstd1;                // LayerNorm-1 input and statistics
-  at::Tensor h;                               // LayerNorm-1 output = FFN input
-  at::Tensor f1;                              // [T, F] activation input
-  at::Tensor g;                               // [T, F] activation output
-  at::Tensor mask2;                           // dropout mask after the FFN
-  at::Tensor s2, mean2, rstd2;                // LayerNorm-2 input and statistics
+  at::Tensor x;                             // [T, H] layer input
+  at::Tensor qkv;                           // [T, 3H]
+  at::Tensor attended;                      // [T, heads, head_dim]
+  at::Tensor lse, flash_rng, flash_unused;  // flash's softmax statistics and dropout seed
+  at::Tensor mask1;                         // dropout mask after the output projection
+  at::Tensor s1, mean1, rstd1;              // LayerNorm-1 input and statistics
+  at::Tensor h;                             // LayerNorm-1 output = FFN input
+  at::Tensor f1;                            // [T, F] activation input
+  at::Tensor g;                             // [T, F] activation output
+  at::Tensor mask2;                         // dropout mask after the FFN
+  at::Tensor s2, mean2, rstd2;              // LayerNorm-2 input and statistics
 };
 
 std::vector<at::Tensor> CastWeights(at::TensorList w, at::ScalarType dtype) {
@@ -100,8 +100,8 @@ void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& c
 }
 
 // d(q, k, v) as one [T, 3H] tensor.
-at::Tensor AttendBackward(const at::Tensor& grad, const Activations& a,
-                          const AttentionContext& ctx, const LayerSpec& spec) {
+at::Tensor AttendBackward(const at::Tensor& grad, const Activations& a, const AttentionContext& ctx,
+                          const LayerSpec& spec) {
   const int64_t tokens = a.x.size(0);
   const int64_t head_dim = a.x.size(1) / spec.heads;
   std::vector<at::Tensor> qkv = a.qkv.view({tokens, 3, spec.heads, head_dim}).unbind(1);
@@ -136,8 +136,8 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
                 spec.attention_dropout, &a);
   at::Tensor projected = Linear(a.attended.view({tokens, hidden}), w, kOutWeight);
   a.s1 = x + Dropout(projected, spec.dropout, &a.mask1);
-  std::tie(a.h, a.mean1, a.rstd1) = at::native_layer_norm(
-      a.s1, {hidden}, w[kAttnNormWeight], w[kAttnNormBias], spec.eps);
+  std::tie(a.h, a.mean1, a.rstd1) =
+      at::native_layer_norm(a.s1, {hidden}, w[kAttnNormWeight], w[kAttnNormBias], spec.eps);
   a.f1 = Linear(a.h, w, kFfnInWeight);
   a.g = Activate(a.f1, spec.activation);
   if (!through_ffn_out) {
@@ -145,8 +145,8 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
     return a;
   }
   a.s2 = a.h + Dropout(Linear(a.g, w, kFfnOutWeight), spec.dropout, &a.mask2);
-  std::tie(*y, a.mean2, a.rstd2) = at::native_layer_norm(
-      a.s2, {hidden}, w[kFfnNormWeight], w[kFfnNormBias], spec.eps);
+  std::tie(*y, a.mean2, a.rstd2) =
+      at::native_layer_norm(a.s2, {hidden}, w[kFfnNormWeight], w[kFfnNormBias], spec.eps);
   return a;
 }
 
@@ -180,9 +180,23 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     } else if (mode == FusedSaving::kRecomputeToActivation) {
       saved = {x, a.s2, a.mean2, a.rstd2};
     } else {
-      saved = {x,        a.qkv,   a.attended, a.lse, a.flash_rng, a.flash_unused,
-               a.mask1,  a.s1,    a.mean1,    a.rstd1, a.h,       a.f1,
-               spec->lean ? at::Tensor() : a.g, a.mask2, a.s2,    a.mean2, a.rstd2};
+      saved = {x,
+               a.qkv,
+               a.attended,
+               a.lse,
+               a.flash_rng,
+               a.flash_unused,
+               a.mask1,
+               a.s1,
+               a.mean1,
+               a.rstd1,
+               a.h,
+               a.f1,
+               spec->lean ? at::Tensor() : a.g,
+               a.mask2,
+               a.s2,
+               a.mean2,
+               a.rstd2};
     }
     actx->saved_data["num_activations"] = static_cast<int64_t>(saved.size());
     saved.insert(saved.end(), weights.begin(), weights.end());
@@ -207,8 +221,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // The engine runs backward with the autocast state of the thread that called backward();
     // under autocast, LayerNorm in the recompute would come back in fp32.
     AutocastGuard no_autocast(device.type(), dtype, /*enabled=*/false);
-    const std::vector<at::Tensor> w = CastWeights(
-        at::TensorList(saved).slice(num_activations, kNumLayerWeights), dtype);
+    const std::vector<at::Tensor> w =
+        CastWeights(at::TensorList(saved).slice(num_activations, kNumLayerWeights), dtype);
     const int64_t tokens = x.size(0);
     const int64_t hidden = x.size(1);
 
@@ -229,8 +243,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
         a.rstd2 = saved[3];
       }
     } else {
-      a = {x,        saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
-           saved[6], saved[7],  saved[8],  saved[9],  saved[10], saved[11],
+      a = {x,         saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
+           saved[6],  saved[7],  saved[8],  saved[9],  saved[10], saved[11],
            saved[12], saved[13], saved[14], saved[15], saved[16]};
       if (!a.g.defined()) a.g = Activate(a.f1, spec.activation);
     }
@@ -251,8 +265,7 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     if (need(kFfnOutBias)) set(kFfnOutBias, BiasGrad(df2));
     a.g = at::Tensor();
     // Activation, FFN in; the residual's gradient joins through addmm.
-    const at::Tensor df1 =
-        ActivationBackward(df2.mm(w[kFfnOutWeight]), a.f1, spec.activation);
+    const at::Tensor df1 = ActivationBackward(df2.mm(w[kFfnOutWeight]), a.f1, spec.activation);
     if (need(kFfnInWeight)) set(kFfnInWeight, df1.t().mm(a.h));
     if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
     const at::Tensor dh = at::addmm(ds2, df1, w[kFfnInWeight]);
@@ -266,8 +279,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     if (need(kOutWeight)) set(kOutWeight, dproj.t().mm(a.attended.view({tokens, hidden})));
     if (need(kOutBias)) set(kOutBias, BiasGrad(dproj));
     // Attention, QKV; the residual's gradient joins through addmm.
-    const at::Tensor dqkv = AttendBackward(
-        dproj.mm(w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
+    const at::Tensor dqkv =
+        AttendBackward(dproj.mm(w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
     if (need(kQkvWeight)) set(kQkvWeight, dqkv.t().mm(x));
     if (need(kQkvBias)) set(kQkvBias, BiasGrad(dqkv));
     if (actx->needs_input_grad(0)) result[0] = at::addmm(ds1, dqkv, w[kQkvWeight]);

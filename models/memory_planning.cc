@@ -28,9 +28,9 @@ using batching::Sampler;
 
 // The peak of one training step of `batch` full rows of `len` tokens in `layout`; an
 // out-of-memory step is reported as such (the ladder backs off from it).
-absl::StatusOr<StepMemory> Probe(EncoderClassifier &model, FusedAdamW &opt,
-                                 cuda::MemoryMeter &meter, Layout layout, int64_t batch,
-                                 int64_t len, AmpMode amp, const c10::Device &device) {
+absl::StatusOr<StepMemory> Probe(EncoderClassifier& model, FusedAdamW& opt,
+                                 cuda::MemoryMeter& meter, Layout layout, int64_t batch,
+                                 int64_t len, AmpMode amp, const c10::Device& device) {
   absl::StatusOr<batching::Batch> b =
       SyntheticTrainingBatch(layout, batch, len, model->config(), device);
   if (!b.ok()) return b.status();
@@ -40,8 +40,8 @@ absl::StatusOr<StepMemory> Probe(EncoderClassifier &model, FusedAdamW &opt,
 // Dense attention (padded and packed rows, and the per-sequence reference path)
 // materialises the s x s scores; only flash attention on CUDA keeps memory
 // linear in the sequence length.
-bool StoresScores(const EncoderClassifier &model, Layout layout, AmpMode amp,
-                  const c10::Device &device) {
+bool StoresScores(const EncoderClassifier& model, Layout layout, AmpMode amp,
+                  const c10::Device& device) {
   const AttentionBackend backend = model->runtime().attention;
   if (backend == AttentionBackend::kVarlenFlash) return false;
   const bool auto_flash = backend == AttentionBackend::kAuto && layout != Layout::kPadded &&
@@ -49,7 +49,7 @@ bool StoresScores(const EncoderClassifier &model, Layout layout, AmpMode amp,
   return !auto_flash;
 }
 
-bool UsesTokenBudget(const batching::PlannerOptions &plan) {
+bool UsesTokenBudget(const batching::PlannerOptions& plan) {
   switch (plan.sampler()) {
     case Sampler::kBucketed:
     case Sampler::kTokenBudget:
@@ -63,7 +63,7 @@ bool UsesTokenBudget(const batching::PlannerOptions &plan) {
   return false;
 }
 
-absl::StatusOr<cuda::MemoryModel> Fit(const std::vector<cuda::MemorySample> &samples,
+absl::StatusOr<cuda::MemoryModel> Fit(const std::vector<cuda::MemorySample>& samples,
                                       bool quadratic) {
   absl::StatusOr<cuda::MemoryModel> fit = cuda::MemoryModel::Fit(samples, quadratic);
   if (!fit.ok()) {
@@ -75,7 +75,7 @@ absl::StatusOr<cuda::MemoryModel> Fit(const std::vector<cuda::MemorySample> &sam
 
 }  // namespace
 
-MemoryPlanOptions MemoryPlanOptions::From(const TrainConfig &config) {
+MemoryPlanOptions MemoryPlanOptions::From(const TrainConfig& config) {
   MemoryPlanOptions o;
   o.budget_bytes = config.memory_budget_bytes();
   o.safety_margin = config.memory_safety_margin();
@@ -100,9 +100,9 @@ std::string MemoryPlan::Summary() const {
 namespace {
 
 // The plan's fixed parts (budget, target, layout, row length, quadratic term), checked.
-absl::StatusOr<MemoryPlan> StartPlan(const EncoderClassifier &model,
-                                     const batching::PlannerOptions &plan,
-                                     const MemoryPlanOptions &options, const c10::Device &device) {
+absl::StatusOr<MemoryPlan> StartPlan(const EncoderClassifier& model,
+                                     const batching::PlannerOptions& plan,
+                                     const MemoryPlanOptions& options, const c10::Device& device) {
   if (options.budget_bytes <= 0) {
     return absl::InvalidArgumentError("memory budget: must be > 0 bytes");
   }
@@ -140,11 +140,11 @@ struct FullRowSteps {
 };
 
 // Stage 1: small shapes that separate the per-token and per-token*length terms of the fit.
-absl::Status ProbeSmallShapes(const ProbeFn &probe, const MemoryPlan &out,
-                              const c10::Device &device, FullRowSteps &steps) {
+absl::Status ProbeSmallShapes(const ProbeFn& probe, const MemoryPlan& out,
+                              const c10::Device& device, FullRowSteps& steps) {
   const int64_t len = out.row_len;
   const std::pair<int64_t, int64_t> shapes[] = {{4, len / 4}, {2, len / 2}, {1, len}, {2, len}};
-  for (const auto &[b, s] : shapes) {
+  for (const auto& [b, s] : shapes) {
     absl::StatusOr<cuda::LadderStep> m = probe(b, s);
     if (m.ok() && m->oom) {
       m = absl::ResourceExhaustedError(absl::StrCat("memory probe: out of memory on a step of ", b,
@@ -164,7 +164,7 @@ absl::Status ProbeSmallShapes(const ProbeFn &probe, const MemoryPlan &out,
 
 // Stage 2: a ladder of measured steps at full rows (cuda::ClimbToTarget), so the choice rests on a
 // measurement. Its first rung is a quarter of what the small steps' fit allows.
-absl::Status ClimbLadder(const ProbeFn &probe, const MemoryPlan &out, FullRowSteps &steps) {
+absl::Status ClimbLadder(const ProbeFn& probe, const MemoryPlan& out, FullRowSteps& steps) {
   int64_t rough_rows = 0;
   absl::StatusOr<cuda::MemoryModel> rough = Fit(out.samples, out.quadratic);
   if (rough.ok()) rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(out.row_len);
@@ -178,10 +178,10 @@ absl::Status ClimbLadder(const ProbeFn &probe, const MemoryPlan &out, FullRowSte
 }
 
 // Both stages, on `model` itself; the meter's peak is reset afterwards.
-absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier &model,
-                                                           const MemoryPlanOptions &options,
-                                                           const c10::Device &device,
-                                                           MemoryPlan &out) {
+absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier& model,
+                                                           const MemoryPlanOptions& options,
+                                                           const c10::Device& device,
+                                                           MemoryPlan& out) {
   cuda::MemoryMeter meter(device);
   FullRowSteps steps;
   absl::Status status;
@@ -191,7 +191,8 @@ absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier &mo
     std::vector<at::Tensor> params = model->parameters();
     FusedAdamW opt(params, std::vector<bool>(params.size(), true), options.adamw);
     const ProbeFn probe = [&](int64_t b, int64_t s) -> absl::StatusOr<cuda::LadderStep> {
-      absl::StatusOr<StepMemory> m = Probe(model, opt, meter, out.layout, b, s, options.amp, device);
+      absl::StatusOr<StepMemory> m =
+          Probe(model, opt, meter, out.layout, b, s, options.amp, device);
       if (!m.ok()) return m.status();
       if (!m->oom) out.samples.push_back({b, s, m->peak_allocated_bytes});
       return cuda::LadderStep{b, m->peak_allocated_bytes, m->oom};
@@ -202,7 +203,7 @@ absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier &mo
     meter.EmptyCache();
     // The trainer (and any other caller) reports the peak of its own steps, not of the probes.
     meter.ResetPeak();
-  } catch (const c10::Error &e) {
+  } catch (const c10::Error& e) {
     status = absl::InternalError(
         absl::StrCat("memory probe on ", device.str(), ": ", e.what_without_backtrace()));
   }
@@ -210,7 +211,7 @@ absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier &mo
   return steps.fits;
 }
 
-absl::Status BudgetTooSmall(const MemoryPlan &out, const MemoryPlanOptions &options) {
+absl::Status BudgetTooSmall(const MemoryPlan& out, const MemoryPlanOptions& options) {
   const double one_row = out.model.Predict(1, out.row_len) / (1 - options.safety_margin);
   return absl::FailedPreconditionError(
       absl::StrFormat("memory budget %s is too small: one row of %d tokens needs at least %s "
@@ -226,10 +227,10 @@ absl::Status BudgetTooSmall(const MemoryPlan &out, const MemoryPlanOptions &opti
 
 }  // namespace
 
-absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
-                                               const batching::PlannerOptions &plan,
-                                               const MemoryPlanOptions &options,
-                                               const c10::Device &device) {
+absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier& model,
+                                               const batching::PlannerOptions& plan,
+                                               const MemoryPlanOptions& options,
+                                               const c10::Device& device) {
   absl::StatusOr<MemoryPlan> out = StartPlan(model, plan, options, device);
   if (!out.ok()) return out.status();
   const internal::RngState rng = internal::CaptureRng(device);

@@ -76,8 +76,8 @@ absl::Status RunStep(EncoderClassifier& model, FusedAdamW& opt, const batching::
 }  // namespace
 
 absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAdamW& opt,
-                                               const batching::Batch& batch, AmpMode amp,
-                                               double lr, cuda::MemoryMeter& meter,
+                                               const batching::Batch& batch, AmpMode amp, double lr,
+                                               cuda::MemoryMeter& meter,
                                                const c10::Device& device) {
   StepMemory out;
   try {

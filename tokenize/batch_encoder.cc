@@ -67,8 +67,8 @@ absl::StatusOr<TokenizedCorpus> EncodeParallel(const Tokenizer& tokenizer, size_
         if (typed && !has_pair) block.type_ids.insert(block.type_ids.end(), length, 0);
         block.lengths.push_back(static_cast<int64_t>(length));
       }
-      const int64_t total_done = done.fetch_add(static_cast<int64_t>(end - begin)) +
-                                 static_cast<int64_t>(end - begin);
+      const int64_t total_done =
+          done.fetch_add(static_cast<int64_t>(end - begin)) + static_cast<int64_t>(end - begin);
       if (report && options.progress) {
         reported = total_done;
         options.progress(total_done, static_cast<int64_t>(n));
@@ -126,12 +126,12 @@ absl::StatusOr<TokenizedCorpus> EncodeTexts(const Tokenizer& tokenizer,
                                             absl::Span<const int64_t> labels,
                                             const BatchEncodeOptions& options) {
   if (!pairs.empty() && pairs.size() != texts.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("EncodeTexts: ", pairs.size(), " pairs for ",
-                                                   texts.size(), " texts"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("EncodeTexts: ", pairs.size(), " pairs for ", texts.size(), " texts"));
   }
   if (!labels.empty() && labels.size() != texts.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("EncodeTexts: ", labels.size(),
-                                                   " labels for ", texts.size(), " texts"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("EncodeTexts: ", labels.size(), " labels for ", texts.size(), " texts"));
   }
   const Fetch fetch = [&](size_t i, absl::string_view* text, absl::string_view* pair,
                           bool* has_pair) {
@@ -174,8 +174,8 @@ absl::StatusOr<TokenizedCorpus> EncodeCorpus(const Tokenizer& tokenizer, const R
     if (e.has_pair) *pair = e.text_pair;
   };
   size_t failed = 0;
-  absl::StatusOr<TokenizedCorpus> out =
-      EncodeParallel(tokenizer, corpus.examples.size(), fetch, corpus.has_pairs(), ids, options, &failed);
+  absl::StatusOr<TokenizedCorpus> out = EncodeParallel(tokenizer, corpus.examples.size(), fetch,
+                                                       corpus.has_pairs(), ids, options, &failed);
   if (!out.ok()) {
     return absl::Status(out.status().code(),
                         absl::StrCat(corpus.source, ":", corpus.examples[failed].line, ": ",

@@ -24,8 +24,8 @@ constexpr absl::string_view kBom = "\xEF\xBB\xBF";
 struct Columns {
   int label = 0;
   int text = 1;
-  int pair = 2;           // -1: the file has no pair column
-  int expected = -1;      // exact field count (with a header); -1: 2 or 3
+  int pair = 2;       // -1: the file has no pair column
+  int expected = -1;  // exact field count (with a header); -1: 2 or 3
 };
 
 // Decides whether `first_row` is a header and where the columns are.
@@ -41,10 +41,8 @@ absl::StatusOr<Columns> ColumnsFromFirstRow(const std::vector<std::string>& firs
                (options.header == ReaderOptions::Header::kAuto && label >= 0 && text >= 0);
   if (!*is_header) return c;
   if (label < 0 || text < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("header lacks the column '",
-                                                   label < 0 ? options.label_field
-                                                             : options.text_field,
-                                                   "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header lacks the column '", label < 0 ? options.label_field : options.text_field, "'"));
   }
   c.label = label;
   c.text = text;
@@ -56,8 +54,7 @@ absl::StatusOr<Columns> ColumnsFromFirstRow(const std::vector<std::string>& firs
 // Collects examples and bad rows with the shared skip / fail policy.
 class Collector {
  public:
-  Collector(const std::string& source, const ReaderOptions& options)
-      : options_(options) {
+  Collector(const std::string& source, const ReaderOptions& options) : options_(options) {
     corpus_.source = source;
   }
 
@@ -279,8 +276,8 @@ absl::StatusOr<RawCorpus> ParseJsonl(absl::string_view content, Collector& out,
       } else if (it->is_number_integer() || it->is_boolean()) {
         label = it->dump();
       } else {
-        return out.Bad(line, absl::StrCat("field '", options.label_field,
-                                          "' is not a string or an integer"));
+        return out.Bad(
+            line, absl::StrCat("field '", options.label_field, "' is not a string or an integer"));
       }
     } else if (options.require_label) {
       return out.Bad(line, absl::StrCat("missing label field '", options.label_field, "'"));
@@ -295,14 +292,13 @@ absl::StatusOr<RawCorpus> ParseJsonl(absl::string_view content, Collector& out,
     std::optional<std::string> pair;
     if (auto it = j.find(options.text_pair_field); it != j.end() && !it->is_null()) {
       if (!it->is_string()) {
-        return out.Bad(line, absl::StrCat("field '", options.text_pair_field,
-                                          "' is not a string"));
+        return out.Bad(line, absl::StrCat("field '", options.text_pair_field, "' is not a string"));
       }
       pair = it->get<std::string>();
     }
     const size_t before = out.corpus().examples.size();
-    if (absl::Status s = out.Add(line, std::move(label), text_it->get<std::string>(),
-                                 std::move(pair));
+    if (absl::Status s =
+            out.Add(line, std::move(label), text_it->get<std::string>(), std::move(pair));
         !s.ok()) {
       return s;
     }
@@ -335,8 +331,8 @@ absl::StatusOr<CorpusFormat> FormatFromPath(absl::string_view path) {
       absl::EndsWith(lower, ".ndjson")) {
     return CorpusFormat::kJsonl;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "cannot tell the format of ", path, " from its extension; give tsv, csv or jsonl"));
+  return absl::InvalidArgumentError(absl::StrCat("cannot tell the format of ", path,
+                                                 " from its extension; give tsv, csv or jsonl"));
 }
 
 std::string ReadReport::Summary() const {

@@ -59,8 +59,8 @@ absl::StatusOr<LabelMap> LabelMap::FromNames(std::vector<std::string> names) {
 absl::StatusOr<int64_t> LabelMap::Id(absl::string_view label) const {
   auto it = ids_.find(label);
   if (it == ids_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown label '", label, "' (known: ", size(),
-                                            " labels)"));
+    return absl::NotFoundError(
+        absl::StrCat("unknown label '", label, "' (known: ", size(), " labels)"));
   }
   return it->second;
 }
@@ -82,10 +82,8 @@ absl::StatusOr<LabelMap> LabelMap::Load(const std::string& path) {
   // Not j.value("format", ""): it throws on a non-string "format" instead of returning the default.
   const auto format = j.find("format");
   if (format == j.end() || !format->is_string() || *format != "padless-labels" ||
-      !j.contains("version") ||
-      !j["version"].is_number_integer() || j["version"].get<int>() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a padless label map of version 1"));
+      !j.contains("version") || !j["version"].is_number_integer() || j["version"].get<int>() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a padless label map of version 1"));
   }
   const auto labels = j.find("labels");
   if (labels == j.end() || !labels->is_array()) {
@@ -99,7 +97,8 @@ absl::StatusOr<LabelMap> LabelMap::Load(const std::string& path) {
     names.push_back(label.get<std::string>());
   }
   absl::StatusOr<LabelMap> map = FromNames(std::move(names));
-  if (!map.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", map.status().message()));
+  if (!map.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", map.status().message()));
   return map;
 }
 

@@ -20,9 +20,7 @@ std::string Message(const sentencepiece::util::Status& status) {
 // Adapts a pull function to SentencePiece's iterator interface for in-memory training.
 class FunctionIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit FunctionIterator(const std::function<bool(std::string*)>& next) : next_(next) {
-    Next();
-  }
+  explicit FunctionIterator(const std::function<bool(std::string*)>& next) : next_(next) { Next(); }
   bool done() const override { return done_; }
   void Next() override { done_ = !next_(&value_); }
   const std::string& value() const override { return value_; }
@@ -78,8 +76,7 @@ std::string TrainSpm(const std::map<std::string, std::string>& options,
   const std::unordered_map<std::string, std::string> kwargs(options.begin(), options.end());
   if (next_sentence) {
     FunctionIterator iterator(next_sentence);
-    return Message(
-        sentencepiece::SentencePieceTrainer::Train(kwargs, &iterator, serialized_model));
+    return Message(sentencepiece::SentencePieceTrainer::Train(kwargs, &iterator, serialized_model));
   }
   return Message(sentencepiece::SentencePieceTrainer::Train(kwargs, nullptr, serialized_model));
 }

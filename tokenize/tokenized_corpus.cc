@@ -12,7 +12,8 @@ namespace padless::tokenize {
 namespace {
 
 // Cache layout (little endian, the only byte order padless targets):
-//   Header (64 bytes) | tokens int32[T] | type_ids int8[T or 0] | offsets int64[n+1] | labels int64[n]
+//   Header (64 bytes) | tokens int32[T] | type_ids int8[T or 0] | offsets int64[n+1] | labels
+//   int64[n]
 // The checksum (FNV-1a 64) covers everything after the header, so a flipped byte or a truncated
 // payload is detected before any of it is trusted.
 constexpr char kMagic[8] = {'P', 'A', 'D', 'L', 'C', 'O', 'R', 'P'};
@@ -132,7 +133,8 @@ absl::StatusOr<TokenizedCorpus> TokenizedCorpus::Load(const std::string& path,
   }
   const uint64_t expect = t * 4 + (typed ? t : 0) + (n + 1) * 8 + n * 8;
   if (h.payload_bytes != expect || limit != expect) {
-    return absl::DataLossError(absl::StrCat(path, ": corpus cache is truncated or has trailing bytes (",
+    return absl::DataLossError(absl::StrCat(path,
+                                            ": corpus cache is truncated or has trailing bytes (",
                                             limit, " payload bytes, expected ", expect, ")"));
   }
   TokenizedCorpus c;

@@ -30,9 +30,8 @@ absl::StatusOr<std::map<std::string, std::string>> TrainerOptions(const TrainOpt
                                                    " (special tokens and user symbols)"));
   }
   if (!(options.character_coverage > 0.0 && options.character_coverage <= 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("character coverage ",
-                                                   options.character_coverage,
-                                                   " is outside (0, 1]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("character coverage ", options.character_coverage, " is outside (0, 1]"));
   }
   for (const std::string& symbol : options.user_defined_symbols) {
     // SentencePiece takes the list comma-separated, so a comma cannot be escaped.
@@ -89,9 +88,11 @@ absl::StatusOr<Tokenizer> Tokenizer::FromBackend(std::unique_ptr<internal::SpmBa
                          b.IdToPiece(kMaskId) == kMaskPiece && b.IsControl(kMaskId);
   if (!layout_ok) {
     return absl::FailedPreconditionError(absl::StrCat(
-        origin, ": SentencePiece model lacks padless's special token ids ([PAD]=0 [UNK]=1 [CLS]=2 "
-        "[SEP]=3 [MASK]=4); it has pad=", b.pad_id(), " unk=", b.unk_id(), " bos=", b.bos_id(),
-        " eos=", b.eos_id(), ". Train it with `padless tokenize train`."));
+        origin,
+        ": SentencePiece model lacks padless's special token ids ([PAD]=0 [UNK]=1 [CLS]=2 "
+        "[SEP]=3 [MASK]=4); it has pad=",
+        b.pad_id(), " unk=", b.unk_id(), " bos=", b.bos_id(), " eos=", b.eos_id(),
+        ". Train it with `padless tokenize train`."));
   }
   return Tokenizer(std::move(backend));
 }
@@ -132,8 +133,8 @@ absl::StatusOr<Tokenizer> Tokenizer::TrainFromFiles(const std::vector<std::strin
   std::string serialized;
   const std::string error = internal::TrainSpm(*trainer_options, nullptr, &serialized);
   if (!error.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("SentencePiece training on ",
-                                                   absl::StrJoin(files, ","), " failed: ", error));
+    return absl::InvalidArgumentError(
+        absl::StrCat("SentencePiece training on ", absl::StrJoin(files, ","), " failed: ", error));
   }
   return FromSerialized(serialized);
 }
@@ -214,9 +215,9 @@ absl::Status Tokenizer::EncodeAppend(absl::string_view text, const absl::string_
   error = backend_->Encode(Std(*pair), &scratch->second);
   if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
   const std::vector<int>& b = scratch->second;
-  absl::StatusOr<PairKeep> keep = PlanPair(static_cast<int64_t>(a.size()),
-                                           static_cast<int64_t>(b.size()), budget,
-                                           options.pair_truncation);
+  absl::StatusOr<PairKeep> keep =
+      PlanPair(static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size()), budget,
+               options.pair_truncation);
   if (!keep.ok()) return keep.status();
   ids->push_back(kClsId);
   ids->insert(ids->end(), a.begin(), a.begin() + keep->first);
@@ -259,8 +260,8 @@ absl::StatusOr<std::vector<Encoding>> Tokenizer::EncodeWindows(absl::string_view
   }
   const int64_t budget = max_length - 2;
   if (stride < 0 || stride >= budget) {
-    return absl::InvalidArgumentError(absl::StrCat("window stride ", stride,
-                                                   " must be in [0, ", budget, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("window stride ", stride, " must be in [0, ", budget, ")"));
   }
   absl::StatusOr<std::vector<int32_t>> pieces = EncodePieces(text);
   if (!pieces.ok()) return pieces.status();
@@ -283,8 +284,8 @@ absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int32_t> ids) con
   const int32_t size = vocab_size();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= size) {
-      return absl::InvalidArgumentError(absl::StrCat("id ", ids[i], " at position ", i,
-                                                     " is outside the vocabulary of ", size));
+      return absl::InvalidArgumentError(
+          absl::StrCat("id ", ids[i], " at position ", i, " is outside the vocabulary of ", size));
     }
     // [UNK] stays (SentencePiece renders it as " \xE2\x81\x87 "); the others are structure.
     if (ids[i] == kUnkId || !IsSpecialId(ids[i])) kept.push_back(ids[i]);

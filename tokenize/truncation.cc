@@ -76,13 +76,13 @@ absl::StatusOr<PairKeep> PlanPair(int64_t first_length, int64_t second_length, i
       // Hugging Face requires the segment to keep at least one token.
       if (a > remove) return PairKeep{a - remove, b};
       return absl::InvalidArgumentError(absl::StrCat(
-          "need to remove ", remove, " tokens to truncate the pair but the first sequence has ",
-          a, "; choose another truncation than only_first, e.g. longest_first or only_second"));
+          "need to remove ", remove, " tokens to truncate the pair but the first sequence has ", a,
+          "; choose another truncation than only_first, e.g. longest_first or only_second"));
     case PairTruncation::kOnlySecond:
       if (b > remove) return PairKeep{a, b - remove};
       return absl::InvalidArgumentError(absl::StrCat(
-          "need to remove ", remove, " tokens to truncate the pair but the second sequence has ",
-          b, "; choose another truncation than only_second, e.g. longest_first or only_first"));
+          "need to remove ", remove, " tokens to truncate the pair but the second sequence has ", b,
+          "; choose another truncation than only_second, e.g. longest_first or only_first"));
     case PairTruncation::kLongestFirst: {
       // Closed form of Hugging Face's loop `if len(a) > len(b): a.pop() else: b.pop()`: the longer
       // segment shrinks alone until it meets the shorter one; from then on both shrink in turn,

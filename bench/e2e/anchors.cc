@@ -32,16 +32,15 @@ AnchorRun RunScript(const AnchorOptions& o, const std::string& script, const std
   run.log_path = absl::StrCat(o.out_dir, "/anchor_", tag, ".log");
   std::error_code ec;
   std::filesystem::remove(json_path, ec);  // the scripts append
-  std::vector<std::string> args = {o.python,
-                                   absl::StrCat(o.baselines_dir, "/", script),
+  std::vector<std::string> args = {o.python,    absl::StrCat(o.baselines_dir, "/", script),
                                    "--lengths", o.lengths_path,
-                                   "--json", json_path,
-                                   "--budget", absl::StrCat(o.budget),
+                                   "--json",    json_path,
+                                   "--budget",  absl::StrCat(o.budget),
                                    "--max-len", absl::StrCat(o.max_len),
-                                   "--vocab", absl::StrCat(o.vocab_size),
-                                   "--warmup", absl::StrCat(o.warmup_steps),
-                                   "--steps", absl::StrCat(o.steps),
-                                   "--seed", absl::StrCat(o.seed)};
+                                   "--vocab",   absl::StrCat(o.vocab_size),
+                                   "--warmup",  absl::StrCat(o.warmup_steps),
+                                   "--steps",   absl::StrCat(o.steps),
+                                   "--seed",    absl::StrCat(o.seed)};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<std::string> quoted;
   for (const std::string& a : args) quoted.push_back(ShellQuote(a));
@@ -49,7 +48,8 @@ AnchorRun RunScript(const AnchorOptions& o, const std::string& script, const std
   std::fprintf(stderr, "[e2e] anchor: %s\n", run.command.c_str());
   const int status =
       std::system(absl::StrCat(run.command, " > ", ShellQuote(run.log_path), " 2>&1").c_str());
-  run.exit_code = status == -1 ? -1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  run.exit_code =
+      status == -1 ? -1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   if (run.exit_code != 0) {
     run.error = absl::StrCat(script, " exited with ", run.exit_code, "; log tail:\n",
                              Tail(ReadFileOrEmpty(run.log_path), 1500));

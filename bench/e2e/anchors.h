@@ -41,7 +41,7 @@ struct AnchorOptions {
   std::string python = "python3";
   std::string baselines_dir;  // holds hf_bert.py and torch_packed.py
   std::string lengths_path;
-  std::string out_dir;        // JSON lines and logs of every script run go here
+  std::string out_dir;  // JSON lines and logs of every script run go here
   std::string hf_strategies = "pad_to_max,pad_longest,group_by_length";
   int64_t budget = 16384;
   int64_t max_len = 512;

@@ -42,9 +42,8 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
   // The tokenizer depends on the data file, the rows used and the vocabulary size; the name says
   // all three so that a different choice trains a new model instead of reusing a stale one.
   const std::string stem = std::filesystem::path(options.data_path).stem().string();
-  out.tokenizer_path =
-      absl::StrCat(options.cache_dir, "/", stem, "_unigram", options.vocab_size, "_rows",
-                   raw->examples.size(), ".model");
+  out.tokenizer_path = absl::StrCat(options.cache_dir, "/", stem, "_unigram", options.vocab_size,
+                                    "_rows", raw->examples.size(), ".model");
   absl::StatusOr<tokenize::Tokenizer> tokenizer = absl::UnknownError("unset");
   if (std::filesystem::exists(out.tokenizer_path)) {
     tokenizer = tokenize::Tokenizer::Load(out.tokenizer_path);
@@ -85,9 +84,9 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
   absl::StatusOr<uint64_t> fingerprint =
       tokenize::CacheFingerprint({options.data_path}, *tokenizer, description);
   if (!fingerprint.ok()) return fingerprint.status();
-  const std::string cache_path = absl::StrCat(options.cache_dir, "/", stem, "_unigram",
-                                              options.vocab_size, "_len", options.max_len,
-                                              ".corpus");
+  const std::string cache_path =
+      absl::StrCat(options.cache_dir, "/", stem, "_unigram", options.vocab_size, "_len",
+                   options.max_len, ".corpus");
   absl::StatusOr<tokenize::CachedCorpus> cached = tokenize::LoadOrBuildCorpus(
       cache_path, *fingerprint, [&]() -> absl::StatusOr<tokenize::TokenizedCorpus> {
         return tokenize::EncodeCorpus(*tokenizer, *raw, label_map, encode);

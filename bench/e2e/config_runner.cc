@@ -63,18 +63,19 @@ int64_t ParamBytes(const std::vector<at::Tensor>& params) {
 absl::StatusOr<std::vector<batching::BatchSpec>> PlanRun(const RunConfig& config,
                                                          const tokenize::TokenizedCorpus& corpus,
                                                          const RunOptions& o, int64_t count) {
-  const batching::Planner planner(
-      PlannerOptionsFor(config.strategy, o.budget, o.max_len, o.seed));
+  const batching::Planner planner(PlannerOptionsFor(config.strategy, o.budget, o.max_len, o.seed));
   const std::vector<int64_t> lengths = corpus.Lengths();
   absl::StatusOr<std::vector<batching::BatchSpec>> epoch = planner.Plan(lengths, /*epoch=*/0);
   if (!epoch.ok()) {
-    return absl::Status(epoch.status().code(), absl::StrCat(config.Name(), ": planning: ",
-                                                            epoch.status().message()));
+    return absl::Status(epoch.status().code(),
+                        absl::StrCat(config.Name(), ": planning: ", epoch.status().message()));
   }
-  if (epoch->empty()) return absl::InvalidArgumentError(absl::StrCat(config.Name(), ": empty plan"));
+  if (epoch->empty())
+    return absl::InvalidArgumentError(absl::StrCat(config.Name(), ": empty plan"));
   std::vector<batching::BatchSpec> out;
   out.reserve(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) out.push_back((*epoch)[static_cast<size_t>(i) % epoch->size()]);
+  for (int64_t i = 0; i < count; ++i)
+    out.push_back((*epoch)[static_cast<size_t>(i) % epoch->size()]);
   return out;
 }
 
@@ -142,10 +143,11 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
 
   RunResult r;
   r.config = config;
-  r.optimizer = absl::StrCat("AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr,
-                             ", wd ", kWeightDecay, " except biases and norms), grad clip ",
-                             step_options.clip_norm > 0 ? absl::StrCat(step_options.clip_norm) : "off",
-                             ", through padless train's TrainStep");
+  r.optimizer =
+      absl::StrCat("AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr, ", wd ",
+                   kWeightDecay, " except biases and norms), grad clip ",
+                   step_options.clip_norm > 0 ? absl::StrCat(step_options.clip_norm) : "off",
+                   ", through padless train's TrainStep");
   r.steps = o.steps;
   r.flops = TrainingFlops(
       timed, ModelShape{model_config->hidden(), model_config->layers(), model_config->ffn()});

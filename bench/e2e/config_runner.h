@@ -46,8 +46,8 @@ struct RunResult {
   int64_t sequences = 0;
   int64_t real_tokens = 0;
   int64_t token_slots = 0;
-  int64_t distinct_shapes = 0;  // of the timed batches
-  double seconds = 0;           // wall time of the timed steps, device synchronized at both ends
+  int64_t distinct_shapes = 0;   // of the timed batches
+  double seconds = 0;            // wall time of the timed steps, device synchronized at both ends
   double data_wait_seconds = 0;  // host time blocked in Loader::Next during the timed steps
   double flops = 0;              // training FLOPs of the real tokens (TrainingFlops)
   int64_t peak_allocated_bytes = 0;  // since the reset after warmup

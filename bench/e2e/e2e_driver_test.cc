@@ -38,10 +38,10 @@ TEST(ExpandConfigsTest, SelectivePoliciesAreCanonical) {
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<std::string> names;
   for (const RunConfig& r : *c) names.push_back(r.Name());
-  EXPECT_THAT(names, ::testing::ElementsAre(
-                         "packed_varlen/bf16/ckpt_none", "packed_varlen/bf16/ckpt_ffn",
-                         "packed_varlen/bf16/ckpt_attn", "packed_varlen/bf16/ckpt_all",
-                         "packed_varlen/bf16/ckpt_every:3"));
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("packed_varlen/bf16/ckpt_none", "packed_varlen/bf16/ckpt_ffn",
+                                     "packed_varlen/bf16/ckpt_attn", "packed_varlen/bf16/ckpt_all",
+                                     "packed_varlen/bf16/ckpt_every:3"));
   EXPECT_FALSE((*c)[0].checkpointed());
   EXPECT_TRUE((*c)[1].checkpointed());
 }
@@ -52,10 +52,10 @@ TEST(ExpandConfigsTest, GenericLayerBaselinesFollow) {
   ASSERT_TRUE(c.ok()) << c.status();
   std::vector<std::string> names;
   for (const RunConfig& r : *c) names.push_back(r.Name());
-  EXPECT_THAT(names, ::testing::ElementsAre("packed_varlen/bf16/ckpt_none",
-                                            "packed_varlen/bf16/ckpt_all",
-                                            "packed_varlen/bf16/ckpt_none/generic_layers",
-                                            "packed_varlen/bf16/ckpt_all/generic_layers"));
+  EXPECT_THAT(names,
+              ::testing::ElementsAre("packed_varlen/bf16/ckpt_none", "packed_varlen/bf16/ckpt_all",
+                                     "packed_varlen/bf16/ckpt_none/generic_layers",
+                                     "packed_varlen/bf16/ckpt_all/generic_layers"));
   c = ExpandConfigs("packed_varlen", "bf16", "none", "", "every:0");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("--generic_layers_checkpoint"));
@@ -202,8 +202,8 @@ TEST(ReportTest, CsvHasOneRowPerConfigurationAndAnchorWithRatios) {
   ASSERT_EQ(first.size(), header.size());
   EXPECT_EQ(first[1], "packed_varlen/bf16/ckpt_none");
   EXPECT_EQ(first[9], "500000.0");
-  EXPECT_EQ(first[18], "0.4000");    // MFU
-  EXPECT_EQ(first[21], "1.0246");    // 500k / 488k
+  EXPECT_EQ(first[18], "0.4000");  // MFU
+  EXPECT_EQ(first[21], "1.0246");  // 500k / 488k
   const std::vector<std::string> second = absl::StrSplit(lines[2], ',');
   EXPECT_EQ(second[21], "");  // no checkpointed anchor ran
   EXPECT_TRUE(absl::StartsWith(lines[3], "anchor,plain_pytorch:packed_varlen/ckpt_none,"));
@@ -231,7 +231,8 @@ TEST(ReportTest, SvgsDrawEveryPoint) {
   // One circle per non-checkpointed point (2) plus one legend circle per strategy (6) and the
   // anchors' legend entry; one square for the checkpointed run.
   size_t circles = 0;
-  for (size_t p = scatter.find("<circle"); p != std::string::npos; p = scatter.find("<circle", p + 1)) {
+  for (size_t p = scatter.find("<circle"); p != std::string::npos;
+       p = scatter.find("<circle", p + 1)) {
     ++circles;
   }
   EXPECT_EQ(circles, 2u + 6u + 1u);

@@ -30,8 +30,7 @@ ABSL_FLAG(std::string, cache_dir, PADLESS_BENCH_CACHE_DIR,
           "where the SentencePiece model and the tokenized corpus are cached");
 ABSL_FLAG(std::string, out_dir, PADLESS_SOURCE_DIR "/bench/report",
           "CSV, SVG plots, token lengths and anchor logs go here");
-ABSL_FLAG(std::string, results_md, PADLESS_SOURCE_DIR "/bench/RESULTS.md",
-          "the generated report");
+ABSL_FLAG(std::string, results_md, PADLESS_SOURCE_DIR "/bench/RESULTS.md", "the generated report");
 ABSL_FLAG(std::string, strategies, "all",
           "comma list of pad_to_max, pad_longest, hf_group_by_length, token_budget_buckets, "
           "packed_dense, packed_varlen (or all)");
@@ -92,9 +91,10 @@ std::string CommandLine(int argc, char** argv) {
   std::vector<std::string> parts;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
-    const bool plain = a.find_first_not_of(
-                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+") ==
-                       std::string::npos;
+    const bool plain =
+        a.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+") ==
+        std::string::npos;
     parts.push_back(plain ? a : ShellQuote(a));
   }
   return absl::StrJoin(parts, " ");
@@ -313,8 +313,8 @@ int Main(int argc, char** argv) {
     a.checkpoint_policies.clear();
     for (const RunConfig& c : *configs) {
       // The anchors know only per-layer checkpointing, the peer of every padless policy.
-      if (std::find(a.checkpoint_policies.begin(), a.checkpoint_policies.end(),
-                    c.checkpointed()) == a.checkpoint_policies.end()) {
+      if (std::find(a.checkpoint_policies.begin(), a.checkpoint_policies.end(), c.checkpointed()) ==
+          a.checkpoint_policies.end()) {
         a.checkpoint_policies.push_back(c.checkpointed());
       }
     }

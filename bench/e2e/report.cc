@@ -80,12 +80,18 @@ const RunResult* BestRun(const std::vector<RunResult>& runs) {
 
 const char* StrategyColor(Strategy s) {
   switch (s) {
-    case Strategy::kPadToMax: return "#d62728";
-    case Strategy::kPadLongest: return "#ff7f0e";
-    case Strategy::kHfGroupByLength: return "#bcbd22";
-    case Strategy::kTokenBudgetBuckets: return "#2ca02c";
-    case Strategy::kPackedDense: return "#17becf";
-    case Strategy::kPackedVarlen: return "#1f77b4";
+    case Strategy::kPadToMax:
+      return "#d62728";
+    case Strategy::kPadLongest:
+      return "#ff7f0e";
+    case Strategy::kHfGroupByLength:
+      return "#bcbd22";
+    case Strategy::kTokenBudgetBuckets:
+      return "#2ca02c";
+    case Strategy::kPackedDense:
+      return "#17becf";
+    case Strategy::kPackedVarlen:
+      return "#1f77b4";
   }
   return "#000000";
 }
@@ -110,39 +116,61 @@ std::string RenderCsv(const ReportInput& in) {
     const double tps = r.tokens_per_second();
     absl::StrAppend(
         &out,
-        absl::StrJoin(
-            {std::string("padless"), CsvField(r.config.Name()), StrategyName(r.config.strategy),
-             PrecisionName(r.config.precision), CsvField(r.config.checkpoint),
-             CsvField(r.backend), absl::StrCat(r.steps), absl::StrCat(r.real_tokens),
-             absl::StrCat(r.token_slots), absl::StrFormat("%.1f", tps),
-             absl::StrFormat("%.4f", r.padding_efficiency()), absl::StrFormat("%.3f", r.step_ms()),
-             absl::StrFormat("%.4f", r.data_wait_share()), absl::StrCat(r.peak_allocated_bytes),
-             absl::StrCat(r.peak_reserved_bytes), absl::StrCat(r.static_bytes),
-             absl::StrCat(r.activation_bytes()), absl::StrFormat("%.2f", r.tflops()),
-             absl::StrFormat("%.4f", Mfu(r, in.matmul_tflops)),
-             absl::StrFormat("%.1f", in.matmul_tflops), absl::StrFormat("%.5f", r.mean_loss),
-             ratio_field(Ratio(tps, PlainPeer(anchors, r.config.checkpointed()))),
-             ratio_field(Ratio(tps, HfBest(anchors, r.config.checkpointed()))),
-             absl::StrCat(r.distinct_shapes)},
-            ","),
+        absl::StrJoin({std::string("padless"),
+                       CsvField(r.config.Name()),
+                       StrategyName(r.config.strategy),
+                       PrecisionName(r.config.precision),
+                       CsvField(r.config.checkpoint),
+                       CsvField(r.backend),
+                       absl::StrCat(r.steps),
+                       absl::StrCat(r.real_tokens),
+                       absl::StrCat(r.token_slots),
+                       absl::StrFormat("%.1f", tps),
+                       absl::StrFormat("%.4f", r.padding_efficiency()),
+                       absl::StrFormat("%.3f", r.step_ms()),
+                       absl::StrFormat("%.4f", r.data_wait_share()),
+                       absl::StrCat(r.peak_allocated_bytes),
+                       absl::StrCat(r.peak_reserved_bytes),
+                       absl::StrCat(r.static_bytes),
+                       absl::StrCat(r.activation_bytes()),
+                       absl::StrFormat("%.2f", r.tflops()),
+                       absl::StrFormat("%.4f", Mfu(r, in.matmul_tflops)),
+                       absl::StrFormat("%.1f", in.matmul_tflops),
+                       absl::StrFormat("%.5f", r.mean_loss),
+                       ratio_field(Ratio(tps, PlainPeer(anchors, r.config.checkpointed()))),
+                       ratio_field(Ratio(tps, HfBest(anchors, r.config.checkpointed()))),
+                       absl::StrCat(r.distinct_shapes)},
+                      ","),
         "\n");
   }
   for (const AnchorRow& a : anchors) {
-    absl::StrAppend(
-        &out,
-        absl::StrJoin({std::string("anchor"), CsvField(a.Name()), CsvField(a.strategy),
-                       std::string("bf16"), std::string(a.checkpoint ? "all" : "none"),
-                       std::string(), std::string(), std::string(), std::string(),
-                       absl::StrFormat("%.1f", a.real_tokens_per_s),
-                       absl::StrFormat("%.4f", a.padding_efficiency),
-                       absl::StrFormat("%.3f", a.step_ms), std::string(),
-                       absl::StrCat(a.peak_allocated_bytes), absl::StrCat(a.peak_reserved_bytes),
-                       absl::StrCat(a.static_bytes), absl::StrCat(a.activation_bytes()),
-                       absl::StrFormat("%.2f", a.tflops), absl::StrFormat("%.4f", a.mfu),
-                       absl::StrFormat("%.1f", a.matmul_tflops), std::string(), std::string(),
-                       std::string(), std::string()},
-                      ","),
-        "\n");
+    absl::StrAppend(&out,
+                    absl::StrJoin({std::string("anchor"),
+                                   CsvField(a.Name()),
+                                   CsvField(a.strategy),
+                                   std::string("bf16"),
+                                   std::string(a.checkpoint ? "all" : "none"),
+                                   std::string(),
+                                   std::string(),
+                                   std::string(),
+                                   std::string(),
+                                   absl::StrFormat("%.1f", a.real_tokens_per_s),
+                                   absl::StrFormat("%.4f", a.padding_efficiency),
+                                   absl::StrFormat("%.3f", a.step_ms),
+                                   std::string(),
+                                   absl::StrCat(a.peak_allocated_bytes),
+                                   absl::StrCat(a.peak_reserved_bytes),
+                                   absl::StrCat(a.static_bytes),
+                                   absl::StrCat(a.activation_bytes()),
+                                   absl::StrFormat("%.2f", a.tflops),
+                                   absl::StrFormat("%.4f", a.mfu),
+                                   absl::StrFormat("%.1f", a.matmul_tflops),
+                                   std::string(),
+                                   std::string(),
+                                   std::string(),
+                                   std::string()},
+                                  ","),
+                    "\n");
   }
   return out;
 }
@@ -187,22 +215,23 @@ std::string RenderThroughputSvg(const ReportInput& in) {
                           "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                           x, top - 4, x, axis_y, x, axis_y + 16, Kilo(t));
   }
-  absl::StrAppendFormat(&svg, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">real tokens/s</text>\n",
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">real tokens/s</text>\n",
                         left + width / 2, axis_y + 34);
   for (size_t i = 0; i < bars.size(); ++i) {
     const int y = top + static_cast<int>(i) * row;
     const double w = x_of(bars[i].value) - left;
-    absl::StrAppendFormat(
-        &svg,
-        "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
-        "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n"
-        "<text x=\"%.1f\" y=\"%d\">%s</text>\n",
-        left - 6, y + 15, XmlEscape(bars[i].label), left, y + 3, std::max(0.0, w), row - 6,
-        bars[i].color, left + w + 4, y + 15, Kilo(bars[i].value));
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n"
+                          "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n"
+                          "<text x=\"%.1f\" y=\"%d\">%s</text>\n",
+                          left - 6, y + 15, XmlEscape(bars[i].label), left, y + 3, std::max(0.0, w),
+                          row - 6, bars[i].color, left + w + 4, y + 15, Kilo(bars[i].value));
   }
   if (refs) {
-    for (const auto& [value, name] : {std::pair<double, const char*>{kRefHfTokensPerSecond, "HF ref"},
-                                      {kRefTorchPackedTokensPerSecond, "PyTorch packed ref"}}) {
+    for (const auto& [value, name] :
+         {std::pair<double, const char*>{kRefHfTokensPerSecond, "HF ref"},
+          {kRefTorchPackedTokensPerSecond, "PyTorch packed ref"}}) {
       const double x = x_of(value);
       absl::StrAppendFormat(&svg,
                             "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#444\" "
@@ -322,15 +351,14 @@ std::string RenderMarkdown(const ReportInput& in) {
                   "\n\n");
   absl::StrAppend(&md, "- Command: `", in.command, "`\n");
   absl::StrAppend(&md, "- Date (UTC): ", in.date_utc, "\n");
-  absl::StrAppend(&md, "- Device: ", in.gpu_name, " (", in.device, "); LibTorch ",
-                  in.torch_version, "; Python anchors: torch ",
+  absl::StrAppend(&md, "- Device: ", in.gpu_name, " (", in.device, "); LibTorch ", in.torch_version,
+                  "; Python anchors: torch ",
                   in.python_torch_version.empty() ? "n/a" : in.python_torch_version, "\n");
   absl::StrAppend(&md, "- Model: preset `", o.preset, "`, vocabulary ", o.vocab_size, ", ",
                   o.num_labels, " labels, max length ", o.max_len, "; budget ", o.budget,
-                  " token slots per step (b = ", o.budget / std::max<int64_t>(1, o.max_len),
-                  " x ", o.max_len, " padded, max_tokens ", o.budget,
-                  " for buckets and packing); ", o.warmup_steps, " warmup + ", o.steps,
-                  " timed steps per configuration\n");
+                  " token slots per step (b = ", o.budget / std::max<int64_t>(1, o.max_len), " x ",
+                  o.max_len, " padded, max_tokens ", o.budget, " for buckets and packing); ",
+                  o.warmup_steps, " warmup + ", o.steps, " timed steps per configuration\n");
   if (!in.runs.empty()) absl::StrAppend(&md, "- Optimizer: ", in.runs.front().optimizer, "\n");
   absl::StrAppend(&md, "- Dense SDPA (padded and packed_dense): ",
                   o.sdpa_cudnn ? "cuDNN attention allowed (LibTorch's default choice)"
@@ -346,9 +374,10 @@ std::string RenderMarkdown(const ReportInput& in) {
     absl::StrAppend(&md, "- Dense bf16 matmul rate: not measured (", in.matmul_note,
                     "); MFU is not reported\n");
   }
-  md += "- Timing: the device is synchronized before and after the timed steps; the loss is "
-        "accumulated on the device and read once. MFU counts 3 x (2 x matmul parameters + "
-        "4 L H per layer) FLOPs per real token, L the sequence's own length.\n\n";
+  md +=
+      "- Timing: the device is synchronized before and after the timed steps; the loss is "
+      "accumulated on the device and read once. MFU counts 3 x (2 x matmul parameters + "
+      "4 L H per layer) FLOPs per real token, L the sequence's own length.\n\n";
 
   // Headline.
   md += "## Headline\n\n";
@@ -390,38 +419,43 @@ std::string RenderMarkdown(const ReportInput& in) {
         worst_name = r.config.Name();
       }
     }
-    absl::StrAppend(&md, "- Data wait (host time blocked in Loader::Next over the timed wall "
-                         "time), worst configuration: ",
-                    Percent(worst_wait), " (", worst_name, "; target <= 2%: ",
-                    worst_wait <= 0.02 ? "met" : "NOT met", ").\n");
+    absl::StrAppend(&md,
+                    "- Data wait (host time blocked in Loader::Next over the timed wall "
+                    "time), worst configuration: ",
+                    Percent(worst_wait), " (", worst_name,
+                    "; target <= 2%: ", worst_wait <= 0.02 ? "met" : "NOT met", ").\n");
   }
   md += "\n";
 
   // Configurations.
   md += "## padless configurations\n\n";
-  md += "| configuration | attention | real tok/s | padding eff. | shapes | step ms | data wait | peak "
-        "alloc GiB | peak reserved GiB | activations GiB | TFLOP/s | MFU | vs plain PyTorch | "
-        "vs HF best | mean loss |\n";
+  md +=
+      "| configuration | attention | real tok/s | padding eff. | shapes | step ms | data wait | "
+      "peak "
+      "alloc GiB | peak reserved GiB | activations GiB | TFLOP/s | MFU | vs plain PyTorch | "
+      "vs HF best | mean loss |\n";
   md += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const RunResult& r : in.runs) {
     const double tps = r.tokens_per_second();
     absl::StrAppendFormat(
         &md,
-        "| %s | %s | %s | %s | %d | %.1f | %s | %.2f | %.2f | %.2f | %.1f | %s | %s | %s | %.4f |\n",
+        "| %s | %s | %s | %s | %d | %.1f | %s | %.2f | %.2f | %.2f | %.1f | %s | %s | %s | %.4f "
+        "|\n",
         r.config.Name(), r.backend, Kilo(tps), Percent(r.padding_efficiency()), r.distinct_shapes,
-        r.step_ms(),
-        Percent(r.data_wait_share()), GiB(r.peak_allocated_bytes), GiB(r.peak_reserved_bytes),
-        GiB(r.activation_bytes()), r.tflops(),
+        r.step_ms(), Percent(r.data_wait_share()), GiB(r.peak_allocated_bytes),
+        GiB(r.peak_reserved_bytes), GiB(r.activation_bytes()), r.tflops(),
         in.matmul_tflops > 0 ? Percent(Mfu(r, in.matmul_tflops)) : std::string("n/a"),
         RatioText(Ratio(tps, PlainPeer(anchors, r.config.checkpointed()))),
         RatioText(Ratio(tps, HfBest(anchors, r.config.checkpointed()))), r.mean_loss);
   }
-  md += "\n`shapes`: distinct batch tensor shapes among the timed steps. Dense SDPA on cuDNN builds "
-        "a plan for every new shape, so strategies with many shapes pay for it in a short run "
-        "(compare --sdpa_cudnn=false). ";
-  md += "Ratios compare with the anchor of the same checkpointing policy. Static memory "
-        "(weights + gradients + AdamW state) is measured before the first timed step; "
-        "activations = peak allocated - static.\n\n";
+  md +=
+      "\n`shapes`: distinct batch tensor shapes among the timed steps. Dense SDPA on cuDNN builds "
+      "a plan for every new shape, so strategies with many shapes pay for it in a short run "
+      "(compare --sdpa_cudnn=false). ";
+  md +=
+      "Ratios compare with the anchor of the same checkpointing policy. Static memory "
+      "(weights + gradients + AdamW state) is measured before the first timed step; "
+      "activations = peak allocated - static.\n\n";
   if (!in.run_failures.empty()) {
     md += "**Failed configurations:**\n\n";
     for (const std::string& f : in.run_failures) absl::StrAppend(&md, "- ", f, "\n");
@@ -433,8 +467,9 @@ std::string RenderMarkdown(const ReportInput& in) {
   if (!in.anchors_requested) {
     md += "Not run (--anchors=false or smoke mode).\n\n";
   } else {
-    md += "| anchor | real tok/s | padding eff. | step ms | peak alloc GiB | activations GiB | "
-          "TFLOP/s | MFU |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    md +=
+        "| anchor | real tok/s | padding eff. | step ms | peak alloc GiB | activations GiB | "
+        "TFLOP/s | MFU |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const AnchorRow& a : anchors) {
       absl::StrAppendFormat(&md, "| %s | %s | %s | %.1f | %.2f | %.2f | %.1f | %s |\n", a.Name(),
                             Kilo(a.real_tokens_per_s), Percent(a.padding_efficiency), a.step_ms,
@@ -451,8 +486,9 @@ std::string RenderMarkdown(const ReportInput& in) {
 
   // Checkpointing trade-off.
   md += "## Checkpointing: throughput lost for activation memory saved\n\n";
-  md += "| configuration | policy | real tok/s none -> policy | throughput lost | activations "
-        "GiB none -> policy |\n|---|---|---:|---:|---:|\n";
+  md +=
+      "| configuration | policy | real tok/s none -> policy | throughput lost | activations "
+      "GiB none -> policy |\n|---|---|---:|---:|---:|\n";
   bool any = false;
   for (const RunResult& a : in.runs) {
     if (a.config.checkpointed()) continue;
@@ -466,9 +502,9 @@ std::string RenderMarkdown(const ReportInput& in) {
       const double loss = 1 - b.tokens_per_second() / std::max(1e-9, a.tokens_per_second());
       absl::StrAppendFormat(&md, "| padless %s/%s%s | %s | %s -> %s | %s | %.2f -> %.2f |\n",
                             StrategyName(a.config.strategy), PrecisionName(a.config.precision),
-                            a.config.generic_layers ? "/generic_layers" : "", b.config.checkpoint, Kilo(a.tokens_per_second()),
-                            Kilo(b.tokens_per_second()), Percent(loss), GiB(a.activation_bytes()),
-                            GiB(b.activation_bytes()));
+                            a.config.generic_layers ? "/generic_layers" : "", b.config.checkpoint,
+                            Kilo(a.tokens_per_second()), Kilo(b.tokens_per_second()), Percent(loss),
+                            GiB(a.activation_bytes()), GiB(b.activation_bytes()));
     }
   }
   for (const AnchorRow& a : anchors) {
@@ -478,21 +514,22 @@ std::string RenderMarkdown(const ReportInput& in) {
       any = true;
       const double loss = 1 - b.real_tokens_per_s / std::max(1e-9, a.real_tokens_per_s);
       absl::StrAppendFormat(&md, "| %s:%s | all | %s -> %s | %s | %.2f -> %.2f |\n", a.impl,
-                            a.strategy,
-                            Kilo(a.real_tokens_per_s), Kilo(b.real_tokens_per_s), Percent(loss),
-                            GiB(a.activation_bytes()), GiB(b.activation_bytes()));
+                            a.strategy, Kilo(a.real_tokens_per_s), Kilo(b.real_tokens_per_s),
+                            Percent(loss), GiB(a.activation_bytes()), GiB(b.activation_bytes()));
     }
   }
   if (!any) md += "| (no configuration ran with and without checkpointing) | | | | |\n";
-  md += "\nTarget: lose <= 20% of the throughput without checkpointing (PyTorch and HF lose "
-        "about 35%).\n\n";
+  md +=
+      "\nTarget: lose <= 20% of the throughput without checkpointing (PyTorch and HF lose "
+      "about 35%).\n\n";
 
   md += "## Outputs\n\n";
   absl::StrAppend(&md, "- CSV: [", in.csv_link, "](", in.csv_link, ")\n");
   absl::StrAppend(&md, "\n![real tokens/s per configuration](", in.throughput_svg_link, ")\n");
   absl::StrAppend(&md, "\n![activation memory vs throughput](", in.memory_svg_link, ")\n");
-  md += "\nMemory against sequence length comes from `padless profile-memory` (not this "
-        "driver).\n";
+  md +=
+      "\nMemory against sequence length comes from `padless profile-memory` (not this "
+      "driver).\n";
   return md;
 }
 

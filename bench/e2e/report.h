@@ -22,7 +22,7 @@ inline constexpr double kRefTorchPackedMfu = 0.34;
 struct ReportInput {
   std::string command;  // the exact command line
   std::string date_utc;
-  std::string device;   // "cuda:0" / "cpu"
+  std::string device;  // "cuda:0" / "cpu"
   std::string gpu_name;
   std::string torch_version;         // LibTorch of this binary
   std::string python_torch_version;  // reported by the anchors ("" when they did not run)

@@ -59,7 +59,8 @@ absl::StatusOr<std::vector<Strategy>> ParseStrategies(absl::string_view flag,
       continue;
     }
     absl::StatusOr<Strategy> s = ParseStrategy(item);
-    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.status().message()));
+    if (!s.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.status().message()));
     out.push_back(*s);
   }
   return out;
@@ -116,7 +117,8 @@ absl::StatusOr<std::vector<RunConfig>> ExpandConfigs(absl::string_view strategie
   std::vector<Precision> precs;
   for (const std::string& item : Items(precisions)) {
     absl::StatusOr<Precision> p = ParsePrecision(item);
-    if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("--precisions: ", p.status().message()));
+    if (!p.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--precisions: ", p.status().message()));
     precs.push_back(*p);
   }
   absl::StatusOr<std::vector<std::string>> ckpts = ParsePolicies("checkpoint", checkpoints);

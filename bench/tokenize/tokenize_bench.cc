@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -107,9 +107,9 @@ BatchEncodeOptions Options(int threads, int64_t max_length) {
 
 void SetRates(benchmark::State& state, int64_t bytes, int64_t tokens) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
-  state.counters["tokens_per_s"] = benchmark::Counter(
-      static_cast<double>(tokens) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(tokens) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 
 // Baseline: SentencePiece's Encode over every review, one thread.

@@ -55,8 +55,8 @@ absl::StatusOr<LadderResult> ClimbToTarget(const LadderMeasure& measure, int64_t
     }
     int64_t aim = 0;
     if (a != nullptr && b->rows != a->rows && b->peak_bytes > a->peak_bytes) {
-      const double per_row =
-          static_cast<double>(b->peak_bytes - a->peak_bytes) / static_cast<double>(b->rows - a->rows);
+      const double per_row = static_cast<double>(b->peak_bytes - a->peak_bytes) /
+                             static_cast<double>(b->rows - a->rows);
       aim = fits.rows + static_cast<int64_t>((target_bytes - fits.peak_bytes) / per_row);
     } else {
       aim = over ? (fits.rows + over->rows) / 2 : options.max_growth * fits.rows;

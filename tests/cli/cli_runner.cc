@@ -32,8 +32,8 @@ void WriteFile(const std::string& path, const std::string& content) {
 
 std::string ScratchDir(const std::string& name) {
   const std::string dir = absl::StrCat(::testing::TempDir(), "/padless_cli_", name, "_", getpid());
-  const std::string command = absl::StrCat("rm -rf ", ShellQuote(dir), " && mkdir -p ",
-                                           ShellQuote(dir));
+  const std::string command =
+      absl::StrCat("rm -rf ", ShellQuote(dir), " && mkdir -p ", ShellQuote(dir));
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   return dir;
 }

@@ -16,12 +16,12 @@
 namespace padless::cli {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::CliResult;
+using ::testing::HasSubstr;
 using testing::ReadFile;
 using testing::RunPadless;
 using testing::ScratchDir;
+using ::testing::StartsWith;
 using testing::WriteFile;
 
 std::string Shared(const std::string& name) {
@@ -60,8 +60,8 @@ class TokenizeCliTest : public ::testing::Test {
   // Trains a small model on sst2_dev.tsv (labeled, so a label map is written too).
   std::string TrainSmallModel() {
     const std::string prefix = dir_ + "/sst2";
-    CliResult r = RunPadless({"tokenize", "train", "--input", dev_, "--vocab-size", "600",
-                              "--out", prefix, "--quiet"});
+    CliResult r = RunPadless(
+        {"tokenize", "train", "--input", dev_, "--vocab-size", "600", "--out", prefix, "--quiet"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return prefix + ".model";
   }
@@ -109,9 +109,9 @@ TEST(TokenizeCliUsageTest, TrainFlagValidation) {
 TEST_F(TokenizeCliTest, TrainOnPlainTextWritesAModelWithFixedIds) {
   const std::string botchan = Shared("botchan.txt");
   if (botchan.empty()) GTEST_SKIP() << "no botchan.txt";
-  CliResult r = RunPadless({"tokenize", "train", "--input", botchan, "--vocab-size", "800",
-                            "--model-type", "bpe", "--user-symbols", "<url>,<num>", "--out",
-                            dir_ + "/botchan.model"});
+  CliResult r =
+      RunPadless({"tokenize", "train", "--input", botchan, "--vocab-size", "800", "--model-type",
+                  "bpe", "--user-symbols", "<url>,<num>", "--out", dir_ + "/botchan.model"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto f = Fields(r.out);
   EXPECT_EQ(f.at("model"), dir_ + "/botchan.model");
@@ -125,8 +125,8 @@ TEST_F(TokenizeCliTest, TrainOnPlainTextWritesAModelWithFixedIds) {
 }
 
 TEST_F(TokenizeCliTest, TrainOnLabeledDataWritesTheLabelMap) {
-  CliResult r = RunPadless({"tokenize", "train", "--input", dev_, "--vocab-size", "600", "--out",
-                            dir_ + "/m"});
+  CliResult r = RunPadless(
+      {"tokenize", "train", "--input", dev_, "--vocab-size", "600", "--out", dir_ + "/m"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto f = Fields(r.out);
   EXPECT_EQ(IntField(f, "training_texts"), 872);
@@ -138,8 +138,8 @@ TEST_F(TokenizeCliTest, TrainOnLabeledDataWritesTheLabelMap) {
 }
 
 TEST_F(TokenizeCliTest, TrainFailuresAreRuntimeErrors) {
-  CliResult r = RunPadless({"tokenize", "train", "--input", dir_ + "/missing.txt", "--out",
-                            dir_ + "/m"});
+  CliResult r =
+      RunPadless({"tokenize", "train", "--input", dir_ + "/missing.txt", "--out", dir_ + "/m"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("missing.txt"));
   WriteFile(dir_ + "/tiny.txt", "just a few words\n");
@@ -152,8 +152,8 @@ TEST_F(TokenizeCliTest, TrainFailuresAreRuntimeErrors) {
 TEST_F(TokenizeCliTest, EncodeBuildsReusesAndRebuildsTheCache) {
   const std::string model = TrainSmallModel();
   const std::string cache = dir_ + "/dev.cache";
-  const std::vector<std::string> args = {"tokenize", "encode", "--model", model, "--data", dev_,
-                                         "--out", cache, "--max-len", "32"};
+  const std::vector<std::string> args = {"tokenize", "encode", "--model", model,       "--data",
+                                         dev_,       "--out",  cache,     "--max-len", "32"};
   CliResult r = RunPadless(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto f = Fields(r.out);
@@ -250,8 +250,8 @@ TEST_F(TokenizeCliTest, JsonlAndCsvWithFieldFlags) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(IntField(Fields(r.out), "examples"), 2);
   WriteFile(dir_ + "/d.data", "label,text\n1,\"fine, really\"\n0,\"unterminated\n");
-  r = RunPadless({"tokenize", "encode", "--model", model, "--data", dir_ + "/d.data", "--format",
-                  "csv"});
+  r = RunPadless(
+      {"tokenize", "encode", "--model", model, "--data", dir_ + "/d.data", "--format", "csv"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("d.data:3: unterminated quoted field"));
 }

@@ -17,6 +17,7 @@ int main() {
     return 1;
   }
   std::printf("consumer: ok (%lld real tokens of %lld slots)\n",
-              static_cast<long long>(spec.real_tokens()), static_cast<long long>(spec.token_slots()));
+              static_cast<long long>(spec.real_tokens()),
+              static_cast<long long>(spec.token_slots()));
   return 0;
 }

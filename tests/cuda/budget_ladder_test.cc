@@ -104,11 +104,11 @@ TEST(BudgetLadderTest, AdjacentBoundsStopWithoutMeasuring) {
 
 TEST(BudgetLadderTest, BadStartAndMeasureErrorsAreReturned) {
   Curve c{[](int64_t rows) { return rows * kMiB; }};
-  EXPECT_EQ(ClimbToTarget(c.Measure(), kTarget, LadderStep{0, 0, false}, std::nullopt,
-                          std::nullopt, 4)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ClimbToTarget(c.Measure(), kTarget, LadderStep{0, 0, false}, std::nullopt, std::nullopt, 4)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ClimbToTarget(c.Measure(), kTarget, LadderStep{2, kTarget + 1, false}, std::nullopt,
                           std::nullopt, 4)
                 .status()

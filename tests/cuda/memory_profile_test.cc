@@ -48,10 +48,9 @@ TEST(MemoryProfileTest, CsvHasOneLinePerPoint) {
             "peak_reserved_bytes,activation_bytes,oom");
   EXPECT_THAT(lines[1], testing::StartsWith("\"a,b\",2,64,128,900000000,0,"));
   const MemoryProfilePoint& p = points[1];
-  EXPECT_EQ(lines[2],
-            absl::StrCat("fp32/dense,2,64,128,900000000,1000,", p.peak_allocated_bytes, ",",
-                         p.peak_reserved_bytes, ",", p.peak_allocated_bytes - 900000000 - 1000,
-                         ",0"));
+  EXPECT_EQ(lines[2], absl::StrCat("fp32/dense,2,64,128,900000000,1000,", p.peak_allocated_bytes,
+                                   ",", p.peak_reserved_bytes, ",",
+                                   p.peak_allocated_bytes - 900000000 - 1000, ",0"));
 }
 
 TEST(MemoryProfileTest, SvgDrawsOneLinePerConfigAndBatch) {

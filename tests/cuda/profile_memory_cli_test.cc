@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 
 namespace {
@@ -118,8 +118,8 @@ TEST(ProfileMemoryCliTest, BadFlagsAreUsageErrors) {
       {"--sweep_device=tpu", "--sweep_device"},
   };
   for (const auto& [flag, message] : cases) {
-    const std::string cmd = absl::StrCat(cli, " profile-memory --sweep_device=cpu ", flag, " > ",
-                                         log, " 2>&1");
+    const std::string cmd =
+        absl::StrCat(cli, " profile-memory --sweep_device=cpu ", flag, " > ", log, " 2>&1");
     const int rc = std::system(cmd.c_str());
     ASSERT_TRUE(WIFEXITED(rc)) << flag;
     EXPECT_EQ(WEXITSTATUS(rc), 2) << flag << ": " << ReadFile(log);

@@ -71,15 +71,32 @@ TEST(CheckpointPolicyTest, Parses) {
   EXPECT_EQ(CheckpointPolicy::Parse("selective")->scope, CheckpointScope::kSelective);
   EXPECT_EQ(CheckpointPolicy::Parse("selective")->every, 1);
   EXPECT_EQ(CheckpointPolicy::Parse("selective/keep_last:2")->keep_last, 2);
-  for (const char* text : {"none", "all", "every:3", "keep_last:1", "ffn", "attn", "ffn/every:4",
-                           "attn/every:2", "ffn/keep_last:3", "selective", "selective/every:2",
-                           "selective/keep_last:1"}) {
+  for (const char* text :
+       {"none", "all", "every:3", "keep_last:1", "ffn", "attn", "ffn/every:4", "attn/every:2",
+        "ffn/keep_last:3", "selective", "selective/every:2", "selective/keep_last:1"}) {
     EXPECT_EQ(CheckpointPolicy::Parse(text)->ToString(), text);
   }
-  for (const char* bad : {"", "every:", "every:0", "every:-1", "some", "every:2x", "ffnx", "ffn/",
-                          "ffn/all", "attn/every:0", "ffn:every:2", "all/every:2", "/every:2",
-                          "keep_last:0", "keep_last:", "ffn/keep_last:-1", "Keep_last:1",
-                          "selective/", "selectivex", "selective/all", "ffn/selective"}) {
+  for (const char* bad : {"",
+                          "every:",
+                          "every:0",
+                          "every:-1",
+                          "some",
+                          "every:2x",
+                          "ffnx",
+                          "ffn/",
+                          "ffn/all",
+                          "attn/every:0",
+                          "ffn:every:2",
+                          "all/every:2",
+                          "/every:2",
+                          "keep_last:0",
+                          "keep_last:",
+                          "ffn/keep_last:-1",
+                          "Keep_last:1",
+                          "selective/",
+                          "selectivex",
+                          "selective/all",
+                          "ffn/selective"}) {
     const absl::StatusOr<CheckpointPolicy> p = CheckpointPolicy::Parse(bad);
     ASSERT_FALSE(p.ok()) << bad;
     EXPECT_NE(p.status().message().find(std::string("'") + bad + "'"), std::string::npos);
@@ -136,8 +153,7 @@ TEST_P(CheckpointEquivalenceTest, SameLossAndGradientsWithDropout) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, CheckpointEquivalenceTest,
                          ::testing::Values("all", "every:2", "every:3", "keep_last:1", "ffn",
-                                           "attn", "ffn/every:2", "attn/keep_last:2",
-                                           "selective"));
+                                           "attn", "ffn/every:2", "attn/keep_last:2", "selective"));
 
 class CheckpointAutocastTest : public ::testing::TestWithParam<std::string> {};
 

@@ -121,8 +121,9 @@ TEST_P(FusedLayerTest, MatchesAutogradThroughTheGenericLayer) {
   std::vector<at::Tensor> moved = w;
   moved[kFfnInWeight] = (w[kFfnInWeight] * 1.01).detach().requires_grad_(true);
   const LayerRun other = RunLayer(true, saving, x, moved, spec, ctx, probe);
-  EXPECT_GT((other.grads[1 + kQkvWeight] - generic.grads[1 + kQkvWeight]).abs().max().item<double>(),
-            1e-6);
+  EXPECT_GT(
+      (other.grads[1 + kQkvWeight] - generic.grads[1 + kQkvWeight]).abs().max().item<double>(),
+      1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -142,8 +143,8 @@ TEST(FusedLayerTest, FrozenWeightsGetNoGradient) {
   spec.heads = kHeads;
   const at::Tensor x = at::randn({12, kHidden}, at::kDouble);
   const at::Tensor probe = at::randn({12, kHidden}, at::kDouble);
-  for (FusedSaving saving : {FusedSaving::kSaveAll, FusedSaving::kRecomputeAll,
-                             FusedSaving::kRecomputeToActivation}) {
+  for (FusedSaving saving :
+       {FusedSaving::kSaveAll, FusedSaving::kRecomputeAll, FusedSaving::kRecomputeToActivation}) {
     const LayerRun generic = RunLayer(false, saving, x, w, spec, ctx, probe);
     const LayerRun fused = RunLayer(true, saving, x, w, spec, ctx, probe);
     EXPECT_FALSE(fused.grads[1 + kQkvWeight].defined());
@@ -274,8 +275,7 @@ TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
     for (size_t i = 0; i < generic.grads.size(); ++i) {
       EXPECT_TRUE(fused.grads[i].isfinite().all().item<bool>()) << i;
       const double scale = std::max(1.0, generic.grads[i].abs().max().item<double>());
-      EXPECT_LE((generic.grads[i] - fused.grads[i]).abs().max().item<double>(), 1e-10 * scale)
-          << i;
+      EXPECT_LE((generic.grads[i] - fused.grads[i]).abs().max().item<double>(), 1e-10 * scale) << i;
     }
   }
 }
@@ -327,7 +327,8 @@ EncoderConfig GpuConfig() {
 
 // Relative L2 distance, the measure for tensors computed along different bf16 roundings.
 double Relative(const at::Tensor& want, const at::Tensor& got) {
-  return ((want.to(at::kFloat) - got.to(at::kFloat)).norm() / want.to(at::kFloat).norm().clamp_min(1e-12))
+  return ((want.to(at::kFloat) - got.to(at::kFloat)).norm() /
+          want.to(at::kFloat).norm().clamp_min(1e-12))
       .item<double>();
 }
 
@@ -354,7 +355,8 @@ TEST(FusedLayerGpuTest, FlashUnderBf16MatchesGenericAndRecompute) {
   // Same dropout masks (same kernels, same RNG order): only bf16 rounding differs; another seed
   // (other masks) is far outside that.
   EXPECT_LE(Relative(generic.logits, fused.logits), 2e-2);
-  EXPECT_GT(Relative(generic.logits, other_seed.logits), 3 * Relative(generic.logits, fused.logits));
+  EXPECT_GT(Relative(generic.logits, other_seed.logits),
+            3 * Relative(generic.logits, fused.logits));
   for (size_t i = 0; i < generic.grads.size(); ++i) {
     EXPECT_TRUE(fused.grads[i].isfinite().all().item<bool>()) << i;
     EXPECT_LE(Relative(generic.grads[i], fused.grads[i]), 5e-2) << i;

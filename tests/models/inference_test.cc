@@ -111,8 +111,9 @@ TEST_F(InferenceTest, DamagedWeightsArchiveIsAStatusNotACrash) {
   // (2 bytes of id, 2 of size, then padding), then the entry's data.
   const size_t name = archive.find(".pyFB");
   ASSERT_NE(name, std::string::npos);
-  const size_t data = name + 5 + 2 + (static_cast<uint8_t>(archive[name + 5]) |
-                                      static_cast<uint8_t>(archive[name + 6]) << 8);
+  const size_t data =
+      name + 5 + 2 +
+      (static_cast<uint8_t>(archive[name + 5]) | static_cast<uint8_t>(archive[name + 6]) << 8);
   const std::string patch("\"\xff\xff@\x00l", 6);  // the fuzzer's bytes
   int rejected = 0;
   // From the byte before the data (where the fuzzer's patch sat) over the first 48 data bytes.

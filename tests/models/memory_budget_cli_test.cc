@@ -23,9 +23,9 @@ std::string TinyData() {
 TEST(MemoryBudgetCliTest, MalformedBudgetIsAUsageError) {
   const std::string data = TinyData();
   for (const std::string bad : {"lots", "40XB", "-1GiB", "0"}) {
-    const CliResult r = RunPadless({"train", "--data", data, "--out",
-                                    ScratchDir("memory_budget_bad") + "/model", "--device", "cpu",
-                                    "--memory-budget", bad});
+    const CliResult r =
+        RunPadless({"train", "--data", data, "--out", ScratchDir("memory_budget_bad") + "/model",
+                    "--device", "cpu", "--memory-budget", bad});
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
     EXPECT_NE(r.err.find("--memory-budget"), std::string::npos) << bad << ": " << r.err;
   }
@@ -43,10 +43,27 @@ TEST(MemoryBudgetCliTest, BudgetBelowTheFixedCostNamesTheMinimum) {
 
 TEST(MemoryBudgetCliTest, TrainPrintsTheChosenBudget) {
   const std::string dir = ScratchDir("memory_budget_ok");
-  const CliResult r = RunPadless({"train", "--data", TinyData(), "--out", dir + "/model",
-                                  "--preset", "tiny", "--vocab-size", "30", "--max-len", "64",
-                                  "--batching", "varlen", "--max-steps", "2", "--device", "cpu",
-                                  "--quiet", "--memory-budget", "48MiB", "--metrics-json",
+  const CliResult r = RunPadless({"train",
+                                  "--data",
+                                  TinyData(),
+                                  "--out",
+                                  dir + "/model",
+                                  "--preset",
+                                  "tiny",
+                                  "--vocab-size",
+                                  "30",
+                                  "--max-len",
+                                  "64",
+                                  "--batching",
+                                  "varlen",
+                                  "--max-steps",
+                                  "2",
+                                  "--device",
+                                  "cpu",
+                                  "--quiet",
+                                  "--memory-budget",
+                                  "48MiB",
+                                  "--metrics-json",
                                   dir + "/metrics.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("memory budget 48.0 MiB (target 45.6 MiB): max_tokens "), std::string::npos)

@@ -88,9 +88,8 @@ class MemoryPlanningTest : public ::testing::Test {
     EXPECT_TRUE(specs.ok()) << specs.status();
     if (!specs.ok() || specs->empty()) return -1;
     const batching::BatchSpec& big = *std::max_element(
-        specs->begin(), specs->end(), [](const auto& a, const auto& b) {
-          return a.token_slots() < b.token_slots();
-        });
+        specs->begin(), specs->end(),
+        [](const auto& a, const auto& b) { return a.token_slots() < b.token_slots(); });
     *batch_tokens = big.token_slots();
     batching::Collator collator(batching::CollatorOptions{});
     absl::StatusOr<batching::Batch> batch = collator.Collate(corpus, big);
@@ -136,9 +135,8 @@ TEST_F(MemoryPlanningTest, VarlenPlanFitsTheBudgetAndUsesMostOfIt) {
   EXPECT_LE(peak, budget) << plan->Summary();
   EXPECT_GE(peak, 0.85 * budget) << plan->Summary();
   std::printf("varlen: %s; measured peak %lld of budget %lld (%.1f%%), %lld tokens\n",
-              plan->Summary().c_str(), static_cast<long long>(peak),
-              static_cast<long long>(budget), 100.0 * peak / budget,
-              static_cast<long long>(tokens));
+              plan->Summary().c_str(), static_cast<long long>(peak), static_cast<long long>(budget),
+              100.0 * peak / budget, static_cast<long long>(tokens));
 }
 
 TEST_F(MemoryPlanningTest, PaddedPlanChoosesBatchSizeWithinTheBudget) {
@@ -198,10 +196,10 @@ TEST_F(MemoryPlanningTest, TrainerAppliesThePlanAndStaysWithinTheBudget) {
   EncoderClassifier model(Config());
   const int64_t budget = BudgetForRows(model, VarlenPlan(), 12);
   ASSERT_GT(budget, 0);
-  Trainer trainer(model,
-                  TrainConfig().progress(false).loader_workers(0).max_steps(3).memory_budget_bytes(
-                      budget),
-                  VarlenPlan(), c10::kCPU);
+  Trainer trainer(
+      model,
+      TrainConfig().progress(false).loader_workers(0).max_steps(3).memory_budget_bytes(budget),
+      VarlenPlan(), c10::kCPU);
   absl::StatusOr<TrainResult> r = trainer.Train(FullRows(48), nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->memory_plan.has_value());

@@ -12,8 +12,8 @@
 namespace padless::tokenize {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::BotchanTokenizer;
+using ::testing::HasSubstr;
 using testing::SharedDataFile;
 
 class BatchEncoderTest : public ::testing::Test {
@@ -152,7 +152,8 @@ TEST_F(BatchEncoderTest, ErrorsNameTheLowestFailingLineForAnyThreadCount) {
     options.num_threads = threads;
     absl::StatusOr<TokenizedCorpus> out = EncodeCorpus(*tok_, corpus, labels, options);
     ASSERT_FALSE(out.ok());
-    EXPECT_THAT(out.status().message(), HasSubstr(absl::StrCat("pairs.tsv:", 1000 + first_bad, ":")));
+    EXPECT_THAT(out.status().message(),
+                HasSubstr(absl::StrCat("pairs.tsv:", 1000 + first_bad, ":")));
     EXPECT_THAT(out.status().message(), HasSubstr("only_first"));
   }
   corpus.examples[3].label = "unknown";

@@ -61,9 +61,9 @@ class CorpusCacheTest : public ::testing::Test {
  protected:
   void TearDown() override { std::remove(path_.c_str()); }
   // ctest runs tests in parallel processes: each gets its own file.
-  const std::string path_ =
-      ::testing::TempDir() + "/corpus_cache_test_" +
-      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".bin";
+  const std::string path_ = ::testing::TempDir() + "/corpus_cache_test_" +
+                            ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                            ".bin";
 };
 
 TEST_F(CorpusCacheTest, RoundTripWithAndWithoutTypeIds) {

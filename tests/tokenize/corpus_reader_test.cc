@@ -71,7 +71,8 @@ TEST(TsvReaderTest, ExtraTabsFailWithFileAndLine) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(), HasSubstr("d.tsv:3:"));
-  EXPECT_THAT(c.status().message(), HasSubstr("expected 2 tab-separated fields as in the header, found 4"));
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("expected 2 tab-separated fields as in the header, found 4"));
 }
 
 TEST(TsvReaderTest, ExtraTabsWithoutHeader) {

@@ -31,9 +31,8 @@ std::string TrainDefaultLayoutModel(const std::string& text_file, int vocab_size
                                     std::string* error) {
   std::string serialized;
   const auto status = sentencepiece::SentencePieceTrainer::Train(
-      std::unordered_map<std::string, std::string>{{"input", text_file},
-                                                   {"vocab_size", std::to_string(vocab_size)},
-                                                   {"minloglevel", "2"}},
+      std::unordered_map<std::string, std::string>{
+          {"input", text_file}, {"vocab_size", std::to_string(vocab_size)}, {"minloglevel", "2"}},
       nullptr, &serialized);
   if (!status.ok()) *error = status.ToString();
   return serialized;

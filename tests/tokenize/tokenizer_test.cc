@@ -16,10 +16,10 @@
 namespace padless::tokenize {
 namespace {
 
+using testing::BotchanTokenizer;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-using testing::BotchanTokenizer;
 using testing::SharedDataFile;
 
 class TokenizerTest : public ::testing::Test {
@@ -209,9 +209,9 @@ TEST_F(TokenizerTest, PairTruncationTable) {
       continue;
     }
     const std::vector<int32_t> a = Pieces(c.first), b = Pieces(c.second);
-    absl::StatusOr<PairKeep> keep = PlanPair(static_cast<int64_t>(a.size()),
-                                             static_cast<int64_t>(b.size()), c.max_length - 3,
-                                             c.strategy);
+    absl::StatusOr<PairKeep> keep =
+        PlanPair(static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size()), c.max_length - 3,
+                 c.strategy);
     ASSERT_TRUE(keep.ok());
     std::vector<int32_t> want = {kClsId};
     want.insert(want.end(), a.begin(), a.begin() + keep->first);
@@ -228,7 +228,8 @@ TEST_F(TokenizerTest, PairTruncationTable) {
 TEST_F(TokenizerTest, WindowsCoverTheTextWithTheStride) {
   const std::vector<int32_t> pieces = Pieces(kLongText);
   const int64_t max_length = 12, stride = 3, budget = max_length - 2;
-  absl::StatusOr<std::vector<Encoding>> windows = tok_->EncodeWindows(kLongText, max_length, stride);
+  absl::StatusOr<std::vector<Encoding>> windows =
+      tok_->EncodeWindows(kLongText, max_length, stride);
   ASSERT_TRUE(windows.ok()) << windows.status();
   const std::vector<int64_t> starts =
       WindowStarts(static_cast<int64_t>(pieces.size()), budget, stride);

@@ -22,8 +22,8 @@ std::unique_ptr<Tokenizer> LoadOrTrain() {
   const std::string input = SharedDataFile("botchan.txt");
   if (input.empty()) return nullptr;
   // The name carries the options, so a change of them never reuses an old file.
-  const std::string path = absl::StrCat(::testing::TempDir(), "/padless_botchan_unigram_",
-                                        kBotchanVocab, "_v1.model");
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/padless_botchan_unigram_", kBotchanVocab, "_v1.model");
   if (absl::StatusOr<Tokenizer> cached = Tokenizer::Load(path); cached.ok()) {
     return std::make_unique<Tokenizer>(*std::move(cached));
   }

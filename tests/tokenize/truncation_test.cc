@@ -154,8 +154,8 @@ TEST(ParseTest, NamesRoundTripAndUnknownNamesFail) {
   for (Truncation t : {Truncation::kHead, Truncation::kTail, Truncation::kHeadTail}) {
     EXPECT_EQ(*ParseTruncation(TruncationName(t)), t);
   }
-  for (PairTruncation t : {PairTruncation::kLongestFirst, PairTruncation::kOnlyFirst,
-                           PairTruncation::kOnlySecond}) {
+  for (PairTruncation t :
+       {PairTruncation::kLongestFirst, PairTruncation::kOnlyFirst, PairTruncation::kOnlySecond}) {
     EXPECT_EQ(*ParsePairTruncation(PairTruncationName(t)), t);
   }
   EXPECT_EQ(ParseTruncation("middle").status().code(), absl::StatusCode::kInvalidArgument);

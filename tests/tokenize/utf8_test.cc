@@ -19,10 +19,17 @@ struct Case {
 TEST(SanitizeUtf8Test, TableOfCases) {
   const Case cases[] = {
       {"ascii", "plain text", "plain text", 0},
-      {"valid multibyte", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 0},
-      {"lone continuation", "a\x80" "b", "a" + kFffd + "b", 1},
+      {"valid multibyte", "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",
+       "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80", 0},
+      {"lone continuation",
+       "a\x80"
+       "b",
+       "a" + kFffd + "b", 1},
       {"truncated at end", "ab\xE2\x82", "ab" + kFffd, 1},
-      {"truncated mid", "\xE2\x82" "x", kFffd + "x", 1},
+      {"truncated mid",
+       "\xE2\x82"
+       "x",
+       kFffd + "x", 1},
       {"overlong slash", "\xC0\xAF", kFffd + kFffd, 2},
       {"surrogate", "\xED\xA0\x80", kFffd + kFffd + kFffd, 3},
       {"above max", "\xF4\x90\x80\x80", kFffd + kFffd + kFffd + kFffd, 4},

@@ -33,7 +33,7 @@ struct MemoryPlanOptions {
 
   // The options a training run of `config` plans with: its budget, margin, AMP mode and weight
   // decay.
-  static MemoryPlanOptions From(const TrainConfig &config);
+  static MemoryPlanOptions From(const TrainConfig& config);
 };
 
 struct MemoryPlan {
@@ -65,10 +65,10 @@ struct MemoryPlan {
 // CPU (install it before building the model, or weights are not counted). Errors: a budget that
 // cannot hold one row of `row_len` tokens (FailedPrecondition, naming the minimum), invalid options
 // (InvalidArgument), torch failures (Internal).
-absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier &model,
-                                               const batching::PlannerOptions &plan,
-                                               const MemoryPlanOptions &options,
-                                               const c10::Device &device);
+absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier& model,
+                                               const batching::PlannerOptions& plan,
+                                               const MemoryPlanOptions& options,
+                                               const c10::Device& device);
 
 }  // namespace padless::models
 

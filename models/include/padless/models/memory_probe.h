@@ -40,9 +40,8 @@ struct StepMemory {
 // at learning rate `lr` (0 leaves the weights unchanged). Out of memory is reported in the
 // result, not as an error; other torch failures are Internal errors.
 absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAdamW& opt,
-                                               const batching::Batch& batch, AmpMode amp,
-                                               double lr, cuda::MemoryMeter& meter,
-                                               const c10::Device& device);
+                                               const batching::Batch& batch, AmpMode amp, double lr,
+                                               cuda::MemoryMeter& meter, const c10::Device& device);
 
 }  // namespace padless::models
 

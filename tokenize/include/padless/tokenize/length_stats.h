@@ -20,8 +20,8 @@ struct LengthStats {
   int64_t p90 = 0;
   int64_t p99 = 0;
   int64_t max = 0;
-  int64_t over_limit = 0;           // lengths > limit
-  double over_limit_share = 0.0;    // over_limit / count
+  int64_t over_limit = 0;         // lengths > limit
+  double over_limit_share = 0.0;  // over_limit / count
 };
 
 // `limit` <= 0 disables the over-limit count.

@@ -28,10 +28,10 @@ struct TrainOptions {
   int vocab_size = 8000;               // special tokens and user symbols included
   double character_coverage = 0.9995;  // share of characters covered; the rest map to [UNK]
   std::vector<std::string> user_defined_symbols;  // always single pieces, ids from 5 on
-  int64_t input_sentence_size = 0;     // sample this many sentences (0: use all)
+  int64_t input_sentence_size = 0;                // sample this many sentences (0: use all)
   int64_t max_sentence_length = 1 << 16;  // bytes; longer sentences are skipped by SentencePiece
-  int num_threads = 0;                 // 0: hardware concurrency
-  bool verbose = false;                // SentencePiece's training log on stderr
+  int num_threads = 0;                    // 0: hardware concurrency
+  bool verbose = false;                   // SentencePiece's training log on stderr
 };
 
 struct EncodeOptions {

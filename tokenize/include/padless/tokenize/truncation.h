@@ -30,7 +30,7 @@ enum class PairTruncation {
 // The head share of the budget used by kHeadTail unless a caller sets another (128/510 ≈ 0.25).
 inline constexpr double kDefaultHeadFraction = 0.25;
 
-absl::StatusOr<Truncation> ParseTruncation(absl::string_view name);        // head|tail|head_tail
+absl::StatusOr<Truncation> ParseTruncation(absl::string_view name);          // head|tail|head_tail
 absl::StatusOr<PairTruncation> ParsePairTruncation(absl::string_view name);  // longest_first|...
 std::string TruncationName(Truncation t);
 std::string PairTruncationName(PairTruncation t);
