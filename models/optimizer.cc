@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 
 namespace padless::models {
@@ -15,9 +17,16 @@ FusedAdamW::FusedAdamW(std::vector<at::Tensor> params, std::vector<bool> decay,
     exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve).detach());
     step_.push_back(at::zeros({}, p.options().dtype(at::kFloat)).detach());
   }
+  const at::Device device = params_.empty() ? at::Device(at::kCPU) : params_.front().device();
+  updates_ = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
 }
 
-void FusedAdamW::Step(double lr) {
+void FusedAdamW::Step(double lr, const at::Tensor& skip) {
+  // Step counts advance by 1 - skip, and the fused kernel leaves everything alone when its
+  // found_inf (here: skip) is 1, as torch.optim.AdamW(fused=True) does under a GradScaler.
+  const at::Tensor keep = skip.defined() ? 1 - skip : at::Tensor();
+  const std::optional<at::Tensor> found_inf =
+      skip.defined() ? std::optional<at::Tensor>(skip) : std::nullopt;
   // The fused kernel takes one weight decay per call: one call for each group.
   for (bool decay : {true, false}) {
     std::vector<at::Tensor> p, g, m, v, s;
@@ -31,13 +40,23 @@ void FusedAdamW::Step(double lr) {
     }
     if (p.empty()) continue;
     // The fused kernel reads the step count for bias correction but does not advance it.
-    at::_foreach_add_(s, 1);
+    if (keep.defined()) {
+      at::_foreach_add_(s, std::vector<at::Tensor>(s.size(), keep));
+    } else {
+      at::_foreach_add_(s, 1);
+    }
     at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, options_.beta1, options_.beta2,
                       decay ? options_.weight_decay : 0.0, options_.eps, /*amsgrad=*/false,
-                      /*maximize=*/false);
+                      /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
   }
-  ++steps_;
+  if (keep.defined()) {
+    updates_.add_(keep);
+  } else {
+    updates_.add_(1);
+  }
 }
+
+int64_t FusedAdamW::steps() const { return static_cast<int64_t>(updates_.item<double>()); }
 
 void FusedAdamW::ZeroGrad() {
   for (at::Tensor& p : params_) p.mutable_grad() = at::Tensor();
@@ -50,7 +69,7 @@ std::vector<std::pair<std::string, at::Tensor>> FusedAdamW::State() const {
     out.emplace_back(absl::StrCat("exp_avg_sq.", i), exp_avg_sq_[i]);
     out.emplace_back(absl::StrCat("step.", i), step_[i]);
   }
-  out.emplace_back("steps", at::full({}, steps_, at::kLong));
+  out.emplace_back("steps", updates_.to(at::kLong).cpu());
   return out;
 }
 
@@ -67,7 +86,7 @@ bool FusedAdamW::LoadState(const std::vector<std::pair<std::string, at::Tensor>>
     exp_avg_sq_[i].copy_(state[3 * i + 1].second);
     step_[i].copy_(state[3 * i + 2].second);
   }
-  steps_ = state.back().second.item<int64_t>();
+  updates_.fill_(static_cast<double>(state.back().second.item<int64_t>()));
   return true;
 }
 

@@ -183,19 +183,16 @@ void TrainStep::ForwardBackward(int64_t step, const Batch& b, double weight, at:
 // Unscale, clip, the finite check, and the update unless it failed.
 void TrainStep::OptimizerStep(StepResult& result) {
   if (scaler_.enabled()) scaler_.Unscale(params_);
-  // The global gradient norm is finite iff every gradient is (clip_norm 0: norm only). Reading it
-  // and the loss costs one host sync per step; fp16 already paid it in GradScaler::Step, and a
-  // skipped step must be known before the optimizer runs.
+  // The global gradient norm is finite iff every gradient is (clip_norm 0: norm only). Whether
+  // to skip the update stays on the device: the optimizer takes it as a tensor, so the host never
+  // waits for the GPU here (a host read per step cost ~3% of a BERT-base step on the H200).
   const at::Tensor norm = ClipGradNorm(params_, options_.clip_norm);
   const at::Tensor finite = at::stack({at::isfinite(result.loss.to(at::kFloat)).to(norm.device()),
-                                       at::isfinite(norm.to(at::kFloat))})
-                                .cpu();
-  result.loss_finite = finite[0].item<bool>();
-  const bool grads_finite = finite[1].item<bool>();
-  result.skipped = !(result.loss_finite && grads_finite);
-  if (!result.skipped) optimizer_.Step(result.lr);
+                                       at::isfinite(norm.to(at::kFloat))});
+  optimizer_.Step(result.lr, /*skip=*/at::logical_not(finite.all()).to(at::kFloat));
   if (scaler_.enabled()) scaler_.Update();  // backs off the scale after inf/NaN gradients
   optimizer_.ZeroGrad();
+  result.outcome = StepOutcome::Copy(finite);
 }
 
 }  // namespace padless::models

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <utility>
 
@@ -104,6 +105,8 @@ class TrainingRun {
   absl::StatusOr<std::unique_ptr<batching::Loader>> OpenLoader(const std::vector<BatchSpec>& plan);
   absl::Status RunStep(const std::vector<StepBatch>& group);
   absl::Status Record(const StepResult& step);
+  absl::Status ReadOutcomes(bool all);
+  absl::Status Diverged(int64_t step, const StepOutcome& outcome) const;
   absl::Status AfterStep();
   absl::Status EvaluateDev();
   void UpdateEarlyStop() {
@@ -111,7 +114,13 @@ class TrainingRun {
       stop_ = result_.stopped_early = true;
     }
   }
-  absl::Status Flush() { return log_->Flush(state_.global_step, result_.skipped_steps); }
+  // Reads every step's outcome, then writes the log; a divergence found is the error, after the
+  // log shows the skipped steps.
+  absl::Status Flush() {
+    const absl::Status read = ReadOutcomes(/*all=*/true);
+    const absl::Status written = log_->Flush(state_.global_step, result_.skipped_steps);
+    return read.ok() ? written : read;
+  }
   absl::Status SaveCheckpoint() {
     return store_.Save(model_, *optimizer_, scaler_, state_, device_);
   }
@@ -136,6 +145,8 @@ class TrainingRun {
   std::unique_ptr<internal::TrainingLog> log_;
   TrainResult result_;
   int64_t first_step_ = 0;
+  // Steps whose outcome has not been read yet (1-based step, outcome), oldest first.
+  std::deque<std::pair<int64_t, StepOutcome>> unread_;
   // Steps skipped in a row for a non-finite loss or gradient, and the first of them.
   int64_t nonfinite_run_ = 0;
   int64_t nonfinite_first_ = 0;
@@ -253,6 +264,11 @@ absl::Status TrainingRun::RunStep(const std::vector<StepBatch>& group) {
   const int64_t step = state_.global_step;
   const double lr = LearningRate(config_.lr(), step, warmup_steps_, total_steps_, config_.decay());
   try {
+    // The earlier steps' outcomes, as far as needed to know that this one may run.
+    if (absl::Status s = ReadOutcomes(/*all=*/false); !s.ok()) {
+      Flush().IgnoreError();
+      return s;
+    }
     absl::StatusOr<StepResult> r = step_->Run(step, lr, group);
     if (!r.ok()) return r.status();
     if (absl::Status s = Record(*r); !s.ok()) return s;
@@ -263,31 +279,48 @@ absl::Status TrainingRun::RunStep(const std::vector<StepBatch>& group) {
   return AfterStep();
 }
 
-// Counts the step and logs it; a run of non-finite steps past the limit is an error.
+// Counts the step and logs it. Its outcome (skipped or not) is read later, by ReadOutcomes.
 absl::Status TrainingRun::Record(const StepResult& r) {
-  if (r.skipped) {
-    ++result_.skipped_steps;
-    if (nonfinite_run_++ == 0) nonfinite_first_ = state_.global_step;
-  } else {
-    nonfinite_run_ = 0;
-  }
   ++state_.global_step;
   result_.real_tokens += r.real_tokens;
   result_.token_slots += r.token_slots;
   result_.sequences += r.sequences;
   log_->Add(internal::StepLogRow{state_.global_step, state_.epoch, r.loss, r.lr, r.real_tokens,
                                  r.token_slots, meter_.Snapshot(),
-                                 static_cast<int64_t>(r.oom_events.size()), r.skipped});
-  if (config_.max_nonfinite_steps() > 0 && nonfinite_run_ >= config_.max_nonfinite_steps()) {
-    Flush().IgnoreError();  // the log shows the skipped steps; the divergence is the error
-    return absl::AbortedError(absl::StrCat(
-        "training diverged: ", nonfinite_run_, " optimizer steps in a row (steps ",
-        nonfinite_first_ + 1, " to ", state_.global_step, ") had a non-finite ",
-        r.loss_finite ? "gradient" : "loss",
-        " and were skipped; the limit is max_nonfinite_steps (--max-nonfinite-steps) = ",
-        config_.max_nonfinite_steps(), ". Lower the learning rate or check the data"));
+                                 static_cast<int64_t>(r.oom_events.size()), r.outcome});
+  unread_.emplace_back(state_.global_step, r.outcome);
+  return absl::OkStatus();
+}
+
+// Reads step outcomes, oldest first, counting skipped steps and runs of them; a run that reaches
+// max_nonfinite_steps is the divergence error. With `all` every step is read; otherwise only as
+// many as needed to know that the next step may run, i.e. while the unread steps, were they all
+// non-finite, could complete a run at the limit. So the common case (no non-finite steps, limit
+// 50) waits for no step, and the run still stops right at the limit.
+absl::Status TrainingRun::ReadOutcomes(bool all) {
+  const int64_t limit = config_.max_nonfinite_steps();
+  while (!unread_.empty() &&
+         (all || (limit > 0 && nonfinite_run_ + static_cast<int64_t>(unread_.size()) >= limit))) {
+    const auto [step, outcome] = unread_.front();
+    unread_.pop_front();
+    if (!outcome.skipped()) {
+      nonfinite_run_ = 0;
+      continue;
+    }
+    ++result_.skipped_steps;
+    if (nonfinite_run_++ == 0) nonfinite_first_ = step - 1;
+    if (limit > 0 && nonfinite_run_ >= limit) return Diverged(step, outcome);
   }
   return absl::OkStatus();
+}
+
+absl::Status TrainingRun::Diverged(int64_t step, const StepOutcome& outcome) const {
+  return absl::AbortedError(
+      absl::StrCat("training diverged: ", nonfinite_run_, " optimizer steps in a row (steps ",
+                   nonfinite_first_ + 1, " to ", step, ") had a non-finite ",
+                   outcome.loss_finite() ? "gradient" : "loss",
+                   " and were skipped; the limit is max_nonfinite_steps (--max-nonfinite-steps) = ",
+                   config_.max_nonfinite_steps(), ". Lower the learning rate or check the data"));
 }
 
 // Logging, evaluation, checkpoints and stopping after a step, as the config asks.

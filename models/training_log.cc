@@ -29,7 +29,7 @@ std::string CsvRow(const StepLogRow& r, double loss, double tokens_per_s) {
       r.real_tokens, r.token_slots,
       r.token_slots > 0 ? static_cast<double>(r.real_tokens) / r.token_slots : 0.0, tokens_per_s,
       r.memory.allocated_bytes, r.memory.reserved_bytes, r.memory.peak_allocated_bytes,
-      r.oom_splits, r.skipped ? 1 : 0);
+      r.oom_splits, r.outcome.skipped() ? 1 : 0);
 }
 
 }  // namespace
@@ -87,7 +87,7 @@ absl::Status TrainingLog::Flush(int64_t global_step, int64_t skipped_steps) {
   int64_t finite_rows = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     const double loss = host[i].item<double>();
-    if (!pending_[i].skipped) {
+    if (!pending_[i].outcome.skipped()) {
       loss_sum += loss;
       ++finite_rows;
     }

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "padless/cuda/memory/memory_meter.h"
+#include "padless/models/step_outcome.h"
 
 namespace padless::models::internal {
 
@@ -31,7 +32,7 @@ struct StepLogRow {
   int64_t token_slots = 0;
   cuda::MemorySnapshot memory;
   int64_t oom_splits = 0;
-  bool skipped = false;
+  StepOutcome outcome;  // read when the row is written
 };
 
 class TrainingLog {

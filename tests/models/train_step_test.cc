@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,7 @@ TEST(TrainStepTest, TheTrainersStepIsATrainStep) {
   const double lr = LearningRate(config.lr(), 0, 0, 1, config.decay());
   absl::StatusOr<StepResult> step = rig.step->Run(0, lr, first.batches);
   ASSERT_TRUE(step.ok()) << step.status();
-  EXPECT_FALSE(step->skipped);
+  EXPECT_FALSE(step->outcome.skipped());
   EXPECT_EQ(step->sequences, r->sequences);
   EXPECT_EQ(step->real_tokens, r->real_tokens);
   EXPECT_TRUE(BitwiseEqual(Params(trained), Params(rig.model)));
@@ -133,8 +134,8 @@ TEST(TrainStepTest, NonFiniteLossIsSkippedWithoutChangingState) {
   const std::vector<at::Tensor> before = Params(rig.model);
   absl::StatusOr<StepResult> r = rig.step->Run(0, 1e-3, first.batches);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(r->skipped);
-  EXPECT_FALSE(r->loss_finite);
+  EXPECT_TRUE(r->outcome.skipped());
+  EXPECT_FALSE(r->outcome.loss_finite());
   EXPECT_TRUE(std::isnan(r->loss.item<double>()));
   EXPECT_TRUE(BitwiseEqual(before, Params(rig.model)));
   EXPECT_EQ(rig.optimizer->steps(), 0);
@@ -157,6 +158,53 @@ TEST(TrainStepTest, WithoutACorpusOutOfMemoryPropagatesWithGradientsCleared) {
 TEST(TrainStepTest, NoBatchesIsAnError) {
   StepRig rig(TrainStepOptions{});
   EXPECT_EQ(rig.step->Run(0, 1e-3, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The skip decision the step hands the optimizer on the device: 1 changes nothing (parameters,
+// moments, step counts), 0 is exactly the update without a decision.
+TEST(FusedAdamWTest, SkipOnTheDeviceChangesNothingAndZeroEqualsNoDecision) {
+  auto make = [](std::vector<at::Tensor>& params) {
+    at::manual_seed(5);
+    params = {at::randn({4, 3}), at::randn({3})};
+    for (at::Tensor& p : params) p.set_requires_grad(true);
+    for (at::Tensor& p : params) p.mutable_grad() = at::randn(p.sizes());
+    return std::make_unique<FusedAdamW>(params, std::vector<bool>{true, false}, AdamWOptions{});
+  };
+  auto snapshot = [](const std::vector<at::Tensor>& params, const FusedAdamW& opt) {
+    std::vector<at::Tensor> out;
+    for (const at::Tensor& p : params) out.push_back(p.detach().clone());
+    for (const auto& [name, t] : opt.State()) out.push_back(t.clone());
+    return out;
+  };
+  std::vector<at::Tensor> skipped_params, kept_params, plain_params;
+  auto skipped = make(skipped_params);
+  const std::vector<at::Tensor> before = snapshot(skipped_params, *skipped);
+  skipped->Step(1e-2, at::ones({}));
+  EXPECT_TRUE(BitwiseEqual(snapshot(skipped_params, *skipped), before));
+  EXPECT_EQ(skipped->steps(), 0);
+
+  auto kept = make(kept_params);
+  auto plain = make(plain_params);
+  kept->Step(1e-2, at::zeros({}));
+  plain->Step(1e-2);
+  EXPECT_TRUE(BitwiseEqual(snapshot(kept_params, *kept), snapshot(plain_params, *plain)));
+  EXPECT_FALSE(BitwiseEqual(snapshot(kept_params, *kept), before));
+  EXPECT_EQ(kept->steps(), 1);
+}
+
+TEST(StepOutcomeTest, ReadsTheFlagsItWasGiven) {
+  auto flags = [](bool loss, bool gradients) {
+    return at::tensor(std::vector<int64_t>{loss, gradients}).to(at::kBool);
+  };
+  EXPECT_FALSE(StepOutcome().skipped()) << "a default outcome is a finite step";
+  const StepOutcome nan_loss = StepOutcome::Copy(flags(false, true));
+  EXPECT_FALSE(nan_loss.loss_finite());
+  EXPECT_TRUE(nan_loss.gradients_finite());
+  EXPECT_TRUE(nan_loss.skipped());
+  const StepOutcome copy = nan_loss;  // copies share the flags
+  EXPECT_TRUE(copy.skipped());
+  EXPECT_FALSE(StepOutcome::Copy(flags(true, true)).skipped());
+  EXPECT_TRUE(StepOutcome::Copy(flags(true, false)).skipped());
 }
 
 }  // namespace

@@ -26,10 +26,13 @@ class FusedAdamW {
   FusedAdamW(std::vector<at::Tensor> params, std::vector<bool> decay, AdamWOptions options);
 
   // One update with learning rate `lr` of every parameter that has a gradient (frozen parameters
-  // have none and keep their state).
-  void Step(double lr);
+  // have none and keep their state). With `skip` (float 0-dim on the parameters' device, 0 or 1)
+  // equal to 1 nothing changes, parameters, moments and step counts alike: the decision stays on
+  // the device, so the caller need not read it first.
+  void Step(double lr, const at::Tensor& skip = at::Tensor());
   void ZeroGrad();
-  int64_t steps() const { return steps_; }
+  // Updates taken (skipped ones aside). Reads a device counter: a host sync.
+  int64_t steps() const;
 
   // State for checkpoints, as named tensors ("exp_avg.<i>", "exp_avg_sq.<i>", "step.<i>").
   std::vector<std::pair<std::string, at::Tensor>> State() const;
@@ -41,7 +44,7 @@ class FusedAdamW {
   std::vector<bool> decay_;
   AdamWOptions options_;
   std::vector<at::Tensor> exp_avg_, exp_avg_sq_, step_;
-  int64_t steps_ = 0;
+  at::Tensor updates_;  // float 0-dim on the parameters' device: updates taken
 };
 
 // Scales the gradients of `params` so that their global L2 norm is at most `max_norm`; returns the

@@ -3,8 +3,10 @@
 // In order, exactly as torch's AMP recipe does it:
 //   for each (sub-)batch: forward under autocast, loss, GradScaler::Scale(loss * weight).backward()
 //   (weight: the batch's share of the step's sequences, so accumulation averages);
-//   GradScaler::Unscale (fp16), ClipGradNorm, one host read of "loss and gradient norm finite";
-//   FusedAdamW::Step unless non-finite (the step is then skipped), GradScaler::Update, ZeroGrad.
+//   GradScaler::Unscale (fp16), ClipGradNorm, "loss and gradient norm finite" on the device;
+//   FusedAdamW::Step, which leaves everything alone when they are not (the step is skipped),
+//   GradScaler::Update, ZeroGrad. The step never waits for the device: the finite flags follow
+//   to the host asynchronously (StepResult::outcome, step_outcome.h).
 // A CUDA out-of-memory error in forward/backward clears the gradients, splits the failing batch in
 // two (again if needed) and replays the whole step, so the accumulated gradient is that of the
 // unsplit step; the split batches are checked to hold the same sequences and tokens. Splitting
@@ -36,6 +38,7 @@
 #include "padless/models/encoder.h"
 #include "padless/models/grad_scaler.h"
 #include "padless/models/optimizer.h"
+#include "padless/models/step_outcome.h"
 #include "padless/tokenize/tokenized_corpus.h"
 
 namespace padless::models {
@@ -71,9 +74,10 @@ struct StepBatch {
 };
 
 struct StepResult {
-  at::Tensor loss;       // the step's mean loss, 0-dim, on the device (not synced)
-  bool skipped = false;  // loss or gradient non-finite: no parameter or optimizer state changed
-  bool loss_finite = true;
+  at::Tensor loss;  // the step's mean loss, 0-dim, on the device (not synced)
+  // Whether the loss and gradients were finite; if not, the step changed no parameter and no
+  // optimizer state. Read it when needed: it arrives on the host without a sync.
+  StepOutcome outcome;
   double lr = 0;
   int64_t real_tokens = 0;  // of the step's batches
   int64_t token_slots = 0;
