@@ -14,6 +14,7 @@
 #include "common_flags.h"
 #include "data_flags.h"
 #include "padless/batching/padding_report.h"
+#include "padless/report/atomic_file_writer.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
@@ -69,7 +70,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   absl::PrintF("%s", batching::FormatTable(*rows));
   const std::string csv = absl::GetFlag(FLAGS_csv);
   if (!csv.empty()) {
-    if (absl::Status s = WriteFile(csv, batching::FormatCsv(*rows)); !s.ok())
+    if (absl::Status s = report::WriteFileAtomically(csv, batching::FormatCsv(*rows)); !s.ok())
       return Fail(kCommand, s);
   }
   const std::string svg = absl::GetFlag(FLAGS_svg);
@@ -77,7 +78,8 @@ int RunBenchPadding(const std::vector<std::string>& args) {
     const std::string title =
         absl::StrFormat("Padding efficiency, %s, max_len %d, batch %d",
                         data.substr(data.find_last_of('/') + 1), max_len, batch_size);
-    if (absl::Status s = WriteFile(svg, batching::FormatSvg(*rows, title)); !s.ok())
+    if (absl::Status s = report::WriteFileAtomically(svg, batching::FormatSvg(*rows, title));
+        !s.ok())
       return Fail(kCommand, s);
   }
   return kExitOk;

@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "absl/strings/str_format.h"
-#include "padless/report/atomic_file_writer.h"
 #include "subcommand.h"
 
 namespace padless::cli {
@@ -16,10 +15,6 @@ int Fail(absl::string_view command, const absl::Status& status) {
 int Usage(absl::string_view command, absl::string_view why) {
   absl::FPrintF(stderr, "padless %s: %s (see `padless %s --help`)\n", command, why, command);
   return kExitUsage;
-}
-
-absl::Status WriteFile(const std::string& path, absl::string_view content) {
-  return report::WriteFileAtomically(path, content);
 }
 
 }  // namespace padless::cli

@@ -33,6 +33,7 @@
 #include "padless/models/memory_probe.h"
 #include "padless/models/model_runtime.h"
 #include "padless/models/optimizer.h"
+#include "padless/report/atomic_file_writer.h"
 #include "subcommand.h"
 
 ABSL_FLAG(std::string, sweep_preset, "base", "profile-memory: encoder preset (tiny, small, base)");
@@ -178,13 +179,14 @@ absl::Status WriteOutputs(const std::vector<MemoryProfilePoint>& points,
                           const c10::Device& device) {
   const std::string csv = absl::GetFlag(FLAGS_csv);
   if (!csv.empty()) {
-    if (absl::Status s = WriteFile(csv, cuda::MemoryProfileCsv(points)); !s.ok()) return s;
+    if (absl::Status s = report::WriteFileAtomically(csv, cuda::MemoryProfileCsv(points)); !s.ok())
+      return s;
   }
   const std::string svg = absl::GetFlag(FLAGS_svg);
   if (svg.empty()) return absl::OkStatus();
   const std::string title = absl::StrCat("padless: peak memory of one training step, preset ",
                                          absl::GetFlag(FLAGS_sweep_preset), " on ", device.str());
-  return WriteFile(svg, cuda::MemoryProfileSvg(points, title));
+  return report::WriteFileAtomically(svg, cuda::MemoryProfileSvg(points, title));
 }
 
 // For every configuration and length: the plan `padless train --memory-budget` makes (probe ladder

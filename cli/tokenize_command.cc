@@ -22,6 +22,7 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
+#include "padless/report/atomic_file_writer.h"
 #include "padless/report/svg.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_cache.h"
@@ -323,7 +324,7 @@ absl::Status WriteHistogramCsv(const std::string& path,
   for (const tok::HistogramBin& b : bins) {
     absl::StrAppend(&csv, b.lower, ",", b.upper, ",", b.count, "\n");
   }
-  return WriteFile(path, csv);
+  return report::WriteFileAtomically(path, csv);
 }
 
 // A bar chart of the histogram with the --max-len limit marked: enough to see the tail a limit
@@ -368,7 +369,7 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
         x(static_cast<double>(limit)) + 4, kTop + 14, limit, 100.0 * stats.over_limit_share);
   }
   svg += "</svg>\n";
-  return WriteFile(path, svg);
+  return report::WriteFileAtomically(path, svg);
 }
 
 absl::Status Stats(const std::vector<std::string>& rest) {
