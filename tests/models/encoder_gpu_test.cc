@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "batch_factory.h"
+#include "gpu_test_util.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
@@ -20,31 +21,17 @@ namespace padless::models {
 namespace {
 
 using testing::ChangeRuntime;
+using testing::GpuTestConfig;
+using testing::HasCuda;
 using testing::MakePacked;
 using testing::MakeVarlen;
 using testing::RandomSequences;
 using testing::ToDevice;
 
-bool HasCuda() {
-  return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
-}
-
-EncoderConfig GpuConfig() {
-  return EncoderConfig()
-      .vocab_size(1000)
-      .hidden(256)
-      .layers(4)
-      .heads(4)
-      .ffn(1024)
-      .max_positions(512)
-      .dropout(0)
-      .attention_dropout(0);
-}
-
 TEST(EncoderGpuTest, VarlenFlashMatchesDenseMaskInBf16) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   at::manual_seed(31);
-  EncoderClassifier model(GpuConfig());
+  EncoderClassifier model(GpuTestConfig(0.0));
   model->to(at::Device(at::kCUDA));
   model->train();
   const auto s = RandomSequences(7, 32, 8, 300, 1000, 2);
@@ -75,7 +62,7 @@ class GpuCheckpointTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(GpuCheckpointTest, CheckpointingThroughFlashMatches) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   at::manual_seed(32);
-  EncoderClassifier model(GpuConfig().dropout(0.1).attention_dropout(0.1));
+  EncoderClassifier model(GpuTestConfig(0.1));
   // Both runs store the residual stream alike (by default only checkpointing makes it bf16), and
   // both run the generic layers (block-scoped policies checkpoint generic layers; the fused
   // layer's own recompute is compared in fused_layer_test.cc).
@@ -112,7 +99,7 @@ TEST(EncoderGpuTest, FfnBlockMatchesPlainOpsUnderAutocast) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   const at::Device gpu(at::kCUDA);
   at::manual_seed(35);
-  EncoderLayer layer(GpuConfig());
+  EncoderLayer layer(GpuTestConfig(0.0));
   layer->to(gpu);
   {
     at::NoGradGuard no_grad;
@@ -180,7 +167,7 @@ TEST(EncoderGpuTest, CheckpointBoundariesAreBf16) {
   const auto s = RandomSequences(9, 64, 64, 300, 1000, 2);
   const batching::Batch b = ToDevice(MakeVarlen(s), gpu);
   const int64_t tokens = b.input_ids.size(0);
-  const int64_t boundary = tokens * GpuConfig().hidden() * 2;
+  const int64_t boundary = tokens * GpuTestConfig(0.0).hidden() * 2;
   // fp32 boundaries under autocast would add a boundary per layer: more than the upper tolerance.
   ASSERT_GT(boundary, 4 * kSlack) << "tokens " << tokens << ": too few to tell fp32 from bf16";
 
@@ -190,7 +177,7 @@ TEST(EncoderGpuTest, CheckpointBoundariesAreBf16) {
   };
   auto retained = [&](int64_t layers, bool fused, bool bf16, double dropout) {
     at::manual_seed(33);
-    EncoderClassifier model(GpuConfig().layers(layers).dropout(dropout).attention_dropout(dropout));
+    EncoderClassifier model(GpuTestConfig(dropout).layers(layers));
     ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = fused; });
     model->to(gpu);
     model->train();
@@ -248,7 +235,7 @@ TEST(EncoderGpuTest, CheckpointBoundariesAreBf16) {
       const int64_t span = layer_counts[i] - layer_counts[i - 1];
       const int64_t per_layer = (r[i].allocated - r[i - 1].allocated) / span;
       report << " " << layer_counts[i - 1] << "->" << layer_counts[i] << "L " << per_layer << " ("
-             << static_cast<double>(per_layer) / (tokens * GpuConfig().hidden())
+             << static_cast<double>(per_layer) / (tokens * GpuTestConfig(0.0).hidden())
              << " bytes per [T, H] element)";
       checks.push_back({std::string(c.name) + ", " + std::to_string(layer_counts[i - 1]) + "->" +
                             std::to_string(layer_counts[i]) + " layers",
@@ -270,7 +257,7 @@ TEST(EncoderGpuTest, PolicyPeaksAreOrdered) {
   const at::Device gpu(at::kCUDA);
   cuda::MemoryMeter meter(gpu);
   at::manual_seed(34);
-  EncoderClassifier model(GpuConfig().layers(6).dropout(0.1).attention_dropout(0.1));
+  EncoderClassifier model(GpuTestConfig(0.1).layers(6));
   model->to(gpu);
   model->train();
   const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(10, 48, 64, 500, 1000, 2)), gpu);

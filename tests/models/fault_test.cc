@@ -31,6 +31,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "gpu_test_util.h"
 #include "padless/models/trainer.h"
 #include "trainer_fixtures.h"
 
@@ -47,6 +48,7 @@ namespace {
 using testing::AllFinite;
 using testing::BitwiseEqual;
 using testing::FilesEndingWith;
+using testing::HasCuda;
 using testing::MaxDiff;
 using testing::Params;
 using testing::Plan;
@@ -57,10 +59,6 @@ using testing::TinyConfig;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-bool HasCuda() {
-  return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "batch_factory.h"
+#include "gpu_test_util.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint.h"
@@ -29,6 +30,8 @@ namespace padless::models {
 namespace {
 
 using testing::ChangeRuntime;
+using testing::GpuTestConfig;
+using testing::HasCuda;
 using testing::MakePacked;
 using testing::MakeVarlen;
 using testing::RandomSequences;
@@ -309,22 +312,6 @@ TEST(FusedModelTest, BackwardUnderCpuAutocast) {
   }
 }
 
-bool HasCuda() {
-  return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
-}
-
-EncoderConfig GpuConfig() {
-  return EncoderConfig()
-      .vocab_size(1000)
-      .hidden(256)
-      .layers(4)
-      .heads(4)
-      .ffn(1024)
-      .max_positions(512)
-      .dropout(0.1)
-      .attention_dropout(0.1);
-}
-
 // Relative L2 distance, the measure for tensors computed along different bf16 roundings.
 double Relative(const at::Tensor& want, const at::Tensor& got) {
   return ((want.to(at::kFloat) - got.to(at::kFloat)).norm() /
@@ -336,7 +323,7 @@ TEST(FusedLayerGpuTest, FlashUnderBf16MatchesGenericAndRecompute) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   const at::Device gpu(at::kCUDA);
   at::manual_seed(45);
-  EncoderClassifier model(GpuConfig());
+  EncoderClassifier model(GpuTestConfig(0.1));
   model->to(gpu);
   model->train();
   const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(11, 24, 8, 400, 1000, 2)), gpu);
@@ -377,7 +364,7 @@ TEST(FusedLayerGpuTest, PeakMemoryPerPolicy) {
   const at::Device gpu(at::kCUDA);
   cuda::MemoryMeter meter(gpu);
   at::manual_seed(46);
-  EncoderClassifier model(GpuConfig().layers(6));
+  EncoderClassifier model(GpuTestConfig(0.1).layers(6));
   model->to(gpu);
   model->train();
   const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(12, 48, 64, 500, 1000, 2)), gpu);
