@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -257,102 +258,150 @@ int VerifyBudget(const models::EncoderConfig& config, const c10::Device& device,
   return failures == 0 ? kExitOk : kExitFailure;
 }
 
-int RunProfileMemory(const std::vector<std::string>& args) {
-  if (!args.empty()) return Usage(kCommand, absl::StrCat("unexpected argument '", args[0], "'"));
-  auto lens = ParseInts("sweep_seq_lens", absl::GetFlag(FLAGS_sweep_seq_lens));
-  if (!lens.ok()) return Usage(kCommand, std::string(lens.status().message()));
-  auto batches = ParseInts("sweep_batch_sizes", absl::GetFlag(FLAGS_sweep_batch_sizes));
-  if (!batches.ok()) return Usage(kCommand, std::string(batches.status().message()));
-  auto held_out = ParseInts("held_out_lens", absl::GetFlag(FLAGS_held_out_lens));
-  if (!held_out.ok()) return Usage(kCommand, std::string(held_out.status().message()));
+// What to measure, from the flags.
+struct Sweep {
+  std::vector<int64_t> lens, batches, held_out;
   std::vector<models::AmpMode> amps;
+  std::vector<models::CheckpointPolicy> policies;
+  std::vector<bool> varlens;
+  bool cuda = true;
+  models::EncoderConfig config;
+  int64_t max_tokens = 0;
+  int64_t verify_budget = 0;  // 0: no budget check
+  bool quiet = false;
+};
+
+// The configurations of the sweep: AMP modes, checkpoint policies, attention layouts.
+absl::Status SweepConfigsFromFlags(Sweep& sweep) {
   for (const std::string& a : ParseList(absl::GetFlag(FLAGS_sweep_amp))) {
     auto m = models::ParseAmpMode(a);
-    if (!m.ok()) return Usage(kCommand, absl::StrCat("--sweep_amp: ", m.status().message()));
-    amps.push_back(*m);
+    if (!m.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--sweep_amp: ", m.status().message()));
+    sweep.amps.push_back(*m);
   }
-  std::vector<models::CheckpointPolicy> policies;
   for (const std::string& c : ParseList(absl::GetFlag(FLAGS_sweep_checkpoint))) {
     auto p = models::CheckpointPolicy::Parse(c);
-    if (!p.ok()) return Usage(kCommand, absl::StrCat("--sweep_checkpoint: ", p.status().message()));
-    policies.push_back(*p);
+    if (!p.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--sweep_checkpoint: ", p.status().message()));
+    }
+    sweep.policies.push_back(*p);
   }
-  std::vector<bool> varlens;
   for (const std::string& a : ParseList(absl::GetFlag(FLAGS_sweep_attention))) {
     if (a != "padded" && a != "varlen") {
-      return Usage(kCommand, absl::StrCat("--sweep_attention: '", a, "' is not padded or varlen"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--sweep_attention: '", a, "' is not padded or varlen"));
     }
-    varlens.push_back(a == "varlen");
+    sweep.varlens.push_back(a == "varlen");
   }
-  if (amps.empty() || policies.empty() || varlens.empty()) {
-    return Usage(kCommand,
-                 "--sweep_amp, --sweep_checkpoint and --sweep_attention must not be empty");
+  if (sweep.amps.empty() || sweep.policies.empty() || sweep.varlens.empty()) {
+    return absl::InvalidArgumentError(
+        "--sweep_amp, --sweep_checkpoint and --sweep_attention must not be empty");
   }
+  return absl::OkStatus();
+}
+
+// The model, the device and the budget to check; errors are usage errors.
+absl::Status SweepModelFromFlags(Sweep& sweep) {
   const std::string device_name = absl::GetFlag(FLAGS_sweep_device);
   if (device_name != "cuda" && device_name != "cpu") {
-    return Usage(kCommand, absl::StrCat("--sweep_device: '", device_name, "' is not cuda or cpu"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sweep_device: '", device_name, "' is not cuda or cpu"));
   }
-  if (device_name == "cuda" && !torch::cuda::is_available()) {
+  sweep.cuda = device_name == "cuda";
+  auto config = models::EncoderConfig::Preset(absl::GetFlag(FLAGS_sweep_preset));
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--sweep_preset: ", config.status().message()));
+  }
+  const int64_t vocab = absl::GetFlag(FLAGS_sweep_vocab_size);
+  if (vocab < 0) return absl::InvalidArgumentError("--sweep_vocab_size must be >= 0");
+  if (vocab > 0) config->vocab_size(vocab);
+  int64_t longest = 0;
+  for (int64_t l : sweep.lens) longest = std::max(longest, l);
+  sweep.config = config->max_positions(std::max(config->max_positions(), longest));
+  if (const std::string b = absl::GetFlag(FLAGS_verify_budget); !b.empty()) {
+    auto parsed = cuda::ParseByteSize(b);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--verify_budget: ", parsed.status().message()));
+    }
+    sweep.verify_budget = *parsed;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Sweep> SweepFromFlags() {
+  Sweep sweep;
+  for (auto [flag, value, out] :
+       {std::make_tuple("sweep_seq_lens", absl::GetFlag(FLAGS_sweep_seq_lens), &sweep.lens),
+        std::make_tuple("sweep_batch_sizes", absl::GetFlag(FLAGS_sweep_batch_sizes),
+                        &sweep.batches),
+        std::make_tuple("held_out_lens", absl::GetFlag(FLAGS_held_out_lens), &sweep.held_out)}) {
+    auto ints = ParseInts(flag, value);
+    if (!ints.ok()) return ints.status();
+    *out = std::move(*ints);
+  }
+  if (absl::Status s = SweepConfigsFromFlags(sweep); !s.ok()) return s;
+  if (absl::Status s = SweepModelFromFlags(sweep); !s.ok()) return s;
+  sweep.max_tokens = absl::GetFlag(FLAGS_sweep_max_tokens);
+  sweep.quiet = absl::GetFlag(FLAGS_quiet);
+  return sweep;
+}
+
+// Every configuration x batch x length within max_tokens, measured.
+absl::StatusOr<std::vector<MemoryProfilePoint>> MeasureSweep(const Sweep& sweep,
+                                                             Profiler& profiler) {
+  std::vector<MemoryProfilePoint> points;
+  for (models::AmpMode amp : sweep.amps) {
+    for (const models::CheckpointPolicy& policy : sweep.policies) {
+      for (bool varlen : sweep.varlens) {
+        for (int64_t b : sweep.batches) {
+          for (int64_t len : sweep.lens) {
+            if (b * len > sweep.max_tokens) continue;
+            auto point = profiler.Measure({amp, policy, varlen}, b, len);
+            if (!point.ok()) return point.status();
+            points.push_back(*point);
+          }
+        }
+      }
+    }
+  }
+  return points;
+}
+
+int RunSweep(const Sweep& sweep, const c10::Device& device, cuda::MemoryMeter& meter) {
+  auto profiler = std::make_unique<Profiler>(sweep.config, device, meter, sweep.quiet);
+  absl::StatusOr<std::vector<MemoryProfilePoint>> points = MeasureSweep(sweep, *profiler);
+  if (!points.ok()) return Fail(kCommand, points.status());
+  PrintPoints(*points);
+  std::vector<std::string> skipped;
+  const std::vector<cuda::ConfigFit> fits = cuda::FitPerConfig(*points, sweep.held_out, &skipped);
+  PrintFits(fits, skipped);
+  if (absl::Status s = WriteOutputs(*points, device); !s.ok()) return Fail(kCommand, s);
+  if (sweep.verify_budget == 0) return kExitOk;
+  profiler.reset();  // its model and optimizer state would be charged to every plan
+  return VerifyBudget(sweep.config, device, meter, sweep.amps, sweep.policies, sweep.varlens,
+                      sweep.lens, sweep.verify_budget, sweep.quiet);
+}
+
+int RunProfileMemory(const std::vector<std::string>& args) {
+  if (!args.empty()) return Usage(kCommand, absl::StrCat("unexpected argument '", args[0], "'"));
+  absl::StatusOr<Sweep> sweep = SweepFromFlags();
+  if (!sweep.ok()) return Usage(kCommand, std::string(sweep.status().message()));
+  if (sweep->cuda && !torch::cuda::is_available()) {
     return Fail(
         kCommand,
         absl::FailedPreconditionError(
             "no CUDA device; pass --sweep_device=cpu to profile the CPU (counting allocator)"));
   }
-  const c10::Device device = device_name == "cuda" ? c10::Device(c10::kCUDA, 0) : c10::kCPU;
-  auto config = models::EncoderConfig::Preset(absl::GetFlag(FLAGS_sweep_preset));
-  if (!config.ok())
-    return Usage(kCommand, absl::StrCat("--sweep_preset: ", config.status().message()));
-  const int64_t vocab = absl::GetFlag(FLAGS_sweep_vocab_size);
-  if (vocab < 0) return Usage(kCommand, "--sweep_vocab_size must be >= 0");
-  if (vocab > 0) config->vocab_size(vocab);
-  int64_t longest = 0;
-  for (int64_t l : *lens) longest = std::max(longest, l);
-  config->max_positions(std::max(config->max_positions(), longest));
-  const int64_t max_tokens = absl::GetFlag(FLAGS_sweep_max_tokens);
-  const bool quiet = absl::GetFlag(FLAGS_quiet);
-
-  auto meter_or = cuda::MemoryMeter::Create(device);
-  if (!meter_or.ok()) return Fail(kCommand, meter_or.status());
+  const c10::Device device = sweep->cuda ? c10::Device(c10::kCUDA, 0) : c10::kCPU;
+  auto meter = cuda::MemoryMeter::Create(device);
+  if (!meter.ok()) return Fail(kCommand, meter.status());
   at::manual_seed(static_cast<int64_t>(absl::GetFlag(FLAGS_seed)));
-  int64_t verify_budget = 0;
-  if (const std::string b = absl::GetFlag(FLAGS_verify_budget); !b.empty()) {
-    auto parsed = cuda::ParseByteSize(b);
-    if (!parsed.ok())
-      return Usage(kCommand, absl::StrCat("--verify_budget: ", parsed.status().message()));
-    verify_budget = *parsed;
-  }
-
-  std::vector<MemoryProfilePoint> points;
   try {
-    auto profiler = std::make_unique<Profiler>(*config, device, *meter_or, quiet);
-    for (models::AmpMode amp : amps) {
-      for (const models::CheckpointPolicy& policy : policies) {
-        for (bool varlen : varlens) {
-          for (int64_t b : *batches) {
-            for (int64_t len : *lens) {
-              if (b * len > max_tokens) continue;
-              auto point = profiler->Measure({amp, policy, varlen}, b, len);
-              if (!point.ok()) return Fail(kCommand, point.status());
-              points.push_back(*point);
-            }
-          }
-        }
-      }
-    }
-    PrintPoints(points);
-    std::vector<std::string> skipped;
-    const std::vector<cuda::ConfigFit> fits = cuda::FitPerConfig(points, *held_out, &skipped);
-    PrintFits(fits, skipped);
-    if (absl::Status s = WriteOutputs(points, device); !s.ok()) return Fail(kCommand, s);
-    if (verify_budget > 0) {
-      profiler.reset();  // its model and optimizer state would be charged to every plan
-      return VerifyBudget(*config, device, *meter_or, amps, policies, varlens, *lens, verify_budget,
-                          quiet);
-    }
+    return RunSweep(*sweep, device, *meter);
   } catch (const c10::Error& e) {
     return Fail(kCommand, absl::InternalError(e.what_without_backtrace()));
   }
-  return kExitOk;
 }
 
 }  // namespace
