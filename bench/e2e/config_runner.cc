@@ -121,8 +121,8 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   // The step users run: `padless train`'s TrainStep with the trainer's optimizer (the fused
   // multi-tensor AdamW, no decay of biases and norms) and clipping as RunOptions says (none by
   // default, like the anchors: `padless train --clip-norm 0`). That includes its non-finite check,
-  // one host sync per step: users pay it, so the bench times it too. The loss itself stays on the
-  // device. No loss scaling: the bench runs fp32 or bf16.
+  // decided on the device (no host sync per step; the bench never reads the outcome). The loss
+  // stays on the device too. No loss scaling: the bench runs fp32 or bf16.
   models::AdamWParameters params = models::ParametersForAdamW(model);
   models::FusedAdamW optimizer(params.params, params.decay,
                                models::AdamWOptions{.weight_decay = kWeightDecay});
