@@ -35,8 +35,23 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.__version__.split("+")[0] 
   step "torch 2.11.0 present"
 else
   step "installing torch==2.11.0 (pip)"
-  python3 -m pip install --quiet --disable-pip-version-check torch==2.11.0 \
-    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages torch==2.11.0
+  python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir torch==2.11.0 \
+    || python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir --break-system-packages torch==2.11.0
+fi
+
+# 2b. No CUDA toolkit (a CPU-only machine, or a GPU one with only the driver): the CUDA build of
+#     torch still compiles against the CUDA runtime its nvidia-* wheels bring, once the crt headers
+#     are added (a 130 KB wheel of the same CUDA version). See cmake/PadlessTorchCudaRuntime.cmake.
+if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+  cuda_version=$(python3 -c 'import torch; print(torch.version.cuda or "")')
+  crt_ok=$(python3 -c 'import importlib.metadata as m, sys
+try: print(m.version("nvidia-cuda-crt").startswith(sys.argv[1] + "."))
+except m.PackageNotFoundError: print(False)' "$cuda_version")
+  if [[ -n $cuda_version && $crt_ok != True ]]; then
+    step "no CUDA toolkit: installing nvidia-cuda-crt==$cuda_version.* (pip)"
+    python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir "nvidia-cuda-crt==$cuda_version.*" \
+      || python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir --break-system-packages "nvidia-cuda-crt==$cuda_version.*"
+  fi
 fi
 
 # 3. Configure (once) and build (incrementally).
