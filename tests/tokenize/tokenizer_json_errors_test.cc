@@ -43,7 +43,8 @@ TEST(TokenizerJsonErrorsTest, EmptyBinaryAndTruncatedFiles) {
   const std::string json = testing::TinyWordPieceJson().dump();
   ExpectRejected(json.substr(0, json.size() / 2), absl::StatusCode::kInvalidArgument,
                  "not valid JSON");
-  ExpectRejected("[1, 2]", absl::StatusCode::kInvalidArgument, "not a JSON object");
+  ExpectRejected("[1, 2]", absl::StatusCode::kInvalidArgument, "neither a tokenizer.json");
+  ExpectRejected("{\"model\": 5}", absl::StatusCode::kInvalidArgument, "model");
 }
 
 TEST(TokenizerJsonErrorsTest, UnsupportedTypesNameTheType) {

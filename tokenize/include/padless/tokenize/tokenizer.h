@@ -61,7 +61,8 @@ class Tokenizer {
   // name. A SentencePiece file without padless's special ids (e.g. a bare XLM-R model: pass its
   // directory), or a tokenizer.json of another type, is an error naming the file.
   static absl::StatusOr<Tokenizer> Load(const std::string& path);
-  // The inverse of Serialized(): a SentencePiece model proto or tokenizer.json text.
+  // The inverse of Serialized() for padless SentencePiece models (the model proto) and WordPiece
+  // (the tokenizer.json text); an XLM-R model loads only from its directory (see Load).
   static absl::StatusOr<Tokenizer> FromSerialized(const std::string& serialized_model);
   // Trains on text files (one sentence per line) or on sentences held in memory.
   static absl::StatusOr<Tokenizer> TrainFromFiles(const std::vector<std::string>& files,
