@@ -102,8 +102,17 @@ absl::Status ParseAddedTokens(const json& root, const std::string& origin, WordP
                                   " lacks a content "
                                   "string or a valid id"));
     }
-    AddedToken token{content->get<std::string>(), static_cast<int32_t>(id->get<int64_t>()),
-                     t.value("special", false)};
+    if (t.value("single_word", false)) {
+      return absl::UnimplementedError(absl::StrCat(origin, ": added_tokens: '",
+                                                   content->get<std::string>(),
+                                                   "' has single_word, which padless does not "
+                                                   "support"));
+    }
+    // lstrip / rstrip only decide whether whitespace next to the token is dropped; the
+    // BertPreTokenizer drops it anyway, so they cannot change WordPiece ids.
+    const bool special = t.value("special", false);
+    AddedToken token{content->get<std::string>(), static_cast<int32_t>(id->get<int64_t>()), special,
+                     t.value("normalized", !special)};
     const auto i = static_cast<size_t>(token.id);
     if (i >= spec->pieces.size()) spec->pieces.resize(i + 1);
     if (!spec->pieces[i].empty() && spec->pieces[i] != token.content) {

@@ -24,6 +24,35 @@ std::string Cleanup(std::string token) {
   return token;
 }
 
+// tokenizers' added-token split: the leftmost-longest matches of `tokens` (longest first) in
+// `text` become their ids; the text between them (possibly empty) goes to `on_text`.
+template <typename Char, typename OnText>
+void SplitAtAddedTokens(std::basic_string_view<Char> text,
+                        const std::vector<std::pair<std::basic_string<Char>, int32_t>>& tokens,
+                        const OnText& on_text, std::vector<int32_t>* ids) {
+  size_t start = 0;
+  for (size_t i = 0; i < text.size() && !tokens.empty();) {
+    const auto match = std::find_if(tokens.begin(), tokens.end(), [&](const auto& t) {
+      return text.substr(i, t.first.size()) == t.first;
+    });
+    if (match == tokens.end()) {
+      ++i;
+      continue;
+    }
+    on_text(text.substr(start, i - start));
+    ids->push_back(match->second);
+    i += match->first.size();
+    start = i;
+  }
+  on_text(text.substr(start));
+}
+
+template <typename Token>
+void LongestFirst(std::vector<Token>* tokens) {
+  std::stable_sort(tokens->begin(), tokens->end(),
+                   [](const Token& a, const Token& b) { return a.first.size() > b.first.size(); });
+}
+
 }  // namespace
 
 WordPieceBackend::WordPieceBackend(WordPieceSpec spec) : spec_(std::move(spec)) {
@@ -33,12 +62,18 @@ WordPieceBackend::WordPieceBackend(WordPieceSpec spec) : spec_(std::move(spec)) 
   }
   for (const AddedToken& t : spec_.added_tokens) {
     all_pieces_.insert_or_assign(t.content, t.id);
-    if (!t.content.empty()) added_by_length_.push_back(&t);
+    if (!t.normalized) {
+      if (!t.content.empty()) raw_added_.emplace_back(t.content, t.id);
+      continue;
+    }
+    // tokenizers normalizes the content of a normalized added token with the tokenizer's own
+    // normalizer and matches that.
+    std::u32string content = DecodeUtf8(t.content);
+    if (spec_.has_normalizer) BertNormalize(spec_.normalizer, &content);
+    if (!content.empty()) normalized_added_.emplace_back(std::move(content), t.id);
   }
-  std::stable_sort(added_by_length_.begin(), added_by_length_.end(),
-                   [](const AddedToken* a, const AddedToken* b) {
-                     return a->content.size() > b->content.size();
-                   });
+  LongestFirst(&raw_added_);
+  LongestFirst(&normalized_added_);
 }
 
 int32_t WordPieceBackend::PieceToId(absl::string_view piece) const {
@@ -48,34 +83,24 @@ int32_t WordPieceBackend::PieceToId(absl::string_view piece) const {
 
 absl::Status WordPieceBackend::Encode(absl::string_view text, std::vector<int32_t>* ids) const {
   ids->clear();
-  size_t segment_start = 0;
-  for (size_t i = 0; i < text.size();) {
-    const AddedToken* match = nullptr;
-    for (const AddedToken* t : added_by_length_) {
-      if (absl::StartsWith(text.substr(i), t->content)) {
-        match = t;
-        break;
-      }
-    }
-    if (match == nullptr) {
-      ++i;
-      continue;
-    }
-    EncodeSegment(text.substr(segment_start, i - segment_start), ids);
-    ids->push_back(match->id);
-    i += match->content.size();
-    segment_start = i;
-  }
-  EncodeSegment(text.substr(segment_start), ids);
+  SplitAtAddedTokens(
+      std::string_view(text.data(), text.size()), raw_added_,
+      [&](std::string_view segment) { EncodeSegment(segment, ids); }, ids);
   return absl::OkStatus();
 }
 
-void WordPieceBackend::EncodeSegment(absl::string_view text, std::vector<int32_t>* ids) const {
+void WordPieceBackend::EncodeSegment(std::string_view text, std::vector<int32_t>* ids) const {
   if (text.empty()) return;
-  std::u32string chars = DecodeUtf8(text);
+  std::u32string chars = DecodeUtf8(absl::string_view(text.data(), text.size()));
   if (spec_.has_normalizer) BertNormalize(spec_.normalizer, &chars);
+  SplitAtAddedTokens(
+      std::u32string_view(chars), normalized_added_,
+      [&](std::u32string_view words) { EncodeWords(words, ids); }, ids);
+}
+
+void WordPieceBackend::EncodeWords(std::u32string_view text, std::vector<int32_t>* ids) const {
   std::vector<std::u32string_view> words;
-  BertPreTokenize(chars, &words);
+  BertPreTokenize(text, &words);
   for (std::u32string_view word : words) EncodeWord(word, ids);
 }
 

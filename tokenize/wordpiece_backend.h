@@ -1,5 +1,6 @@
 // The WordPiece tokenizer backend of a Hugging Face tokenizer.json (BERT, MiniLM, E5, BGE...):
-// added tokens matched in the raw text, then BertNormalizer, BertPreTokenizer and greedy
+// added tokens (raw ones before normalization, normalized ones after), BertNormalizer,
+// BertPreTokenizer and greedy
 // longest-match WordPiece with the continuing-subword prefix, as Hugging Face `tokenizers` does,
 // so the ids are the same. Decoding joins continuation pieces like tokenizers' WordPiece decoder.
 // The spec comes from hf_tokenizer_json.h, which validates it.
@@ -17,11 +18,13 @@
 
 namespace padless::tokenize::internal {
 
-// A token matched in the raw text before normalization (tokenizers' added_tokens).
+// One of tokenizers' added_tokens: matched before pre-tokenization, in the raw text, or (when
+// `normalized`) with its normalized content in the normalized text.
 struct AddedToken {
   std::string content;
   int32_t id = 0;
   bool special = false;
+  bool normalized = false;
 };
 
 // Everything a WordPiece tokenizer.json says that changes ids or decoding.
@@ -58,15 +61,20 @@ class WordPieceBackend : public TokenizerBackend {
   const WordPieceSpec& spec() const { return spec_; }
 
  private:
-  // Normalizes, pre-tokenizes and splits text that holds no added token.
-  void EncodeSegment(absl::string_view text, std::vector<int32_t>* ids) const;
+  // Normalizes text that holds no raw added token, then splits it at normalized added tokens.
+  void EncodeSegment(std::string_view text, std::vector<int32_t>* ids) const;
+  // Pre-tokenizes normalized text without added tokens and splits each word.
+  void EncodeWords(std::u32string_view text, std::vector<int32_t>* ids) const;
   // Greedy longest-match of one pre-tokenized word; a word that cannot be covered is one [UNK].
   void EncodeWord(std::u32string_view word, std::vector<int32_t>* ids) const;
 
   WordPieceSpec spec_;
   absl::flat_hash_map<std::string, int32_t> vocab_;       // the WordPiece vocabulary only
   absl::flat_hash_map<std::string, int32_t> all_pieces_;  // vocabulary and added tokens
-  std::vector<const AddedToken*> added_by_length_;        // longest first: leftmost-longest match
+  // (content, id), longest first for tokenizers' leftmost-longest match; normalized tokens hold
+  // their normalized content.
+  std::vector<std::pair<std::string, int32_t>> raw_added_;
+  std::vector<std::pair<std::u32string, int32_t>> normalized_added_;
 };
 
 }  // namespace padless::tokenize::internal

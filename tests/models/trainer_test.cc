@@ -14,6 +14,7 @@
 
 #include "padless/models/lr_schedule.h"
 #include "padless/models/metrics.h"
+#include "padless/tokenize/special_tokens.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {

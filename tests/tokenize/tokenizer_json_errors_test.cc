@@ -98,6 +98,9 @@ TEST(TokenizerJsonErrorsTest, BadAddedTokensAndSpecials) {
   j["post_processor"]["special_tokens"]["[CLS]"]["ids"] = {500};
   ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "[CLS]");
   j = testing::TinyWordPieceJson();
+  j["added_tokens"][4]["single_word"] = true;
+  ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, "single_word");
+  j = testing::TinyWordPieceJson();
   j["normalizer"]["lowercase"] = "yes";
   ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "unexpected JSON type");
 }

@@ -79,6 +79,25 @@ TEST(WordPieceTest, AddedTokensMatchRawTextOnly) {
   EXPECT_THAT(Ids(t, "[mask]"), ElementsAre(2, 1, 1, 1, 3));
 }
 
+// A normalized added token is matched with its normalized content in the normalized text; the
+// expected ids are what Hugging Face tokenizers 0.23 gives for the same file.
+TEST(WordPieceTest, NormalizedAddedTokensMatchAfterNormalization) {
+  nlohmann::json j = testing::TinyWordPieceJson();
+  j["added_tokens"].push_back({{"id", 19},
+                               {"content", "Foo-Bär"},
+                               {"special", false},
+                               {"single_word", false},
+                               {"lstrip", false},
+                               {"rstrip", false},
+                               {"normalized", true}});
+  absl::StatusOr<Tokenizer> t = Tokenizer::FromSerialized(j.dump());
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->vocab_size(), 20);
+  EXPECT_THAT(Ids(*t, "hello FOO-BAR! foo-bärhello"), ElementsAre(2, 5, 19, 11, 19, 5, 3));
+  EXPECT_THAT(Ids(*t, "xfoo-barx"), ElementsAre(2, 1, 19, 1, 3));
+  EXPECT_EQ(t->PieceToId("Foo-Bär"), 19);
+}
+
 TEST(WordPieceTest, PairsTruncationAndWindowsUseTheFileIds) {
   const Tokenizer t = Tiny();
   EncodeOptions o;
