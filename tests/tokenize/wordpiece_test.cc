@@ -72,6 +72,20 @@ TEST(WordPieceTest, NormalizesSplitsAndMatchesLongestPieces) {
   EXPECT_THAT(Ids(t, ""), ElementsAre(2, 3));
 }
 
+TEST(WordPieceTest, EncodePiecesReplacesPoisonedOutput) {
+  const Tokenizer t = Tiny();
+  std::vector<int32_t> ids = {-7, -7, -7, -7, -7};
+  ASSERT_TRUE(t.EncodePieces("Hello world", &ids).ok());
+  EXPECT_THAT(ids, ElementsAre(5, 6));
+  Tokenizer::Scratch scratch;
+  scratch.first.assign(9, -7);
+  std::vector<int32_t> appended = {42};
+  std::vector<int8_t> types;
+  EncodeOptions o;
+  ASSERT_TRUE(t.EncodeAppend("hello", nullptr, o, &scratch, &appended, &types).ok());
+  EXPECT_THAT(appended, ElementsAre(42, 2, 5, 3));
+}
+
 TEST(WordPieceTest, AddedTokensMatchRawTextOnly) {
   const Tokenizer t = Tiny();
   EXPECT_THAT(Ids(t, "[MASK]hello [SEP]"), ElementsAre(2, 4, 5, 3, 3));
