@@ -291,6 +291,22 @@ TEST_F(TokenizeCliTest, EncodeIdsOutWithTokenizerJsonMatchesHuggingFace) {
     EXPECT_THAT(r.out, HasSubstr("WordPiece"));
     EXPECT_EQ(Lines(ReadFile(ids)), Lines(ReadFile(refs + "/uncased/sst2.ids"))) << model;
   }
+  // Text pairs: consecutive sst2 texts, as the reference script pairs them.
+  std::vector<std::string> texts;
+  for (const std::string& line : Lines(ReadFile(source + "/data/sst2_dev.tsv"))) {
+    const size_t tab = line.find('\t');
+    if (tab != std::string::npos) texts.push_back(line.substr(tab + 1));
+  }
+  std::string pairs = "label\ttext\ttext_pair\n";
+  for (size_t i = 1; i + 1 < texts.size(); i += 2) {  // texts[0] is the header
+    absl::StrAppend(&pairs, "x\t", texts[i], "\t", texts[i + 1], "\n");
+  }
+  WriteFile(dir_ + "/pairs.tsv", pairs);
+  const CliResult r =
+      RunPadless({"tokenize", "encode", "--model", refs + "/uncased", "--data", dir_ + "/pairs.tsv",
+                  "--ids-out", ids, "--max-len", "0", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(ReadFile(ids)), Lines(ReadFile(refs + "/uncased/pairs.ids")));
 }
 
 TEST_F(TokenizeCliTest, JsonlAndCsvWithFieldFlags) {
