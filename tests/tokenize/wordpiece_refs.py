@@ -16,6 +16,7 @@ import argparse, importlib.util, json, os, sys, zipfile
 VARIANTS = {
     "uncased": {},  # the file as shipped: lowercase, strip_accents null (follows lowercase)
     "cased": {"lowercase": False, "strip_accents": None},  # keeps case and accents
+    "cased_stripped": {"lowercase": False, "strip_accents": True},  # keeps case, drops accents
     "raw": {"clean_text": False, "handle_chinese_chars": False, "lowercase": True,
             "strip_accents": False},
 }
