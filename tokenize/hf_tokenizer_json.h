@@ -1,6 +1,9 @@
 // Reads a Hugging Face tokenizer.json into a WordPieceSpec. Supported: model WordPiece, normalizer
 // BertNormalizer or none, pre_tokenizer BertPreTokenizer, post_processor TemplateProcessing (in
-// BERT's [CLS] $A [SEP] / [CLS] $A [SEP] $B [SEP] shape), BertProcessing or none. Every other
+// BERT's [CLS] $A [SEP] / [CLS] $A [SEP] $B [SEP] shape), BertProcessing or none; added_tokens
+// (raw or normalized; single_word is not supported). [PAD] is padding.pad_id or the "[PAD]"
+// piece, [MASK] the "[MASK]" piece if any. The `truncation` and `padding` strategies of the file
+// are ignored: padless truncates with EncodeOptions and pads in its batches. Every other
 // model type or component is an error naming the file and the field, with code Unimplemented
 // for a tokenizer type padless does not support and InvalidArgument for a broken file (bad JSON,
 // missing fields, vocabulary ids out of range or duplicated, [UNK] missing).
