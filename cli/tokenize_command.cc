@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "cli_util.h"
@@ -43,6 +44,9 @@ ABSL_FLAG(std::string, user_symbols, "",
 ABSL_FLAG(int64_t, input_sentence_size, 0,
           "tokenize train: sample this many sentences for training (0: all)");
 ABSL_FLAG(int64_t, bin_width, 16, "tokenize stats: histogram bin width in tokens");
+ABSL_FLAG(std::string, ids_out, "",
+          "tokenize encode: write each example's ids (special tokens included, after --max-len "
+          "truncation; --max-len 0: none) to this file, one line per example, space-separated");
 
 namespace padless::cli {
 namespace {
@@ -267,12 +271,40 @@ void PrintCorpusSummary(const tok::TokenizedCorpus& corpus, int64_t classes) {
                corpus.total_tokens(), stats.mean, stats.max, classes);
 }
 
+// One line per example: its ids separated by spaces, so other tokenizers' output can be diffed.
+absl::Status WriteIds(tok::Tokenizer tokenizer, const tok::EncodeOptions& encode,
+                      const std::string& path) {
+  absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/false);
+  if (!reader.ok()) return UsageError(reader.status().message());
+  const std::string data = absl::GetFlag(FLAGS_data);
+  absl::StatusOr<tok::RawCorpus> corpus = tok::ReadCorpus(data, *reader);
+  if (!corpus.ok()) return corpus.status();
+  const std::string backend = tokenizer.backend_name();
+  const Loaded loaded{std::move(tokenizer), *std::move(corpus)};
+  absl::StatusOr<tok::TokenizedCorpus> encoded =
+      EncodeLoaded(loaded, tok::LabelMap::FromCorpus(loaded.corpus), encode);
+  if (!encoded.ok()) return encoded.status();
+  std::string text;
+  for (size_t i = 0; i < encoded->size(); ++i) {
+    absl::StrAppend(&text, absl::StrJoin(encoded->tokens(i), " "), "\n");
+  }
+  if (absl::Status s = report::WriteFileAtomically(path, text); !s.ok()) return s;
+  PrintReaderSummary(loaded.corpus.report);
+  absl::PrintF("tokenizer: %s\nids: %s (%d lines)\n", backend, path, encoded->size());
+  return absl::OkStatus();
+}
+
 absl::Status Encode(const std::vector<std::string>& rest) {
   if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
+  const std::string ids_out = absl::GetFlag(FLAGS_ids_out);
+  if (!ids_out.empty() && !absl::GetFlag(FLAGS_out).empty()) {
+    return UsageError("--ids-out and --out are separate runs; give one of them");
+  }
   absl::StatusOr<tok::Tokenizer> tokenizer = LoadModel();
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<tok::EncodeOptions> encode = EncodeFromFlags();
   if (!encode.ok()) return encode.status();
+  if (!ids_out.empty()) return WriteIds(*std::move(tokenizer), *encode, ids_out);
   absl::StatusOr<std::optional<tok::LabelMap>> labels = ModelLabels();
   if (!labels.ok()) return labels.status();
   const std::string out = absl::GetFlag(FLAGS_out);
@@ -443,16 +475,20 @@ int RunTokenize(const std::vector<std::string>& args) {
 
 const Subcommand kTokenizeCommand = {
     "tokenize",
-    "train, apply and inspect SentencePiece models",
+    "train, apply and inspect tokenizers (SentencePiece, Hugging Face WordPiece)",
     "usage: padless tokenize train --input FILE[,FILE...] --out PREFIX [--vocab-size N]\n"
     "                              [--model-type unigram|bpe] [--character-coverage C]\n"
     "                              [--user-symbols A,B]\n"
     "       padless tokenize encode --model M.model --data FILE [--out CACHE] [--max-len N]\n"
+    "       padless tokenize encode --model M --data FILE --ids-out PATH [--max-len N]\n"
     "       padless tokenize stats --model M.model --data FILE [--max-len N] [--csv PATH]\n"
     "                              [--svg PATH]\n\n"
     "train: trains a SentencePiece model with [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4 and\n"
     "  writes PREFIX.model (plus PREFIX.labels.json when trained on labeled data).\n"
-    "encode: encodes a labeled corpus; with --out, loads or (re)builds the token cache there.\n"
+    "encode: encodes a labeled corpus; with --out, loads or (re)builds the token cache there;\n"
+    "  with --ids-out, writes each example's ids (special tokens included) as a line of text.\n"
+    "--model: a padless .model, a Hugging Face tokenizer.json (WordPiece) or a model directory\n"
+    "  (padless, or Hugging Face's with tokenizer.json or XLM-R's sentencepiece.bpe.model).\n"
     "stats: prints the token-length distribution (special tokens included, before truncation).\n"
     "Exit codes: 0 ok, 1 runtime failure (data, model, I/O), 2 usage error.",
     {"input",
@@ -477,6 +513,7 @@ const Subcommand kTokenizeCommand = {
      "csv",
      "svg",
      "bin_width",
+     "ids_out",
      "quiet"},
     RunTokenize};
 

@@ -308,8 +308,8 @@ int RunEval(const std::vector<std::string>& args) {
   absl::StatusOr<tok::TokenizedCorpus> corpus = models::EncodeWithLabels(
       loaded->tokenizer, *raw, loaded->labels, *encode, absl::GetFlag(FLAGS_threads));
   if (!corpus.ok()) return Fail(kCmd, corpus.status());
-  absl::StatusOr<models::EvalResult> eval =
-      models::Evaluate(loaded->model, *corpus, *plan, *device, *amp);
+  absl::StatusOr<models::EvalResult> eval = models::Evaluate(
+      loaded->model, *corpus, *plan, *device, *amp, loaded->tokenizer.special_ids().pad);
   if (!eval.ok()) return Fail(kCmd, eval.status());
   absl::PrintF("accuracy %.4f  macro-F1 %.4f  loss %.4f  (%d examples)\n", eval->metrics.accuracy,
                eval->metrics.macro_f1, eval->loss, eval->metrics.examples);

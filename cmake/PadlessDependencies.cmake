@@ -1,4 +1,4 @@
-# Finds LibTorch, Abseil, SentencePiece and nlohmann_json. Shared by the build and (in part) by
+# Finds LibTorch, Abseil, SentencePiece, utf8proc and nlohmann_json. Shared by the build and (in part) by
 # padlessConfig.cmake, so that a consumer resolves the same libraries we built against.
 find_package(Threads REQUIRED)
 
@@ -47,4 +47,16 @@ if(NOT TARGET padless_sentencepiece)
   set_target_properties(padless_sentencepiece PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${SENTENCEPIECE_INCLUDE_DIR}"
     INTERFACE_LINK_LIBRARIES "${SENTENCEPIECE_TRAIN_LIBRARY};${SENTENCEPIECE_LIBRARY}")
+endif()
+
+# utf8proc (Unicode normalization, case mapping and categories for the WordPiece tokenizer): found
+# by hand like SentencePiece, so CMAKE_PREFIX_PATH works where the Debian package is only unpacked
+# (the GPU machine's /opt/gpudeps/usr, whose pkg-config file would point at /usr).
+find_path(UTF8PROC_INCLUDE_DIR utf8proc.h REQUIRED)
+find_library(UTF8PROC_LIBRARY NAMES utf8proc REQUIRED)
+if(NOT TARGET padless_utf8proc)
+  add_library(padless_utf8proc INTERFACE IMPORTED)
+  set_target_properties(padless_utf8proc PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${UTF8PROC_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES "${UTF8PROC_LIBRARY}")
 endif()

@@ -32,12 +32,12 @@ absl::Status CheckCorpus(const TokenizedCorpus& corpus, const EncoderConfig& con
 
 absl::StatusOr<EvalResult> Evaluate(EncoderClassifier& model, const TokenizedCorpus& data,
                                     const batching::PlannerOptions& plan_options,
-                                    const c10::Device& device, AmpMode amp) {
+                                    const c10::Device& device, AmpMode amp, int64_t pad_id) {
   absl::Status check = CheckCorpus(data, model->config(), "eval data");
   if (!check.ok()) return check;
   const bool was_training = model->is_training();
   model->eval();
-  absl::StatusOr<CorpusScores> scores = ScoreCorpus(model, data, plan_options, device, amp);
+  absl::StatusOr<CorpusScores> scores = ScoreCorpus(model, data, plan_options, device, amp, pad_id);
   if (was_training) model->train();
   if (!scores.ok()) return scores.status();
   EvalResult r;

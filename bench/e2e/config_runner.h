@@ -19,6 +19,7 @@ namespace padless::bench::e2e {
 struct RunOptions {
   std::string preset = "base";  // models::EncoderConfig preset
   int64_t vocab_size = 16000;
+  int64_t pad_id = 0;  // the corpus tokenizer's special_ids().pad
   int64_t num_labels = 2;
   int64_t max_len = 512;
   int64_t budget = 16384;  // token slots per step

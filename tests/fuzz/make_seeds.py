@@ -119,12 +119,50 @@ def model_dir_seeds():
     write("model_dir_fuzzer", "not_json", seed(b"{", b"[]", keep=64, offset=3, patch=b"PK"))
 
 
+def tokenizer_json_seeds():
+    # The whole input is a tokenizer.json: a tiny valid WordPiece file and variants of it.
+    import json
+    pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "un", "##aff",
+              "##able", ",", "!", "a", "##b", "cafe", "\u4e2d"]
+    special = lambda i, t: {"SpecialToken": {"id": i, "type_id": t}}
+    seq = lambda i, t: {"Sequence": {"id": i, "type_id": t}}
+    base = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": pieces[i], "special": True, "single_word": False,
+                          "lstrip": False, "rstrip": False, "normalized": False} for i in range(5)],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [special("[CLS]", 0), seq("A", 0), special("[SEP]", 0)],
+                           "pair": [special("[CLS]", 0), seq("A", 0), special("[SEP]", 0),
+                                    seq("B", 1), special("[SEP]", 1)],
+                           "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [2], "tokens": ["[CLS]"]},
+                                              "[SEP]": {"id": "[SEP]", "ids": [3], "tokens": ["[SEP]"]}}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 10, "vocab": {p: i for i, p in enumerate(pieces)}},
+    }
+    def variant(name, change):
+        j = json.loads(json.dumps(base))
+        change(j)
+        write("tokenizer_json_fuzzer", name, json.dumps(j).encode())
+    variant("template", lambda j: None)
+    variant("bert_processing", lambda j: j.update(post_processor={
+        "type": "BertProcessing", "sep": ["[SEP]", 3], "cls": ["[CLS]", 2]}))
+    variant("cased_no_normalizer", lambda j: j.update(normalizer=None))
+    variant("unigram", lambda j: j["model"].update(type="Unigram"))
+    variant("added_beyond_vocab", lambda j: j["added_tokens"].append(
+        {"id": 16, "content": "<extra>", "special": False, "normalized": False}))
+
+
 def main():
     model_dir_seeds()
     cache_seeds()
     reader_seeds()
     tokenizer_seeds()
     planner_seeds()
+    tokenizer_json_seeds()
 
 
 if __name__ == "__main__":

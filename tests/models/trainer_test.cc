@@ -14,6 +14,7 @@
 
 #include "padless/models/lr_schedule.h"
 #include "padless/models/metrics.h"
+#include "padless/tokenize/special_tokens.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {
@@ -133,8 +134,8 @@ TEST(TrainerTest, LearnsASeparableTaskAndLogs) {
   ASSERT_TRUE(r->best_dev.has_value());
   EXPECT_GE(r->best_dev->metrics.accuracy, 0.9);
   // The best parameters are the ones left in the model.
-  absl::StatusOr<EvalResult> again =
-      Evaluate(model, dev, Plan(batching::Sampler::kRandom), at::kCPU, AmpMode::kOff);
+  absl::StatusOr<EvalResult> again = Evaluate(model, dev, Plan(batching::Sampler::kRandom),
+                                              at::kCPU, AmpMode::kOff, tokenize::kPadId);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_DOUBLE_EQ(again->metrics.accuracy, r->best_dev->metrics.accuracy);
   EXPECT_GT(r->padding_efficiency, 0.5);

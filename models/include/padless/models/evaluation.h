@@ -32,7 +32,7 @@ struct EvalResult {
 // windows (planner OverLong::kSplit) are classified by averaging their windows' probabilities.
 absl::StatusOr<EvalResult> Evaluate(EncoderClassifier& model, const tokenize::TokenizedCorpus& data,
                                     const batching::PlannerOptions& plan, const c10::Device& device,
-                                    AmpMode amp);
+                                    AmpMode amp, int64_t pad_id);
 
 // OK when `corpus` has examples and every label and token id is in range for `config`;
 // otherwise InvalidArgument, naming the corpus (`name`, e.g. "training data") and the first

@@ -24,7 +24,8 @@ namespace padless::models {
 
 // Class probabilities of every example of `corpus` (examples split into windows by the planner
 // are averaged), plus the summed cross-entropy against the corpus labels. Does not change the
-// model's train/eval mode; runs without autograd. Thread-safe for a model in eval mode.
+// model's train/eval mode; runs without autograd. Batches are padded with `pad_id` (the
+// tokenizer's special_ids().pad). Thread-safe for a model in eval mode.
 struct CorpusScores {
   std::vector<std::vector<float>> probabilities;
   double loss_sum = 0;
@@ -35,7 +36,8 @@ struct CorpusScores {
 absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
                                          const tokenize::TokenizedCorpus& corpus,
                                          const batching::PlannerOptions& plan,
-                                         const c10::Device& device, AmpMode amp, int workers = 1);
+                                         const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                         int workers = 1);
 
 enum class LongText {
   kHeadTail,  // keep the first and last tokens within max_len

@@ -52,6 +52,8 @@ struct TrainConfig {
   TORCH_ARG(int64_t, log_every) = 20;  // steps between CSV flushes / progress lines
   TORCH_ARG(bool, progress) = true;    // progress line on stderr
   TORCH_ARG(uint64_t, seed) = 1234;
+  TORCH_ARG(int64_t,
+            pad_id) = 0;  // what batches are padded with: the tokenizer's special_ids().pad
   TORCH_ARG(int, loader_workers) = 2;
   // Peak memory a training step may reach, in bytes (0: off). When set, probe steps measure the
   // model's memory on the device before planning, and the planner's max_tokens (token-budget

@@ -1,6 +1,7 @@
 // The fixed ids and pieces of padless's special tokens. Every model trained by padless has them at
-// these ids, so the batch builders can pad with kPadId and models can find [CLS] without asking
-// the tokenizer; Tokenizer::Load rejects a SentencePiece model with another layout.
+// these ids; Tokenizer::Load rejects a padless SentencePiece model with another layout. Imported
+// tokenizers (WordPiece, XLM-R) have their own ids: code that pads or builds model inputs asks
+// Tokenizer::special_ids() rather than using these constants.
 #ifndef PADLESS_TOKENIZE_SPECIAL_TOKENS_H_
 #define PADLESS_TOKENIZE_SPECIAL_TOKENS_H_
 
@@ -23,6 +24,14 @@ inline constexpr char kSepPiece[] = "[SEP]";
 inline constexpr char kMaskPiece[] = "[MASK]";
 
 inline constexpr bool IsSpecialId(int32_t id) { return id >= 0 && id < kNumSpecialTokens; }
+
+// The special ids of one tokenizer: padless's fixed layout above, or what an imported tokenizer's
+// files declare (e.g. BERT's [PAD]=0 [UNK]=100 [CLS]=101 [SEP]=102 [MASK]=103). For RoBERTa-style
+// tokenizers cls is <s> and sep is </s>. mask is -1 when the tokenizer has none.
+struct SpecialIds {
+  int32_t pad, unk, cls, sep, mask;
+};
+inline constexpr SpecialIds kPadlessSpecialIds{kPadId, kUnkId, kClsId, kSepId, kMaskId};
 
 }  // namespace padless::tokenize
 

@@ -1,7 +1,11 @@
-// Tokenizer: a SentencePiece model with padless's fixed special tokens (special_tokens.h), model
-// input templates ([CLS] a [SEP] and [CLS] a [SEP] b [SEP] with token type ids), truncation and
-// overflow windows. Training, loading and saving .model files live here too. All methods are
-// const and thread-safe after construction; errors come back as absl::Status, never exceptions.
+// Tokenizer: text to model input ids, with one of several backends behind a PIMPL:
+// - a padless SentencePiece model with padless's fixed special tokens (special_tokens.h);
+// - an XLM-R SentencePiece model (sentencepiece.bpe.model) with fairseq's id offset;
+// - a Hugging Face WordPiece tokenizer.json (BERT, MiniLM, ...), with the ids its file gives.
+// On top of every backend: model input templates ([CLS] a [SEP] and [CLS] a [SEP] b [SEP] with
+// token type ids, or RoBERTa's <s> a </s></s> b </s>), truncation and overflow windows, all with
+// the backend's special_ids(). Training, loading and saving live here too. All methods are const
+// and thread-safe after construction; errors come back as absl::Status, never exceptions.
 #ifndef PADLESS_TOKENIZE_TOKENIZER_H_
 #define PADLESS_TOKENIZE_TOKENIZER_H_
 
@@ -20,7 +24,7 @@
 namespace padless::tokenize {
 
 namespace internal {
-class SpmBackend;
+class TokenizerBackend;
 }  // namespace internal
 
 struct TrainOptions {
@@ -43,7 +47,7 @@ struct EncodeOptions {
 };
 
 // One model input. type_ids is empty for single texts; for pairs it is 0 over [CLS] a [SEP] and
-// 1 over b [SEP].
+// 1 over b [SEP] (RoBERTa-style templates: 0 everywhere, as those models have one token type).
 struct Encoding {
   std::vector<int32_t> ids;
   std::vector<int8_t> type_ids;
@@ -51,8 +55,14 @@ struct Encoding {
 
 class Tokenizer {
  public:
-  // Loads a .model file; fails unless its special tokens sit at padless's fixed ids.
-  static absl::StatusOr<Tokenizer> Load(const std::string& model_path);
+  // Accepts a padless SentencePiece .model, a Hugging Face tokenizer.json (WordPiece), or a model
+  // directory (tokenizer.model, else a WordPiece tokenizer.json, else XLM-R's
+  // sentencepiece.bpe.model with the fairseq id offset). Files are told apart by content, not by
+  // name. A SentencePiece file without padless's special ids (e.g. a bare XLM-R model: pass its
+  // directory), or a tokenizer.json of another type, is an error naming the file.
+  static absl::StatusOr<Tokenizer> Load(const std::string& path);
+  // The inverse of Serialized() for padless SentencePiece models (the model proto) and WordPiece
+  // (the tokenizer.json text); an XLM-R model loads only from its directory (see Load).
   static absl::StatusOr<Tokenizer> FromSerialized(const std::string& serialized_model);
   // Trains on text files (one sentence per line) or on sentences held in memory.
   static absl::StatusOr<Tokenizer> TrainFromFiles(const std::vector<std::string>& files,
@@ -64,14 +74,29 @@ class Tokenizer {
   Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
-  // Writes the .model file (atomically: a temporary file, then rename).
-  absl::Status Save(const std::string& model_path) const;
+  // Writes the backend's own format (atomically: a temporary file, then rename): the .model file
+  // for SentencePiece, tokenizer.json for WordPiece.
+  absl::Status Save(const std::string& path) const;
   std::string Serialized() const;
+  // The name of the tokenizer file in a model directory: "tokenizer.model" (padless
+  // SentencePiece), "tokenizer.json" (WordPiece) or "sentencepiece.bpe.model" (XLM-R, whose
+  // layout the name marks). Load(dir) finds each of them.
+  std::string file_name() const;
+  // Writes the files Hugging Face's AutoTokenizer reads into the existing directory `dir`
+  // (tokenizer.json, tokenizer_config.json, special_tokens_map.json, vocab.txt for WordPiece).
+  // Unimplemented error, naming the backend, for backends that cannot be exported.
+  absl::Status ExportHuggingFace(const std::string& dir) const;
+  // The backend, for messages: e.g. "WordPiece (tokenizer.json)".
+  std::string backend_name() const;
+
+  // The ids of [PAD], [UNK], [CLS] (<s>), [SEP] (</s>) and [MASK] (-1 when absent). Batches are
+  // padded with special_ids().pad.
+  const SpecialIds& special_ids() const;
 
   int32_t vocab_size() const;
   // Empty string for an id outside [0, vocab_size).
   std::string IdToPiece(int32_t id) const;
-  // kUnkId for a piece that is not in the vocabulary.
+  // special_ids().unk for a piece that is not in the vocabulary.
   int32_t PieceToId(absl::string_view piece) const;
 
   // The pieces of `text` without special tokens or truncation.
@@ -99,15 +124,14 @@ class Tokenizer {
                             const EncodeOptions& options, Scratch* scratch,
                             std::vector<int32_t>* ids, std::vector<int8_t>* type_ids) const;
 
-  // Text of `ids`; special tokens are dropped. InvalidArgument for ids outside the vocabulary.
+  // Text of `ids`; special tokens other than [UNK] are dropped. InvalidArgument for ids outside
+  // the vocabulary.
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const;
 
  private:
-  explicit Tokenizer(std::unique_ptr<internal::SpmBackend> backend);
-  static absl::StatusOr<Tokenizer> FromBackend(std::unique_ptr<internal::SpmBackend> backend,
-                                               const std::string& origin);
+  explicit Tokenizer(std::unique_ptr<internal::TokenizerBackend> backend);
 
-  std::unique_ptr<internal::SpmBackend> backend_;
+  std::unique_ptr<internal::TokenizerBackend> backend_;
 };
 
 }  // namespace padless::tokenize

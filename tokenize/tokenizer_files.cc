@@ -1,0 +1,78 @@
+#include "tokenizer_files.h"
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "hf_tokenizer_json.h"
+#include "padless/report/read_file.h"
+#include "sentencepiece_model.h"
+#include "spm_backend.h"
+#include "wordpiece_backend.h"
+
+namespace padless::tokenize::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsFile(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadFile(const std::string& path,
+                                                           bool xlmr = false) {
+  absl::StatusOr<std::string> bytes = report::ReadFile(path);
+  if (!bytes.ok()) {
+    return absl::NotFoundError(absl::StrCat("cannot open tokenizer file ", path));
+  }
+  return BackendFromBytes(*bytes, path, xlmr);
+}
+
+absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadDirectory(const std::string& dir) {
+  const std::string padless = dir + "/tokenizer.model", json = dir + "/tokenizer.json",
+                    xlmr = dir + "/sentencepiece.bpe.model";
+  if (IsFile(padless)) return LoadFile(padless);
+  if (IsFile(json)) {
+    absl::StatusOr<std::unique_ptr<TokenizerBackend>> backend = LoadFile(json);
+    // XLM-R directories carry a Unigram tokenizer.json beside the SentencePiece model.
+    const bool other_type = backend.status().code() == absl::StatusCode::kUnimplemented;
+    if (!other_type || !IsFile(xlmr)) return backend;
+  }
+  if (IsFile(xlmr)) return LoadFile(xlmr, /*xlmr=*/true);
+  return absl::NotFoundError(absl::StrCat(
+      dir, " holds no tokenizer (tokenizer.model, tokenizer.json or sentencepiece.bpe.model)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TokenizerBackend>> BackendFromBytes(const std::string& bytes,
+                                                                   const std::string& origin,
+                                                                   bool xlmr) {
+  if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(origin, ": file is empty"));
+  if (LooksLikeJson(bytes)) {
+    absl::StatusOr<WordPieceSpec> spec = ParseTokenizerJson(bytes, origin);
+    if (!spec.ok()) return spec.status();
+    return std::make_unique<WordPieceBackend>(*std::move(spec));
+  }
+  auto spm = std::make_unique<SpmBackend>();
+  if (const std::string error = spm->LoadFromSerialized(bytes); !error.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": neither a tokenizer.json nor a valid SentencePiece model: ", error));
+  }
+  absl::StatusOr<std::unique_ptr<SentencePieceModel>> model =
+      SentencePieceModel::Create(std::move(spm), origin, xlmr);
+  if (!model.ok()) return model.status();
+  return std::unique_ptr<TokenizerBackend>(*std::move(model));
+}
+
+absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadBackend(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return LoadDirectory(path);
+  if (!fs::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat("cannot open tokenizer file ", path));
+  }
+  return LoadFile(path);
+}
+
+}  // namespace padless::tokenize::internal

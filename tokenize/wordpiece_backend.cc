@@ -1,0 +1,165 @@
+#include "wordpiece_backend.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "bert_pre_tokenizer.h"
+#include "code_points.h"
+#include "hf_export.h"
+
+namespace padless::tokenize::internal {
+namespace {
+
+// tokenizers' decoders::wordpiece::cleanup, applied to each decoded token as tokenizers does.
+std::string Cleanup(std::string token) {
+  static const std::pair<const char*, const char*> kReplacements[] = {
+      {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+      {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+      {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kReplacements) {
+    token = absl::StrReplaceAll(token, {{from, to}});
+  }
+  return token;
+}
+
+// tokenizers' added-token split: the leftmost-longest matches of `tokens` (longest first) in
+// `text` become their ids; the text between them (possibly empty) goes to `on_text`.
+template <typename Char, typename OnText>
+void SplitAtAddedTokens(std::basic_string_view<Char> text,
+                        const std::vector<std::pair<std::basic_string<Char>, int32_t>>& tokens,
+                        const OnText& on_text, std::vector<int32_t>* ids) {
+  size_t start = 0;
+  for (size_t i = 0; i < text.size() && !tokens.empty();) {
+    const auto match = std::find_if(tokens.begin(), tokens.end(), [&](const auto& t) {
+      return text.substr(i, t.first.size()) == t.first;
+    });
+    if (match == tokens.end()) {
+      ++i;
+      continue;
+    }
+    on_text(text.substr(start, i - start));
+    ids->push_back(match->second);
+    i += match->first.size();
+    start = i;
+  }
+  on_text(text.substr(start));
+}
+
+template <typename Token>
+void LongestFirst(std::vector<Token>* tokens) {
+  std::stable_sort(tokens->begin(), tokens->end(),
+                   [](const Token& a, const Token& b) { return a.first.size() > b.first.size(); });
+}
+
+}  // namespace
+
+WordPieceBackend::WordPieceBackend(WordPieceSpec spec) : spec_(std::move(spec)) {
+  for (int32_t id = 0; id < static_cast<int32_t>(spec_.pieces.size()); ++id) {
+    if (id < spec_.model_vocab_size) vocab_.emplace(spec_.pieces[id], id);
+    all_pieces_.emplace(spec_.pieces[id], id);
+  }
+  for (const AddedToken& t : spec_.added_tokens) {
+    all_pieces_.insert_or_assign(t.content, t.id);
+    if (!t.normalized) {
+      if (!t.content.empty()) raw_added_.emplace_back(t.content, t.id);
+      continue;
+    }
+    // tokenizers normalizes the content of a normalized added token with the tokenizer's own
+    // normalizer and matches that.
+    std::u32string content = DecodeUtf8(t.content);
+    if (spec_.has_normalizer) BertNormalize(spec_.normalizer, &content);
+    if (!content.empty()) normalized_added_.emplace_back(std::move(content), t.id);
+  }
+  LongestFirst(&raw_added_);
+  LongestFirst(&normalized_added_);
+}
+
+int32_t WordPieceBackend::PieceToId(absl::string_view piece) const {
+  const auto it = all_pieces_.find(piece);
+  return it == all_pieces_.end() ? spec_.special_ids.unk : it->second;
+}
+
+absl::Status WordPieceBackend::Encode(absl::string_view text, std::vector<int32_t>* ids) const {
+  ids->clear();
+  SplitAtAddedTokens(
+      std::string_view(text.data(), text.size()), raw_added_,
+      [&](std::string_view segment) { EncodeSegment(segment, ids); }, ids);
+  return absl::OkStatus();
+}
+
+void WordPieceBackend::EncodeSegment(std::string_view text, std::vector<int32_t>* ids) const {
+  if (text.empty()) return;
+  std::u32string chars = DecodeUtf8(absl::string_view(text.data(), text.size()));
+  if (spec_.has_normalizer) BertNormalize(spec_.normalizer, &chars);
+  SplitAtAddedTokens(
+      std::u32string_view(chars), normalized_added_,
+      [&](std::u32string_view words) { EncodeWords(words, ids); }, ids);
+}
+
+void WordPieceBackend::EncodeWords(std::u32string_view text, std::vector<int32_t>* ids) const {
+  std::vector<std::u32string_view> words;
+  BertPreTokenize(text, &words);
+  for (std::u32string_view word : words) EncodeWord(word, ids);
+}
+
+void WordPieceBackend::EncodeWord(std::u32string_view word, std::vector<int32_t>* ids) const {
+  if (static_cast<int64_t>(word.size()) > spec_.max_input_chars_per_word) {
+    ids->push_back(spec_.special_ids.unk);
+    return;
+  }
+  // The UTF-8 of the word and the byte offset of each character (plus the end).
+  std::string utf8;
+  std::vector<size_t> offsets;
+  offsets.reserve(word.size() + 1);
+  for (char32_t c : word) {
+    offsets.push_back(utf8.size());
+    AppendUtf8(c, &utf8);
+  }
+  offsets.push_back(utf8.size());
+  const size_t before = ids->size();
+  std::string candidate;
+  for (size_t start = 0; start < word.size();) {
+    size_t end = word.size();
+    int32_t found = -1;
+    for (; end > start; --end) {
+      candidate.assign(start > 0 ? spec_.continuing_subword_prefix : "");
+      candidate.append(utf8, offsets[start], offsets[end] - offsets[start]);
+      if (const auto it = vocab_.find(candidate); it != vocab_.end()) {
+        found = it->second;
+        break;
+      }
+    }
+    if (found < 0) {
+      ids->resize(before);
+      ids->push_back(spec_.special_ids.unk);
+      return;
+    }
+    ids->push_back(found);
+    start = end;
+  }
+}
+
+absl::StatusOr<std::string> WordPieceBackend::Decode(absl::Span<const int32_t> ids) const {
+  std::string text;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string token = spec_.pieces[ids[i]];
+    if (i > 0) {
+      if (absl::StartsWith(token, spec_.continuing_subword_prefix)) {
+        token.erase(0, spec_.continuing_subword_prefix.size());
+      } else {
+        token.insert(0, " ");
+      }
+    }
+    if (spec_.decode_cleanup) token = Cleanup(std::move(token));
+    text += token;
+  }
+  return text;
+}
+
+absl::Status WordPieceBackend::ExportHuggingFace(const std::string& dir) const {
+  return WriteWordPieceHfFiles(spec_, dir);
+}
+
+}  // namespace padless::tokenize::internal
