@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "padless/report/atomic_file_writer.h"
+#include "padless/report/file_kind.h"
 #include "spm_backend.h"
 
 namespace padless::tokenize {
@@ -99,8 +100,12 @@ absl::StatusOr<Tokenizer> Tokenizer::FromBackend(std::unique_ptr<internal::SpmBa
 
 absl::StatusOr<Tokenizer> Tokenizer::Load(const std::string& model_path) {
   auto backend = std::make_unique<internal::SpmBackend>();
+  if (absl::Status s = report::CheckRegularFile(model_path, "SentencePiece model"); !s.ok()) {
+    return s;
+  }
   if (std::ifstream probe(model_path); !probe) {
-    return absl::NotFoundError(absl::StrCat("cannot open SentencePiece model ", model_path));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open SentencePiece model ", model_path));
   }
   const std::string error = backend->LoadFromFile(model_path);
   if (!error.empty()) {
@@ -123,8 +128,9 @@ absl::StatusOr<Tokenizer> Tokenizer::TrainFromFiles(const std::vector<std::strin
                                                     const TrainOptions& options) {
   if (files.empty()) return absl::InvalidArgumentError("no training files given");
   for (const std::string& f : files) {
+    if (absl::Status s = report::CheckRegularFile(f, "training file"); !s.ok()) return s;
     if (std::ifstream probe(f); !probe) {
-      return absl::NotFoundError(absl::StrCat("cannot open training file ", f));
+      return absl::PermissionDeniedError(absl::StrCat("cannot open training file ", f));
     }
   }
   absl::StatusOr<std::map<std::string, std::string>> trainer_options = TrainerOptions(options);
