@@ -77,7 +77,10 @@ std::string WhyBinary(std::string head) {
 absl::Status CheckInputFile(const PathFlag& f) {
   absl::StatusOr<std::string> head = ReadHead(f);
   if (!head.ok()) return head.status();
-  if (head->empty()) return Error(absl::StatusCode::kInvalidArgument, f, "is empty");
+  if (head->empty()) {
+    return Error(absl::StatusCode::kInvalidArgument, f,
+                 f.use == PathUse::kInputTextFile ? "is empty (no examples)" : "is empty");
+  }
   if (f.use != PathUse::kInputTextFile) return absl::OkStatus();
   if (std::string why = WhyBinary(*std::move(head)); !why.empty()) {
     return Error(absl::StatusCode::kInvalidArgument, f, why);
