@@ -20,6 +20,7 @@ namespace padless::cli {
 namespace {
 
 using report::FileKind;
+using report::JoinPath;
 
 constexpr size_t kSniffBytes = 64 * 1024;
 
@@ -28,10 +29,6 @@ std::string Prefix(const PathFlag& f) { return absl::StrCat(FlagAsWritten(f.flag
 
 absl::Status Error(absl::StatusCode code, const PathFlag& f, absl::string_view what) {
   return absl::Status(code, absl::StrCat(Prefix(f), ": ", what));
-}
-
-std::string JoinPath(const std::string& dir, const std::string& name) {
-  return dir.empty() || dir.back() == '/' ? dir + name : absl::StrCat(dir, "/", name);
 }
 
 // The directory that holds `path` ("." for a bare name, "/" for a top-level entry).

@@ -8,10 +8,6 @@ namespace {
 // The tokenizer file of a padless model directory (models/model_io.h writes it).
 constexpr char kModelDirTokenizer[] = "tokenizer.model";
 
-std::string InDirectory(const std::string& dir, const std::string& name) {
-  return !dir.empty() && dir.back() == '/' ? dir + name : dir + "/" + name;
-}
-
 }  // namespace
 
 PathFlag TokenizerPathFlag(const std::string& flag, const std::string& path) {
@@ -25,7 +21,7 @@ PathFlag TokenizerPathFlag(const std::string& flag, const std::string& path) {
 
 absl::StatusOr<tokenize::Tokenizer> LoadTokenizerFlag(const std::string& path) {
   if (report::KindOfPath(path) == report::FileKind::kDirectory) {
-    const std::string inside = InDirectory(path, kModelDirTokenizer);
+    const std::string inside = report::JoinPath(path, kModelDirTokenizer);
     if (report::KindOfPath(inside) == report::FileKind::kRegular) {
       return tokenize::Tokenizer::Load(inside);
     }

@@ -394,8 +394,11 @@ int RunPredict(const std::vector<std::string>& args) {
 
   std::vector<std::string> texts;
   const std::string data = absl::GetFlag(FLAGS_data);
-  const bool plain_lines =
-      data.empty() || data.size() < 4 || data.substr(data.size() - 4) == ".txt";
+  // Plain text, one text per line: stdin, or a file that --format auto cannot place as TSV, CSV
+  // or JSONL by its extension (.txt, no extension, ...). Those formats are read with labels
+  // optional (ReaderOptions::require_label false), so a file without a label column works.
+  const bool plain_lines = data.empty() || (reader->format == tok::CorpusFormat::kAuto &&
+                                            !tok::FormatFromPath(data).ok());
   if (!plain_lines) {
     absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, *reader);
     if (!raw.ok()) return Fail(kCmd, raw.status());
@@ -500,7 +503,10 @@ const Subcommand kPredictCommand = {
     "predict",
     "classify texts (stdin lines or --data FILE) with a trained model",
     "usage: padless predict --model DIR [--data FILE]\n\nWrites one `label<TAB>probability` line "
-    "per input text.",
+    "per input text.\nInput: lines of text on stdin without --data; with --data, a TSV, CSV or "
+    "JSONL "
+    "file (by its\nextension or --format) with or without a label column (labels are ignored), or "
+    "any other file as\nplain text, one text per line.",
     {"model", "data", "max_len", "max_tokens", "amp", "device", "long_text", "window_stride",
      "format", "text_field", "label_field"},
     RunPredict};

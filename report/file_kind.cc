@@ -47,4 +47,9 @@ absl::Status CheckRegularFile(const std::string& path, absl::string_view what) {
       absl::StrCat(what, " ", path, " is ", FileKindName(kind), ", not a file"));
 }
 
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  if (dir.empty() || dir.back() == '/') return dir + name;
+  return absl::StrCat(dir, "/", name);
+}
+
 }  // namespace padless::report

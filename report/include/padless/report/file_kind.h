@@ -25,6 +25,9 @@ absl::string_view FileKindName(FileKind kind);
 // and devices). `what` says what the file is for, e.g. "data file".
 absl::Status CheckRegularFile(const std::string& path, absl::string_view what);
 
+// `dir` + "/" + `name`, without doubling a trailing slash of `dir`.
+std::string JoinPath(const std::string& dir, const std::string& name);
+
 }  // namespace padless::report
 
 #endif  // PADLESS_REPORT_FILE_KIND_H_
