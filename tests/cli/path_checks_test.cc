@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -230,27 +232,50 @@ std::vector<std::string> WithFlag(std::vector<std::string> args, const std::stri
 }
 
 TEST_F(PathChecksTest, EveryPathFlagRejectsEveryKindOfBadPathBeforeAnyWork) {
-  int checked = 0, skipped = 0;
+  struct Run {
+    std::string what, flag_and_path, expect;
+    std::vector<std::string> args;
+    CliResult result;
+  };
+  std::vector<Run> runs;
+  int skipped = 0;
   for (const Row& row : Matrix()) {
     for (const BadPath& bad : BadPaths(row.role)) {
       if (bad.needs_non_root && root_) {
         ++skipped;
         continue;
       }
-      const std::vector<std::string> args = WithFlag(ValidArgs(row.command), row.flag, bad.path);
-      const std::string what = absl::StrCat(args[0], " ", row.flag, " ", bad.kind);
-      const auto before = Snapshot(*dir_);
-      const CliResult r = RunPadless(args);
-      EXPECT_EQ(r.exit_code, 1) << what << ": " << r.err;
-      EXPECT_THAT(r.err, HasSubstr(row.flag + " " + bad.path)) << what;
-      EXPECT_THAT(r.err, HasSubstr(bad.expect)) << what;
-      EXPECT_THAT(r.err, HasSubstr(": error: ")) << what;
-      EXPECT_THAT(r.err, Not(HasSubstr("terminate called"))) << what;
-      EXPECT_EQ(Snapshot(*dir_), before) << what << ": something was written";
-      ++checked;
+      std::vector<std::string> args = WithFlag(ValidArgs(row.command), row.flag, bad.path);
+      runs.push_back({absl::StrCat(args[0], " ", row.flag, " ", bad.kind),
+                      row.flag + " " + bad.path,
+                      bad.expect,
+                      std::move(args),
+                      {}});
     }
   }
-  EXPECT_GE(checked, 80);
+  // Every run must leave the fixture untouched, so they can share one before/after snapshot and
+  // run a few at a time (each process spends most of its time loading LibTorch).
+  const auto before = Snapshot(*dir_);
+  constexpr size_t kParallel = 4;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (size_t w = 0; w < kParallel; ++w) {
+    workers.emplace_back([&] {
+      for (size_t i = next++; i < runs.size(); i = next++)
+        runs[i].result = RunPadless(runs[i].args);
+    });
+  }
+  for (std::thread& t : workers) t.join();
+  EXPECT_EQ(Snapshot(*dir_), before) << "a run wrote into the fixture";
+  for (const Run& run : runs) {
+    const CliResult& r = run.result;
+    EXPECT_EQ(r.exit_code, 1) << run.what << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(run.flag_and_path)) << run.what;
+    EXPECT_THAT(r.err, HasSubstr(run.expect)) << run.what;
+    EXPECT_THAT(r.err, HasSubstr(": error: ")) << run.what;
+    EXPECT_THAT(r.err, Not(HasSubstr("terminate called"))) << run.what;
+  }
+  EXPECT_GE(runs.size() + skipped, 100u);
   if (skipped > 0) std::printf("skipped %d permission cases: running as root\n", skipped);
 }
 
