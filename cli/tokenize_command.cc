@@ -117,16 +117,18 @@ absl::Status Train(const std::vector<std::string>& rest) {
   tok::TrainOptions options;
   options.model_type = absl::GetFlag(FLAGS_model_type);
   if (options.model_type != "unigram" && options.model_type != "bpe") {
-    return UsageError(
-        absl::StrCat("--model-type must be unigram or bpe, not '", options.model_type, "'"));
+    return UsageError(absl::StrCat(FlagAsWritten("model_type"), " must be unigram or bpe, not '",
+                                   options.model_type, "'"));
   }
   options.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   if (options.vocab_size <= tok::kNumSpecialTokens) {
-    return UsageError(absl::StrCat("--vocab-size must be above ", tok::kNumSpecialTokens));
+    return UsageError(absl::StrCat(FlagAsWritten("vocab_size"), " must be >= ",
+                                   tok::kNumSpecialTokens + 1, ", got ", options.vocab_size));
   }
   options.character_coverage = absl::GetFlag(FLAGS_character_coverage);
   if (!(options.character_coverage > 0 && options.character_coverage <= 1)) {
-    return UsageError("--character-coverage must be in (0, 1]");
+    return UsageError(absl::StrCat(FlagAsWritten("character_coverage"), " must be in (0, 1], got ",
+                                   options.character_coverage));
   }
   const std::string symbols = absl::GetFlag(FLAGS_user_symbols);
   if (!symbols.empty()) options.user_defined_symbols = absl::StrSplit(symbols, ',');
