@@ -308,6 +308,23 @@ TEST_F(PathChecksTest, ReportedCases) {
   EXPECT_EQ(Snapshot(d), before);
 }
 
+// `--help` says --model takes a tokenizer file or a model directory; a directory used to abort
+// bench-padding with std::ios_failure (issue 13.2). Now it uses the directory's tokenizer.model.
+TEST_F(PathChecksTest, TokenizerFlagsAcceptAModelDirectory) {
+  const std::string model_dir = ScratchDir("path_checks_model_dir");
+  const std::string data = std::string(PADLESS_SOURCE_DIR) + "/data/sst2_dev.tsv";
+  CliResult r = RunPadless({"tokenize", "train", "--input", data, "--out", model_dir + "/tokenizer",
+                            "--vocab-size", "300", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunPadless(
+      {"bench-padding", "--data", data, "--model", model_dir, "--max-len", "64", "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pad_to_max_len"));
+  r = RunPadless({"tokenize", "stats", "--data", data, "--model", model_dir, "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("count: 872"));
+}
+
 // A usage error is reported before a bad path, whichever comes first on the command line.
 TEST_F(PathChecksTest, UsageErrorsComeBeforePathErrors) {
   const CliResult r = RunPadless(
