@@ -13,13 +13,16 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
+#include "flag_spelling.h"
 #include "padless/batching/padding_report.h"
 #include "padless/report/atomic_file_writer.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
+#include "path_checks.h"
 #include "subcommand.h"
+#include "tokenizer_flag.h"
 
 namespace padless::cli {
 namespace {
@@ -32,22 +35,25 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   const int64_t max_len = absl::GetFlag(FLAGS_max_len);
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
-  const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);
-  if (data.empty()) return Usage(kCommand, "--data is required");
-  if (model.empty()) return Usage(kCommand, "--model is required");
+  const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);  // checked by CheckSizeFlags
+  if (data.empty()) return Usage(kCommand, absl::StrCat(FlagAsWritten("data"), " is required"));
+  if (model.empty()) return Usage(kCommand, absl::StrCat(FlagAsWritten("model"), " is required"));
   absl::StatusOr<tokenize::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
-  if (!reader.ok()) return Usage(kCommand, reader.status().message());
-  absl::StatusOr<tokenize::EncodeOptions> encode_options =
-      EncodeOptionsFromFlags(/*min_max_len=*/3);
-  if (!encode_options.ok()) return Usage(kCommand, encode_options.status().message());
-  if (batch_size < 1)
-    return Usage(kCommand, absl::StrCat("--batch-size must be >= 1, got ", batch_size));
-  if (max_tokens < max_len) {
-    return Usage(kCommand, absl::StrCat("--max-tokens (", max_tokens, ") must be >= --max-len (",
-                                        max_len, ")"));
+  if (!reader.ok()) return ReportError(kCommand, reader.status());
+  absl::StatusOr<tokenize::EncodeOptions> encode_options = EncodeOptionsFromFlags();
+  if (!encode_options.ok()) return ReportError(kCommand, encode_options.status());
+  if (absl::Status s = CheckSizeFlags(kMaxLen | kBatchSize | kMaxTokens | kThreads); !s.ok()) {
+    return ReportError(kCommand, s);
+  }
+  if (absl::Status s = CheckPathFlags({{"data", data, PathUse::kInputTextFile},
+                                       TokenizerPathFlag("model", model),
+                                       {"csv", absl::GetFlag(FLAGS_csv), PathUse::kOutputFile},
+                                       {"svg", absl::GetFlag(FLAGS_svg), PathUse::kOutputFile}});
+      !s.ok()) {
+    return ReportError(kCommand, s);
   }
 
-  absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(model);
+  absl::StatusOr<tokenize::Tokenizer> tokenizer = LoadTokenizerFlag(model);
   if (!tokenizer.ok()) return Fail(kCommand, tokenizer.status());
   absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(data, *reader);
   if (!raw.ok()) return Fail(kCommand, raw.status());
@@ -90,8 +96,8 @@ int RunBenchPadding(const std::vector<std::string>& args) {
 const Subcommand kBenchPaddingCommand = {
     "bench-padding",
     "compare padding, bucketing and packing strategies on a data file",
-    "usage: padless bench-padding --data FILE --model M.model [--max-len 512] [--batch-size 32]\n"
-    "       [--max-tokens 16384] [--csv PATH] [--svg PATH]\n\n"
+    "usage: padless bench-padding --data FILE --model M.model|MODEL_DIR [--max-len 512]\n"
+    "       [--batch-size 32] [--max-tokens 16384] [--csv PATH] [--svg PATH]\n\n"
     "Tokenizes FILE (truncating to --max-len), plans one epoch with every strategy, collates it,\n"
     "and prints one row per strategy: padding_efficiency (real tokens / token slots), batches,\n"
     "distinct_shapes, tokens_per_batch_p50/p99 (token slots), plan_ms and collate_ms.",

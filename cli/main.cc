@@ -10,6 +10,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli_util.h"
+#include "flag_spelling.h"
 #include "subcommand.h"
 
 namespace padless::cli {
@@ -70,7 +72,7 @@ int Main(int argc, char** argv) {
     if (argv[1] == std::string(c->name)) command = c;
   }
   if (command == nullptr) {
-    absl::FPrintF(stderr, "padless: unknown command '%s'\n\n", argv[1]);
+    absl::FPrintF(stderr, "padless: error: unknown command '%s'\n\n", argv[1]);
     PrintTopLevelHelp(stderr);
     return kExitUsage;
   }
@@ -93,11 +95,7 @@ int Main(int argc, char** argv) {
       PrintCommandHelp(*command, stdout);
       return kExitOk;
     }
-    auto usage_error = [&](const std::string& why) {
-      absl::FPrintF(stderr, "padless %s: %s (see `padless %s --help`)\n", command->name, why,
-                    command->name);
-      return kExitUsage;
-    };
+    auto usage_error = [&](const std::string& why) { return Usage(command->name, why); };
     const bool known =
         std::find(command->flags.begin(), command->flags.end(), name) != command->flags.end();
     const bool negated = !known && name.rfind("no", 0) == 0 &&
@@ -107,6 +105,7 @@ int Main(int argc, char** argv) {
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(negated ? name.substr(2) : name);
     if (flag == nullptr) return usage_error(absl::StrCat("unknown flag '", arg, "'"));
     const size_t eq = arg.find('=');
+    if (!negated) RecordFlagSpelling(name, arg.substr(0, eq));
     std::string value;
     if (negated) {
       if (!flag->IsOfType<bool>() || eq != std::string::npos) {

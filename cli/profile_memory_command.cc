@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "cli_util.h"
 #include "common_flags.h"
+#include "flag_spelling.h"
 #include "padless/batching/batch.h"
 #include "padless/cuda/memory/memory_budget.h"
 #include "padless/cuda/memory/memory_meter.h"
@@ -35,6 +36,7 @@
 #include "padless/models/model_runtime.h"
 #include "padless/models/optimizer.h"
 #include "padless/report/atomic_file_writer.h"
+#include "path_checks.h"
 #include "subcommand.h"
 
 ABSL_FLAG(std::string, sweep_preset, "base", "profile-memory: encoder preset (tiny, small, base)");
@@ -47,8 +49,9 @@ ABSL_FLAG(
     "profile-memory: checkpoint policies (none, all, every:K, keep_last:K, selective, ffn, attn)");
 ABSL_FLAG(std::string, sweep_attention, "padded,varlen",
           "profile-memory: padded (dense SDPA with a mask) and/or varlen (packed tokens)");
-ABSL_FLAG(std::string, sweep_device, "cuda",
-          "profile-memory: cuda (caching-allocator stats) or cpu (counting allocator)");
+ABSL_FLAG(std::string, sweep_device, "auto",
+          "profile-memory: auto (cuda when a CUDA device is available, else cpu), cuda "
+          "(caching-allocator stats) or cpu (counting allocator)");
 ABSL_FLAG(int64_t, sweep_max_tokens, 131072,
           "profile-memory: skip shapes with batch * seq_len above this");
 ABSL_FLAG(int64_t, sweep_vocab_size, 0,
@@ -73,11 +76,12 @@ absl::StatusOr<std::vector<int64_t>> ParseInts(const std::string& flag, const st
     int64_t v = 0;
     if (!absl::SimpleAtoi(part, &v) || v <= 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, ": '", part, "' is not a positive integer"));
+          absl::StrCat(FlagAsWritten(flag), ": '", part, "' is not a positive integer"));
     }
     out.push_back(v);
   }
-  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
+  if (out.empty())
+    return absl::InvalidArgumentError(absl::StrCat(FlagAsWritten(flag), " is empty"));
   return out;
 }
 
@@ -276,20 +280,22 @@ absl::Status SweepConfigsFromFlags(Sweep& sweep) {
   for (const std::string& a : ParseList(absl::GetFlag(FLAGS_sweep_amp))) {
     auto m = models::ParseAmpMode(a);
     if (!m.ok())
-      return absl::InvalidArgumentError(absl::StrCat("--sweep_amp: ", m.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(FlagAsWritten("sweep_amp"), ": ", m.status().message()));
     sweep.amps.push_back(*m);
   }
   for (const std::string& c : ParseList(absl::GetFlag(FLAGS_sweep_checkpoint))) {
     auto p = models::CheckpointPolicy::Parse(c);
     if (!p.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--sweep_checkpoint: ", p.status().message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(FlagAsWritten("sweep_checkpoint"), ": ", p.status().message()));
     }
     sweep.policies.push_back(*p);
   }
   for (const std::string& a : ParseList(absl::GetFlag(FLAGS_sweep_attention))) {
     if (a != "padded" && a != "varlen") {
       return absl::InvalidArgumentError(
-          absl::StrCat("--sweep_attention: '", a, "' is not padded or varlen"));
+          absl::StrCat(FlagAsWritten("sweep_attention"), ": '", a, "' is not padded or varlen"));
     }
     sweep.varlens.push_back(a == "varlen");
   }
@@ -303,17 +309,20 @@ absl::Status SweepConfigsFromFlags(Sweep& sweep) {
 // The model, the device and the budget to check; errors are usage errors.
 absl::Status SweepModelFromFlags(Sweep& sweep) {
   const std::string device_name = absl::GetFlag(FLAGS_sweep_device);
-  if (device_name != "cuda" && device_name != "cpu") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--sweep_device: '", device_name, "' is not cuda or cpu"));
+  if (device_name != "auto" && device_name != "cuda" && device_name != "cpu") {
+    return absl::InvalidArgumentError(absl::StrCat(FlagAsWritten("sweep_device"), ": '",
+                                                   device_name, "' is not auto, cuda or cpu"));
   }
-  sweep.cuda = device_name == "cuda";
+  sweep.cuda = device_name == "cuda" || (device_name == "auto" && torch::cuda::is_available());
   auto config = models::EncoderConfig::Preset(absl::GetFlag(FLAGS_sweep_preset));
   if (!config.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--sweep_preset: ", config.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(FlagAsWritten("sweep_preset"), ": ", config.status().message()));
   }
   const int64_t vocab = absl::GetFlag(FLAGS_sweep_vocab_size);
-  if (vocab < 0) return absl::InvalidArgumentError("--sweep_vocab_size must be >= 0");
+  if (vocab < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(FlagAsWritten("sweep_vocab_size"), " must be >= 0, got ", vocab));
   if (vocab > 0) config->vocab_size(vocab);
   int64_t longest = 0;
   for (int64_t l : sweep.lens) longest = std::max(longest, l);
@@ -322,7 +331,7 @@ absl::Status SweepModelFromFlags(Sweep& sweep) {
     auto parsed = cuda::ParseByteSize(b);
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--verify_budget: ", parsed.status().message()));
+          absl::StrCat(FlagAsWritten("verify_budget"), ": ", parsed.status().message()));
     }
     sweep.verify_budget = *parsed;
   }
@@ -387,11 +396,16 @@ int RunProfileMemory(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(kCommand, absl::StrCat("unexpected argument '", args[0], "'"));
   absl::StatusOr<Sweep> sweep = SweepFromFlags();
   if (!sweep.ok()) return Usage(kCommand, std::string(sweep.status().message()));
+  if (absl::Status s = CheckPathFlags({{"csv", absl::GetFlag(FLAGS_csv), PathUse::kOutputFile},
+                                       {"svg", absl::GetFlag(FLAGS_svg), PathUse::kOutputFile}});
+      !s.ok()) {
+    return Fail(kCommand, s);
+  }
   if (sweep->cuda && !torch::cuda::is_available()) {
-    return Fail(
-        kCommand,
-        absl::FailedPreconditionError(
-            "no CUDA device; pass --sweep_device=cpu to profile the CPU (counting allocator)"));
+    return Fail(kCommand, absl::FailedPreconditionError(absl::StrCat(
+                              FlagAsWritten("sweep_device"),
+                              " cuda: no CUDA device; use cpu or auto to profile the CPU (counting "
+                              "allocator)")));
   }
   const c10::Device device = sweep->cuda ? c10::Device(c10::kCUDA, 0) : c10::kCPU;
   auto meter = cuda::MemoryMeter::Create(device);

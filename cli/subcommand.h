@@ -1,6 +1,7 @@
 // A subcommand of the padless tool: its name, a one-line summary, its usage text, and the function
 // that runs it with the positional arguments left after flag parsing. Exit codes: 0 success,
-// 1 runtime failure (bad data, I/O), 2 usage error (bad or missing flags).
+// 1 runtime failure (bad data, bad paths, I/O), 2 usage error (bad or missing flags); the rule
+// and the one error format are in cli_util.h.
 #ifndef PADLESS_CLI_SUBCOMMAND_H_
 #define PADLESS_CLI_SUBCOMMAND_H_
 

@@ -23,6 +23,7 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
+#include "flag_spelling.h"
 #include "padless/report/atomic_file_writer.h"
 #include "padless/report/svg.h"
 #include "padless/tokenize/batch_encoder.h"
@@ -31,7 +32,9 @@
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/length_stats.h"
 #include "padless/tokenize/tokenizer.h"
+#include "path_checks.h"
 #include "subcommand.h"
+#include "tokenizer_flag.h"
 
 ABSL_FLAG(std::string, input, "",
           "tokenize train: comma-separated training files; labeled TSV/CSV/JSONL files give their "
@@ -46,20 +49,13 @@ ABSL_FLAG(int64_t, input_sentence_size, 0,
 ABSL_FLAG(int64_t, bin_width, 16, "tokenize stats: histogram bin width in tokens");
 ABSL_FLAG(std::string, ids_out, "",
           "tokenize encode: write each example's ids (special tokens included, after --max-len "
-          "truncation; --max-len 0: none) to this file, one line per example, space-separated");
+          "truncation: give a large --max-len to compare untruncated ids) to this file, one line "
+          "per example, space-separated");
 
 namespace padless::cli {
 namespace {
 
 namespace tok = ::padless::tokenize;
-
-// A usage error (exit 2) carries kInvalidArgument with this prefix so Run can tell it apart from
-// bad data, which is also kInvalidArgument but exits 1.
-constexpr absl::string_view kUsagePrefix = "usage: ";
-
-absl::Status UsageError(absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat(kUsagePrefix, why));
-}
 
 bool Quiet() { return absl::GetFlag(FLAGS_quiet); }
 
@@ -74,25 +70,18 @@ void Progress(const std::string& what, int64_t done, int64_t total) {
 
 // The shared reader and encode flags (data_flags.h); their errors are usage errors here.
 absl::StatusOr<tok::ReaderOptions> ReaderFromFlags() {
-  absl::StatusOr<tok::ReaderOptions> o = ReaderOptionsFromFlags(/*require_label=*/true);
-  if (!o.ok()) return UsageError(o.status().message());
-  return o;
+  return ReaderOptionsFromFlags(/*require_label=*/true);
 }
 
-absl::StatusOr<tok::EncodeOptions> EncodeFromFlags() {
-  absl::StatusOr<tok::EncodeOptions> o = EncodeOptionsFromFlags(/*min_max_len=*/0);
-  if (!o.ok()) return UsageError(o.status().message());
-  return o;
-}
+absl::StatusOr<tok::EncodeOptions> EncodeFromFlags() { return EncodeOptionsFromFlags(); }
 
 absl::StatusOr<int> ThreadsFromFlags() {
-  const int threads = absl::GetFlag(FLAGS_threads);
-  if (threads < 0) return UsageError("--threads must be >= 0 (0: all cores)");
-  return threads;
+  if (absl::Status s = CheckSizeFlags(kThreads); !s.ok()) return s;
+  return absl::GetFlag(FLAGS_threads);
 }
 
 absl::Status RequireFlag(const std::string& value, absl::string_view name) {
-  if (value.empty()) return UsageError(absl::StrCat("--", name, " is required"));
+  if (value.empty()) return UsageError(absl::StrCat(FlagAsWritten(name), " is required"));
   return absl::OkStatus();
 }
 
@@ -121,6 +110,10 @@ bool IsLabeledFile(const std::string& path) {
   return tok::FormatFromPath(path).ok();
 }
 
+bool IsLabeledFileAny(const std::vector<std::string>& files) {
+  return std::any_of(files.begin(), files.end(), IsLabeledFile);
+}
+
 absl::Status Train(const std::vector<std::string>& rest) {
   if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
   const std::string input = absl::GetFlag(FLAGS_input), out = absl::GetFlag(FLAGS_out);
@@ -129,16 +122,18 @@ absl::Status Train(const std::vector<std::string>& rest) {
   tok::TrainOptions options;
   options.model_type = absl::GetFlag(FLAGS_model_type);
   if (options.model_type != "unigram" && options.model_type != "bpe") {
-    return UsageError(
-        absl::StrCat("--model-type must be unigram or bpe, not '", options.model_type, "'"));
+    return UsageError(absl::StrCat(FlagAsWritten("model_type"), " must be unigram or bpe, not '",
+                                   options.model_type, "'"));
   }
   options.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   if (options.vocab_size <= tok::kNumSpecialTokens) {
-    return UsageError(absl::StrCat("--vocab-size must be above ", tok::kNumSpecialTokens));
+    return UsageError(absl::StrCat(FlagAsWritten("vocab_size"), " must be >= ",
+                                   tok::kNumSpecialTokens + 1, ", got ", options.vocab_size));
   }
   options.character_coverage = absl::GetFlag(FLAGS_character_coverage);
   if (!(options.character_coverage > 0 && options.character_coverage <= 1)) {
-    return UsageError("--character-coverage must be in (0, 1]");
+    return UsageError(absl::StrCat(FlagAsWritten("character_coverage"), " must be in (0, 1], got ",
+                                   options.character_coverage));
   }
   const std::string symbols = absl::GetFlag(FLAGS_user_symbols);
   if (!symbols.empty()) options.user_defined_symbols = absl::StrSplit(symbols, ',');
@@ -149,8 +144,15 @@ absl::Status Train(const std::vector<std::string>& rest) {
   options.verbose = false;
 
   const std::vector<std::string> files = absl::StrSplit(input, ',', absl::SkipEmpty());
-  if (files.empty()) return UsageError("--input names no file");
-  const bool any_labeled = std::any_of(files.begin(), files.end(), IsLabeledFile);
+  if (files.empty()) return UsageError(absl::StrCat(FlagAsWritten("input"), " names no file"));
+  if (IsLabeledFileAny(files)) {
+    if (absl::StatusOr<tok::ReaderOptions> o = ReaderFromFlags(); !o.ok()) return o.status();
+  }
+  std::vector<PathFlag> paths;
+  for (const std::string& file : files) paths.push_back({"input", file, PathUse::kInputTextFile});
+  paths.push_back({"out", ModelPath(out), PathUse::kOutputFile});
+  if (absl::Status s = CheckPathFlags(paths); !s.ok()) return s;
+  const bool any_labeled = IsLabeledFileAny(files);
   absl::StatusOr<tok::Tokenizer> tokenizer = absl::UnknownError("not trained");
   std::vector<std::string> labels;
   int64_t sentences = 0;
@@ -209,7 +211,15 @@ absl::StatusOr<tok::Tokenizer> LoadModel() {
   if (absl::StatusOr<tok::ReaderOptions> o = ReaderFromFlags(); !o.ok()) return o.status();
   if (absl::StatusOr<tok::EncodeOptions> o = EncodeFromFlags(); !o.ok()) return o.status();
   if (absl::StatusOr<int> t = ThreadsFromFlags(); !t.ok()) return t.status();
-  return tok::Tokenizer::Load(model);
+  if (absl::Status s = CheckPathFlags({TokenizerPathFlag("model", model),
+                                       {"data", data, PathUse::kInputTextFile},
+                                       {"out", absl::GetFlag(FLAGS_out), PathUse::kOutputFile},
+                                       {"csv", absl::GetFlag(FLAGS_csv), PathUse::kOutputFile},
+                                       {"svg", absl::GetFlag(FLAGS_svg), PathUse::kOutputFile}});
+      !s.ok()) {
+    return s;
+  }
+  return LoadTokenizerFlag(model);
 }
 
 absl::StatusOr<Loaded> LoadModelAndData() {
@@ -407,7 +417,9 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
 absl::Status Stats(const std::vector<std::string>& rest) {
   if (!rest.empty()) return UsageError(absl::StrCat("unexpected argument '", rest[0], "'"));
   const int64_t bin_width = absl::GetFlag(FLAGS_bin_width);
-  if (bin_width <= 0) return UsageError("--bin-width must be positive");
+  if (bin_width <= 0) {
+    return UsageError(absl::StrCat(FlagAsWritten("bin_width"), " must be >= 1, got ", bin_width));
+  }
   absl::StatusOr<Loaded> loaded = LoadModelAndData();
   if (!loaded.ok()) return loaded.status();
   // Lengths before truncation (special tokens included): what a limit would cut.
@@ -439,12 +451,7 @@ absl::Status Stats(const std::vector<std::string>& rest) {
 }
 
 int RunTokenize(const std::vector<std::string>& args) {
-  if (args.empty()) {
-    absl::FPrintF(stderr,
-                  "padless tokenize: missing action: train, encode or stats "
-                  "(see `padless tokenize --help`)\n");
-    return kExitUsage;
-  }
+  if (args.empty()) return Usage("tokenize", "missing action: train, encode or stats");
   const std::string action = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   absl::Status status;
@@ -455,20 +462,11 @@ int RunTokenize(const std::vector<std::string>& args) {
   } else if (action == "stats") {
     status = Stats(rest);
   } else {
-    absl::FPrintF(stderr,
-                  "padless tokenize: unknown action '%s' (expected train, encode or "
-                  "stats)\n",
-                  action);
-    return kExitUsage;
+    return Usage("tokenize",
+                 absl::StrCat("unknown action '", action, "' (expected train, encode or stats)"));
   }
   if (status.ok()) return kExitOk;
-  if (absl::StartsWith(status.message(), kUsagePrefix)) {
-    absl::FPrintF(stderr, "padless tokenize %s: %s (see `padless tokenize --help`)\n", action,
-                  status.message().substr(kUsagePrefix.size()));
-    return kExitUsage;
-  }
-  absl::FPrintF(stderr, "padless tokenize %s: error: %s\n", action, status.message());
-  return kExitFailure;
+  return ReportError(absl::StrCat("tokenize ", action), status);
 }
 
 }  // namespace

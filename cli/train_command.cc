@@ -19,6 +19,7 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
+#include "flag_spelling.h"
 #include "nlohmann/json.hpp"
 #include "padless/batching/strategy_registry.h"
 #include "padless/cuda/memory/memory_budget.h"
@@ -34,6 +35,7 @@
 #include "padless/report/atomic_file_writer.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/tokenizer.h"
+#include "path_checks.h"
 #include "subcommand.h"
 
 ABSL_FLAG(std::string, dev, "", "train: labeled dev file for evaluation and early stopping");
@@ -112,6 +114,17 @@ absl::StatusOr<batching::PlannerOptions> PlanFromFlags(int64_t max_len) {
       absl::GetFlag(FLAGS_batching),
       batching::StrategySizes{max_len, absl::GetFlag(FLAGS_batch_size),
                               absl::GetFlag(FLAGS_max_tokens), absl::GetFlag(FLAGS_seed)});
+}
+
+// "--model DIR is required", with the flag as the user would write it.
+std::string RequiredMessage(absl::string_view flag, absl::string_view what) {
+  return absl::StrCat(FlagAsWritten(flag), " ", what, " is required");
+}
+
+// --model of eval and predict: a trained model directory (LoadModelDir names any other missing
+// member; config.json identifies the directory as a model).
+PathFlag ModelDirFlag(const std::string& dir) {
+  return {"model", dir, PathUse::kInputDirectory, {"config.json"}};
 }
 
 absl::Status WriteJson(const std::string& path, const nlohmann::json& j) {
@@ -198,9 +211,11 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
   if (!reader.ok()) return reader.status();
   job.reader = *reader;
-  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags(/*min_max_len=*/3);
+  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags();
   if (!encode.ok()) return encode.status();
   job.encode = *encode;
+  // --max-tokens is checked by ValidateTrainJobOptions (the job may choose it from the data).
+  if (absl::Status s = CheckSizeFlags(kBatchSize | kThreads); !s.ok()) return s;
   job.threads = absl::GetFlag(FLAGS_threads);
   job.vocab_size = absl::GetFlag(FLAGS_vocab_size);
   job.preset = absl::GetFlag(FLAGS_preset);
@@ -265,12 +280,22 @@ void PrintTrainResult(const models::TrainJobResult& r) {
   absl::PrintF("model written to %s\n", r.model_dir);
 }
 
+// Every path train reads or writes, checked before any work (nothing is written before).
+std::vector<PathFlag> TrainPaths(const models::TrainJobOptions& job) {
+  return {{"data", job.data, PathUse::kInputTextFile},
+          {"dev", job.dev, PathUse::kInputTextFile},
+          {"init_from", job.init_from, PathUse::kInputDirectory, {"config.json"}},
+          {"out", job.out, PathUse::kOutputDirectory},
+          {"metrics_json", absl::GetFlag(FLAGS_metrics_json), PathUse::kOutputFile}};
+}
+
 // The work is models::RunTrainJob; this maps the flags onto it and prints the result.
 int RunTrain(const std::vector<std::string>& args) {
   const char* kCmd = "train";
   if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   absl::StatusOr<models::TrainJobOptions> job = TrainJobFromFlags();
   if (!job.ok()) return Usage(kCmd, job.status().message());
+  if (absl::Status s = CheckPathFlags(TrainPaths(*job)); !s.ok()) return Fail(kCmd, s);
   absl::StatusOr<models::TrainJobResult> result = models::RunTrainJob(*job);
   if (!result.ok()) return Fail(kCmd, result.status());
   PrintTrainResult(*result);
@@ -286,16 +311,26 @@ int RunEval(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   const std::string model_dir = absl::GetFlag(FLAGS_model);
   const std::string data = absl::GetFlag(FLAGS_data);
-  if (model_dir.empty()) return Usage(kCmd, "--model DIR is required");
-  if (data.empty()) return Usage(kCmd, "--data is required");
+  if (model_dir.empty()) return Usage(kCmd, RequiredMessage("model", "DIR"));
+  if (data.empty()) return Usage(kCmd, RequiredMessage("data", "FILE"));
   absl::StatusOr<c10::Device> device = DeviceFromFlag();
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
   absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
   if (!reader.ok()) return Usage(kCmd, reader.status().message());
-  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags(/*min_max_len=*/3);
+  absl::StatusOr<tok::EncodeOptions> encode = EncodeOptionsFromFlags();
   if (!encode.ok()) return Usage(kCmd, encode.status().message());
+  if (absl::Status s = CheckSizeFlags(kMaxLen | kBatchSize | kMaxTokens | kThreads); !s.ok()) {
+    return ReportError(kCmd, s);
+  }
+  if (absl::Status s = CheckPathFlags(
+          {ModelDirFlag(model_dir),
+           {"data", data, PathUse::kInputTextFile},
+           {"metrics_json", absl::GetFlag(FLAGS_metrics_json), PathUse::kOutputFile}});
+      !s.ok()) {
+    return Fail(kCmd, s);
+  }
   absl::StatusOr<models::LoadedModel> loaded = models::LoadModelDir(model_dir, *device);
   if (!loaded.ok()) return Fail(kCmd, loaded.status());
   encode->max_length = std::min(encode->max_length, loaded->config.max_positions());
@@ -330,7 +365,7 @@ int RunPredict(const std::vector<std::string>& args) {
   const char* kCmd = "predict";
   if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   const std::string model_dir = absl::GetFlag(FLAGS_model);
-  if (model_dir.empty()) return Usage(kCmd, "--model DIR is required");
+  if (model_dir.empty()) return Usage(kCmd, RequiredMessage("model", "DIR"));
   absl::StatusOr<c10::Device> device = DeviceFromFlag();
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
   absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/false);
@@ -347,14 +382,23 @@ int RunPredict(const std::vector<std::string>& args) {
   options.long_text = *long_text;
   options.window_stride = absl::GetFlag(FLAGS_window_stride);
   options.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  if (absl::Status s = CheckSizeFlags(kMaxLen | kMaxTokens); !s.ok()) return ReportError(kCmd, s);
+  if (absl::Status s = CheckPathFlags(
+          {ModelDirFlag(model_dir), {"data", absl::GetFlag(FLAGS_data), PathUse::kInputTextFile}});
+      !s.ok()) {
+    return Fail(kCmd, s);
+  }
   absl::StatusOr<std::unique_ptr<models::TextClassifier>> classifier =
       models::TextClassifier::Load(model_dir, options);
   if (!classifier.ok()) return Fail(kCmd, classifier.status());
 
   std::vector<std::string> texts;
   const std::string data = absl::GetFlag(FLAGS_data);
-  const bool plain_lines =
-      data.empty() || data.size() < 4 || data.substr(data.size() - 4) == ".txt";
+  // Plain text, one text per line: stdin, or a file that --format auto cannot place as TSV, CSV
+  // or JSONL by its extension (.txt, no extension, ...). Those formats are read with labels
+  // optional (ReaderOptions::require_label false), so a file without a label column works.
+  const bool plain_lines = data.empty() || (reader->format == tok::CorpusFormat::kAuto &&
+                                            !tok::FormatFromPath(data).ok());
   if (!plain_lines) {
     absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, *reader);
     if (!raw.ok()) return Fail(kCmd, raw.status());
@@ -459,7 +503,10 @@ const Subcommand kPredictCommand = {
     "predict",
     "classify texts (stdin lines or --data FILE) with a trained model",
     "usage: padless predict --model DIR [--data FILE]\n\nWrites one `label<TAB>probability` line "
-    "per input text.",
+    "per input text.\nInput: lines of text on stdin without --data; with --data, a TSV, CSV or "
+    "JSONL "
+    "file (by its\nextension or --format) with or without a label column (labels are ignored), or "
+    "any other file as\nplain text, one text per line.",
     {"model", "data", "max_len", "max_tokens", "amp", "device", "long_text", "window_stride",
      "format", "text_field", "label_field"},
     RunPredict};

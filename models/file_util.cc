@@ -8,17 +8,16 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "padless/report/file_kind.h"
 
 namespace padless::models::internal {
 
 bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  return report::KindOfPath(path) == report::FileKind::kDirectory;
 }
 
 bool IsRegularFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return report::KindOfPath(path) == report::FileKind::kRegular;
 }
 
 absl::Status MakeDirectories(const std::string& path) {
@@ -50,8 +49,7 @@ std::vector<std::string> ListDirectory(const std::string& dir) {
 }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {
-  if (dir.empty() || dir.back() == '/') return dir + name;
-  return dir + "/" + name;
+  return report::JoinPath(dir, name);
 }
 
 }  // namespace padless::models::internal

@@ -10,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "file_util.h"
 #include "padless/report/atomic_file_writer.h"
+#include "padless/report/file_kind.h"
 #include "padless/report/read_file.h"
 
 namespace padless::models {
 
-using internal::IsDirectory;
 using internal::IsRegularFile;
 using internal::JoinPath;
 
@@ -77,8 +77,12 @@ absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
 }
 
 absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device) {
-  if (!IsDirectory(dir)) {
-    return absl::NotFoundError(absl::StrCat(dir, ": not a model directory (does not exist)"));
+  if (const report::FileKind kind = report::KindOfPath(dir); kind != report::FileKind::kDirectory) {
+    if (kind == report::FileKind::kMissing) {
+      return absl::NotFoundError(absl::StrCat(dir, ": not a model directory (does not exist)"));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, ": not a model directory (it is ", report::FileKindName(kind), ")"));
   }
   for (const char* f : {kConfigFile, kWeightsFile, kTokenizerFile, kLabelsFile}) {
     if (!IsRegularFile(JoinPath(dir, f))) {

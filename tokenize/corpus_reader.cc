@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "padless/report/file_kind.h"
 #include "padless/tokenize/utf8.h"
 
 namespace padless::tokenize {
@@ -22,7 +23,7 @@ constexpr absl::string_view kBom = "\xEF\xBB\xBF";
 
 // Where label, text and pair sit in a TSV/CSV row.
 struct Columns {
-  int label = 0;
+  int label = 0;  // -1: the file has no label column (only when labels are optional)
   int text = 1;
   int pair = 2;       // -1: the file has no pair column
   int expected = -1;  // exact field count (with a header); -1: 2 or 3
@@ -37,10 +38,12 @@ absl::StatusOr<Columns> ColumnsFromFirstRow(const std::vector<std::string>& firs
   };
   Columns c;
   const int label = index_of(options.label_field), text = index_of(options.text_field);
+  const bool label_optional = !options.require_label;
   *is_header = options.header == ReaderOptions::Header::kPresent ||
-               (options.header == ReaderOptions::Header::kAuto && label >= 0 && text >= 0);
+               (options.header == ReaderOptions::Header::kAuto && text >= 0 &&
+                (label >= 0 || label_optional));
   if (!*is_header) return c;
-  if (label < 0 || text < 0) {
+  if ((label < 0 && !label_optional) || text < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "header lacks the column '", label < 0 ? options.label_field : options.text_field, "'"));
   }
@@ -99,6 +102,9 @@ class Collector {
       return Bad(line, absl::StrCat("expected ", columns.expected, " ", what,
                                     " fields as in the header, found ", n));
     }
+    if (columns.expected < 0 && n == 1 && !options_.require_label) {
+      return Add(line, "", std::move(fields[0]), std::nullopt);  // a text without a label
+    }
     if (columns.expected < 0 && (n < 2 || n > 3)) {
       if (n == 1) return Bad(line, absl::StrCat("missing label or text: 1 ", what, " field"));
       return Bad(line, absl::StrCat("expected 2 or 3 ", what,
@@ -106,8 +112,8 @@ class Collector {
     }
     std::optional<std::string> pair;
     if (columns.pair >= 0 && columns.pair < n) pair = std::move(fields[columns.pair]);
-    return Add(line, std::move(fields[columns.label]), std::move(fields[columns.text]),
-               std::move(pair));
+    std::string label = columns.label >= 0 ? std::move(fields[columns.label]) : std::string();
+    return Add(line, std::move(label), std::move(fields[columns.text]), std::move(pair));
   }
 
   // TSV and CSV rows: the first row fixes the columns and is skipped when it is a header.
@@ -372,8 +378,9 @@ absl::StatusOr<RawCorpus> ParseCorpus(absl::string_view content, const std::stri
 }
 
 absl::StatusOr<RawCorpus> ReadCorpus(const std::string& path, const ReaderOptions& options) {
+  if (absl::Status s = report::CheckRegularFile(path, "data file"); !s.ok()) return s;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open data file ", path));
+  if (!in) return absl::PermissionDeniedError(absl::StrCat("cannot open data file ", path));
   std::string content;
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "padless/report/atomic_file_writer.h"
+#include "padless/report/file_kind.h"
 
 namespace padless::tokenize {
 
@@ -71,6 +72,7 @@ absl::Status LabelMap::Save(const std::string& path) const {
 }
 
 absl::StatusOr<LabelMap> LabelMap::Load(const std::string& path) {
+  if (absl::Status s = report::CheckRegularFile(path, "label map"); !s.ok()) return s;
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open label map ", path));
   std::stringstream buffer;

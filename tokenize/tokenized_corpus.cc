@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "fnv1a.h"
 #include "padless/report/atomic_file_writer.h"
+#include "padless/report/file_kind.h"
 
 namespace padless::tokenize {
 namespace {
@@ -94,8 +95,9 @@ absl::Status TokenizedCorpus::Save(const std::string& path, uint64_t fingerprint
 
 absl::StatusOr<TokenizedCorpus> TokenizedCorpus::Load(const std::string& path,
                                                       uint64_t fingerprint) {
+  if (absl::Status s = report::CheckRegularFile(path, "corpus cache"); !s.ok()) return s;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("corpus cache ", path, " does not exist"));
+  if (!in) return absl::PermissionDeniedError(absl::StrCat("cannot open corpus cache ", path));
   in.seekg(0, std::ios::end);
   const auto file_size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);

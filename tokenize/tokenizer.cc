@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "padless/report/atomic_file_writer.h"
+#include "padless/report/file_kind.h"
 #include "spm_backend.h"
 #include "tokenizer_backend.h"
 #include "tokenizer_files.h"
@@ -97,8 +98,9 @@ absl::StatusOr<Tokenizer> Tokenizer::TrainFromFiles(const std::vector<std::strin
                                                     const TrainOptions& options) {
   if (files.empty()) return absl::InvalidArgumentError("no training files given");
   for (const std::string& f : files) {
+    if (absl::Status s = report::CheckRegularFile(f, "training file"); !s.ok()) return s;
     if (std::ifstream probe(f); !probe) {
-      return absl::NotFoundError(absl::StrCat("cannot open training file ", f));
+      return absl::PermissionDeniedError(absl::StrCat("cannot open training file ", f));
     }
   }
   absl::StatusOr<std::map<std::string, std::string>> trainer_options = TrainerOptions(options);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "hf_tokenizer_json.h"
+#include "padless/report/file_kind.h"
 #include "padless/report/read_file.h"
 #include "sentencepiece_model.h"
 #include "spm_backend.h"
@@ -22,10 +23,9 @@ bool IsFile(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadFile(const std::string& path,
                                                            bool xlmr = false) {
+  // ReadFile names the path and says what is wrong (missing, a FIFO, unreadable, ...).
   absl::StatusOr<std::string> bytes = report::ReadFile(path);
-  if (!bytes.ok()) {
-    return absl::NotFoundError(absl::StrCat("cannot open tokenizer file ", path));
-  }
+  if (!bytes.ok()) return bytes.status();
   return BackendFromBytes(*bytes, path, xlmr);
 }
 
@@ -67,11 +67,7 @@ absl::StatusOr<std::unique_ptr<TokenizerBackend>> BackendFromBytes(const std::st
 }
 
 absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadBackend(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return LoadDirectory(path);
-  if (!fs::exists(path, ec)) {
-    return absl::NotFoundError(absl::StrCat("cannot open tokenizer file ", path));
-  }
+  if (report::KindOfPath(path) == report::FileKind::kDirectory) return LoadDirectory(path);
   return LoadFile(path);
 }
 

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -39,7 +40,7 @@ std::string ScratchDir(const std::string& name) {
 }
 
 CliResult RunPadless(const std::vector<std::string>& args) {
-  static int calls = 0;
+  static std::atomic<int> calls{0};  // RunPadless may be called from several threads
   const std::string base =
       absl::StrCat(::testing::TempDir(), "/padless_cli_run_", getpid(), "_", calls++);
   std::string command = ShellQuote(PADLESS_CLI_PATH);

@@ -14,7 +14,7 @@ struct CliResult {
   std::string err;
 };
 
-// Runs `padless args...` (each argument shell-quoted) with stdin from /dev/null.
+// Runs `padless args...` (each argument shell-quoted) with stdin from /dev/null. Thread-safe.
 CliResult RunPadless(const std::vector<std::string>& args);
 
 // A fresh, empty directory under the test temp dir, unique to this process and `name`.

@@ -225,8 +225,10 @@ TEST_F(TokenizeCliTest, EncodeRuntimeAndUsageErrors) {
   r = RunPadless({"tokenize", "encode", "--model", dir_ + "/garbage.model", "--data", dev_});
   EXPECT_EQ(r.exit_code, 1);
   r = RunPadless({"tokenize", "encode", "--model", model, "--data", dev_, "--max-len", "1"});
-  EXPECT_EQ(r.exit_code, 1);  // cannot hold [CLS] and [SEP]: reported as a data error
-  EXPECT_THAT(r.err, HasSubstr("cannot hold the 2 special tokens"));
+  // Cannot hold [CLS] and [SEP]: a usage error before any work, with the same bound as the
+  // other subcommands (issue 13.3; it used to be a data error found while encoding).
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--max-len must be >= 3, got 1"));
   const std::vector<std::vector<std::string>> usage = {
       {"--data", dev_},
       {"--model", model, "--data", dev_, "--truncation", "middle"},
@@ -286,7 +288,7 @@ TEST_F(TokenizeCliTest, EncodeIdsOutWithTokenizerJsonMatchesHuggingFace) {
   for (const std::string& model : {refs + "/uncased/tokenizer.json", refs + "/uncased"}) {
     CliResult r =
         RunPadless({"tokenize", "encode", "--model", model, "--data", source + "/data/sst2_dev.tsv",
-                    "--ids-out", ids, "--max-len", "0", "--quiet"});
+                    "--ids-out", ids, "--max-len", "1000000", "--quiet"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.out, HasSubstr("WordPiece"));
     EXPECT_EQ(Lines(ReadFile(ids)), Lines(ReadFile(refs + "/uncased/sst2.ids"))) << model;
@@ -304,7 +306,7 @@ TEST_F(TokenizeCliTest, EncodeIdsOutWithTokenizerJsonMatchesHuggingFace) {
   WriteFile(dir_ + "/pairs.tsv", pairs);
   const CliResult r =
       RunPadless({"tokenize", "encode", "--model", refs + "/uncased", "--data", dir_ + "/pairs.tsv",
-                  "--ids-out", ids, "--max-len", "0", "--quiet"});
+                  "--ids-out", ids, "--max-len", "1000000", "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(ReadFile(ids)), Lines(ReadFile(refs + "/uncased/pairs.ids")));
 }

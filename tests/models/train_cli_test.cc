@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -152,6 +153,36 @@ TEST_F(TrainCliTest, PredictWritesLabelAndProbability) {
   while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
   EXPECT_EQ(::pclose(pipe), 0);
   EXPECT_EQ(out, r.out);
+}
+
+// predict --data takes unlabeled input (issue 13.5): plain text, TSV/CSV with or without a header
+// and with no label column, JSONL without a label field, and a labeled file (labels ignored) all
+// give the same predictions for the same texts.
+TEST_F(TrainCliTest, PredictAcceptsUnlabeledFilesInEveryFormat) {
+  const std::string dir = ScratchDir("predict_unlabeled");
+  const std::vector<std::string> texts = {"a wonderful , moving film", "the worst movie , sadly",
+                                          "it is a film"};
+  std::string txt, tsv = "text\n", csv = "id,text\n", jsonl, labeled = "label\ttext\n";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    absl::StrAppend(&txt, texts[i], "\n");
+    absl::StrAppend(&tsv, texts[i], "\n");
+    absl::StrAppend(&csv, i, ",\"", texts[i], "\"\n");
+    absl::StrAppend(&jsonl, "{\"text\": \"", texts[i], "\"}\n");
+    absl::StrAppend(&labeled, i % 2, "\t", texts[i], "\n");
+  }
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"texts.txt", txt},  {"texts", txt},         {"header.tsv", tsv},     {"bare.tsv", txt},
+      {"header.csv", csv}, {"texts.jsonl", jsonl}, {"labeled.tsv", labeled}};
+  std::string expected;
+  for (const auto& [name, content] : files) {
+    WriteFile(dir + "/" + name, content);
+    const CliResult r =
+        RunPadless({"predict", "--model", Model(), "--data", dir + "/" + name, "--device", "cpu"});
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << name << ": " << r.out;
+    if (expected.empty()) expected = r.out;
+    EXPECT_EQ(r.out, expected) << name;
+  }
 }
 
 TEST_F(TrainCliTest, MegabyteTextIsHandled) {

@@ -1,6 +1,7 @@
 #include "padless/tokenize/corpus_reader.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -234,6 +235,62 @@ TEST(JsonlReaderTest, InvalidUtf8InsideAStringIsRepairedNotRejected) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->examples[0].text, "caf" + kFffd + " ok");
   EXPECT_EQ(c->report.invalid_utf8_rows, 1);
+}
+
+// Data to predict on may have no label column at all (issue 13.5), in every format; with labels
+// required the same files still fail on the first row.
+TEST(UnlabeledReaderTest, FilesWithoutALabelColumn) {
+  ReaderOptions o;
+  o.require_label = false;
+  struct Case {
+    const char* name;
+    const char* content;
+    CorpusFormat format;
+  };
+  for (const Case& c :
+       {Case{"h.tsv", "text\nfirst text\nsecond, text\n", CorpusFormat::kAuto},
+        Case{"n.tsv", "first text\nsecond, text\n", CorpusFormat::kAuto},
+        Case{"h.csv", "id,text\n7,first text\n8,\"second, text\"\n", CorpusFormat::kAuto},
+        Case{"n.csv", "first text\n\"second, text\"\n", CorpusFormat::kAuto},
+        Case{"d.jsonl", "{\"text\": \"first text\"}\n{\"text\": \"second, text\"}\n",
+             CorpusFormat::kAuto}}) {
+    o.format = c.format;
+    auto corpus = Parse(c.content, c.name, o);
+    ASSERT_TRUE(corpus.ok()) << c.name << ": " << corpus.status();
+    ASSERT_EQ(corpus->examples.size(), 2u) << c.name;
+    EXPECT_EQ(corpus->examples[0].text, "first text") << c.name;
+    EXPECT_EQ(corpus->examples[1].text, "second, text") << c.name;
+    EXPECT_EQ(corpus->examples[0].label, "") << c.name;
+    // With labels required these fail on the first row; h.csv's two-column rows would read as
+    // label, text there (the documented reading of a headerless two-field row).
+    if (std::string(c.name) != "h.csv") {
+      EXPECT_FALSE(Parse(c.content, c.name).ok()) << c.name << ": labels required by default";
+    }
+  }
+  // A headerless row of two fields is still label, text (documented in ReaderOptions).
+  auto two = Parse("pos\tgreat\n", "t.tsv", o);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->examples[0].label, "pos");
+  EXPECT_EQ(two->examples[0].text, "great");
+}
+
+// A directory or a FIFO is a Status, not an exception from the stream (issue 13.2).
+TEST(ReadCorpusTest, DirectoriesAndFifosAreErrors) {
+  const std::string dir = ::testing::TempDir() + "/reader_test_dir.tsv";
+  std::remove(dir.c_str());
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  auto d = ReadCorpus(dir, {});
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(d.status().message(), HasSubstr(dir + " is a directory"));
+  const std::string fifo = ::testing::TempDir() + "/reader_test_fifo.tsv";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(std::system(("mkfifo '" + fifo + "'").c_str()), 0);
+  auto f = ReadCorpus(fifo, {});  // would block in open() without the check
+  ASSERT_FALSE(f.ok());
+  EXPECT_THAT(f.status().message(), HasSubstr("FIFO"));
+  std::remove(fifo.c_str());
+  std::system(("rmdir '" + dir + "'").c_str());
 }
 
 TEST(ReadCorpusTest, FilesAndFormats) {

@@ -9,7 +9,8 @@
 
 namespace padless::report {
 
-// The bytes of `path`; NotFoundError "<path>: cannot open" when it cannot be opened.
+// The bytes of `path`; NotFoundError "<path>: cannot open" when it cannot be opened, and
+// FailedPrecondition when it is a directory, a FIFO or a device (report::CheckRegularFile).
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 }  // namespace padless::report

@@ -30,7 +30,11 @@ struct ReaderOptions {
   // TSV/CSV: kAuto takes the first row as a header when it names both label_field and text_field.
   enum class Header { kAuto, kPresent, kAbsent };
   Header header = Header::kAuto;
-  // When false, an empty or absent label is accepted (data to predict on).
+  // When false (data to predict on), labels are optional: an empty or absent label is accepted,
+  // and so is a file without a label column: a TSV/CSV header may name only text_field, a
+  // headerless TSV/CSV row of one field is the text, and JSONL objects may lack label_field.
+  // A headerless row of two or three fields is still label, text[, text_pair]: an unlabeled
+  // TSV/CSV whose texts hold the separator needs a header (or use JSONL or plain text).
   bool require_label = true;
   // Skip malformed rows (counted in ReadReport) instead of failing on the first one.
   bool skip_bad_rows = false;

@@ -1,0 +1,30 @@
+#include "flag_spelling.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::cli {
+namespace {
+
+// One command line per process, parsed before any subcommand runs: no locking needed.
+std::map<std::string, std::string, std::less<>>& Spellings() {
+  static auto* spellings = new std::map<std::string, std::string, std::less<>>();
+  return *spellings;
+}
+
+}  // namespace
+
+void RecordFlagSpelling(const std::string& name, const std::string& written) {
+  Spellings()[name] = written;
+}
+
+std::string FlagAsWritten(absl::string_view name) {
+  if (auto it = Spellings().find(name); it != Spellings().end()) return it->second;
+  std::string dashed = absl::StrCat("--", name);
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  return dashed;
+}
+
+}  // namespace padless::cli
