@@ -270,7 +270,7 @@ TEST_F(TokenizeCliTest, EncodeIdsOutWritesOneLinePerExample) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = RunPadless({"tokenize", "encode", "--model", dir_, "--data", dev_, "--ids-out", ids});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("holds no tokenizer"));
+  EXPECT_THAT(r.err, HasSubstr("has none of tokenizer.model, tokenizer.json, sentencepiece.bpe.model"));
 }
 
 // The ids of a Hugging Face tokenizer.json equal Python `tokenizers`' (references written by
