@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "file_util.h"
 #include "padless/models/safetensors.h"
 #include "padless/report/atomic_file_writer.h"

@@ -7,7 +7,8 @@
 // The reference outputs come from tests/models/hf_reference.py when Python has transformers, and
 // from the golden files in tests/models/data/hf_golden/ otherwise (PADLESS_UPDATE_GOLDEN=1
 // rewrites them; with Python present they are also checked against the fresh reference). Every
-// comparison is also run on a poisoned model (layer 0's Q and K weights swapped), which must fail it.
+// comparison is also run on a poisoned model (layer 0's Q and K weights swapped), which must fail
+// it.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -22,7 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "batch_factory.h"
 #include "padless/models/hf_checkpoint.h"
+#include "padless/models/model_io.h"
 #include "padless/models/safetensors.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/tokenizer.h"
 
 namespace padless::models {
 namespace {
@@ -241,6 +245,47 @@ TEST(HfParityTest, MiniLmMatchesTransformers) {
   const Sequences s = FixedIds(imported->hf.encoder.vocab_size());
   const Reference ref = LoadReference("minilm", dir, s, 384, /*base=*/true, "");
   ExpectParity(imported->model, s, ref, /*base=*/true);
+}
+
+// `padless export-hf` on a padless model directory whose encoder came from a Hugging Face
+// checkpoint (a BERT pooler head): padless imports the exported directory with identical logits,
+// and transformers (when present) loads it with the same logits within 1e-4.
+TEST(HfParityTest, ExportHfRoundTrip) {
+  const EncoderConfig config = EncoderConfig(RandomShapes()[0].config)
+                                   .hidden(32)
+                                   .heads(4)
+                                   .ffn(64)
+                                   .vocab_size(320)
+                                   .num_labels(2);
+  EncoderClassifier model = RandomModel(config, 7);
+  std::vector<std::string> sentences;
+  std::ifstream text(std::string(PADLESS_SOURCE_DIR) + "/tests/fuzz/data/tokenizer_train.txt");
+  for (std::string line; std::getline(text, line);) sentences.push_back(line);
+  tokenize::TrainOptions options;
+  options.vocab_size = 300;
+  options.num_threads = 1;
+  absl::StatusOr<tokenize::Tokenizer> tokenizer =
+      tokenize::Tokenizer::TrainFromSentences(sentences, options);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::FromNames({"neg", "pos"});
+  ASSERT_TRUE(labels.ok());
+  const std::string dir = TempDir("export_padless"), out = TempDir("export_hf");
+  ASSERT_TRUE(SaveModelDir(dir, model, *tokenizer, *labels).ok());
+  const std::string cmd =
+      absl::StrCat(PADLESS_CLI_PATH, " export-hf --model ", dir, " --out ", out);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  absl::StatusOr<ImportedModel> back = ImportHuggingFace(out);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->hf.labels, labels->names());
+  const Sequences s = FixedIds(config.vocab_size());
+  at::NoGradGuard no_grad;
+  const at::Tensor want = model->forward(MakeVarlen(s));
+  EXPECT_TRUE(back->model->forward(MakeVarlen(s)).equal(want));
+  if (!HavePython()) return;
+  const Reference ref = LoadReference("export_round_trip", out, s, config.hidden(), false, "");
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    EXPECT_LT(RelativeError(want[i], ref.second[i]), 1e-4) << i;
+  }
 }
 
 }  // namespace

@@ -44,9 +44,10 @@ def main():
             else:
                 r = model(input_ids=x, output_hidden_states=True)
                 hidden, second = r.hidden_states[-1], r.logits
-            out["hidden"].append(hidden[0].flatten().tolist())
-            out["second"].append(second[0].tolist())
-    json.dump(out, open(a.out, "w"))
+            # 7 significant digits: float32's precision, half the golden files' size.
+            out["hidden"].append([float(f"{v:.7g}") for v in hidden[0].flatten().tolist()])
+            out["second"].append([float(f"{v:.7g}") for v in second[0].tolist()])
+    json.dump(out, open(a.out, "w"), separators=(",", ":"))
 
 
 if __name__ == "__main__":
