@@ -186,7 +186,7 @@ absl::StatusOr<at::Tensor> Gather(const TensorSource& src, const NameMapping& m,
       want[0] /= static_cast<int64_t>(m.hf.size());
       return absl::InvalidArgumentError(absl::StrCat(dir, ": tensor '", name, "' has shape ",
                                                      c10::str(t->sizes()), ", config.json implies ",
-                                                     c10::str(want)));
+                                                     "[", absl::StrJoin(want, ", "), "]"));
     }
     parts.push_back(*t);
   }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "file_util.h"
 #include "padless/batching/strategy_registry.h"
 #include "padless/models/encoder_config.h"
 #include "padless/models/hf_checkpoint.h"
@@ -130,13 +131,16 @@ bool InitFromHuggingFace(const TrainJobOptions& o) {
   return !o.init_from.empty() && IsHuggingFaceModelDir(o.init_from);
 }
 
-// The tokenizer of init_from: a Hugging Face directory's own (tokenizer.json, or XLM-R's
-// sentencepiece.bpe.model), else the padless model directory's file.
-// LEAD-MERGE (branch wordpiece): Tokenizer::Load of a Hugging Face directory comes from there;
-// until then it fails with the SentencePiece loader's error naming the directory.
+// The tokenizer of init_from: a Hugging Face directory's tokenizer.json, or the directory itself
+// (XLM-R's sentencepiece.bpe.model), else the padless model directory's file.
+// LEAD-MERGE (branch wordpiece): Tokenizer::Load of tokenizer.json and of a Hugging Face
+// directory come from there; until then tokenizer.json fails with the SentencePiece loader's
+// error naming the file.
 std::string InitFromTokenizer(const TrainJobOptions& o) {
   if (o.init_from.empty()) return "";
-  return InitFromHuggingFace(o) ? o.init_from : o.init_from + "/" + ModelDirTokenizer(o.init_from);
+  if (!InitFromHuggingFace(o)) return o.init_from + "/" + ModelDirTokenizer(o.init_from);
+  const std::string json = o.init_from + "/" + kHfTokenizerFile;
+  return internal::IsRegularFile(json) ? json : o.init_from;
 }
 
 // From an earlier run in `out`, from init_from, or trained on the training texts.
