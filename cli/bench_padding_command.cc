@@ -53,7 +53,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
     return ReportError(kCommand, s);
   }
 
-  absl::StatusOr<tokenize::Tokenizer> tokenizer = LoadTokenizerFlag(model);
+  absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(model);
   if (!tokenizer.ok()) return Fail(kCommand, tokenizer.status());
   absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(data, *reader);
   if (!raw.ok()) return Fail(kCommand, raw.status());

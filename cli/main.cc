@@ -18,9 +18,9 @@ namespace padless::cli {
 namespace {
 
 const std::vector<const Subcommand*>& Subcommands() {
-  static const std::vector<const Subcommand*> kAll = {&kTokenizeCommand, &kBenchPaddingCommand,
-                                                      &kTrainCommand,    &kEvalCommand,
-                                                      &kPredictCommand,  &kProfileMemoryCommand};
+  static const std::vector<const Subcommand*> kAll = {
+      &kTokenizeCommand, &kBenchPaddingCommand,  &kTrainCommand,   &kEvalCommand,
+      &kPredictCommand,  &kProfileMemoryCommand, &kExportHfCommand};
   return kAll;
 }
 

@@ -33,6 +33,7 @@ extern const Subcommand kTrainCommand;          // train_command.cc
 extern const Subcommand kEvalCommand;           // train_command.cc
 extern const Subcommand kPredictCommand;        // train_command.cc
 extern const Subcommand kProfileMemoryCommand;  // profile_memory_command.cc
+extern const Subcommand kExportHfCommand;       // export_hf_command.cc
 
 }  // namespace padless::cli
 

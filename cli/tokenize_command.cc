@@ -219,7 +219,7 @@ absl::StatusOr<tok::Tokenizer> LoadModel() {
       !s.ok()) {
     return s;
   }
-  return LoadTokenizerFlag(model);
+  return tok::Tokenizer::Load(model);
 }
 
 absl::StatusOr<Loaded> LoadModelAndData() {

@@ -26,6 +26,7 @@
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"
+#include "padless/models/hf_checkpoint.h"
 #include "padless/models/inference.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_io.h"
@@ -63,7 +64,10 @@ ABSL_FLAG(double, dropout, 0.1, "train: dropout of a new model");
 ABSL_FLAG(int64_t, patience, 0,
           "train: evaluations without dev improvement before stopping (0: off)");
 ABSL_FLAG(int64_t, eval_every, 0, "train: optimizer steps between dev evaluations (0: per epoch)");
-ABSL_FLAG(std::string, init_from, "", "train: start from this trained model directory's weights");
+ABSL_FLAG(std::string, init_from, "",
+          "train: start from this trained padless model directory's weights, or from a Hugging "
+          "Face BERT/RoBERTa/XLM-R/DistilBERT directory (config.json + model.safetensors; "
+          "lr defaults to 3e-5 then)");
 ABSL_FLAG(bool, freeze_embeddings, false, "train: do not train the embeddings");
 ABSL_FLAG(int64_t, freeze_layers, 0, "train: freeze the first K encoder layers");
 ABSL_FLAG(int64_t, unfreeze_every, 0, "train: thaw one frozen layer every N epochs (0: never)");
@@ -231,6 +235,13 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   absl::StatusOr<models::TrainConfig> train = TrainConfigFromFlags();
   if (!train.ok()) return train.status();
   job.train = *train;
+  if (!job.init_from.empty() && models::IsHuggingFaceModelDir(job.init_from)) {
+    // LEAD-MERGE (branch defaults): take lr and warmup from training_defaults.h's "pretrained"
+    // entry instead of these local constants. An --lr left at its default (the from-scratch
+    // tiny value) gets fine-tuning practice's rate for a pretrained encoder.
+    constexpr double kPretrainedLr = 3e-5;
+    if (absl::GetFlag(FLAGS_lr) == 5e-4) job.train.lr(kPretrainedLr);
+  }
   if (absl::Status s = models::ValidateTrainJobOptions(job); !s.ok()) return s;
   return job;
 }
@@ -439,7 +450,7 @@ const Subcommand kTrainCommand = {
     " [--amp off|bf16|fp16]\n  [--checkpoint none|all|every:K] [--epochs N] [--seed S] "
     "[--vocab-size N] [--metrics-json PATH]\n  [--memory-budget 40GiB]\n\nTrains a SentencePiece "
     "tokenizer when DIR has none, "
-    "then the encoder; writes DIR/{config.json,model.pt,tokenizer.model,labels.json},\n"
+    "then the encoder; writes DIR/{config.json,model.safetensors,tokenizer.model,labels.json},\n"
     "DIR/train_log.csv and DIR/checkpoints/.",
     {"data",
      "dev",

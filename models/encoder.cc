@@ -20,7 +20,9 @@ EncoderClassifierImpl::EncoderClassifierImpl(const EncoderConfig& config) : conf
   word_embeddings_ = register_parameter("word_embeddings", normal({config.vocab_size(), h}));
   position_embeddings_ =
       register_parameter("position_embeddings", normal({config.max_positions(), h}));
-  type_embeddings_ = register_parameter("type_embeddings", normal({config.type_vocab_size(), h}));
+  if (config.type_vocab_size() > 0) {
+    type_embeddings_ = register_parameter("type_embeddings", normal({config.type_vocab_size(), h}));
+  }
   embedding_norm_weight_ = register_parameter("embedding_norm_weight", at::ones({h}));
   embedding_norm_bias_ = register_parameter("embedding_norm_bias", at::zeros({h}));
   for (int64_t i = 0; i < config.layers(); ++i) {
@@ -29,6 +31,10 @@ EncoderClassifierImpl::EncoderClassifierImpl(const EncoderConfig& config) : conf
   if (config.pre_ln()) {
     final_norm_weight_ = register_parameter("final_norm_weight", at::ones({h}));
     final_norm_bias_ = register_parameter("final_norm_bias", at::zeros({h}));
+  }
+  if (config.classifier_hidden() != ClassifierHidden::kNone) {
+    head_dense_weight_ = register_parameter("head_dense_weight", normal({h, h}));
+    head_dense_bias_ = register_parameter("head_dense_bias", at::zeros({h}));
   }
   head_weight_ = register_parameter("head_weight", normal({config.num_labels(), h}));
   head_bias_ = register_parameter("head_bias", at::zeros({config.num_labels()}));
@@ -79,10 +85,12 @@ absl::Status EncoderClassifierImpl::CheckBatch(const Batch& b) const {
       longest = b.max_seqlen;
       break;
   }
-  if (longest > config_.max_positions()) {
-    return absl::InvalidArgumentError(absl::StrCat("batch: a sequence of ", longest,
-                                                   " tokens exceeds max_positions ",
-                                                   config_.max_positions()));
+  if (longest + config_.position_offset() > config_.max_positions()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch: a sequence of ", longest, " tokens exceeds max_positions ", config_.max_positions(),
+        config_.position_offset() > 0
+            ? absl::StrCat(" less position_offset ", config_.position_offset())
+            : ""));
   }
   return absl::OkStatus();
 }
@@ -108,9 +116,16 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
 
 at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor& positions,
                                         const at::Tensor& types) {
+  const at::Tensor shifted =
+      config_.position_offset() == 0 ? positions : positions + config_.position_offset();
   at::Tensor x =
-      at::embedding(word_embeddings_, ids) + at::embedding(position_embeddings_, positions);
-  x = types.defined() ? x + at::embedding(type_embeddings_, types) : x + type_embeddings_[0];
+      at::embedding(word_embeddings_, ids) + at::embedding(position_embeddings_, shifted);
+  // One token type (RoBERTa) is added to every token whatever the batch's type ids say.
+  if (config_.type_vocab_size() == 1 || (config_.type_vocab_size() > 1 && !types.defined())) {
+    x = x + type_embeddings_[0];
+  } else if (config_.type_vocab_size() > 1) {
+    x = x + at::embedding(type_embeddings_, types);
+  }
   x = at::layer_norm(x, {config_.hidden()}, embedding_norm_weight_, embedding_norm_bias_,
                      config_.layer_norm_eps());
   return at::dropout(x, is_training() ? config_.dropout() : 0.0, is_training());
@@ -292,14 +307,52 @@ at::Tensor EncoderClassifierImpl::EncodeDense(const Batch& b, AttentionContext& 
 
 at::Tensor EncoderClassifierImpl::forward(const Batch& b) {
   at::Tensor pooled = Encode(b);
+  // The hidden layer of imported heads: BERT's pooler (dense, tanh) and DistilBERT's
+  // pre_classifier (dense, ReLU) both come before the dropout; RoBERTa's head also drops out
+  // before its dense, which this leaves out (identical in eval mode).
+  switch (config_.classifier_hidden()) {
+    case ClassifierHidden::kTanh:
+      pooled = at::tanh(at::linear(pooled, head_dense_weight_, head_dense_bias_));
+      break;
+    case ClassifierHidden::kRelu:
+      pooled = at::relu(at::linear(pooled, head_dense_weight_, head_dense_bias_));
+      break;
+    case ClassifierHidden::kNone:
+      break;
+  }
   pooled = at::dropout(pooled, is_training() ? config_.dropout() : 0.0, is_training());
   return at::linear(pooled, head_weight_, head_bias_);
+}
+
+at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
+  const AttentionBackend backend = ResolveBackend(b);
+  AttentionContext ctx;
+  ctx.backend = backend;
+  if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenReference) {
+    const VarlenInputs in = ToVarlen(b, NumSequences(b), Pooling::kCls, ctx);
+    if (backend == AttentionBackend::kVarlenReference)
+      ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
+    return RunLayers(Embed(in.ids, in.positions, in.types), ctx);
+  }
+  at::Tensor positions = b.position_ids;
+  if (!positions.defined()) {
+    positions = at::arange(b.input_ids.size(1), b.input_ids.options()).expand_as(b.input_ids);
+  }
+  at::Tensor index = b.token_index;
+  if (b.layout == Layout::kPadded) {
+    ctx.mask = b.attention_mask.to(at::kBool).unsqueeze(1).unsqueeze(1);
+    index = b.attention_mask.reshape(-1).nonzero().squeeze(1);
+  } else {
+    ctx.mask = (b.segment_ids.unsqueeze(2) == b.segment_ids.unsqueeze(1)).unsqueeze(1);
+  }
+  at::Tensor h = RunLayers(Embed(b.input_ids, positions, b.token_type_ids), ctx);
+  return h.reshape({-1, h.size(2)}).index_select(0, index);
 }
 
 void EncoderClassifierImpl::FreezeEmbeddings(bool frozen) {
   for (at::Tensor* t : {&word_embeddings_, &position_embeddings_, &type_embeddings_,
                         &embedding_norm_weight_, &embedding_norm_bias_}) {
-    t->set_requires_grad(!frozen);
+    if (t->defined()) t->set_requires_grad(!frozen);
   }
 }
 

@@ -35,6 +35,26 @@ absl::StatusOr<Pooling> ParsePooling(const std::string& name) {
 
 std::string PoolingName(Pooling p) { return p == Pooling::kCls ? "cls" : "mean"; }
 
+absl::StatusOr<ClassifierHidden> ParseClassifierHidden(const std::string& name) {
+  if (name == "none") return ClassifierHidden::kNone;
+  if (name == "tanh") return ClassifierHidden::kTanh;
+  if (name == "relu") return ClassifierHidden::kRelu;
+  return absl::InvalidArgumentError(
+      absl::StrCat("classifier_hidden: unknown '", name, "' (expected none, tanh or relu)"));
+}
+
+std::string ClassifierHiddenName(ClassifierHidden h) {
+  switch (h) {
+    case ClassifierHidden::kTanh:
+      return "tanh";
+    case ClassifierHidden::kRelu:
+      return "relu";
+    case ClassifierHidden::kNone:
+      break;
+  }
+  return "none";
+}
+
 EncoderConfig EncoderConfig::Tiny() {
   return EncoderConfig().hidden(128).layers(2).heads(2).ffn(512).max_positions(512);
 }
@@ -66,10 +86,17 @@ absl::Status EncoderConfig::Validate() const {
                                  {"heads", heads_},
                                  {"ffn", ffn_},
                                  {"max_positions", max_positions_},
-                                 {"type_vocab_size", type_vocab_size_},
                                  {"num_labels", num_labels_}}) {
     absl::Status s = positive(field, v);
     if (!s.ok()) return s;
+  }
+  if (type_vocab_size_ < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("type_vocab_size: must be 0 or more, got ", type_vocab_size_));
+  }
+  if (position_offset_ < 0 || position_offset_ >= max_positions_) {
+    return absl::InvalidArgumentError(absl::StrCat("position_offset: must be in [0, max_positions ",
+                                                   max_positions_, "), got ", position_offset_));
   }
   if (hidden_ % heads_ != 0) {
     return absl::InvalidArgumentError(
@@ -96,13 +123,15 @@ std::string EncoderConfig::ToJson() const {
                       {"ffn", ffn_},
                       {"max_positions", max_positions_},
                       {"type_vocab_size", type_vocab_size_},
+                      {"position_offset", position_offset_},
                       {"num_labels", num_labels_},
                       {"dropout", dropout_},
                       {"attention_dropout", attention_dropout_},
                       {"layer_norm_eps", layer_norm_eps_},
                       {"pre_ln", pre_ln_},
                       {"activation", ActivationName(activation_)},
-                      {"pooling", PoolingName(pooling_)}};
+                      {"pooling", PoolingName(pooling_)},
+                      {"classifier_hidden", ClassifierHiddenName(classifier_hidden_)}};
   return j.dump(2);
 }
 
@@ -136,8 +165,8 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
        {get_int("vocab_size", c.vocab_size_), get_int("hidden", c.hidden_),
         get_int("layers", c.layers_), get_int("heads", c.heads_), get_int("ffn", c.ffn_),
         get_int("max_positions", c.max_positions_), get_int("type_vocab_size", c.type_vocab_size_),
-        get_int("num_labels", c.num_labels_), get_double("dropout", c.dropout_),
-        get_double("attention_dropout", c.attention_dropout_),
+        get_int("position_offset", c.position_offset_), get_int("num_labels", c.num_labels_),
+        get_double("dropout", c.dropout_), get_double("attention_dropout", c.attention_dropout_),
         get_double("layer_norm_eps", c.layer_norm_eps_)}) {
     if (!s.ok()) return s;
   }
@@ -147,7 +176,7 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
     }
     c.pre_ln_ = j["pre_ln"].get<bool>();
   }
-  for (const char* field : {"activation", "pooling"}) {
+  for (const char* field : {"activation", "pooling", "classifier_hidden"}) {
     if (!j.contains(field)) continue;
     if (!j[field].is_string()) {
       return absl::InvalidArgumentError(
@@ -159,6 +188,11 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
       if (!a.ok())
         return absl::InvalidArgumentError(absl::StrCat(origin, ": ", a.status().message()));
       c.activation_ = *a;
+    } else if (std::string(field) == "classifier_hidden") {
+      absl::StatusOr<ClassifierHidden> h = ParseClassifierHidden(v);
+      if (!h.ok())
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": ", h.status().message()));
+      c.classifier_hidden_ = *h;
     } else {
       absl::StatusOr<Pooling> p = ParsePooling(v);
       if (!p.ok())

@@ -2,13 +2,14 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
-#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "file_util.h"
+#include "padless/models/safetensors.h"
 #include "padless/report/atomic_file_writer.h"
 #include "padless/report/file_kind.h"
 #include "padless/report/read_file.h"
@@ -19,49 +20,34 @@ using internal::IsRegularFile;
 using internal::JoinPath;
 
 absl::Status SaveWeights(torch::nn::Module& model, const std::string& path) {
-  absl::StatusOr<std::unique_ptr<report::AtomicFileWriter>> out =
-      report::AtomicFileWriter::Open(path);
-  if (!out.ok()) return out.status();
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (const auto& p : model.named_parameters()) tensors.emplace_back(p.key(), p.value());
   try {
-    torch::serialize::OutputArchive archive;
-    for (const auto& p : model.named_parameters()) archive.write(p.key(), p.value().detach().cpu());
-    archive.save_to((*out)->Sink());
+    return WriteSafetensors(path, tensors, {{"format", "pt"}, {"writer", "padless"}});
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat(path, ": cannot save weights: ", e.what_without_backtrace()));
   }
-  return (*out)->Commit();
 }
 
 absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
                          bool skip_mismatched_head) {
-  if (!IsRegularFile(path)) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path, at::Device(at::kCPU));
-    at::AutoGradMode no_grad(false);
-    for (auto& p : model.named_parameters()) {
-      at::Tensor stored;
-      if (!archive.try_read(p.key(), stored)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": parameter '", p.key(), "' is missing"));
-      }
-      if (stored.sizes() != p.value().sizes()) {
-        if (skip_mismatched_head && p.key().rfind("head_", 0) == 0) continue;
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": parameter '", p.key(), "' has shape ", c10::str(stored.sizes()),
-                         ", the model expects ", c10::str(p.value().sizes())));
-      }
-      p.value().copy_(stored);
+  absl::StatusOr<SafetensorsFile> file = SafetensorsFile::Open(path);
+  if (!file.ok()) return file.status();
+  at::AutoGradMode no_grad(false);
+  for (auto& p : model.named_parameters()) {
+    absl::StatusOr<at::Tensor> stored = file->Tensor(p.key());
+    if (!stored.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": parameter '", p.key(), "': ", stored.status().message()));
     }
-  } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": corrupt or unreadable weights: ", e.what_without_backtrace()));
-  } catch (const std::exception& e) {
-    // TorchScript's importer reports a damaged code entry of the archive as std::runtime_error
-    // (found by tests/fuzz/model_dir_fuzzer), not as c10::Error.
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": corrupt or unreadable weights: ", e.what()));
+    if (stored->sizes() != p.value().sizes()) {
+      if (skip_mismatched_head && p.key().rfind("head_", 0) == 0) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": parameter '", p.key(), "' has shape ", c10::str(stored->sizes()),
+                       ", the model expects ", c10::str(p.value().sizes())));
+    }
+    p.value().copy_(*stored);
   }
   return absl::OkStatus();
 }
@@ -71,7 +57,8 @@ absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
   absl::Status s = internal::MakeDirectories(dir);
   if (s.ok()) s = report::WriteFileAtomically(JoinPath(dir, kConfigFile), model->config().ToJson());
   if (s.ok()) s = SaveWeights(*model, JoinPath(dir, kWeightsFile));
-  if (s.ok()) s = tokenizer.Save(JoinPath(dir, kTokenizerFile));
+  // Under the backend's own name (tokenize::kTokenizerFileNames), which Tokenizer::Load(dir) reads.
+  if (s.ok()) s = tokenizer.Save(JoinPath(dir, tokenizer.file_name()));
   if (s.ok()) s = labels.Save(JoinPath(dir, kLabelsFile));
   return s;
 }
@@ -84,7 +71,15 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
     return absl::FailedPreconditionError(
         absl::StrCat(dir, ": not a model directory (it is ", report::FileKindName(kind), ")"));
   }
-  for (const char* f : {kConfigFile, kWeightsFile, kTokenizerFile, kLabelsFile}) {
+  if (!IsRegularFile(JoinPath(dir, kWeightsFile)) &&
+      IsRegularFile(JoinPath(dir, kLegacyWeightsFile))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        JoinPath(dir, kLegacyWeightsFile), ": padless no longer reads pickle weight archives ",
+        "(a damaged one can make the loader allocate gigabytes); convert this trusted file once ",
+        "with `python3 scripts/convert_model_pt.py ", dir, "`, which writes ", kWeightsFile));
+  }
+  for (const std::string& f : {std::string(kConfigFile), std::string(kWeightsFile),
+                               std::string(kLabelsFile)}) {
     if (!IsRegularFile(JoinPath(dir, f))) {
       return absl::NotFoundError(
           absl::StrCat(JoinPath(dir, f), ": missing from the model directory"));
@@ -95,7 +90,7 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
   absl::StatusOr<EncoderConfig> config = EncoderConfig::FromJson(*json, JoinPath(dir, kConfigFile));
   if (!config.ok()) return config.status();
   absl::StatusOr<tokenize::Tokenizer> tokenizer =
-      tokenize::Tokenizer::Load(JoinPath(dir, kTokenizerFile));
+      tokenize::Tokenizer::Load(dir);  // whichever of tokenize::kTokenizerFileNames it holds
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::Load(JoinPath(dir, kLabelsFile));
   if (!labels.ok()) return labels.status();
@@ -106,7 +101,7 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
   }
   if (tokenizer->vocab_size() > config->vocab_size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(JoinPath(dir, kTokenizerFile), ": vocabulary of ", tokenizer->vocab_size(),
+        absl::StrCat(JoinPath(dir, tokenizer->file_name()), ": vocabulary of ", tokenizer->vocab_size(),
                      " exceeds the model's vocab_size ", config->vocab_size()));
   }
   try {

@@ -13,9 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "file_util.h"
 #include "padless/batching/strategy_registry.h"
 #include "padless/models/encoder_config.h"
+#include "padless/models/hf_checkpoint.h"
 #include "padless/models/model_io.h"
+#include "padless/report/file_kind.h"
 #include "padless/report/read_file.h"
 #include "padless/tokenize/batch_encoder.h"
 
@@ -124,13 +127,24 @@ absl::StatusOr<ResolvedTokenizer> TrainTokenizer(const TrainJobOptions& o,
   return ResolvedTokenizer{*std::move(tokenizer), ""};
 }
 
-// From an earlier run in `out`, from init_from, or trained on the training texts.
+// Whether init_from is a Hugging Face model directory (detected by content, hf_checkpoint.h).
+bool InitFromHuggingFace(const TrainJobOptions& o) {
+  return !o.init_from.empty() && IsHuggingFaceModelDir(o.init_from);
+}
+
+// Whether directory `dir` holds a tokenizer file (one of tokenize::kTokenizerFileNames).
+bool HoldsTokenizer(const std::string& dir) {
+  for (const char* name : tok::kTokenizerFileNames) {
+    if (internal::IsRegularFile(report::JoinPath(dir, name))) return true;
+  }
+  return false;
+}
+
+// From an earlier run in `out`, from init_from (a padless or Hugging Face model directory: the
+// tokenizer detects its own file), or trained on the training texts.
 absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o,
                                                    const tok::RawCorpus& train) {
-  const std::string in_out = o.out + "/" + kTokenizerFile;
-  const std::string path = report::ReadFile(in_out).ok()
-                               ? in_out
-                               : (o.init_from.empty() ? "" : o.init_from + "/" + kTokenizerFile);
+  const std::string path = HoldsTokenizer(o.out) ? o.out : o.init_from;
   if (path.empty()) return TrainTokenizer(o, train);
   absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(path);
   if (!tokenizer.ok()) return tokenizer.status();
@@ -170,10 +184,37 @@ absl::StatusOr<EncoderConfig> InitFromConfig(const TrainJobOptions& o,
   return *init;
 }
 
+// The Hugging Face init_from model with the job's dropout and a head for `labels` (the
+// checkpoint's own when it has one of that size, else a new one from the job's seed).
+absl::StatusOr<EncoderClassifier> ImportForLabels(const TrainJobOptions& o,
+                                                  const ResolvedTokenizer& tokenizer,
+                                                  const tok::LabelMap& labels) {
+  at::manual_seed(o.train.seed());
+  absl::StatusOr<ImportedModel> imported = ImportHuggingFace(o.init_from, labels.size());
+  if (!imported.ok()) return imported.status();
+  const EncoderConfig config =
+      EncoderConfig(imported->hf.encoder).dropout(o.dropout).attention_dropout(o.dropout);
+  if (tokenizer.tokenizer.vocab_size() > config.vocab_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--init-from ", o.init_from, ": the tokenizer has ", tokenizer.tokenizer.vocab_size(),
+        " ids, the model's vocab_size is ", config.vocab_size()));
+  }
+  EncoderClassifier model(config);
+  auto from = imported->model->named_parameters();
+  at::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) p.value().copy_(from[p.key()]);
+  if (!o.quiet) {
+    absl::FPrintF(stderr, "init: Hugging Face %s (%s), %s head\n", o.init_from, Shape(config),
+                  imported->head_loaded ? "its classification" : "a new classification");
+  }
+  return model;
+}
+
 // A new model of the preset, or the init_from model with a head for `labels`.
 absl::StatusOr<EncoderClassifier> BuildModel(const TrainJobOptions& o,
                                              const ResolvedTokenizer& tokenizer,
                                              const tok::LabelMap& labels) {
+  if (InitFromHuggingFace(o)) return ImportForLabels(o, tokenizer, labels);
   absl::StatusOr<EncoderConfig> base = BaseConfig(o);
   if (!base.ok()) return base.status();
   EncoderConfig config =

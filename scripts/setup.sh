@@ -70,6 +70,17 @@ if [[ ${PADLESS_SKIP_PY_TEST_DEPS:-0} != 1 ]]; then
   fi
 fi
 
+# 2b. Test-only: transformers and safetensors (fresh reference outputs for the Hugging Face parity
+#     tests; without them the tests use their golden files) and the all-MiniLM-L6-v2 checkpoint
+#     unpacked into /tmp/padless_minilm (its parity test skips without it). Failures only warn.
+if ! python3 -c 'import transformers, safetensors' 2>/dev/null; then
+  step "installing transformers safetensors (pip, test-only)"
+  python3 -m pip install --quiet --disable-pip-version-check transformers safetensors \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages \
+         transformers safetensors || step "warning: transformers not installed"
+fi
+"$root/scripts/fetch_minilm.sh" >/dev/null || step "warning: all-MiniLM-L6-v2 not unpacked"
+
 # 3. Configure (once) and build (incrementally).
 if [[ ! -f $build/build.ninja ]]; then
   step "configuring $build"

@@ -156,7 +156,31 @@ def tokenizer_json_seeds():
         {"id": 16, "content": "<extra>", "special": False, "normalized": False}))
 
 
+def safetensors_seeds():
+    # Whole files: 8-byte little-endian header length, JSON header, data section.
+    def st(header, data):
+        text = header.encode()
+        return struct.pack("<Q", len(text)) + text + data
+    floats = struct.pack("<6f", 1, -2, 3.5, 0, 1e-3, 7)
+    write("safetensors_fuzzer", "valid",
+          st('{"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,3],'
+             '"data_offsets":[0,24]},"h":{"dtype":"F16","shape":[2],"data_offsets":[24,28]},'
+             '"b":{"dtype":"BF16","shape":[2],"data_offsets":[28,32]},'
+             '"ids":{"dtype":"I64","shape":[1],"data_offsets":[32,40]}}',
+             floats + bytes(16)))
+    write("safetensors_fuzzer", "overlap",
+          st('{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},'
+             '"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}', bytes(12)))
+    write("safetensors_fuzzer", "mismatch",
+          st('{"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}}', bytes(8)))
+    write("safetensors_fuzzer", "huge_length", struct.pack("<Q", 1 << 40) + b"{}")
+    write("safetensors_fuzzer", "empty_shape",
+          st('{"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},'
+             '"z":{"dtype":"F16","shape":[0,5],"data_offsets":[4,4]}}', bytes(4)))
+
+
 def main():
+    safetensors_seeds()
     model_dir_seeds()
     cache_seeds()
     reader_seeds()

@@ -1,10 +1,11 @@
 // Fuzzes the model-directory loader (models/model_io.h): the encoder config JSON, the label map
-// JSON, and the weights archive, which the harness takes as a valid archive of a tiny model with
-// a fuzzer-chosen truncation and byte patch (so the fuzzer explores corruptions of a real zip
-// instead of guessing one). Small valid configs go through LoadModelDir end to end.
-// Invariants: errors name the file; an accepted config or label map round-trips; weights either
-// load exactly or fail with a status (never an exception or crash); a loaded directory agrees with
-// its config and label map.
+// JSON, and the weights file, which the harness takes as the valid safetensors file of a tiny
+// model with a fuzzer-chosen truncation and byte patch (so the fuzzer explores corruptions of a
+// real file instead of guessing one). The set-up that does not depend on the input (the tiny
+// model to load into, the tokenizer file of the model directory) is done once. Small valid configs
+// go through LoadModelDir end to end. Invariants: errors name the file; an accepted config or label
+// map round-trips; weights either load exactly or fail with a status (never an exception or crash);
+// a loaded directory agrees with its config and label map.
 #include <ATen/Parallel.h>
 #include <sys/stat.h>
 
@@ -46,6 +47,7 @@ EncoderConfig TinyConfig() {
 
 struct Fixture {
   EncoderClassifier model{nullptr};
+  EncoderClassifier target{nullptr};  // LoadWeights' destination, reused by every input
   std::string weights;
   std::string tokenizer_path;
 };
@@ -82,7 +84,7 @@ void CheckLabels(const std::string& path) {
 }
 
 void CheckWeights(const std::string& path, bool intact) {
-  EncoderClassifier target(TinyConfig());
+  EncoderClassifier& target = fixture->target;
   absl::Status s = LoadWeights(*target, path);
   if (intact) FUZZ_CHECK(s.ok(), absl::StrCat("intact weights rejected: ", s.message()));
   if (!s.ok()) {
@@ -111,7 +113,6 @@ void CheckModelDir(const std::string& config_json, const std::string& labels_jso
   WriteScratchFile("model/" + std::string(kConfigFile), config_json);
   WriteScratchFile("model/" + std::string(kLabelsFile), labels_json);
   WriteScratchFile("model/" + std::string(kWeightsFile), weights);
-  WriteScratchFile("model/" + std::string(kTokenizerFile), ReadWholeFile(fixture->tokenizer_path));
   absl::StatusOr<LoadedModel> loaded = LoadModelDir(dir, c10::Device(c10::kCPU));
   if (!loaded.ok()) {
     FUZZ_CHECK(absl::StrContains(loaded.status().message(), dir),
@@ -132,7 +133,8 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   at::set_num_threads(1);
   fixture = new Fixture;
   fixture->model = EncoderClassifier(TinyConfig());
-  const std::string weights = padless::fuzz::ScratchDir() + "/tiny.pt";
+  fixture->target = EncoderClassifier(TinyConfig());
+  const std::string weights = padless::fuzz::ScratchDir() + "/tiny.safetensors";
   absl::Status s = SaveWeights(*fixture->model, weights);
   FUZZ_CHECK(s.ok(), std::string(s.message()));
   fixture->weights = ReadWholeFile(weights);
@@ -149,6 +151,8 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   FUZZ_CHECK(tok.ok(), std::string(tok.status().message()));
   fixture->tokenizer_path = padless::fuzz::ScratchDir() + "/tiny.model";
   FUZZ_CHECK(tok->Save(fixture->tokenizer_path).ok(), "tokenizer save");
+  padless::fuzz::WriteScratchFile("model/" + std::string("tokenizer.model"),
+                                  ReadWholeFile(fixture->tokenizer_path));
   return 0;
 }
 
@@ -169,7 +173,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   CheckConfig(config, "fuzz/config.json");
   CheckLabels(padless::fuzz::WriteScratchFile("labels.json", labels));
-  CheckWeights(padless::fuzz::WriteScratchFile("model.pt", weights), weights == valid);
+  CheckWeights(padless::fuzz::WriteScratchFile(kWeightsFile, weights), weights == valid);
   CheckModelDir(config, labels, weights);
   return 0;
 }

@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gpu_test_util.h"
+#include "padless/models/safetensors.h"
 #include "padless/models/trainer.h"
 #include "trainer_fixtures.h"
 
@@ -72,6 +73,15 @@ void WriteAll(const std::string& path, const std::string& content) {
 int64_t FileSize(const std::string& path) {
   struct stat st = {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+}
+
+// Every tensor of a model's safetensors weights by name (empty when unreadable).
+std::map<std::string, at::Tensor> ReadWeights(const std::string& path) {
+  std::map<std::string, at::Tensor> out;
+  absl::StatusOr<padless::models::SafetensorsFile> f = padless::models::SafetensorsFile::Open(path);
+  if (!f.ok()) return out;
+  for (const auto& entry : f->entries()) out[entry.first] = *f->Tensor(entry.first, true);
+  return out;
 }
 
 // Every tensor of a torch archive by key.
@@ -490,8 +500,8 @@ class CliFaultTest : public ::testing::Test {
   }
 
   void ExpectSameModelAsTheUninterruptedRun(const std::string& run) const {
-    const auto expected = ReadArchive(dir_.file("full/model.pt"));
-    const auto got = ReadArchive(run + "/model.pt");
+    const auto expected = ReadWeights(dir_.file("full/model.safetensors"));
+    const auto got = ReadWeights(run + "/model.safetensors");
     ASSERT_FALSE(expected.empty());
     EXPECT_EQ(Differences(expected, got, ""), std::vector<std::string>{});
   }

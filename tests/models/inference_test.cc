@@ -98,8 +98,10 @@ TEST_F(InferenceTest, InitFromAnotherLabelSetKeepsTheEncoder) {
   }
 }
 
-// Found by tests/fuzz/model_dir_fuzzer: bytes damaged inside the archive's TorchScript code entry
-// made the importer throw std::runtime_error, which escaped LoadWeights and aborted the process.
+// Found by tests/fuzz/model_dir_fuzzer on the former TorchScript archive (bytes damaged inside
+// its code entry made the importer throw std::runtime_error, which escaped LoadWeights and
+// aborted the process). The weights are a safetensors file now; the same damage, over the
+// header length and the start of the JSON header, must still be a status naming the file.
 TEST_F(InferenceTest, DamagedWeightsArchiveIsAStatusNotACrash) {
   const std::string path = dir_ + "/" + kWeightsFile;
   std::string archive;
@@ -107,20 +109,13 @@ TEST_F(InferenceTest, DamagedWeightsArchiveIsAStatusNotACrash) {
     std::ifstream in(path, std::ios::binary);
     archive.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  // The first .py entry: its local header's name is followed by the "FB" alignment field
-  // (2 bytes of id, 2 of size, then padding), then the entry's data.
-  const size_t name = archive.find(".pyFB");
-  ASSERT_NE(name, std::string::npos);
-  const size_t data =
-      name + 5 + 2 +
-      (static_cast<uint8_t>(archive[name + 5]) | static_cast<uint8_t>(archive[name + 6]) << 8);
+  ASSERT_GT(archive.size(), 64u);
   const std::string patch("\"\xff\xff@\x00l", 6);  // the fuzzer's bytes
   int rejected = 0;
-  // From the byte before the data (where the fuzzer's patch sat) over the first 48 data bytes.
-  for (size_t at = data - 1; at < data + 48 && at + patch.size() <= archive.size(); ++at) {
+  for (size_t at = 0; at < 56 && at + patch.size() <= archive.size(); ++at) {
     std::string damaged = archive;
     damaged.replace(at, patch.size(), patch);
-    const std::string bad = dir_ + "/damaged.pt";
+    const std::string bad = dir_ + "/damaged.safetensors";
     {
       std::ofstream out(bad, std::ios::binary | std::ios::trunc);
       out.write(damaged.data(), static_cast<std::streamsize>(damaged.size()));
@@ -134,6 +129,22 @@ TEST_F(InferenceTest, DamagedWeightsArchiveIsAStatusNotACrash) {
     }
   }
   EXPECT_GT(rejected, 0);
+}
+
+// A model directory from before the switch to safetensors holds model.pt: a clear error that says
+// how to convert it, without running the pickle reader.
+TEST_F(InferenceTest, LegacyPickleWeightsGiveAConversionHint) {
+  const std::string old_dir = dir_ + "_legacy";
+  ASSERT_EQ(
+      std::system(("rm -rf '" + old_dir + "' && cp -r '" + dir_ + "' '" + old_dir + "' && mv '" +
+                   old_dir + "/" + kWeightsFile + "' '" + old_dir + "/" + kLegacyWeightsFile + "'")
+                      .c_str()),
+      0);
+  absl::StatusOr<LoadedModel> loaded = LoadModelDir(old_dir, c10::Device(c10::kCPU));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(std::string(loaded.status().message()).find("convert_model_pt.py"), std::string::npos)
+      << loaded.status();
+  EXPECT_NE(std::string(loaded.status().message()).find(kLegacyWeightsFile), std::string::npos);
 }
 
 TEST_F(InferenceTest, PredictIsThreadSafeAndDeterministic) {

@@ -221,11 +221,12 @@ TEST_F(TrainCliTest, MissingOrCorruptModelDirectoryIsAClearError) {
     const char* content;
     const char* expect;
   };
-  for (const Damage& d : {Damage{"model.pt", "garbage", "model.pt"},
-                          Damage{"config.json", "{\"hidden\": ", "config.json"},
-                          Damage{"config.json", "{\"hidden\": 64, \"heads\": 2}", "model.pt"},
-                          Damage{"labels.json", "[]", "labels.json"},
-                          Damage{"tokenizer.model", "", "tokenizer.model"}}) {
+  for (const Damage& d :
+       {Damage{"model.safetensors", "garbage", "model.safetensors"},
+        Damage{"config.json", "{\"hidden\": ", "config.json"},
+        Damage{"config.json", "{\"hidden\": 64, \"heads\": 2}", "model.safetensors"},
+        Damage{"labels.json", "[]", "labels.json"},
+        Damage{"tokenizer.model", "", "tokenizer.model"}}) {
     const std::string copy = ScratchDir("corrupt");
     ASSERT_EQ(std::system(absl::StrCat("cp -r '", Model(), "/.' '", copy, "'").c_str()), 0);
     WriteFile(copy + "/" + d.file, d.content);

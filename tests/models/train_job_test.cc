@@ -100,7 +100,7 @@ TEST(TrainJobTest, TrainsSavesAndEvaluatesAHeldOutShare) {
   EXPECT_EQ(result->train.steps, 2);
   ASSERT_TRUE(result->dev.has_value());
   EXPECT_EQ(result->dev->metrics.examples, 20);
-  for (const char* file : {kConfigFile, kWeightsFile, kTokenizerFile}) {
+  for (const char* file : {kConfigFile, kWeightsFile, "tokenizer.model"}) {
     EXPECT_TRUE(Exists(out + "/" + file)) << file;
   }
   EXPECT_TRUE(Exists(out + "/train_log.csv"));

@@ -30,6 +30,10 @@ class EncoderClassifierImpl : public torch::nn::Module {
   at::Tensor forward(const batching::Batch& batch);
   // Pooled sequence representations [n, hidden] (before dropout and the head).
   at::Tensor Encode(const batching::Batch& batch);
+  // The last layer's output for every real token [T, hidden], sequence after sequence in the
+  // batch's order (padding left out): for comparing hidden states with other implementations and
+  // for token-level features. Padded batches take a host sync.
+  at::Tensor EncodeTokens(const batching::Batch& batch);
 
   // Checks what would otherwise fail deep inside ATen (or assert on the GPU): sequences longer
   // than max_positions, missing tensors for the layout. Host-side only, no device sync.
@@ -60,12 +64,14 @@ class EncoderClassifierImpl : public torch::nn::Module {
   ModelRuntime runtime_;
   at::Tensor word_embeddings_;
   at::Tensor position_embeddings_;
-  at::Tensor type_embeddings_;
+  at::Tensor type_embeddings_;  // undefined when type_vocab_size is 0
   at::Tensor embedding_norm_weight_;
   at::Tensor embedding_norm_bias_;
   std::vector<EncoderLayer> layers_;
   at::Tensor final_norm_weight_;  // pre-LN only
   at::Tensor final_norm_bias_;
+  at::Tensor head_dense_weight_;  // classifier_hidden tanh or relu only
+  at::Tensor head_dense_bias_;
   at::Tensor head_weight_;
   at::Tensor head_bias_;
 };

@@ -16,11 +16,17 @@ namespace padless::models {
 
 enum class Activation { kGelu, kGeluTanh, kRelu };
 enum class Pooling { kCls, kMean };
+// The classification head's hidden layer between the pooled vector and the label projection:
+// none (padless's own models), tanh (BERT's pooler, RoBERTa's head) or relu (DistilBERT's
+// pre_classifier).
+enum class ClassifierHidden { kNone, kTanh, kRelu };
 
 absl::StatusOr<Activation> ParseActivation(const std::string& name);
 std::string ActivationName(Activation a);
 absl::StatusOr<Pooling> ParsePooling(const std::string& name);
 std::string PoolingName(Pooling p);
+absl::StatusOr<ClassifierHidden> ParseClassifierHidden(const std::string& name);
+std::string ClassifierHiddenName(ClassifierHidden h);
 
 struct EncoderConfig {
   TORCH_ARG(int64_t, vocab_size) = 16000;
@@ -29,7 +35,11 @@ struct EncoderConfig {
   TORCH_ARG(int64_t, heads) = 12;
   TORCH_ARG(int64_t, ffn) = 3072;
   TORCH_ARG(int64_t, max_positions) = 512;
+  // 0: no token-type embeddings (DistilBERT); 1: one row added to every token (RoBERTa).
   TORCH_ARG(int64_t, type_vocab_size) = 2;
+  // Added to every position id before the position-embedding lookup (RoBERTa: padding_idx + 1 =
+  // 2); sequences may then hold max_positions - position_offset tokens.
+  TORCH_ARG(int64_t, position_offset) = 0;
   TORCH_ARG(int64_t, num_labels) = 2;
   // Dropout after embeddings, attention output and FFN output; attention_dropout on the attention
   // probabilities.
@@ -40,6 +50,7 @@ struct EncoderConfig {
   TORCH_ARG(bool, pre_ln) = false;
   TORCH_ARG(Activation, activation) = Activation::kGelu;
   TORCH_ARG(Pooling, pooling) = Pooling::kCls;
+  TORCH_ARG(ClassifierHidden, classifier_hidden) = ClassifierHidden::kNone;
 
  public:  // TORCH_ARG leaves the access at private.
   // Presets. base is the BERT-base shape: 12 layers, 768 hidden, 12 heads, FFN 3072.
@@ -52,7 +63,8 @@ struct EncoderConfig {
   absl::Status Validate() const;
 
   std::string ToJson() const;
-  // `origin` (a file path) prefixes error messages.
+  // `origin` (a file path) prefixes error messages. Fields added later (position_offset,
+  // classifier_hidden) default as above when missing, so older model directories still load.
   static absl::StatusOr<EncoderConfig> FromJson(const std::string& json,
                                                 const std::string& origin = "config");
 };

@@ -1,6 +1,11 @@
-// Saving and loading models: weight archives written atomically (through
-// padless/report/atomic_file_writer.h), and the model directory that training produces and
-// inference loads: config.json, model.pt, tokenizer.model and labels.json.
+// Saving and loading models: weights as safetensors files (models/safetensors.h: bounded by
+// design, no pickle, written atomically), and the model directory that training produces and
+// inference loads: config.json, model.safetensors, the tokenizer (tokenizer.model for
+// SentencePiece, tokenizer.json for a Hugging Face WordPiece one) and labels.json.
+// A directory from before the switch holds model.pt (a TorchScript pickle archive) instead; it is
+// refused with an error that names scripts/convert_model_pt.py, which converts it once (issue 13:
+// the pickle reader trusts lengths from the file). Resume checkpoints keep their own format
+// (checkpoint_store.h): they are written and read back by the same run.
 #ifndef PADLESS_MODELS_MODEL_IO_H_
 #define PADLESS_MODELS_MODEL_IO_H_
 
@@ -17,11 +22,11 @@
 namespace padless::models {
 
 inline constexpr char kConfigFile[] = "config.json";
-inline constexpr char kWeightsFile[] = "model.pt";
-inline constexpr char kTokenizerFile[] = "tokenizer.model";
+inline constexpr char kWeightsFile[] = "model.safetensors";
+inline constexpr char kLegacyWeightsFile[] = "model.pt";
 inline constexpr char kLabelsFile[] = "labels.json";
 
-// Every parameter of `model` by name, atomically.
+// Every parameter of `model` by name, as a safetensors file, atomically.
 absl::Status SaveWeights(torch::nn::Module& model, const std::string& path);
 // Copies the parameters stored in `path` into `model`. Every parameter must be present with the
 // same shape, except that with `skip_mismatched_head` a classification head of another shape

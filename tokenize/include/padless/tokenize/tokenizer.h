@@ -53,6 +53,11 @@ struct Encoding {
   std::vector<int8_t> type_ids;
 };
 
+// The names a model directory may hold its tokenizer under, in the order Tokenizer::Load tries
+// them; Tokenizer::file_name() is one of them.
+inline constexpr const char* kTokenizerFileNames[] = {"tokenizer.model", "tokenizer.json",
+                                                      "sentencepiece.bpe.model"};
+
 class Tokenizer {
  public:
   // Accepts a padless SentencePiece .model, a Hugging Face tokenizer.json (WordPiece), or a model

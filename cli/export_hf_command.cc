@@ -1,0 +1,66 @@
+// `padless export-hf --model DIR --out HFDIR`: writes a trained padless model directory as a
+// Hugging Face one (config.json with id2label/label2id, model.safetensors, the tokenizer files)
+// that transformers' AutoModelForSequenceClassification.from_pretrained(HFDIR) loads with the same
+// logits. The work is models::ExportHuggingFace (hf_checkpoint.h) and the tokenizer's own export.
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli_util.h"
+#include "common_flags.h"
+#include "path_checks.h"
+#include "padless/models/hf_checkpoint.h"
+#include "padless/models/model_io.h"
+#include "padless/report/atomic_file_writer.h"
+#include "padless/report/read_file.h"
+#include "subcommand.h"
+
+namespace padless::cli {
+
+namespace {
+
+int RunExportHf(const std::vector<std::string>& args) {
+  const char* kCmd = "export-hf";
+  if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
+  const std::string model_dir = absl::GetFlag(FLAGS_model);
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (model_dir.empty()) return Usage(kCmd, "--model DIR is required");
+  if (out.empty()) return Usage(kCmd, "--out HFDIR is required");
+  if (absl::Status s =
+          CheckPathFlags({{"model", model_dir, PathUse::kInputDirectory, {"config.json"}},
+                          {"out", out, PathUse::kOutputDirectory}});
+      !s.ok()) {
+    return Fail(kCmd, s);
+  }
+  absl::StatusOr<models::LoadedModel> loaded =
+      models::LoadModelDir(model_dir, c10::Device(c10::kCPU));
+  if (!loaded.ok()) return Fail(kCmd, loaded.status());
+  absl::Status s = models::ExportHuggingFace(loaded->model, loaded->labels.names(), out);
+  if (!s.ok()) return Fail(kCmd, s);
+  s = loaded->tokenizer.ExportHuggingFace(out);
+  if (absl::IsUnimplemented(s)) {
+    absl::FPrintF(stderr, "padless %s: warning: %s\n", kCmd, s.message());
+  } else if (!s.ok()) {
+    return Fail(kCmd, s);
+  }
+  absl::PrintF("%s: config.json, %s%s\n", out, models::kHfWeightsFile,
+               s.ok() ? ", tokenizer files" : "");
+  return kExitOk;
+}
+
+}  // namespace
+
+const Subcommand kExportHfCommand = {
+    "export-hf",
+    "write a trained model as a Hugging Face model directory",
+    "padless export-hf --model DIR --out HFDIR\n"
+    "Writes HFDIR/config.json (BertForSequenceClassification, RobertaForSequenceClassification\n"
+    "or DistilBertForSequenceClassification, with id2label/label2id from the label map),\n"
+    "HFDIR/model.safetensors and the tokenizer files, for models fine-tuned from an imported\n"
+    "Hugging Face checkpoint (padless's own from-scratch heads have no Hugging Face equivalent).\n",
+    {"model", "out"},
+    RunExportHf};
+
+}  // namespace padless::cli
