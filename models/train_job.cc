@@ -144,10 +144,11 @@ bool HoldsTokenizer(const std::string& dir) {
 // tokenizer detects its own file), or trained on the training texts.
 absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o,
                                                    const tok::RawCorpus& train) {
-  const std::string path = HoldsTokenizer(o.out) ? o.out : o.init_from;
-  if (path.empty()) return TrainTokenizer(o, train);
-  absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(path);
+  const std::string dir = HoldsTokenizer(o.out) ? o.out : o.init_from;
+  if (dir.empty()) return TrainTokenizer(o, train);
+  absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(dir);
   if (!tokenizer.ok()) return tokenizer.status();
+  const std::string path = report::JoinPath(dir, tokenizer->file_name());
   if (!o.quiet) absl::FPrintF(stderr, "tokenizer: %s (%d pieces)\n", path, tokenizer->vocab_size());
   return ResolvedTokenizer{*std::move(tokenizer), path};
 }

@@ -13,11 +13,16 @@ epochs=${2:-1}
 threads=${3:-$(nproc)}
 out=${PADLESS_OUT:-/tmp/padless_minilm_sst2}
 padless=${PADLESS_BIN:-$root/build/cli/padless}
-minilm=$("$root/scripts/fetch_minilm.sh")
+minilm=${PADLESS_MINILM:-$("$root/scripts/fetch_minilm.sh")}
 mkdir -p "$out"
 head -n $((rows + 1)) "$root/data/sst2_train_20k.tsv" > "$out/train.tsv"
 dev=$root/data/sst2_dev.tsv
-recipe=(--lr 5e-5 --batch-size 32 --max-len 128 --epochs "$epochs" --device cpu
+# PADLESS_DEVICE=cuda PADLESS_AMP=bf16 runs the same comparison on a GPU (both sides in bf16).
+device=${PADLESS_DEVICE:-cpu}
+amp=${PADLESS_AMP:-off}
+hf_amp=()
+[[ $amp == bf16 ]] && hf_amp=(--bf16)
+recipe=(--lr 5e-5 --batch-size 32 --max-len 128 --epochs "$epochs" --device "$device" --amp "$amp"
         --threads "$threads" --dropout 0.1 --warmup 0.06 --lr-schedule linear)
 for batching in padded varlen; do
   rm -rf "$out/padless_$batching"
@@ -31,5 +36,6 @@ rm -rf "$out/padless_frozen"
   "${recipe[@]}" 2> >(tee "$out/padless_frozen.log" >&2)
 OMP_NUM_THREADS=$threads /usr/bin/time -v python3 "$root/bench/baselines/hf_finetune.py" \
   --model "$minilm" --train "$out/train.tsv" --dev "$dev" --epochs "$epochs" --lr 5e-5 \
-  --batch-size 32 --max-length 128 --threads "$threads" 2> "$out/hf.log" | tee "$out/hf.json"
+  --batch-size 32 --max-length 128 --threads "$threads" "${hf_amp[@]}" 2> "$out/hf.log" \
+  | tee "$out/hf.json"
 grep -h "Maximum resident" "$out"/*.log

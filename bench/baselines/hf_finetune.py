@@ -35,6 +35,7 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--freeze-encoder", action="store_true", help="train the head only")
+    p.add_argument("--bf16", action="store_true", help="autocast to bf16 (GPU runs)")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -66,11 +67,14 @@ def main():
             enc = tok([texts[j] for j in idx], truncation=True, max_length=a.max_length,
                       padding=True, return_tensors="pt").to(device)
             result["real_tokens"] += int(enc["attention_mask"].sum())
-            loss = model(**enc, labels=y[idx].to(device)).loss
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=a.bf16):
+                loss = model(**enc, labels=y[idx].to(device)).loss
             loss.backward()
             opt.step()
             sched.step()
             opt.zero_grad()
+        if device == "cuda":
+            torch.cuda.synchronize()
         result["train_s"] += time.time() - start
         model.eval()
         correct = 0
@@ -78,7 +82,8 @@ def main():
             for i in range(0, len(dev_texts), 128):
                 enc = tok(dev_texts[i:i + 128], truncation=True, max_length=a.max_length,
                           padding=True, return_tensors="pt").to(device)
-                pred = model(**enc).logits.argmax(-1).cpu()
+                with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=a.bf16):
+                    pred = model(**enc).logits.argmax(-1).cpu()
                 correct += sum(int(names[k] == l) for k, l in zip(pred.tolist(),
                                                                    dev_labels[i:i + 128]))
         result["epochs"].append({"epoch": epoch + 1, "dev_accuracy": correct / len(dev_texts)})
