@@ -19,6 +19,7 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
+#include "distributed_train.h"
 #include "nlohmann/json.hpp"
 #include "padless/batching/strategy_registry.h"
 #include "padless/cuda/memory/memory_budget.h"
@@ -271,8 +272,13 @@ int RunTrain(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   absl::StatusOr<models::TrainJobOptions> job = TrainJobFromFlags();
   if (!job.ok()) return Usage(kCmd, job.status().message());
+  if (std::optional<int> launched = RunLocalWorkersIfAsked()) return *launched;
+  if (absl::Status s = JoinDataParallelJob(*job); !s.ok()) {
+    return absl::IsInvalidArgument(s) ? Usage(kCmd, s.message()) : Fail(kCmd, s);
+  }
   absl::StatusOr<models::TrainJobResult> result = models::RunTrainJob(*job);
   if (!result.ok()) return Fail(kCmd, result.status());
+  if (job->train.data_parallel().rank() != 0) return kExitOk;  // rank 0 reports
   PrintTrainResult(*result);
   if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), TrainMetricsJson(*result));
       !s.ok()) {
@@ -443,7 +449,10 @@ const Subcommand kTrainCommand = {
      "skip_bad_rows",
      "truncation",
      "pair_truncation",
-     "head_fraction"},
+     "head_fraction",
+     kDistributedFlags[0],
+     kDistributedFlags[1],
+     kDistributedFlags[2]},
     RunTrain};
 
 const Subcommand kEvalCommand = {
