@@ -8,6 +8,7 @@
 // - a NaN loss on one rank makes both ranks skip the step;
 // - a rank that dies makes the other fail with an error naming it, within the timeout, no hang.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -231,6 +232,8 @@ struct Reference {
 };
 
 Reference SingleProcess(c10::Device device = at::kCPU) {
+  // As the ranks (OMP_NUM_THREADS=1): torch's spinning CPU pool crawls on a loaded CI machine.
+  at::set_num_threads(1);
   const auto data = SyntheticCorpus(3, 200);
   const auto plans = RankPlans(data);
   Rig rig(/*seed=*/6, nullptr, at::kFloat, nullptr, device);

@@ -1,7 +1,7 @@
 // `padless train --nproc-per-node 2` on the CPU (Gloo): the job trains, rank 0 alone writes the
-// model, the log and the checkpoints; a worker killed in the middle of a checkpoint write
-// (PADLESS_FAULT_INJECT) fails the whole job at once, naming the rank; --resume then finishes the
-// run from the last complete checkpoint, on both ranks.
+// model, the log and the checkpoints, which a single process refuses to resume; a worker killed in
+// the middle of a checkpoint write (PADLESS_FAULT_INJECT) fails the whole job at once, naming the
+// rank; --resume then finishes the run from the last complete checkpoint, on both ranks.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -77,6 +77,15 @@ TEST(TrainCliDistTest, TwoLocalWorkersTrainAndRankZeroWrites) {
   EXPECT_FALSE(ReadFile(dir + "/model/model.pt").empty());
   EXPECT_FALSE(ReadFile(dir + "/model/train_log.csv").empty());
   EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/m.json"), "accuracy"));
+
+  // Its checkpoints resume only at the same world size: a single process refuses them.
+  std::vector<std::string> alone = TrainArgs(dir);
+  alone.erase(alone.begin() + 1, alone.begin() + 3);  // --nproc-per-node 2
+  alone.push_back("--resume");
+  const CliResult refused = RunPadless(alone);
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_TRUE(absl::StrContains(refused.err, "was written by a job of 2 ranks, this one has 1"))
+      << refused.err;
 }
 
 TEST(TrainCliDistTest, AKilledWorkerFailsTheJobAndResumeFinishesIt) {
