@@ -1,5 +1,6 @@
 // Data-parallel TrainStep on the CPU with Gloo. The test binary starts itself twice as ranks 0 and
 // 1 (torchrun's environment; the DataParallelWorker tests run only there) and checks:
+// - the gradient all-reduces start during backward (most buckets);
 // - the loss of every step equals, within 1e-5, one process stepping on the union of both ranks'
 //   batches (the same global batch), with gradient accumulation and clipping on;
 // - the parameters then equal the single process's within 1e-5, and are bitwise equal on the ranks
@@ -174,6 +175,9 @@ TEST(DataParallelWorker, Run) {
     losses << r->loss.item<double>() << " " << (r->outcome.skipped() ? 1 : 0) << "\n";
   }
   losses.close();
+  // The all-reduces overlapped backward: most buckets (4 KiB each here) started inside it.
+  EXPECT_GT(rig.reducer->buckets(), 4);
+  EXPECT_GE(rig.reducer->launched_in_backward() * 2, rig.reducer->buckets());
   WriteFloats(absl::StrCat(out, "/params.", env->rank), Flat(rig.model));
 }
 
