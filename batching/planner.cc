@@ -1,5 +1,7 @@
 #include "padless/batching/planner.h"
 
+#include "step_balance.h"
+
 #include <algorithm>
 #include <numeric>
 #include <utility>
@@ -487,14 +489,17 @@ absl::StatusOr<EpochPlan> Planner::PlanEpoch(absl::Span<const int64_t> lengths, 
     std::iota(ranks_by_total.begin(), ranks_by_total.end(), 0);
     std::stable_sort(ranks_by_total.begin(), ranks_by_total.end(),
                      [&](size_t a, size_t b) { return total[a] < total[b]; });
+    std::vector<BatchSpec> step(world);
+    for (size_t j = 0; j < world; ++j) step[j] = std::move(batches[by_cost[s * world + j]]);
+    if (world > 1) internal::BalanceVarlenStep(step, options_.max_sentences());
     int64_t step_max = 0, step_sum = 0;
     for (size_t j = 0; j < world; ++j) {
-      const size_t idx = by_cost[s * world + j];
+      const int64_t c = step[j].token_slots();
       const size_t rank = ranks_by_total[j];
-      total[rank] += cost[idx];
-      step_max = std::max(step_max, cost[idx]);
-      step_sum += cost[idx];
-      plan.ranks[rank].push_back(std::move(batches[idx]));
+      total[rank] += c;
+      step_max = std::max(step_max, c);
+      step_sum += c;
+      plan.ranks[rank].push_back(std::move(step[j]));
     }
     if (step_sum > 0) step_imbalance_sum += static_cast<double>(step_max) * world / step_sum - 1;
   }

@@ -20,6 +20,7 @@
 #include "common_flags.h"
 #include "data_flags.h"
 #include "flag_spelling.h"
+#include "distributed_train.h"
 #include "nlohmann/json.hpp"
 #include "padless/batching/strategy_registry.h"
 #include "padless/cuda/memory/memory_budget.h"
@@ -307,8 +308,13 @@ int RunTrain(const std::vector<std::string>& args) {
   absl::StatusOr<models::TrainJobOptions> job = TrainJobFromFlags();
   if (!job.ok()) return Usage(kCmd, job.status().message());
   if (absl::Status s = CheckPathFlags(TrainPaths(*job)); !s.ok()) return Fail(kCmd, s);
+  if (std::optional<int> launched = RunLocalWorkersIfAsked()) return *launched;
+  if (absl::Status s = JoinDataParallelJob(*job); !s.ok()) {
+    return absl::IsInvalidArgument(s) ? Usage(kCmd, s.message()) : Fail(kCmd, s);
+  }
   absl::StatusOr<models::TrainJobResult> result = models::RunTrainJob(*job);
   if (!result.ok()) return Fail(kCmd, result.status());
+  if (job->train.data_parallel().rank() != 0) return kExitOk;  // rank 0 reports
   PrintTrainResult(*result);
   if (absl::Status s = WriteJson(absl::GetFlag(FLAGS_metrics_json), TrainMetricsJson(*result));
       !s.ok()) {
@@ -498,7 +504,10 @@ const Subcommand kTrainCommand = {
      "skip_bad_rows",
      "truncation",
      "pair_truncation",
-     "head_fraction"},
+     "head_fraction",
+     kDistributedFlags[0],
+     kDistributedFlags[1],
+     kDistributedFlags[2]},
     RunTrain};
 
 const Subcommand kEvalCommand = {

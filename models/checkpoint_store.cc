@@ -54,6 +54,7 @@ void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
                                                   state.evals_since_best, state.best_step,
                                                   static_cast<int64_t>(state.best_params.size())}));
   a.write("best_accuracy", at::full({}, state.best_accuracy, at::kDouble));
+  a.write("world_size", at::full({}, state.world_size, at::kLong));
   const RngState rng = CaptureRng(device);
   a.write("rng.cpu", rng.cpu);
   if (rng.cuda.defined()) a.write("rng.cuda", rng.cuda);
@@ -105,6 +106,8 @@ TrainProgress ReadProgress(torch::serialize::InputArchive& a, GradScaler& scaler
     state.best_params.push_back(t.to(device));
   }
   state.best_accuracy = best_acc.item<double>();
+  at::Tensor world_size;  // absent in checkpoints of single-process runs before data parallelism
+  if (a.try_read("world_size", world_size)) state.world_size = world_size.item<int64_t>();
   RngState rng_state;
   a.read("rng.cpu", rng_state.cpu);
   a.try_read("rng.cuda", rng_state.cuda);

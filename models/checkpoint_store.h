@@ -32,6 +32,7 @@ struct TrainProgress {
   int64_t best_step = -1;
   double best_accuracy = -1;
   std::vector<at::Tensor> best_params;  // empty until a dev evaluation improved
+  int64_t world_size = 1;               // ranks of the job that wrote it (plans depend on it)
 };
 
 class CheckpointStore {

@@ -40,20 +40,23 @@ absl::StatusOr<EvalResult> Evaluate(EncoderClassifier& model, const TokenizedCor
   absl::StatusOr<CorpusScores> scores = ScoreCorpus(model, data, plan_options, device, amp, pad_id);
   if (was_training) model->train();
   if (!scores.ok()) return scores.status();
+  return EvalResultFromScores(data, std::move(*scores), model->config().num_labels());
+}
+
+EvalResult EvalResultFromScores(const TokenizedCorpus& data, CorpusScores scores, int64_t classes) {
   EvalResult r;
-  const int64_t classes = model->config().num_labels();
   std::vector<int64_t> gold(data.size());
   r.predictions.resize(data.size());
   for (size_t i = 0; i < data.size(); ++i) {
     gold[i] = data.label(i);
-    const std::vector<float>& p = scores->probabilities[i];
+    const std::vector<float>& p = scores.probabilities[i];
     r.predictions[i] = std::max_element(p.begin(), p.end()) - p.begin();
   }
-  r.probabilities = std::move(scores->probabilities);
+  r.probabilities = std::move(scores.probabilities);
   r.metrics = ComputeMetrics(gold, r.predictions, classes);
-  r.loss = scores->sequences > 0 ? scores->loss_sum / scores->sequences : 0.0;
-  r.real_tokens = scores->real_tokens;
-  r.token_slots = scores->token_slots;
+  r.loss = scores.sequences > 0 ? scores.loss_sum / scores.sequences : 0.0;
+  r.real_tokens = scores.real_tokens;
+  r.token_slots = scores.token_slots;
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include "padless/models/hf_checkpoint.h"
 #include "padless/models/model_io.h"
 #include "padless/report/file_kind.h"
+#include "padless/models/sharded_evaluation.h"
 #include "padless/report/read_file.h"
 #include "padless/tokenize/batch_encoder.h"
 
@@ -238,13 +239,21 @@ absl::StatusOr<EncoderClassifier> BuildModel(const TrainJobOptions& o,
 // The options' TrainConfig with what the job decides: where the log and checkpoints go, and
 // progress off when quiet.
 TrainConfig FillTrainConfig(const TrainJobOptions& o) {
+  const bool writer = o.train.data_parallel().rank() == 0;  // data parallel: rank 0 logs
   return TrainConfig(o.train)
       .checkpoint_dir(o.out + "/checkpoints")
-      .log_csv(o.out + "/train_log.csv")
-      .progress(o.train.progress() && !o.quiet);
+      .log_csv(writer ? o.out + "/train_log.csv" : "")
+      .progress(o.train.progress() && !o.quiet && writer);
 }
 
 // ---- The run
+
+// Data parallel: rank 0 resolves the tokenizer and writes the model directory first; the other
+// ranks wait for it at a barrier (WaitForRankZero), which rank 0 then joins (LetOtherRanksIn).
+absl::Status WaitForRankZero(const DataParallel& dp) { return dp.group->Barrier(); }
+absl::Status LetOtherRanksIn(const DataParallel& dp) {
+  return dp.enabled() && dp.rank() == 0 ? dp.group->Barrier() : absl::OkStatus();
+}
 
 struct Encoded {
   tok::TokenizedCorpus train;
@@ -286,12 +295,18 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
                                             const tok::LabelMap& labels, const Encoded& data,
                                             const batching::PlannerOptions& plan,
                                             const c10::Device& device) {
-  if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+  const DataParallel& dp = o.train.data_parallel();
+  if (dp.rank() == 0) {
+    if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+  }
+  if (absl::Status s = LetOtherRanksIn(dp); !s.ok()) return s;
   PrintStart(o, model, data, device);
   Trainer trainer(model, FillTrainConfig(o).pad_id(tokenizer.special_ids().pad), plan, device);
   absl::StatusOr<TrainResult> trained = trainer.Train(data.train, data.dev ? &*data.dev : nullptr);
   if (!trained.ok()) return trained.status();
-  if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+  if (dp.rank() == 0) {
+    if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+  }
   TrainJobResult result;
   result.model_dir = o.out;
   result.device = device;
@@ -300,7 +315,10 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
   result.train = *std::move(trained);
   if (data.dev) {
     absl::StatusOr<EvalResult> eval =
-        Evaluate(model, *data.dev, plan, device, o.train.amp(), tokenizer.special_ids().pad);
+        dp.enabled() ? EvaluateSharded(model, *data.dev, plan, device, o.train.amp(),
+                                       tokenizer.special_ids().pad, *dp.group)
+                     : Evaluate(model, *data.dev, plan, device, o.train.amp(),
+                                tokenizer.special_ids().pad);
     if (!eval.ok()) return eval.status();
     result.dev = *std::move(eval);
   }
@@ -346,6 +364,16 @@ absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
 
 absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
   if (absl::Status s = ValidateTrainJobOptions(o); !s.ok()) return s;
+  const DataParallel& dp = o.train.data_parallel();
+  if (dp.rank() != 0 && !o.quiet) {  // rank 0 speaks for the job
+    TrainJobOptions quiet = o;
+    quiet.quiet = true;
+    return RunTrainJob(quiet);
+  }
+  // The other ranks take the tokenizer that rank 0 resolved (or trained) and wrote to `out`.
+  if (dp.rank() != 0) {
+    if (absl::Status s = WaitForRankZero(dp); !s.ok()) return s;
+  }
   const batching::PlannerOptions plan = *PlanOf(o);
   const c10::Device device = o.device.value_or(DefaultTrainingDevice());
   absl::StatusOr<RawData> raw = ReadData(o);

@@ -92,6 +92,13 @@ absl::StatusOr<StepResult> TrainStep::Run(int64_t step, double lr,
     result.sequences += b.batch.num_sequences;
   }
   split_pieces_.clear();
+  weight_sequences_ = result.sequences;
+  if (options_.reducer != nullptr) {
+    absl::StatusOr<std::vector<int64_t>> global =
+        options_.reducer->group().AllReduceSumHost({result.sequences});
+    if (!global.ok()) return global.status();
+    weight_sequences_ = (*global)[0];
+  }
   if (absl::Status s = ForwardBackwardAll(step, batches, result); !s.ok()) return s;
   if (options_.after_backward) options_.after_backward(step, params_);
   OptimizerStep(result);
@@ -106,10 +113,17 @@ absl::Status TrainStep::ForwardBackwardAll(int64_t step, const std::vector<StepB
     Trained trained;
     const BatchSpec* failing = nullptr;
     try {
-      absl::Status s = Attempt(step, batches, result.sequences, step_loss, trained, failing);
+      absl::Status s = Attempt(step, batches, weight_sequences_, step_loss, trained, failing);
       if (!s.ok()) return s;
     } catch (const c10::OutOfMemoryError& e) {
       optimizer_.ZeroGrad();
+      if (options_.reducer != nullptr && options_.reducer->Reset()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "step ", step, ": out of memory on rank ", options_.reducer->group().rank(),
+            " after the gradient all-reduce had started, so the ranks cannot stay in step; lower "
+            "the token budget or --memory-budget: ",
+            e.what_without_backtrace()));
+      }
       step_loss = at::Tensor();
       if (options_.meter != nullptr) options_.meter->EmptyCache();
       if (failing == nullptr || options_.corpus == nullptr) throw;
@@ -134,8 +148,18 @@ absl::Status TrainStep::ForwardBackwardAll(int64_t step, const std::vector<StepB
                                               result.sequences, " / ", result.real_tokens));
     }
     result.loss = step_loss;
-    return absl::OkStatus();
+    return options_.reducer != nullptr ? ReduceAcrossRanks(result.loss) : absl::OkStatus();
   }
+}
+
+// Data parallel: the gradients and the loss become sums over the ranks (each already weighted by
+// its share of the global batch).
+absl::Status TrainStep::ReduceAcrossRanks(at::Tensor& step_loss) {
+  if (absl::Status s = options_.reducer->Finish(); !s.ok()) return s;
+  at::Tensor flat = step_loss.to(at::kFloat).reshape({1}).clone();
+  if (absl::Status s = options_.reducer->group().AllReduceSum(flat); !s.ok()) return s;
+  step_loss = flat.reshape({});
+  return absl::OkStatus();
 }
 
 // One pass over the step's batches, the split ones as their pieces. `failing` is the spec of the
@@ -143,29 +167,33 @@ absl::Status TrainStep::ForwardBackwardAll(int64_t step, const std::vector<StepB
 absl::Status TrainStep::Attempt(int64_t step, const std::vector<StepBatch>& batches,
                                 int64_t sequences, at::Tensor& step_loss, Trained& trained,
                                 const BatchSpec*& failing) {
-  for (const StepBatch& b : batches) {
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const StepBatch& b = batches[i];
+    const bool last_batch = i + 1 == batches.size();
     auto it = b.spec == nullptr ? split_pieces_.end() : split_pieces_.find(b.spec);
     if (it == split_pieces_.end()) {
       failing = b.spec;
       const double weight = static_cast<double>(b.batch.num_sequences) / sequences;
-      ForwardBackward(step, b.batch, weight, step_loss, trained);
+      ForwardBackward(step, b.batch, weight, last_batch, step_loss, trained);
       continue;
     }
-    for (const BatchSpec& piece : SplitSpec(*b.spec, it->second)) {
-      absl::StatusOr<Batch> pb = collator_.Collate(*options_.corpus, piece);
+    const std::vector<BatchSpec> pieces = SplitSpec(*b.spec, it->second);
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      absl::StatusOr<Batch> pb = collator_.Collate(*options_.corpus, pieces[p]);
       if (!pb.ok()) return pb.status();
       Batch moved = pb->To(device_);
       failing = b.spec;
-      ForwardBackward(step, moved, static_cast<double>(moved.num_sequences) / sequences, step_loss,
-                      trained);
+      ForwardBackward(step, moved, static_cast<double>(moved.num_sequences) / sequences,
+                      last_batch && p + 1 == pieces.size(), step_loss, trained);
     }
   }
   return absl::OkStatus();
 }
 
-// One forward + backward of a (sub-)batch; `weight` is its share of the optimizer step's loss.
-void TrainStep::ForwardBackward(int64_t step, const Batch& b, double weight, at::Tensor& step_loss,
-                                Trained& trained) {
+// One forward + backward of a (sub-)batch; `weight` is its share of the optimizer step's loss,
+// `last` whether it is the step's last (data parallel: its backward all-reduces the gradients).
+void TrainStep::ForwardBackward(int64_t step, const Batch& b, double weight, bool last,
+                                at::Tensor& step_loss, Trained& trained) {
   if (options_.before_forward) options_.before_forward(b);
   at::Tensor loss;
   {
@@ -173,6 +201,7 @@ void TrainStep::ForwardBackward(int64_t step, const Batch& b, double weight, at:
     loss = ClassificationLoss(model_->forward(b), b.labels);
   }
   if (options_.on_loss) options_.on_loss(step, loss);
+  if (options_.reducer != nullptr) options_.reducer->BeginBackward(last);
   scaler_.Scale(loss * weight).backward();
   at::Tensor contribution = loss.detach() * weight;
   step_loss = step_loss.defined() ? step_loss + contribution : contribution;

@@ -17,9 +17,11 @@
 #include "absl/strings/str_format.h"
 #include "checkpoint_store.h"
 #include "padless/batching/loader.h"
+#include "padless/batching/shard_balance.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/grad_scaler.h"
 #include "padless/models/optimizer.h"
+#include "padless/models/sharded_evaluation.h"
 #include "padless/models/train_step.h"
 #include "padless/tokenize/special_tokens.h"
 #include "training_log.h"
@@ -58,7 +60,9 @@ struct Schedule {
 absl::StatusOr<Schedule> PlanSchedule(const batching::Planner& planner,
                                       const std::vector<int64_t>& lengths,
                                       const TrainConfig& config) {
-  absl::StatusOr<std::vector<BatchSpec>> first_plan = planner.Plan(lengths, 0);
+  const DataParallel& dp = config.data_parallel();
+  absl::StatusOr<std::vector<BatchSpec>> first_plan =
+      planner.Plan(lengths, 0, dp.rank(), dp.world_size());
   if (!first_plan.ok()) return first_plan.status();
   if (first_plan->empty()) return absl::InvalidArgumentError("training data gives no batches");
   const int64_t steps_per_epoch =
@@ -99,6 +103,8 @@ class TrainingRun {
   absl::StatusOr<TrainResult> Finish();
 
  private:
+  absl::Status StartDataParallel();
+  absl::Status SumOverRanks();
   TrainStepOptions StepOptions();
   void OnOutOfMemory(const std::string& line);
   int64_t FrozenLayers() const;
@@ -122,6 +128,7 @@ class TrainingRun {
     return read.ok() ? written : read;
   }
   absl::Status SaveCheckpoint() {
+    if (config_.data_parallel().rank() != 0) return absl::OkStatus();  // rank 0 writes them
     return store_.Save(model_, *optimizer_, scaler_, state_, device_);
   }
 
@@ -139,6 +146,7 @@ class TrainingRun {
   AdamWParameters params_;
   std::unique_ptr<FusedAdamW> optimizer_;
   GradScaler scaler_;
+  std::unique_ptr<dist::GradientReducer> reducer_;  // data parallel only
   std::unique_ptr<TrainStep> step_;
   internal::CheckpointStore store_;
   internal::TrainProgress state_;
@@ -170,6 +178,7 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
   params_ = ParametersForAdamW(model_);
   optimizer_ = std::make_unique<FusedAdamW>(params_.params, params_.decay,
                                             AdamWOptions{.weight_decay = config_.weight_decay()});
+  if (absl::Status s = StartDataParallel(); !s.ok()) return s;
   step_ = std::make_unique<TrainStep>(model_, params_.params, *optimizer_, scaler_, device_,
                                       StepOptions());
   if (config_.resume()) {
@@ -177,7 +186,19 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
         store_.Resume(model_, *optimizer_, scaler_, device_);
     if (!resumed.ok()) return resumed.status();
     if (resumed->has_value()) state_ = std::move(**resumed);
+    // No rank may write a checkpoint while another still reads one.
+    const DataParallel& dp = config_.data_parallel();
+    if (dp.enabled()) {
+      if (absl::Status s = dp.group->Barrier(); !s.ok()) return s;
+    }
+    if (resumed->has_value() && state_.world_size != dp.world_size()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "resume: the checkpoint in ", config_.checkpoint_dir(), " was written by a job of ",
+          state_.world_size, " ranks, this one has ", dp.world_size(),
+          "; resume at the same world size (--nproc-per-node / WORLD_SIZE)"));
+    }
   }
+  state_.world_size = config_.data_parallel().world_size();
   if (state_.global_step == 0 && state_.next_batch == 0 && state_.epoch == 0) {
     at::manual_seed(config_.seed());
   }
@@ -189,6 +210,22 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
   return absl::OkStatus();
 }
 
+// Data parallel: every rank starts from rank 0's parameters, and the step all-reduces gradients.
+absl::Status TrainingRun::StartDataParallel() {
+  const DataParallel& dp = config_.data_parallel();
+  if (!dp.enabled()) return absl::OkStatus();
+  if (absl::Status s = dp.group->Broadcast(params_.params, 0); !s.ok()) return s;
+  reducer_ = std::make_unique<dist::GradientReducer>(dp.group, params_.params, dp.reducer);
+  if (config_.progress() && dp.rank() == 0) {
+    absl::StatusOr<batching::EpochPlan> epoch = planner_.PlanEpoch(lengths_, 0, dp.world_size());
+    if (!epoch.ok()) return epoch.status();
+    absl::FPrintF(stderr, "data parallel: %d ranks (%s); %s\n", dp.world_size(),
+                  dp.group->backend_name(),
+                  batching::MeasureShardBalance(*epoch, config_.grad_accum()).Summary());
+  }
+  return absl::OkStatus();
+}
+
 TrainStepOptions TrainingRun::StepOptions() {
   TrainStepOptions o;
   o.amp = config_.amp();
@@ -196,6 +233,7 @@ TrainStepOptions TrainingRun::StepOptions() {
   o.corpus = &train_;
   o.collator.pad_id = config_.pad_id();
   o.meter = &meter_;
+  o.reducer = reducer_.get();
   o.before_forward = config_.before_forward;
   o.on_loss = config_.on_loss;
   o.after_backward = config_.after_backward;
@@ -232,7 +270,8 @@ absl::StatusOr<std::unique_ptr<batching::Loader>> TrainingRun::OpenLoader(
 absl::StatusOr<bool> TrainingRun::TrainEpoch() {
   const int64_t start_batch = state_.next_batch;
   absl::StatusOr<std::vector<BatchSpec>> plan =
-      planner_.Plan(lengths_, state_.epoch, 0, 1, start_batch);
+      planner_.Plan(lengths_, state_.epoch, config_.data_parallel().rank(),
+                    config_.data_parallel().world_size(), start_batch);
   if (!plan.ok()) return plan.status();
   model_->FreezeLayersBelow(FrozenLayers());
   absl::StatusOr<std::unique_ptr<batching::Loader>> loader = OpenLoader(*plan);
@@ -345,6 +384,19 @@ absl::Status TrainingRun::AfterStep() {
   return absl::OkStatus();
 }
 
+// Data parallel: the result counts every rank's tokens and sequences (throughput of the job).
+absl::Status TrainingRun::SumOverRanks() {
+  const DataParallel& dp = config_.data_parallel();
+  if (!dp.enabled()) return absl::OkStatus();
+  absl::StatusOr<std::vector<int64_t>> sums =
+      dp.group->AllReduceSumHost({result_.real_tokens, result_.token_slots, result_.sequences});
+  if (!sums.ok()) return sums.status();
+  result_.real_tokens = (*sums)[0];
+  result_.token_slots = (*sums)[1];
+  result_.sequences = (*sums)[2];
+  return absl::OkStatus();
+}
+
 absl::Status TrainingRun::EndEpoch() {
   ++state_.epoch;
   state_.next_batch = 0;
@@ -362,8 +414,11 @@ absl::Status TrainingRun::EndEpoch() {
 // Evaluates on the dev data, if any, and keeps the parameters of the best evaluation.
 absl::Status TrainingRun::EvaluateDev() {
   if (dev_ == nullptr) return absl::OkStatus();
+  const DataParallel& dp = config_.data_parallel();
   absl::StatusOr<EvalResult> r =
-      Evaluate(model_, *dev_, plan_, device_, config_.amp(), config_.pad_id());
+      dp.enabled() ? EvaluateSharded(model_, *dev_, plan_, device_, config_.amp(),
+                                     config_.pad_id(), *dp.group)
+                   : Evaluate(model_, *dev_, plan_, device_, config_.amp(), config_.pad_id());
   if (!r.ok()) return r.status();
   if (config_.progress()) {
     log_->EndLine();
@@ -385,6 +440,7 @@ absl::Status TrainingRun::EvaluateDev() {
 
 absl::StatusOr<TrainResult> TrainingRun::Finish() {
   if (absl::Status s = Flush(); !s.ok()) return s;
+  if (absl::Status s = SumOverRanks(); !s.ok()) return s;
   log_->EndLine();
   if (dev_ != nullptr && state_.best_step < 0) {
     if (absl::Status s = EvaluateDev(); !s.ok()) return s;
@@ -410,6 +466,23 @@ absl::StatusOr<TrainResult> TrainingRun::Finish() {
   return std::move(result_);
 }
 
+// Data parallel: every rank measured its own device; the plans must agree, or the ranks would
+// take different steps.
+absl::Status CheckSamePlanOnEveryRank(const MemoryPlan& mp, const DataParallel& dp) {
+  if (!dp.enabled()) return absl::OkStatus();
+  absl::StatusOr<std::vector<int64_t>> sums =
+      dp.group->AllReduceSumHost({mp.plan.max_tokens(), mp.plan.batch_size()});
+  if (!sums.ok()) return sums.status();
+  if ((*sums)[0] != mp.plan.max_tokens() * dp.world_size() ||
+      (*sums)[1] != mp.plan.batch_size() * dp.world_size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--memory-budget: the ranks' memory plans differ (rank ", dp.rank(),
+                     ": max_tokens ", mp.plan.max_tokens(), ", batch_size ", mp.plan.batch_size(),
+                     "); give the ranks identical GPUs or set --max-tokens instead"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Trainer::Trainer(EncoderClassifier model, TrainConfig config, batching::PlannerOptions plan,
@@ -433,6 +506,7 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
     absl::StatusOr<MemoryPlan> mp =
         PlanForMemoryBudget(model_, plan_, MemoryPlanOptions::From(config_), device_);
     if (!mp.ok()) return mp.status();
+    if (absl::Status s = CheckSamePlanOnEveryRank(*mp, config_.data_parallel()); !s.ok()) return s;
     plan_ = mp->plan;
     if (config_.progress()) absl::FPrintF(stderr, "%s\n", mp->Summary());
     memory_plan = std::move(*mp);

@@ -34,6 +34,12 @@ absl::StatusOr<EvalResult> Evaluate(EncoderClassifier& model, const tokenize::To
                                     const batching::PlannerOptions& plan, const c10::Device& device,
                                     AmpMode amp, int64_t pad_id);
 
+// The EvalResult of `scores` (ScoreCorpus on `data`, inference.h): predictions, metrics against
+// `data`'s labels, the mean loss. Evaluate's second half; EvaluateSharded's too.
+struct CorpusScores;
+EvalResult EvalResultFromScores(const tokenize::TokenizedCorpus& data, CorpusScores scores,
+                                int64_t classes);
+
 // OK when `corpus` has examples and every label and token id is in range for `config`;
 // otherwise InvalidArgument, naming the corpus (`name`, e.g. "training data") and the first
 // offending example or token.

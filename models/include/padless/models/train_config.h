@@ -14,6 +14,7 @@
 
 #include "padless/batching/batch.h"
 #include "padless/models/autocast.h"
+#include "padless/models/data_parallel.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_runtime.h"
 
@@ -65,6 +66,8 @@ struct TrainConfig {
   // steps in a row training stops with an error, since the run has diverged (0: never stop).
   // 50 leaves room for fp16's scale search: from 2^16, halving reaches any usable scale sooner.
   TORCH_ARG(int64_t, max_nonfinite_steps) = 50;
+  // Data-parallel training over the ranks of a process group (data_parallel.h; default: alone).
+  TORCH_ARG(DataParallel, data_parallel) = DataParallel();
 
  public:
   // Test hooks. before_forward: called before each forward with the (sub-)batch about to run; may

@@ -13,6 +13,16 @@
 // re-collates pieces from the corpus, so it needs `TrainStepOptions::corpus` and each batch's
 // spec; without them an out-of-memory error propagates (after the gradients are cleared).
 //
+// Data parallel (TrainStepOptions::reducer set): every rank runs the step on its own batches. The
+// ranks first agree on the step's global sequence count (one host all-reduce), and each batch's
+// weight is its share of the global batch; the last backward all-reduces the gradients in buckets
+// as they become ready (dist::GradientReducer), earlier ones (accumulation micro-steps) do not
+// communicate, and the loss is summed over the ranks. Every rank thus holds the gradients and loss
+// of single-process training on the union of the ranks' batches, so clipping by the global norm and
+// the inf/NaN skip (GradScaler included) agree everywhere. An out-of-memory split is local to its
+// rank while no all-reduce has started; after that the step fails (FailedPrecondition), since the
+// ranks could no longer stay in step.
+//
 // Errors: a batch that cannot be split further (ResourceExhausted), split batches that do not add
 // up (Internal), collation failures. Other torch failures propagate as c10::Error exceptions,
 // which callers turn into their own messages. Not thread-safe; the model, optimizer and scaler
@@ -34,6 +44,7 @@
 #include "padless/batching/batch_spec.h"
 #include "padless/batching/collator.h"
 #include "padless/cuda/memory/memory_meter.h"
+#include "padless/dist/gradient_reducer.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/grad_scaler.h"
@@ -59,6 +70,8 @@ struct TrainStepOptions {
   batching::CollatorOptions collator;
   // Empties the allocator's cache before a replay (null: nothing to empty).
   cuda::MemoryMeter* meter = nullptr;
+  // Data-parallel gradient all-reduce (null: a single process). Must hold the same parameters.
+  dist::GradientReducer* reducer = nullptr;
   // Test hooks, as TrainConfig documents them (train_config.h).
   std::function<void(const batching::Batch&)> before_forward;
   std::function<void(int64_t step, at::Tensor& loss)> on_loss;
@@ -102,8 +115,9 @@ class TrainStep {
   absl::Status Attempt(int64_t step, const std::vector<StepBatch>& batches, int64_t sequences,
                        at::Tensor& step_loss, Trained& trained,
                        const batching::BatchSpec*& failing);
-  void ForwardBackward(int64_t step, const batching::Batch& b, double weight, at::Tensor& step_loss,
-                       Trained& trained);
+  void ForwardBackward(int64_t step, const batching::Batch& b, double weight, bool last,
+                       at::Tensor& step_loss, Trained& trained);
+  absl::Status ReduceAcrossRanks(at::Tensor& step_loss);
   void OptimizerStep(StepResult& result);
 
   EncoderClassifier model_;
@@ -115,6 +129,8 @@ class TrainStep {
   batching::Collator collator_;
   // Pieces each batch of the current step is split into (absent: unsplit).
   std::map<const batching::BatchSpec*, int64_t> split_pieces_;
+  // The sequences the step's weights divide by: this rank's, or all ranks' (data parallel).
+  int64_t weight_sequences_ = 0;
 };
 
 }  // namespace padless::models

@@ -1,0 +1,29 @@
+// Data-parallel `padless train`: the flags --nproc-per-node, --grad-comm and --dist-timeout, the
+// local launcher (the command re-executes itself as N workers) and joining the job that torchrun,
+// srun or the launcher described in the environment. The work is in padless/dist/.
+#ifndef PADLESS_CLI_DISTRIBUTED_TRAIN_H_
+#define PADLESS_CLI_DISTRIBUTED_TRAIN_H_
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "padless/models/train_job.h"
+
+namespace padless::cli {
+
+// The flag names `padless train` accepts for this (Subcommand::flags).
+inline constexpr const char* kDistributedFlags[] = {"nproc_per_node", "grad_comm", "dist_timeout"};
+
+// With --nproc-per-node N (N >= 1, and no WORLD_SIZE in the environment yet): runs this very
+// command N times as local workers and returns the exit code (0, or 1 after naming the failed
+// rank and its error). Otherwise nullopt: this process trains itself.
+std::optional<int> RunLocalWorkersIfAsked();
+
+// Reads torchrun's variables; in a job of several ranks, joins it (NCCL on CUDA:LOCAL_RANK, Gloo
+// on the CPU) and sets job.device and job.train.data_parallel. Usage errors name the flag or the
+// variable (InvalidArgument); a failed rendezvous is Unavailable.
+absl::Status JoinDataParallelJob(models::TrainJobOptions& job);
+
+}  // namespace padless::cli
+
+#endif  // PADLESS_CLI_DISTRIBUTED_TRAIN_H_

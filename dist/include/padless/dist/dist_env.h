@@ -1,0 +1,33 @@
+// DistEnv: where this process stands in a data-parallel job, read from the environment that
+// torchrun (and Slurm wrappers, and `padless train --nproc-per-node`) set: RANK, WORLD_SIZE,
+// LOCAL_RANK, MASTER_ADDR, MASTER_PORT. With none of them set the process trains alone (world 1).
+// Pure: no LibTorch, no communication.
+#ifndef PADLESS_DIST_DIST_ENV_H_
+#define PADLESS_DIST_DIST_ENV_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace padless::dist {
+
+struct DistEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+
+  bool distributed() const { return world_size > 1; }
+};
+
+// Reads the torchrun variables through `getenv` (std::getenv by default; tests pass their own).
+// None set: a single process. WORLD_SIZE set but one of the others missing or malformed, or a
+// rank outside [0, WORLD_SIZE): InvalidArgument naming the variable and its value.
+absl::StatusOr<DistEnv> DistEnvFromEnvironment(
+    const std::function<const char*(const char*)>& getenv = nullptr);
+
+}  // namespace padless::dist
+
+#endif  // PADLESS_DIST_DIST_ENV_H_

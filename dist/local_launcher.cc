@@ -1,0 +1,244 @@
+// Local worker launcher (see local_launcher.h): posix_spawn with torchrun's variables, one stderr
+// pipe per worker read through poll(2), and a fail-fast teardown.
+#include "padless/dist/local_launcher.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "padless/dist/process_group.h"
+
+extern char** environ;
+
+namespace padless::dist {
+
+namespace {
+
+struct Worker {
+  pid_t pid = -1;
+  int stderr_fd = -1;   // read end; -1 once closed
+  std::string partial;  // stderr text after the last newline
+  std::string last_line;
+  bool done = false;
+  int status = 0;
+};
+
+std::vector<std::string> WorkerEnvironment(int rank, int nproc, int port) {
+  std::vector<std::string> vars = {absl::StrCat("RANK=", rank),
+                                   absl::StrCat("LOCAL_RANK=", rank),
+                                   absl::StrCat("WORLD_SIZE=", nproc),
+                                   absl::StrCat("LOCAL_WORLD_SIZE=", nproc),
+                                   "MASTER_ADDR=127.0.0.1",
+                                   absl::StrCat("MASTER_PORT=", port)};
+  // As torchrun does: unless the user chose, N workers share the cores instead of each starting
+  // one OpenMP thread per core (which spin against each other).
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    vars.push_back(absl::StrCat("OMP_NUM_THREADS=", std::max(1, cores / nproc)));
+  }
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string v = *e;
+    const std::string name = v.substr(0, v.find('='));
+    if (name != "RANK" && name != "LOCAL_RANK" && name != "WORLD_SIZE" &&
+        name != "LOCAL_WORLD_SIZE" && name != "MASTER_ADDR" && name != "MASTER_PORT") {
+      vars.push_back(v);
+    }
+  }
+  return vars;
+}
+
+absl::Status Spawn(const std::vector<std::string>& argv, int rank, int nproc, int port, Worker& w) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("launcher: pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  std::vector<std::string> env = WorkerEnvironment(rank, nproc, port);
+  std::vector<char*> envp, args;
+  for (std::string& v : env) envp.push_back(v.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (std::string& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  const int rc = posix_spawn(&w.pid, argv[0].c_str(), &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    return absl::InternalError(
+        absl::StrCat("launcher: cannot start rank ", rank, " (", argv[0], "): ", strerror(rc)));
+  }
+  w.stderr_fd = fds[0];
+  return absl::OkStatus();
+}
+
+// Forwards complete lines of `w`'s stderr with the rank prefix; closes the pipe at EOF.
+void Drain(Worker& w, int rank) {
+  char buf[4096];
+  const ssize_t n = read(w.stderr_fd, buf, sizeof(buf));
+  if (n <= 0) {
+    close(w.stderr_fd);
+    w.stderr_fd = -1;
+    if (!w.partial.empty()) w.last_line = w.partial;
+    return;
+  }
+  w.partial.append(buf, n);
+  size_t nl;
+  while ((nl = w.partial.find('\n')) != std::string::npos) {
+    const std::string line = w.partial.substr(0, nl);
+    w.partial.erase(0, nl + 1);
+    absl::FPrintF(stderr, "[rank %d] %s\n", rank, line);
+    if (!line.empty()) w.last_line = line;
+  }
+}
+
+std::string HowItEnded(int status) {
+  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
+  return absl::StrCat("exit code ", WEXITSTATUS(status));
+}
+
+bool Failed(const Worker& w) {
+  return w.done && !(WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0);
+}
+
+// One round: forward stderr for up to 100 ms, then reap exited workers.
+void PollOnce(std::vector<Worker>& workers) {
+  std::vector<pollfd> fds;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < workers.size(); ++r) {
+    if (workers[r].stderr_fd < 0) continue;
+    fds.push_back(pollfd{workers[r].stderr_fd, POLLIN, 0});
+    ranks.push_back(static_cast<int>(r));
+  }
+  if (!fds.empty() && poll(fds.data(), fds.size(), 100) > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) Drain(workers[ranks[i]], ranks[i]);
+    }
+  } else if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (Worker& w : workers) {
+    if (!w.done && waitpid(w.pid, &w.status, WNOHANG) == w.pid) w.done = true;
+  }
+}
+
+// Terminates the workers still running: SIGTERM, then SIGKILL after `grace`.
+void TerminateOthers(std::vector<Worker>& workers, std::chrono::milliseconds grace) {
+  for (Worker& w : workers) {
+    if (!w.done) kill(w.pid, SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  auto running = [&] {
+    for (const Worker& w : workers) {
+      if (!w.done) return true;
+    }
+    return false;
+  };
+  while (running() && std::chrono::steady_clock::now() < deadline) PollOnce(workers);
+  for (Worker& w : workers) {
+    if (w.done) continue;
+    kill(w.pid, SIGKILL);
+    waitpid(w.pid, &w.status, 0);
+    w.done = true;
+  }
+}
+
+// The rank to blame once `first` has failed. The other ranks usually fail right after, because of
+// it; they get 2 s to say so, and among the workers that ended by themselves (not by the teardown)
+// the first whose error was not a peer's failure is named.
+int RootCause(std::vector<Worker>& workers, int first) {
+  const auto settle = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < settle) {
+    bool running = false;
+    for (const Worker& w : workers) running = running || !w.done;
+    if (!running) break;
+    PollOnce(workers);
+  }
+  for (size_t r = 0; r < workers.size(); ++r) {
+    while (workers[r].done && workers[r].stderr_fd >= 0) Drain(workers[r], static_cast<int>(r));
+  }
+  for (size_t r = 0; r < workers.size(); ++r) {
+    if (Failed(workers[r]) && !absl::StrContains(workers[r].last_line, kPeerFailed)) {
+      return static_cast<int>(r);
+    }
+  }
+  return first;
+}
+
+}  // namespace
+
+int FreeLocalPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 29500;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOptions options) {
+  if (options.nproc < 1) return absl::InvalidArgumentError("launcher: nproc must be >= 1");
+  if (argv.empty()) return absl::InvalidArgumentError("launcher: no program to run");
+  const int port = FreeLocalPort();
+  std::vector<Worker> workers(options.nproc);
+  for (int r = 0; r < options.nproc; ++r) {
+    if (absl::Status s = Spawn(argv, r, options.nproc, port, workers[r]); !s.ok()) {
+      workers.resize(r);
+      TerminateOthers(workers, options.grace);
+      return s;
+    }
+  }
+  int failed = -1;
+  for (;;) {
+    PollOnce(workers);
+    bool all_done = true;
+    for (int r = 0; r < options.nproc; ++r) {
+      if (failed < 0 && Failed(workers[r])) failed = r;
+      all_done = all_done && workers[r].done;
+    }
+    if (failed >= 0 || all_done) break;
+  }
+  if (failed < 0) {
+    while (true) {  // forward what is left in the pipes
+      bool open = false;
+      for (int r = 0; r < options.nproc; ++r) {
+        if (workers[r].stderr_fd >= 0) {
+          open = true;
+          Drain(workers[r], r);
+        }
+      }
+      if (!open) break;
+    }
+    return absl::OkStatus();
+  }
+  failed = RootCause(workers, failed);
+  TerminateOthers(workers, options.grace);
+  for (int r = 0; r < options.nproc; ++r) {
+    while (workers[r].stderr_fd >= 0) Drain(workers[r], r);
+  }
+  const Worker& w = workers[failed];
+  return absl::AbortedError(absl::StrCat("rank ", failed, " of ", options.nproc, " failed (",
+                                         HowItEnded(w.status),
+                                         "): ", w.last_line.empty() ? "(no output)" : w.last_line));
+}
+
+}  // namespace padless::dist

@@ -1,0 +1,139 @@
+// ProcessGroup on c10d: TCPStore rendezvous, a Gloo group for host values (and CPU tensors), NCCL
+// for CUDA tensors. c10d reports failures as c10::Error (DistBackendError, timeouts); they become
+// absl::Status here, naming the operation and the rank.
+#include "padless/dist/process_group.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends.h"
+
+namespace padless::dist {
+
+struct PendingReduce::Impl {
+  c10::intrusive_ptr<c10d::Work> work;
+  int rank = 0;
+};
+
+absl::Status PendingReduce::Wait() {
+  if (impl_ == nullptr) return absl::OkStatus();
+  try {
+    impl_->work->wait();
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("rank ", impl_->rank, ": all-reduce ", kPeerFailed, ": ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+struct ProcessGroup::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::Backend> host;    // Gloo
+  c10::intrusive_ptr<c10d::Backend> device;  // NCCL on CUDA; the Gloo group on the CPU
+};
+
+ProcessGroup::ProcessGroup(DistEnv env, c10::Device device, std::unique_ptr<Impl> impl)
+    : env_(std::move(env)), device_(device), impl_(std::move(impl)) {
+  backend_name_ = device_.is_cuda() ? "nccl" : "gloo";
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+absl::StatusOr<std::shared_ptr<ProcessGroup>> ProcessGroup::Create(const DistEnv& env,
+                                                                   c10::Device device,
+                                                                   ProcessGroupOptions options) {
+  auto impl = std::make_unique<Impl>();
+  try {
+    // NCCL works on the current device: make it this rank's.
+    if (device.is_cuda()) c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(env.master_port);
+    store_options.isServer = env.rank == 0;
+    store_options.numWorkers = env.world_size;
+    store_options.waitWorkers = true;
+    store_options.timeout = options.timeout;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    auto host_store = c10::make_intrusive<c10d::PrefixStore>("padless/host", impl->store);
+    impl->host = internal::MakeGlooBackend(host_store, env.rank, env.world_size, options.timeout);
+    if (device.is_cuda()) {
+      auto device_store = c10::make_intrusive<c10d::PrefixStore>("padless/device", impl->store);
+      absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> nccl =
+          internal::MakeNcclBackend(device_store, env.rank, env.world_size, options.timeout);
+      if (!nccl.ok()) return nccl.status();
+      impl->device = *nccl;
+    } else {
+      impl->device = impl->host;
+    }
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat(
+        "rank ", env.rank, " of ", env.world_size, ": cannot join the job at ", env.master_addr,
+        ":", env.master_port, " (MASTER_ADDR:MASTER_PORT): ", e.what()));
+  }
+  return std::shared_ptr<ProcessGroup>(new ProcessGroup(env, device, std::move(impl)));
+}
+
+absl::Status ProcessGroup::Failed(const std::string& what, const std::exception& e) const {
+  return absl::UnavailableError(absl::StrCat("rank ", env_.rank, " of ", env_.world_size, ": ",
+                                             what, " ", kPeerFailed, ": ", e.what()));
+}
+
+PendingReduce ProcessGroup::AllReduceSumAsync(at::Tensor tensor) {
+  std::vector<at::Tensor> tensors{std::move(tensor)};
+  PendingReduce pending;
+  pending.impl_ = std::make_shared<PendingReduce::Impl>();
+  pending.impl_->rank = env_.rank;
+  pending.impl_->work = impl_->device->allreduce(tensors, c10d::AllreduceOptions{});
+  return pending;
+}
+
+absl::Status ProcessGroup::AllReduceSum(at::Tensor tensor) {
+  try {
+    return AllReduceSumAsync(std::move(tensor)).Wait();
+  } catch (const std::exception& e) {
+    return Failed("all-reduce", e);
+  }
+}
+
+absl::StatusOr<std::vector<int64_t>> ProcessGroup::AllReduceSumHost(std::vector<int64_t> values) {
+  at::Tensor t = at::tensor(values, at::kLong);
+  try {
+    std::vector<at::Tensor> tensors{t};
+    impl_->host->allreduce(tensors, c10d::AllreduceOptions{})->wait();
+  } catch (const std::exception& e) {
+    return Failed("host all-reduce", e);
+  }
+  const int64_t* data = t.data_ptr<int64_t>();
+  return std::vector<int64_t>(data, data + values.size());
+}
+
+absl::Status ProcessGroup::Broadcast(const std::vector<at::Tensor>& tensors, int root) {
+  try {
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    // One tensor per call: Gloo's multi-tensor form means one tensor per local device.
+    for (const at::Tensor& t : tensors) {
+      std::vector<at::Tensor> one{t};
+      impl_->device->broadcast(one, options)->wait();
+    }
+  } catch (const std::exception& e) {
+    return Failed("broadcast", e);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProcessGroup::Barrier() {
+  try {
+    impl_->host->barrier(c10d::BarrierOptions{})->wait();
+  } catch (const std::exception& e) {
+    return Failed("barrier", e);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace padless::dist

@@ -1,0 +1,23 @@
+// EvaluateSharded: Evaluate (evaluation.h) spread over the ranks of a data-parallel job. Rank r
+// scores examples r, r + W, r + 2W, ... of the corpus; the probabilities and loss sums are summed
+// over the ranks (each example is scored on exactly one rank), so that every rank returns the
+// EvalResult that Evaluate gives on the whole corpus, and early stopping and best-weight decisions
+// agree everywhere. A collective: every rank must call it.
+#ifndef PADLESS_MODELS_SHARDED_EVALUATION_H_
+#define PADLESS_MODELS_SHARDED_EVALUATION_H_
+
+#include "absl/status/statusor.h"
+#include "padless/dist/process_group.h"
+#include "padless/models/evaluation.h"
+
+namespace padless::models {
+
+absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
+                                           const tokenize::TokenizedCorpus& data,
+                                           const batching::PlannerOptions& plan,
+                                           const c10::Device& device, AmpMode amp,
+                                           int64_t pad_id, dist::ProcessGroup& group);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODELS_SHARDED_EVALUATION_H_

@@ -1,0 +1,24 @@
+// Generated for padless from gloo's config.h.in: the header-only view of the Gloo that LibTorch's
+// libtorch_cpu.so already contains (TCP transport, no CUDA/NCCL/ibverbs/MPI). padless never
+// compiles Gloo itself; these headers only let c10d's ProcessGroupGloo.hpp compile.
+#pragma once
+
+#define GLOO_VERSION_MAJOR 0
+#define GLOO_VERSION_MINOR 5
+#define GLOO_VERSION_PATCH 0
+#define GLOO_VERSION (GLOO_VERSION_MAJOR * 10000 + GLOO_VERSION_MINOR * 100 + GLOO_VERSION_PATCH)
+
+#define GLOO_USE_CUDA 0
+#define GLOO_USE_NCCL 0
+#define GLOO_USE_ROCM 0
+#define GLOO_USE_RCCL 0
+#define GLOO_USE_REDIS 0
+#define GLOO_USE_IBVERBS 0
+#define GLOO_USE_MPI 0
+#define GLOO_USE_AVX 0
+#define GLOO_USE_LIBUV 0
+
+#define GLOO_HAVE_TRANSPORT_TCP 1
+#define GLOO_HAVE_TRANSPORT_TCP_TLS 0
+#define GLOO_HAVE_TRANSPORT_IBVERBS 0
+#define GLOO_HAVE_TRANSPORT_UV 0
