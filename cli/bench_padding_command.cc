@@ -32,7 +32,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   const int64_t max_len = absl::GetFlag(FLAGS_max_len);
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
-  const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  const int64_t max_tokens = MaxTokensFromFlag();
   if (data.empty()) return Usage(kCommand, "--data is required");
   if (model.empty()) return Usage(kCommand, "--model is required");
   absl::StatusOr<tokenize::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);

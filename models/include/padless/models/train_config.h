@@ -63,6 +63,11 @@ struct TrainConfig {
   // steps in a row training stops with an error, since the run has diverged (0: never stop).
   // 50 leaves room for fp16's scale search: from 2^16, halving reaches any usable scale sooner.
   TORCH_ARG(int64_t, max_nonfinite_steps) = 50;
+  // The first log flush at or after this optimizer step warns (once, on stderr when `progress`, and
+  // in TrainResult::loss_at_chance) when the window's mean training loss is still at chance level:
+  // at least kChanceLevelShare of the loss of predicting the training label frequencies
+  // (ln(num_labels) for balanced labels); see training_defaults.h. 0: no check.
+  TORCH_ARG(int64_t, chance_check_step) = 200;
 
  public:
   // Test hooks. before_forward: called before each forward with the (sub-)batch about to run; may
@@ -74,6 +79,9 @@ struct TrainConfig {
   // after_backward: called once the step's gradients are accumulated, before they are checked;
   // may change them (e.g. inject inf into one).
   std::function<void(int64_t step, const std::vector<at::Tensor>& params)> after_backward;
+  // on_best_weights: called with the copy of the parameters kept after a dev evaluation improved
+  // (restored into the model at the end), in ParametersForAdamW order.
+  std::function<void(const std::vector<at::Tensor>& best)> on_best_weights;
 };
 
 }  // namespace padless::models
