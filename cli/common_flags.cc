@@ -22,7 +22,7 @@ ABSL_FLAG(int64_t, batch_size, padless::models::kDefaultSequencesPerBatch,
           "train: also the target of the default token budget (see --max-tokens)");
 ABSL_FLAG(std::optional<int64_t>, max_tokens, std::nullopt,
           "Token budget per batch, padding included, for the token-budget and packed strategies "
-          "(default: train: --batch-size x the training texts' mean length in tokens, at least "
+          "(empty: train: --batch-size x the training texts' mean length in tokens, at least "
           "the longest text, at most 16384; eval, predict, bench-padding: 16384)");
 ABSL_FLAG(std::string, truncation, "head_tail",
           "Truncation of long single texts: head, tail or head_tail (first k + last tokens)");

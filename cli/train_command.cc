@@ -52,11 +52,11 @@ ABSL_FLAG(std::string, checkpoint, "none",
 ABSL_FLAG(int64_t, epochs, 3, "train: epochs");
 ABSL_FLAG(int64_t, max_steps, 0, "train: stop after this many optimizer steps (0: epochs decide)");
 ABSL_FLAG(std::optional<double>, lr, std::nullopt,
-          "train: peak learning rate (AdamW) (default: by model origin: tiny 5e-4, small 1e-4, "
+          "train: peak learning rate (AdamW) (empty: by model origin: tiny 5e-4, small 1e-4, "
           "base 5e-5 from scratch; 3e-5 when fine-tuning --init-from)");
 ABSL_FLAG(double, weight_decay, 0.01, "train: AdamW weight decay");
 ABSL_FLAG(std::optional<double>, warmup, std::nullopt,
-          "train: share of the steps spent warming up the learning rate (default: by model "
+          "train: share of the steps spent warming up the learning rate (empty: by model "
           "origin: tiny 0.06, small and base 0.1, --init-from 0.06)");
 ABSL_FLAG(std::string, lr_schedule, "linear",
           "train: decay after warmup: linear, cosine, constant");

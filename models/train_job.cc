@@ -368,7 +368,7 @@ absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
   if (o.vocab_size < 1) return absl::InvalidArgumentError("--vocab-size must be >= 1");
   if (o.batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
   if (o.max_tokens < 0) return absl::InvalidArgumentError("--max-tokens must be >= 1");
-  if (o.lr && !(*o.lr > 0)) return absl::InvalidArgumentError("--lr must be > 0");
+  if (o.lr && !(*o.lr >= 0)) return absl::InvalidArgumentError("--lr must be >= 0");
   if (o.warmup_fraction && !(*o.warmup_fraction >= 0 && *o.warmup_fraction <= 1)) {
     return absl::InvalidArgumentError("--warmup must be in [0, 1]");
   }

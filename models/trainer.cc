@@ -179,11 +179,13 @@ double ChanceLevelLoss(const std::vector<int64_t>& labels) {
   return entropy;
 }
 
-// Once, at the first flush at or after chance_check_step: the window's mean loss (already on the
-// host, read by the log's one sync per window) against the chance level.
+// Once, at the first flush at or after chance_check_step (or the run's last step, if sooner): the
+// window's mean loss (already on the host, read by the log's one sync per window) against the
+// chance level.
 void TrainingRun::CheckChanceLevel() {
-  const int64_t at = config_.chance_check_step();
-  if (chance_checked_ || at <= 0 || state_.global_step < at) return;
+  // A run shorter than the check step is checked at its end (few steps are a cause of it too).
+  const int64_t at = std::min(config_.chance_check_step(), total_steps_);
+  if (chance_checked_ || config_.chance_check_step() <= 0 || state_.global_step < at) return;
   chance_checked_ = true;
   const double chance = ChanceLevelLoss(train_.labels());
   if (chance <= 0 || log_->final_loss() < kChanceLevelShare * chance) return;
@@ -194,8 +196,8 @@ void TrainingRun::CheckChanceLevel() {
                 "warning: after %d steps the training loss %.4f is still at chance level (%.4f, "
                 "the loss of predicting the label frequencies): the model is not learning. Try a "
                 "lower --lr (base from scratch: 5e-5), more steps per epoch (smaller "
-                "--max-tokens) or more epochs\n",
-                state_.global_step, log_->final_loss(), chance);
+                "--max-tokens; %d steps in all) or more epochs\n",
+                state_.global_step, log_->final_loss(), chance, total_steps_);
 }
 
 absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {

@@ -6,6 +6,7 @@
 #include "padless/cuda/memory/memory_meter.h"
 
 #ifdef PADLESS_TORCH_HAS_CUDA
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
@@ -17,6 +18,9 @@ absl::StatusOr<DeviceMemoryCap> DeviceMemoryCap::Create(c10::Device device, int6
   if (limit_bytes <= 0) return absl::InvalidArgumentError("memory cap: limit must be > 0");
   if (!device.is_cuda()) return DeviceMemoryCap(-1);
 #ifdef PADLESS_TORCH_HAS_CUDA
+  if (c10::cuda::device_count() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("memory cap: no device ", device.str()));
+  }
   const int index = device.has_index() ? device.index() : c10::cuda::current_device();
   if (index >= c10::cuda::device_count()) {
     return absl::InvalidArgumentError(absl::StrCat("memory cap: no device ", device.str()));
@@ -31,6 +35,8 @@ absl::StatusOr<DeviceMemoryCap> DeviceMemoryCap::Create(c10::Device device, int6
                                                    " is more than ", device.str(), " has (",
                                                    FormatBytes(total), ")"));
   }
+  // The allocator's per-device state only exists after CUDA's lazy init.
+  at::globalContext().lazyInitDevice(c10::kCUDA);
   c10::cuda::CUDACachingAllocator::setMemoryFraction(static_cast<double>(limit_bytes) / total,
                                                      index);
   return DeviceMemoryCap(index);

@@ -14,6 +14,7 @@
 
 #include "padless/models/lr_schedule.h"
 #include "padless/models/metrics.h"
+#include "padless/models/training_defaults.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {
@@ -156,7 +157,7 @@ TEST(TrainerTest, LearnsASeparableTaskAndLogs) {
 }
 
 // Issue 13.4: a loss that stays at chance level (lr 0: nothing is learned) is flagged at the check
-// step; a model that learns is not.
+// step, or at the end of a run shorter than that; a model that learns is not.
 TEST(TrainerTest, LossStuckAtChanceLevelIsFlagged) {
   const auto data = SyntheticCorpus(4, 128);
   at::manual_seed(7);
@@ -167,6 +168,15 @@ TEST(TrainerTest, LossStuckAtChanceLevelIsFlagged) {
           .Train(data, nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_GE(r->steps, 20);
+  EXPECT_TRUE(r->loss_at_chance) << "final loss " << r->final_loss;
+
+  at::manual_seed(7);
+  EncoderClassifier short_run(TinyConfig(0.0));  // default check step, fewer steps than that
+  r = Trainer(short_run, Quiet().epochs(1).lr(0).log_every(5), Plan(batching::Sampler::kPacked),
+              at::kCPU)
+          .Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_LT(r->steps, kChanceLevelCheckStep);
   EXPECT_TRUE(r->loss_at_chance) << "final loss " << r->final_loss;
 
   at::manual_seed(7);

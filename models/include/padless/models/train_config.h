@@ -16,6 +16,7 @@
 #include "padless/models/autocast.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_runtime.h"
+#include "padless/models/training_defaults.h"
 
 namespace padless::models {
 
@@ -63,11 +64,12 @@ struct TrainConfig {
   // steps in a row training stops with an error, since the run has diverged (0: never stop).
   // 50 leaves room for fp16's scale search: from 2^16, halving reaches any usable scale sooner.
   TORCH_ARG(int64_t, max_nonfinite_steps) = 50;
-  // The first log flush at or after this optimizer step warns (once, on stderr when `progress`, and
-  // in TrainResult::loss_at_chance) when the window's mean training loss is still at chance level:
-  // at least kChanceLevelShare of the loss of predicting the training label frequencies
-  // (ln(num_labels) for balanced labels); see training_defaults.h. 0: no check.
-  TORCH_ARG(int64_t, chance_check_step) = 200;
+  // The first log flush at or after this optimizer step (or the last step of a shorter run) warns,
+  // once (on stderr when `progress`, and in TrainResult::loss_at_chance), when the window's mean
+  // training loss is still at chance level: at least kChanceLevelShare of the loss of predicting
+  // the training label frequencies (ln(num_labels) for balanced labels); see
+  // training_defaults.h. 0: no check.
+  TORCH_ARG(int64_t, chance_check_step) = kChanceLevelCheckStep;
 
  public:
   // Test hooks. before_forward: called before each forward with the (sub-)batch about to run; may
