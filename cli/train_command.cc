@@ -49,7 +49,9 @@ ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16 or fp16 (fp16 nee
 ABSL_FLAG(std::string, checkpoint, "none",
           "train: activation checkpointing: none, all, every:K, keep_last:K, selective, ffn or "
           "attn (the last three optionally /every:K or /keep_last:K)");
-ABSL_FLAG(int64_t, epochs, 3, "train: epochs");
+ABSL_FLAG(std::optional<int64_t>, epochs, std::nullopt,
+          "train: epochs (empty: at least 3, more when 3 give fewer than 250 optimizer steps, at "
+          "most 20)");
 ABSL_FLAG(int64_t, max_steps, 0, "train: stop after this many optimizer steps (0: epochs decide)");
 ABSL_FLAG(std::optional<double>, lr, std::nullopt,
           "train: peak learning rate (AdamW) (empty: by model origin: tiny 5e-4, small 1e-4, "
@@ -172,7 +174,6 @@ absl::StatusOr<models::TrainConfig> TrainConfigFromFlags() {
   absl::StatusOr<int64_t> memory_budget = MemoryBudgetFromFlag();
   if (!memory_budget.ok()) return memory_budget.status();
   return models::TrainConfig()
-      .epochs(absl::GetFlag(FLAGS_epochs))
       .max_steps(absl::GetFlag(FLAGS_max_steps))
       .weight_decay(absl::GetFlag(FLAGS_weight_decay))
       .decay(*decay)
@@ -220,6 +221,7 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   }
   job.max_tokens = max_tokens.value_or(0);  // 0: from the corpus
   job.lr = absl::GetFlag(FLAGS_lr);
+  job.epochs = absl::GetFlag(FLAGS_epochs);
   job.warmup_fraction = absl::GetFlag(FLAGS_warmup);
   job.quiet = absl::GetFlag(FLAGS_quiet);
   absl::StatusOr<c10::Device> device = DeviceFromFlag();
@@ -415,6 +417,7 @@ const Subcommand kTrainCommand = {
     "  batches: --max-tokens = --batch-size (32) x the mean training length in tokens, at least\n"
     "    the longest sequence, at most 16384, so short texts still get many optimizer steps per\n"
     "    epoch; the schedule line says how many.\n"
+    "  epochs: 3, or more (at most 20) when 3 give fewer than 250 optimizer steps.\n"
     "  learning rate and warmup: by model origin (tiny 5e-4, small 1e-4, base 5e-5 from scratch;\n"
     "    3e-5 fine-tuning --init-from); a training loss still at chance level after 200 steps is\n"
     "    warned about.\n"

@@ -206,7 +206,7 @@ absl::StatusOr<EncoderClassifier> BuildModel(const TrainJobOptions& o,
 
 // The options' TrainConfig with what the job decides: the learning rate and warmup (the
 // origin's defaults unless given), where the log and checkpoints go, and progress off when quiet.
-TrainConfig FillTrainConfig(const TrainJobOptions& o) {
+TrainConfig FillTrainConfig(const TrainJobOptions& o, int64_t epochs) {
   const OptimizationDefaults defaults = *DefaultOptimization(TrainingOrigin(o));
   const double lr = o.lr.value_or(defaults.lr);
   const double warmup = o.warmup_fraction.value_or(defaults.warmup_fraction);
@@ -216,6 +216,7 @@ TrainConfig FillTrainConfig(const TrainJobOptions& o) {
                   o.warmup_fraction ? "" : " (default)");
   }
   return TrainConfig(o.train)
+      .epochs(epochs)
       .lr(lr)
       .warmup_fraction(warmup)
       .checkpoint_dir(o.out + "/checkpoints")
@@ -269,6 +270,24 @@ absl::StatusOr<batching::PlannerOptions> PlanForData(const TrainJobOptions& o,
 
 // ---- The run
 
+// The options' epochs, or DefaultEpochs of the plan's optimizer steps per epoch (said in a line).
+absl::StatusOr<int64_t> EpochsOf(const TrainJobOptions& o, const batching::PlannerOptions& plan,
+                                 const tok::TokenizedCorpus& train) {
+  if (o.epochs) return *o.epochs;
+  absl::StatusOr<std::vector<batching::BatchSpec>> batches =
+      batching::Planner(plan).Plan(train.Lengths(), 0);
+  if (!batches.ok()) return batches.status();
+  const int64_t grad_accum = std::max<int64_t>(1, o.train.grad_accum());
+  const int64_t steps = (static_cast<int64_t>(batches->size()) + grad_accum - 1) / grad_accum;
+  const int64_t epochs = DefaultEpochs(steps);
+  if (!o.quiet) {
+    absl::FPrintF(stderr,
+                  "epochs: %d (default: at least %d, enough for %d optimizer steps, at most %d)\n",
+                  epochs, kMinDefaultEpochs, kMinDefaultSteps, kMaxDefaultEpochs);
+  }
+  return epochs;
+}
+
 struct Encoded {
   tok::TokenizedCorpus train;
   std::optional<tok::TokenizedCorpus> dev;
@@ -309,9 +328,11 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
                                             const tok::LabelMap& labels, const Encoded& data,
                                             const batching::PlannerOptions& plan,
                                             const c10::Device& device) {
+  absl::StatusOr<int64_t> epochs = EpochsOf(o, plan, data.train);
+  if (!epochs.ok()) return epochs.status();
   if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   PrintStart(o, model, data, device);
-  Trainer trainer(model, FillTrainConfig(o), plan, device);
+  Trainer trainer(model, FillTrainConfig(o, *epochs), plan, device);
   absl::StatusOr<TrainResult> trained = trainer.Train(data.train, data.dev ? &*data.dev : nullptr);
   if (!trained.ok()) return trained.status();
   if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
@@ -367,6 +388,7 @@ absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
   }
   if (o.vocab_size < 1) return absl::InvalidArgumentError("--vocab-size must be >= 1");
   if (o.batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
+  if (o.epochs && *o.epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
   if (o.max_tokens < 0) return absl::InvalidArgumentError("--max-tokens must be >= 1");
   if (o.lr && !(*o.lr >= 0)) return absl::InvalidArgumentError("--lr must be >= 0");
   if (o.warmup_fraction && !(*o.warmup_fraction >= 0 && *o.warmup_fraction <= 1)) {

@@ -40,4 +40,10 @@ int64_t DefaultTokenBudget(int64_t sequences_per_batch, double mean_length, int6
   return std::max(longest, std::min(wanted, kMaxDefaultTokensPerBatch));
 }
 
+int64_t DefaultEpochs(int64_t steps_per_epoch) {
+  const int64_t for_steps = (kMinDefaultSteps + std::max<int64_t>(1, steps_per_epoch) - 1) /
+                            std::max<int64_t>(1, steps_per_epoch);
+  return std::clamp(for_steps, kMinDefaultEpochs, kMaxDefaultEpochs);
+}
+
 }  // namespace padless::models

@@ -88,7 +88,8 @@ TEST(MemoryBudgetGpuTest, WholeRunStaysWithinTheBudget) {
   job.quiet = true;
   int best_copies = 0;
   // A dev evaluation and a checkpoint at every epoch's end, whatever token budget the plan picks.
-  job.train.epochs(3).memory_budget_bytes(kBudget);
+  job.epochs = 3;
+  job.train.memory_budget_bytes(kBudget);
   job.train.on_best_weights = [&](const std::vector<at::Tensor>& best) {
     ++best_copies;
     for (const at::Tensor& t : best) EXPECT_TRUE(t.device().is_cpu());

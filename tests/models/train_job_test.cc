@@ -174,7 +174,8 @@ TEST(TrainJobTest, DefaultTokenBudgetGivesShortTextsManySteps) {
   job.max_len = 512;
   job.max_tokens = 0;
   job.batch_size = 16;
-  job.train.epochs(1).max_steps(0);
+  job.epochs = 1;
+  job.train.max_steps(0);
   absl::StatusOr<TrainJobResult> derived = RunTrainJob(job);
   ASSERT_TRUE(derived.ok()) << derived.status();
   // About 400 / 16 = 25 batches; packing may fill a batch a little past 16 sequences on average.

@@ -46,5 +46,14 @@ TEST(TrainingDefaultsTest, TokenBudgetFollowsTheMeanLength) {
   EXPECT_EQ(DefaultTokenBudget(0, 10.0, 5), 10);             // at least one sequence
 }
 
+TEST(TrainingDefaultsTest, EpochsGiveEnoughSteps) {
+  EXPECT_EQ(DefaultEpochs(183), 3);  // 5.4k short questions: 549 steps
+  EXPECT_EQ(DefaultEpochs(84), 3);   // 252 steps
+  EXPECT_EQ(DefaultEpochs(83), 4);   // 249 steps in 3
+  EXPECT_EQ(DefaultEpochs(27), 10);  // 800 reviews: 270 steps
+  EXPECT_EQ(DefaultEpochs(1), kMaxDefaultEpochs);
+  EXPECT_EQ(DefaultEpochs(0), kMaxDefaultEpochs);
+}
+
 }  // namespace
 }  // namespace padless::models

@@ -86,6 +86,9 @@ struct TrainJobOptions {
   // model's origin: the preset when training from scratch, kPretrainedOrigin with init_from.
   std::optional<double> lr;
   std::optional<double> warmup_fraction;
+  // Epochs; empty: DefaultEpochs (training_defaults.h) of the plan's optimizer steps per epoch.
+  // Either way it replaces train.epochs().
+  std::optional<int64_t> epochs;
   std::optional<c10::Device> device;  // empty: DefaultTrainingDevice()
   bool quiet = false;
 };
