@@ -35,7 +35,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   const std::string model = absl::GetFlag(FLAGS_model);
   const int64_t max_len = absl::GetFlag(FLAGS_max_len);
   const int64_t batch_size = absl::GetFlag(FLAGS_batch_size);
-  const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);  // checked by CheckSizeFlags
+  const int64_t max_tokens = MaxTokensFromFlag();  // checked by CheckSizeFlags
   if (data.empty()) return Usage(kCommand, absl::StrCat(FlagAsWritten("data"), " is required"));
   if (model.empty()) return Usage(kCommand, absl::StrCat(FlagAsWritten("model"), " is required"));
   absl::StatusOr<tokenize::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);

@@ -1,6 +1,7 @@
 #include "common_flags.h"
 
 #include "absl/flags/flag.h"
+#include "padless/models/training_defaults.h"
 
 ABSL_FLAG(std::string, data, "", "Labeled data file (TSV, CSV or JSONL; see --format)");
 ABSL_FLAG(std::string, model, "", "SentencePiece .model file, or a trained model directory");
@@ -16,10 +17,13 @@ ABSL_FLAG(std::string, format, "auto", "Data format: auto (from the extension), 
 ABSL_FLAG(bool, quiet, false, "No progress output on stderr");
 ABSL_FLAG(int, vocab_size, 16000,
           "tokenize train, train: vocabulary size of a new tokenizer, special tokens included");
-ABSL_FLAG(int64_t, batch_size, 32,
-          "Sequences per batch (rows per batch for packed strategies without a token budget)");
-ABSL_FLAG(int64_t, max_tokens, 16384,
-          "Token budget per batch, padding included, for the token-budget and packed strategies");
+ABSL_FLAG(int64_t, batch_size, padless::models::kDefaultSequencesPerBatch,
+          "Sequences per batch (rows per batch for packed strategies without a token budget); "
+          "train: also the target of the default token budget (see --max-tokens)");
+ABSL_FLAG(std::optional<int64_t>, max_tokens, std::nullopt,
+          "Token budget per batch, padding included, for the token-budget and packed strategies "
+          "(empty: train: --batch-size x the training texts' mean length in tokens, at least "
+          "the longest text, at most 16384; eval, predict, bench-padding: 16384)");
 ABSL_FLAG(std::string, truncation, "head_tail",
           "Truncation of long single texts: head, tail or head_tail (first k + last tokens)");
 ABSL_FLAG(std::string, pair_truncation, "longest_first",
@@ -28,3 +32,11 @@ ABSL_FLAG(double, head_fraction, 0.25, "head_tail: share of the token budget kep
 ABSL_FLAG(std::string, text_field, "text", "Text column (TSV/CSV header) or JSONL key");
 ABSL_FLAG(std::string, text_pair_field, "text_pair", "Second-text column or JSONL key, if any");
 ABSL_FLAG(std::string, label_field, "label", "Label column (TSV/CSV header) or JSONL key");
+
+namespace padless::cli {
+
+int64_t MaxTokensFromFlag() {
+  return absl::GetFlag(FLAGS_max_tokens).value_or(models::kMaxDefaultTokensPerBatch);
+}
+
+}  // namespace padless::cli

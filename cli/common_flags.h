@@ -6,6 +6,7 @@
 #define PADLESS_CLI_COMMON_FLAGS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ ABSL_DECLARE_FLAG(bool, quiet);
 // Sizes shared by tokenize train, train, eval, predict and bench-padding.
 ABSL_DECLARE_FLAG(int, vocab_size);
 ABSL_DECLARE_FLAG(int64_t, batch_size);
-ABSL_DECLARE_FLAG(int64_t, max_tokens);
+// Empty: `train` derives the budget from the corpus (models::DefaultTokenBudget); the other
+// commands use MaxTokensFromFlag().
+ABSL_DECLARE_FLAG(std::optional<int64_t>, max_tokens);
 // How text becomes model input (read by every command that tokenizes data).
 ABSL_DECLARE_FLAG(std::string, truncation);
 ABSL_DECLARE_FLAG(std::string, pair_truncation);
@@ -33,5 +36,13 @@ ABSL_DECLARE_FLAG(double, head_fraction);
 ABSL_DECLARE_FLAG(std::string, text_field);
 ABSL_DECLARE_FLAG(std::string, text_pair_field);
 ABSL_DECLARE_FLAG(std::string, label_field);
+
+namespace padless::cli {
+
+// --max-tokens of the commands without a corpus to derive it from (eval, predict,
+// bench-padding): the flag's value, or 16384 (models::kMaxDefaultTokensPerBatch) when empty.
+int64_t MaxTokensFromFlag();
+
+}  // namespace padless::cli
 
 #endif  // PADLESS_CLI_COMMON_FLAGS_H_

@@ -56,8 +56,8 @@ absl::Status CheckSizeFlags(unsigned flags) {
     if (absl::Status s = AtLeast("batch_size", absl::GetFlag(FLAGS_batch_size), 1); !s.ok())
       return s;
   }
-  if (flags & kMaxTokens) {
-    const int64_t max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  if ((flags & kMaxTokens) && absl::GetFlag(FLAGS_max_tokens).has_value()) {
+    const int64_t max_tokens = *absl::GetFlag(FLAGS_max_tokens);
     if (max_tokens < max_len) {
       return UsageError(absl::StrCat(FlagAsWritten("max_tokens"),
                                      " must be >= ", FlagAsWritten("max_len"), " (", max_len,

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,11 +53,17 @@ ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16 or fp16 (fp16 nee
 ABSL_FLAG(std::string, checkpoint, "none",
           "train: activation checkpointing: none, all, every:K, keep_last:K, selective, ffn or "
           "attn (the last three optionally /every:K or /keep_last:K)");
-ABSL_FLAG(int64_t, epochs, 3, "train: epochs");
+ABSL_FLAG(std::optional<int64_t>, epochs, std::nullopt,
+          "train: epochs (empty: at least 3, more when 3 give fewer than 250 optimizer steps, at "
+          "most 20)");
 ABSL_FLAG(int64_t, max_steps, 0, "train: stop after this many optimizer steps (0: epochs decide)");
-ABSL_FLAG(double, lr, 5e-4, "train: peak learning rate (AdamW)");
+ABSL_FLAG(std::optional<double>, lr, std::nullopt,
+          "train: peak learning rate (AdamW) (empty: by model origin: tiny 5e-4, small 1e-4, "
+          "base 5e-5 from scratch; 3e-5 when fine-tuning --init-from)");
 ABSL_FLAG(double, weight_decay, 0.01, "train: AdamW weight decay");
-ABSL_FLAG(double, warmup, 0.06, "train: share of the steps spent warming up the learning rate");
+ABSL_FLAG(std::optional<double>, warmup, std::nullopt,
+          "train: share of the steps spent warming up the learning rate (empty: by model "
+          "origin: tiny 0.06, small and base 0.1, --init-from 0.06)");
 ABSL_FLAG(std::string, lr_schedule, "linear",
           "train: decay after warmup: linear, cosine, constant");
 ABSL_FLAG(int64_t, grad_accum, 1, "train: batches per optimizer step");
@@ -91,8 +98,11 @@ ABSL_FLAG(int64_t, max_nonfinite_steps, 50,
           "train: stop with an error after this many optimizer steps in a row with an inf/NaN "
           "loss or gradient (each one is skipped and counted; 0: never stop)");
 ABSL_FLAG(std::string, memory_budget, "",
-          "train: peak memory a training step may reach, e.g. 40GiB (empty: off); probe steps "
-          "measure the model and choose the token budget or batch size that fits");
+          "train: device memory the whole run may reserve, e.g. 40GiB (empty: off): the CUDA "
+          "caching allocator's reserved bytes (cached blocks and fragmentation included; the CUDA "
+          "context is not) are capped at it through training, evaluation and checkpoint writes, "
+          "the best weights are kept on the host, and probe steps choose the token budget or "
+          "batch size that fits");
 
 namespace padless::cli {
 namespace {
@@ -117,8 +127,8 @@ absl::StatusOr<c10::Device> DeviceFromFlag() {
 absl::StatusOr<batching::PlannerOptions> PlanFromFlags(int64_t max_len) {
   return models::BatchingPlan(
       absl::GetFlag(FLAGS_batching),
-      batching::StrategySizes{max_len, absl::GetFlag(FLAGS_batch_size),
-                              absl::GetFlag(FLAGS_max_tokens), absl::GetFlag(FLAGS_seed)});
+      batching::StrategySizes{max_len, absl::GetFlag(FLAGS_batch_size), MaxTokensFromFlag(),
+                              absl::GetFlag(FLAGS_seed)});
 }
 
 // "--model DIR is required", with the flag as the user would write it.
@@ -182,11 +192,8 @@ absl::StatusOr<models::TrainConfig> TrainConfigFromFlags() {
   absl::StatusOr<int64_t> memory_budget = MemoryBudgetFromFlag();
   if (!memory_budget.ok()) return memory_budget.status();
   return models::TrainConfig()
-      .epochs(absl::GetFlag(FLAGS_epochs))
       .max_steps(absl::GetFlag(FLAGS_max_steps))
-      .lr(absl::GetFlag(FLAGS_lr))
       .weight_decay(absl::GetFlag(FLAGS_weight_decay))
-      .warmup_fraction(absl::GetFlag(FLAGS_warmup))
       .decay(*decay)
       .grad_accum(absl::GetFlag(FLAGS_grad_accum))
       .clip_norm(absl::GetFlag(FLAGS_clip_norm))
@@ -228,7 +235,14 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   job.dropout = absl::GetFlag(FLAGS_dropout);
   job.batching = absl::GetFlag(FLAGS_batching);
   job.batch_size = absl::GetFlag(FLAGS_batch_size);
-  job.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  const std::optional<int64_t> max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  if (max_tokens && *max_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-tokens must be >= 1, got ", *max_tokens));
+  }
+  job.max_tokens = max_tokens.value_or(0);  // 0: from the corpus
+  job.lr = absl::GetFlag(FLAGS_lr);
+  job.epochs = absl::GetFlag(FLAGS_epochs);
+  job.warmup_fraction = absl::GetFlag(FLAGS_warmup);
   job.quiet = absl::GetFlag(FLAGS_quiet);
   absl::StatusOr<c10::Device> device = DeviceFromFlag();
   if (!device.ok()) return device.status();
@@ -398,7 +412,7 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!long_text.ok()) return Usage(kCmd, std::string(long_text.status().message()));
   options.long_text = *long_text;
   options.window_stride = absl::GetFlag(FLAGS_window_stride);
-  options.max_tokens = absl::GetFlag(FLAGS_max_tokens);
+  options.max_tokens = MaxTokensFromFlag();
   if (absl::Status s = CheckSizeFlags(kMaxLen | kMaxTokens); !s.ok()) return ReportError(kCmd, s);
   if (absl::Status s = CheckPathFlags(
           {ModelDirFlag(model_dir), {"data", absl::GetFlag(FLAGS_data), PathUse::kInputTextFile}});
@@ -457,7 +471,19 @@ const Subcommand kTrainCommand = {
     "[--vocab-size N] [--metrics-json PATH]\n  [--memory-budget 40GiB]\n\nTrains a SentencePiece "
     "tokenizer when DIR has none, "
     "then the encoder; writes DIR/{config.json,model.safetensors,tokenizer.model,labels.json},\n"
-    "DIR/train_log.csv and DIR/checkpoints/.",
+    "DIR/train_log.csv and DIR/checkpoints/.\n\n"
+    "Defaults, chosen so that `padless train --data TRAIN --dev DEV --out DIR` works on short and\n"
+    "long texts alike (each is printed at the start):\n"
+    "  vocabulary: at most --vocab-size pieces; a corpus that supports fewer gets fewer.\n"
+    "  batches: --max-tokens = --batch-size (32) x the mean training length in tokens, at least\n"
+    "    the longest sequence, at most 16384, so short texts still get many optimizer steps per\n"
+    "    epoch; the schedule line says how many.\n"
+    "  epochs: 3, or more (at most 20) when 3 give fewer than 250 optimizer steps.\n"
+    "  learning rate and warmup: by model origin (tiny 5e-4, small 1e-4, base 5e-5 from scratch;\n"
+    "    3e-5 fine-tuning --init-from); a training loss still at chance level after 200 steps is\n"
+    "    warned about.\n"
+    "With a dev set (--dev or --dev-fraction) the saved model is the best dev evaluation's\n"
+    "weights, not the last step's.",
     {"data",
      "dev",
      "dev_fraction",

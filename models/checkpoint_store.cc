@@ -103,7 +103,7 @@ TrainProgress ReadProgress(torch::serialize::InputArchive& a, GradScaler& scaler
   for (int64_t i = 0; i < meta[5].item<int64_t>(); ++i) {
     at::Tensor t;
     a.read(absl::StrCat("best.", i), t);
-    state.best_params.push_back(t.to(device));
+    state.best_params.push_back(t);  // stays on the host, as the trainer keeps it
   }
   state.best_accuracy = best_acc.item<double>();
   at::Tensor world_size;  // absent in checkpoints of single-process runs before data parallelism

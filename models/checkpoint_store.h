@@ -31,8 +31,9 @@ struct TrainProgress {
   int64_t evals_since_best = 0;
   int64_t best_step = -1;
   double best_accuracy = -1;
-  std::vector<at::Tensor> best_params;  // empty until a dev evaluation improved
-  int64_t world_size = 1;               // ranks of the job that wrote it (plans depend on it)
+  // On the host (not counted in the device memory budget); empty until a dev evaluation improved.
+  std::vector<at::Tensor> best_params;
+  int64_t world_size = 1;  // ranks of the job that wrote it (plans depend on it)
 };
 
 class CheckpointStore {

@@ -31,8 +31,11 @@ namespace tok = padless::tokenize;
 // The options' preset, or tiny when none is given (an init_from model then decides).
 std::string PresetName(const TrainJobOptions& o) { return o.preset.empty() ? "tiny" : o.preset; }
 
+// The options' sizes; a token budget still to be derived from the corpus stands in as max_len, so
+// the options alone can be checked.
 batching::StrategySizes SizesOf(const TrainJobOptions& o) {
-  return batching::StrategySizes{o.max_len, o.batch_size, o.max_tokens, o.train.seed()};
+  return batching::StrategySizes{o.max_len, o.batch_size,
+                                 o.max_tokens > 0 ? o.max_tokens : o.max_len, o.train.seed()};
 }
 
 absl::StatusOr<batching::PlannerOptions> PlanOf(const TrainJobOptions& o) {
@@ -119,11 +122,19 @@ absl::StatusOr<ResolvedTokenizer> TrainTokenizer(const TrainJobOptions& o,
   }
   tok::TrainOptions options;
   options.vocab_size = o.vocab_size;
+  // A soft limit: a corpus too small for vocab_size pieces gets the vocabulary it supports
+  // instead of SentencePiece's "Vocabulary size too high" (issue 13.4).
+  options.hard_vocab_limit = false;
   options.num_threads = o.threads;
   absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::TrainFromSentences(sentences, options);
   if (!tokenizer.ok()) return tokenizer.status();
   if (!o.quiet) {
-    absl::FPrintF(stderr, "tokenizer: trained %d pieces on %s\n", tokenizer->vocab_size(), o.data);
+    const int pieces = tokenizer->vocab_size();
+    absl::FPrintF(stderr, "tokenizer: trained %d pieces on %s%s\n", pieces, o.data,
+                  pieces < o.vocab_size
+                      ? absl::StrCat(" (--vocab-size ", o.vocab_size,
+                                     " is more than this corpus supports; using ", pieces, ")")
+                      : "");
   }
   return ResolvedTokenizer{*std::move(tokenizer), ""};
 }
@@ -236,14 +247,69 @@ absl::StatusOr<EncoderClassifier> BuildModel(const TrainJobOptions& o,
   return model;
 }
 
-// The options' TrainConfig with what the job decides: where the log and checkpoints go, and
-// progress off when quiet.
-TrainConfig FillTrainConfig(const TrainJobOptions& o) {
+// The options' TrainConfig with what the job decides: the learning rate and warmup (the
+// origin's defaults unless given), where the log and checkpoints go, and progress off when quiet.
+TrainConfig FillTrainConfig(const TrainJobOptions& o, int64_t epochs) {
+  const OptimizationDefaults defaults = *DefaultOptimization(TrainingOrigin(o));
+  const double lr = o.lr.value_or(defaults.lr);
+  const double warmup = o.warmup_fraction.value_or(defaults.warmup_fraction);
+  if (!o.quiet) {
+    absl::FPrintF(stderr, "learning rate %g%s, warmup %g of the steps%s\n", lr,
+                  o.lr ? "" : absl::StrCat(" (default for ", defaults.origin, ")"), warmup,
+                  o.warmup_fraction ? "" : " (default)");
+  }
   const bool writer = o.train.data_parallel().rank() == 0;  // data parallel: rank 0 logs
   return TrainConfig(o.train)
+      .epochs(epochs)
+      .lr(lr)
+      .warmup_fraction(warmup)
       .checkpoint_dir(o.out + "/checkpoints")
       .log_csv(writer ? o.out + "/train_log.csv" : "")
       .progress(o.train.progress() && !o.quiet && writer);
+}
+
+// ---- Batch geometry
+
+struct LengthStats {
+  double mean = 0;
+  int64_t longest = 0;
+};
+
+LengthStats StatsOf(const tok::TokenizedCorpus& train, const tok::TokenizedCorpus* dev) {
+  const std::vector<int64_t> lengths = train.Lengths();
+  LengthStats stats;
+  stats.mean = static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0})) /
+               std::max<size_t>(1, lengths.size());
+  stats.longest = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+  if (dev != nullptr) {
+    for (int64_t n : dev->Lengths()) stats.longest = std::max(stats.longest, n);
+  }
+  return stats;
+}
+
+// The planner options: the options' sizes, with the token budget derived from the encoded corpus
+// when none is given (DefaultTokenBudget), and the geometry said in one line.
+absl::StatusOr<batching::PlannerOptions> PlanForData(const TrainJobOptions& o,
+                                                     const tok::TokenizedCorpus& train,
+                                                     const tok::TokenizedCorpus* dev) {
+  batching::StrategySizes sizes = SizesOf(o);
+  std::string why = "--max-tokens";
+  if (o.max_tokens == 0 && o.train.memory_budget_bytes() > 0) {
+    why = "to be chosen by --memory-budget";
+  } else if (o.max_tokens == 0) {
+    const LengthStats stats = StatsOf(train, dev);
+    sizes.max_len = std::max<int64_t>(3, std::min(o.max_len, stats.longest));
+    sizes.max_tokens = DefaultTokenBudget(o.batch_size, stats.mean, sizes.max_len);
+    why = absl::StrFormat("default: %d sequences x mean length %.1f, at most %d", o.batch_size,
+                          stats.mean, std::max(kMaxDefaultTokensPerBatch, sizes.max_len));
+  }
+  absl::StatusOr<batching::PlannerOptions> plan = BatchingPlan(o.batching, sizes);
+  if (!plan.ok()) return plan.status();
+  if (!o.quiet) {
+    absl::FPrintF(stderr, "batches: %s, %d tokens per batch (%s) or %d sequences, max_len %d\n",
+                  o.batching, sizes.max_tokens, why, sizes.batch_size, sizes.max_len);
+  }
+  return plan;
 }
 
 // ---- The run
@@ -253,6 +319,24 @@ TrainConfig FillTrainConfig(const TrainJobOptions& o) {
 absl::Status WaitForRankZero(const DataParallel& dp) { return dp.group->Barrier(); }
 absl::Status LetOtherRanksIn(const DataParallel& dp) {
   return dp.enabled() && dp.rank() == 0 ? dp.group->Barrier() : absl::OkStatus();
+}
+
+// The options' epochs, or DefaultEpochs of the plan's optimizer steps per epoch (said in a line).
+absl::StatusOr<int64_t> EpochsOf(const TrainJobOptions& o, const batching::PlannerOptions& plan,
+                                 const tok::TokenizedCorpus& train) {
+  if (o.epochs) return *o.epochs;
+  absl::StatusOr<std::vector<batching::BatchSpec>> batches =
+      batching::Planner(plan).Plan(train.Lengths(), 0);
+  if (!batches.ok()) return batches.status();
+  const int64_t grad_accum = std::max<int64_t>(1, o.train.grad_accum());
+  const int64_t steps = (static_cast<int64_t>(batches->size()) + grad_accum - 1) / grad_accum;
+  const int64_t epochs = DefaultEpochs(steps);
+  if (!o.quiet) {
+    absl::FPrintF(stderr,
+                  "epochs: %d (default: at least %d, enough for %d optimizer steps, at most %d)\n",
+                  epochs, kMinDefaultEpochs, kMinDefaultSteps, kMaxDefaultEpochs);
+  }
+  return epochs;
 }
 
 struct Encoded {
@@ -295,13 +379,16 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
                                             const tok::LabelMap& labels, const Encoded& data,
                                             const batching::PlannerOptions& plan,
                                             const c10::Device& device) {
+  absl::StatusOr<int64_t> epochs = EpochsOf(o, plan, data.train);
+  if (!epochs.ok()) return epochs.status();
   const DataParallel& dp = o.train.data_parallel();
   if (dp.rank() == 0) {
     if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   }
   if (absl::Status s = LetOtherRanksIn(dp); !s.ok()) return s;
   PrintStart(o, model, data, device);
-  Trainer trainer(model, FillTrainConfig(o).pad_id(tokenizer.special_ids().pad), plan, device);
+  Trainer trainer(model, FillTrainConfig(o, *epochs).pad_id(tokenizer.special_ids().pad), plan,
+                  device);
   absl::StatusOr<TrainResult> trained = trainer.Train(data.train, data.dev ? &*data.dev : nullptr);
   if (!trained.ok()) return trained.status();
   if (dp.rank() == 0) {
@@ -313,7 +400,10 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
   result.train_examples = data.train.size();
   result.dev_examples = data.dev ? data.dev->size() : 0;
   result.train = *std::move(trained);
-  if (data.dev) {
+  // The saved model is the best dev evaluation's, and so is its result; only a run resumed past
+  // its best evaluation lacks it and evaluates again.
+  result.dev = result.train.best_dev;
+  if (data.dev && !result.dev) {
     absl::StatusOr<EvalResult> eval =
         dp.enabled() ? EvaluateSharded(model, *data.dev, plan, device, o.train.amp(),
                                        tokenizer.special_ids().pad, *dp.group)
@@ -345,6 +435,10 @@ c10::Device DefaultTrainingDevice() {
   return cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
 }
 
+std::string TrainingOrigin(const TrainJobOptions& o) {
+  return o.init_from.empty() ? PresetName(o) : kPretrainedOrigin;
+}
+
 absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
   if (o.data.empty()) return absl::InvalidArgumentError("--data is required");
   if (o.out.empty()) return absl::InvalidArgumentError("--out is required");
@@ -355,6 +449,13 @@ absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
     return absl::InvalidArgumentError("--dev-fraction must be in [0, 1)");
   }
   if (o.vocab_size < 1) return absl::InvalidArgumentError("--vocab-size must be >= 1");
+  if (o.batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
+  if (o.epochs && *o.epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
+  if (o.max_tokens < 0) return absl::InvalidArgumentError("--max-tokens must be >= 1");
+  if (o.lr && !(*o.lr >= 0)) return absl::InvalidArgumentError("--lr must be >= 0");
+  if (o.warmup_fraction && !(*o.warmup_fraction >= 0 && *o.warmup_fraction <= 1)) {
+    return absl::InvalidArgumentError("--warmup must be in [0, 1]");
+  }
   absl::StatusOr<EncoderConfig> base = BaseConfig(o);
   if (!base.ok()) return base.status();
   if (absl::Status s = base->num_labels(2).Validate(); !s.ok()) return s;
@@ -374,7 +475,6 @@ absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
   if (dp.rank() != 0) {
     if (absl::Status s = WaitForRankZero(dp); !s.ok()) return s;
   }
-  const batching::PlannerOptions plan = *PlanOf(o);
   const c10::Device device = o.device.value_or(DefaultTrainingDevice());
   absl::StatusOr<RawData> raw = ReadData(o);
   if (!raw.ok()) return raw.status();
@@ -386,9 +486,12 @@ absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<Encoded> data = EncodeData(o, *raw, tokenizer->tokenizer, labels);
   if (!data.ok()) return data.status();
+  absl::StatusOr<batching::PlannerOptions> plan =
+      PlanForData(o, data->train, data->dev ? &*data->dev : nullptr);
+  if (!plan.ok()) return plan.status();
   absl::StatusOr<EncoderClassifier> model = BuildModel(o, *tokenizer, labels);
   if (!model.ok()) return model.status();
-  return TrainAndSave(o, *model, tokenizer->tokenizer, labels, *data, plan, device);
+  return TrainAndSave(o, *model, tokenizer->tokenizer, labels, *data, *plan, device);
 }
 
 absl::StatusOr<tok::TokenizedCorpus> EncodeWithLabels(const tok::Tokenizer& tokenizer,

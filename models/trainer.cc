@@ -18,11 +18,13 @@
 #include "checkpoint_store.h"
 #include "padless/batching/loader.h"
 #include "padless/batching/shard_balance.h"
+#include "padless/cuda/memory/device_memory_cap.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/grad_scaler.h"
 #include "padless/models/optimizer.h"
 #include "padless/models/sharded_evaluation.h"
 #include "padless/models/train_step.h"
+#include "padless/models/training_defaults.h"
 #include "padless/tokenize/special_tokens.h"
 #include "training_log.h"
 
@@ -53,6 +55,8 @@ absl::Status CheckInputs(const EncoderConfig& mc, const TrainConfig& config,
 
 // The run's length in optimizer steps, and its warmup.
 struct Schedule {
+  int64_t batches_per_epoch = 0;
+  int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;
   int64_t warmup_steps = 0;
 };
@@ -68,6 +72,8 @@ absl::StatusOr<Schedule> PlanSchedule(const batching::Planner& planner,
   const int64_t steps_per_epoch =
       (static_cast<int64_t>(first_plan->size()) + config.grad_accum() - 1) / config.grad_accum();
   Schedule s;
+  s.batches_per_epoch = static_cast<int64_t>(first_plan->size());
+  s.steps_per_epoch = steps_per_epoch;
   s.total_steps = config.max_steps() > 0 ? config.max_steps() : config.epochs() * steps_per_epoch;
   s.warmup_steps = static_cast<int64_t>(std::llround(config.warmup_fraction() * s.total_steps));
   return s;
@@ -125,8 +131,10 @@ class TrainingRun {
   absl::Status Flush() {
     const absl::Status read = ReadOutcomes(/*all=*/true);
     const absl::Status written = log_->Flush(state_.global_step, result_.skipped_steps);
+    CheckChanceLevel();
     return read.ok() ? written : read;
   }
+  void CheckChanceLevel();
   absl::Status SaveCheckpoint() {
     if (config_.data_parallel().rank() != 0) return absl::OkStatus();  // rank 0 writes them
     return store_.Save(model_, *optimizer_, scaler_, state_, device_);
@@ -159,7 +167,46 @@ class TrainingRun {
   int64_t nonfinite_run_ = 0;
   int64_t nonfinite_first_ = 0;
   bool stop_ = false;
+  bool chance_checked_ = false;
 };
+
+// The cross-entropy of predicting the label frequencies of `labels`: what a model that learned
+// nothing from the text reaches (ln(num_labels) for balanced labels).
+double ChanceLevelLoss(const std::vector<int64_t>& labels) {
+  std::vector<int64_t> counts;
+  for (int64_t label : labels) {
+    if (label >= static_cast<int64_t>(counts.size())) counts.resize(label + 1, 0);
+    ++counts[label];
+  }
+  double entropy = 0;
+  for (int64_t c : counts) {
+    if (c == 0) continue;
+    const double p = static_cast<double>(c) / labels.size();
+    entropy -= p * std::log(p);
+  }
+  return entropy;
+}
+
+// Once, at the first flush at or after chance_check_step (or the run's last step, if sooner): the
+// window's mean loss (already on the host, read by the log's one sync per window) against the
+// chance level.
+void TrainingRun::CheckChanceLevel() {
+  // A run shorter than the check step is checked at its end (few steps are a cause of it too).
+  const int64_t at = std::min(config_.chance_check_step(), total_steps_);
+  if (chance_checked_ || config_.chance_check_step() <= 0 || state_.global_step < at) return;
+  chance_checked_ = true;
+  const double chance = ChanceLevelLoss(train_.labels());
+  if (chance <= 0 || log_->final_loss() < kChanceLevelShare * chance) return;
+  result_.loss_at_chance = true;
+  if (!config_.progress()) return;
+  log_->EndLine();
+  absl::FPrintF(stderr,
+                "warning: after %d steps the training loss %.4f is still at chance level (%.4f, "
+                "the loss of predicting the label frequencies): the model is not learning. Try a "
+                "lower --lr (base from scratch: 5e-5), more steps per epoch (smaller "
+                "--max-tokens; %d steps in all) or more epochs\n",
+                state_.global_step, log_->final_loss(), chance, total_steps_);
+}
 
 absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
   result_.memory_plan = std::move(memory_plan);
@@ -167,6 +214,13 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
   if (!schedule.ok()) return schedule.status();
   total_steps_ = schedule->total_steps;
   warmup_steps_ = schedule->warmup_steps;
+  if (config_.progress()) {
+    absl::FPrintF(stderr,
+                  "schedule: %d batches per epoch, %d optimizer steps per epoch, %d steps in all "
+                  "(warmup %d)\n",
+                  schedule->batches_per_epoch, schedule->steps_per_epoch, total_steps_,
+                  warmup_steps_);
+  }
   try {
     model_->to(device_);
     model_->train();
@@ -431,7 +485,11 @@ absl::Status TrainingRun::EvaluateDev() {
     result_.best_dev = *r;
     state_.evals_since_best = 0;
     state_.best_params.clear();
-    for (const at::Tensor& p : params_.params) state_.best_params.push_back(p.detach().clone());
+    // On the host: the copy must not count against the device's memory budget (issue 13.6).
+    for (const at::Tensor& p : params_.params) {
+      state_.best_params.push_back(p.detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true));
+    }
+    if (config_.on_best_weights) config_.on_best_weights(state_.best_params);
   } else {
     ++state_.evals_since_best;
   }
@@ -500,9 +558,17 @@ absl::StatusOr<TrainResult> Trainer::Train(const TokenizedCorpus& train,
   if (!check.ok()) return check;
   model_->set_runtime(config_.runtime());
   cuda::MemoryMeter meter(device_);
-  // Memory-aware batching: measure this model's steps and size the batches before planning.
+  // Memory-aware batching: measure this model's steps and size the batches before planning. The
+  // budget bounds the device's reserved memory for the whole run (probes, steps, evaluations,
+  // checkpoint writes): the caching allocator is capped at it, and the best-weights copy is kept
+  // on the host.
   std::optional<MemoryPlan> memory_plan;
+  std::optional<cuda::DeviceMemoryCap> cap;
   if (config_.memory_budget_bytes() > 0) {
+    absl::StatusOr<cuda::DeviceMemoryCap> capped =
+        cuda::DeviceMemoryCap::Create(device_, config_.memory_budget_bytes());
+    if (!capped.ok()) return capped.status();
+    cap.emplace(*std::move(capped));
     absl::StatusOr<MemoryPlan> mp =
         PlanForMemoryBudget(model_, plan_, MemoryPlanOptions::From(config_), device_);
     if (!mp.ok()) return mp.status();

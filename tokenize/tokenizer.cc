@@ -62,6 +62,7 @@ absl::StatusOr<std::map<std::string, std::string>> TrainerOptions(const TrainOpt
       {"max_sentence_length", std::to_string(options.max_sentence_length)},
       {"num_threads", std::to_string(threads)},
       {"minloglevel", options.verbose ? "0" : "2"},
+      {"hard_vocab_limit", options.hard_vocab_limit ? "true" : "false"},
   };
   if (!options.user_defined_symbols.empty()) {
     o["user_defined_symbols"] = absl::StrJoin(options.user_defined_symbols, ",");

@@ -313,5 +313,36 @@ TEST(TrainCliFlagsTest, BadFlagsAreUsageErrors) {
   EXPECT_EQ(RunPadless({"predict"}).exit_code, 2);
 }
 
+// Issue 13.4: with no sizing flag, `train` on a small corpus does not stop at SentencePiece's
+// vocabulary limit, and says which vocabulary, batch geometry, schedule and learning rate it chose.
+TEST(TrainCliDefaultsTest, DefaultsAreChosenAndSaid) {
+  const std::string dir = ScratchDir("train_defaults");
+  std::string tsv = "label\ttext\n";
+  for (int i = 0; i < 64; ++i) {
+    tsv += absl::StrCat(
+        i % 2 ? "1\ta fine and lovely film number " : "0\ta dull and weak plot scene ", i, "\n");
+  }
+  WriteFile(dir + "/train.tsv", tsv);
+  const CliResult r = RunPadless({"train", "--data", dir + "/train.tsv", "--out", dir + "/model",
+                                  "--device", "cpu", "--max-steps", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line :
+       {"is more than this corpus supports; using ", "batches: packed, ",
+        "(default: 32 sequences x mean length ", "schedule: ", " optimizer steps per epoch",
+        "learning rate 0.0005 (default for tiny), warmup 0.06 of the steps (default)"}) {
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << "\n" << r.err;
+  }
+  const CliResult given = RunPadless(
+      {"train", "--data", dir + "/train.tsv", "--out", dir + "/model2", "--device", "cpu",
+       "--max-steps", "2", "--max-tokens", "4096", "--lr", "1e-3", "--vocab-size", "40"});
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_NE(given.err.find("4096 tokens per batch (--max-tokens)"), std::string::npos) << given.err;
+  EXPECT_NE(given.err.find("learning rate 0.001, warmup"), std::string::npos) << given.err;
+  EXPECT_EQ(RunPadless({"train", "--data", dir + "/train.tsv", "--out", dir + "/model3",
+                        "--max-tokens", "0"})
+                .exit_code,
+            2);
+}
+
 }  // namespace
 }  // namespace padless::cli::testing

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "padless/models/model_io.h"
+#include "padless/models/training_defaults.h"
+#include "padless/tokenize/special_tokens.h"
 
 namespace padless::models {
 namespace {
@@ -110,6 +113,80 @@ TEST(TrainJobTest, TrainsSavesAndEvaluatesAHeldOutShare) {
   absl::StatusOr<TrainJobResult> again = RunTrainJob(job);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->dev_examples, 20);  // the same seeded split
+}
+
+// Issue 13.4: the default vocabulary (16000) is far more than 100 short rows support; the job
+// trains the vocabulary the corpus supports instead of failing with "Vocabulary size too high".
+TEST(TrainJobTest, VocabularyTooLargeForTheCorpusShrinksToFit) {
+  const std::string out = ::testing::TempDir() + "/train_job_soft_vocab";
+  TrainJobOptions job = SmallJob(WriteData("train_job_soft_vocab.tsv", 100), out);
+  job.vocab_size = 16000;
+  absl::StatusOr<TrainJobResult> result = RunTrainJob(job);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<LoadedModel> loaded = LoadModelDir(out, c10::Device(c10::kCPU));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_GT(loaded->tokenizer.vocab_size(), tokenize::kNumSpecialTokens);
+  EXPECT_LT(loaded->tokenizer.vocab_size(), 16000);
+  EXPECT_EQ(loaded->config.vocab_size(), loaded->tokenizer.vocab_size());
+}
+
+// The peak learning rate of the run in `out`: the first optimizer step's (no warmup at 2 steps).
+double FirstLoggedLr(const std::string& out) {
+  std::ifstream csv(out + "/train_log.csv");
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  const size_t lr_begin = row.find(',', row.find(',', row.find(',') + 1) + 1) + 1;
+  return std::stod(row.substr(lr_begin, row.find(',', lr_begin) - lr_begin));
+}
+
+// Issue 13.4: without lr / warmup_fraction the job uses the table of training_defaults.h for the
+// preset trained from scratch; given ones win.
+TEST(TrainJobTest, LearningRateDefaultsFollowThePreset) {
+  const std::string data = WriteData("train_job_lr.tsv", 40);
+  struct Case {
+    const char* preset;
+    std::optional<double> lr;
+    double expected;
+  };
+  for (const Case& c : {Case{"tiny", std::nullopt, 5e-4}, Case{"small", std::nullopt, 1e-4},
+                        Case{"tiny", 7e-4, 7e-4}}) {
+    const std::string out = ::testing::TempDir() + "/train_job_lr_" + c.preset;
+    TrainJobOptions job = SmallJob(data, out);
+    job.preset = c.preset;
+    job.lr = c.lr;
+    ASSERT_EQ(DefaultOptimization(c.preset)->warmup_fraction * 2 < 0.5, true);
+    absl::StatusOr<TrainJobResult> result = RunTrainJob(job);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_DOUBLE_EQ(FirstLoggedLr(out), c.expected) << c.preset;
+  }
+  TrainJobOptions init = SmallJob(data, "/nonexistent/out");
+  EXPECT_EQ(TrainingOrigin(init), "tiny");
+  init.init_from = "/some/model";
+  EXPECT_EQ(TrainingOrigin(init), kPretrainedOrigin);
+}
+
+// Issue 13.4: without max_tokens the token budget is batch_size sequences of the corpus's mean
+// length, so short texts get many optimizer steps per epoch; an explicit budget means what it says.
+TEST(TrainJobTest, DefaultTokenBudgetGivesShortTextsManySteps) {
+  const std::string data = WriteData("train_job_geometry.tsv", 400);
+  TrainJobOptions job = SmallJob(data, ::testing::TempDir() + "/train_job_geometry");
+  job.max_len = 512;
+  job.max_tokens = 0;
+  job.batch_size = 16;
+  job.epochs = 1;
+  job.train.max_steps(0);
+  absl::StatusOr<TrainJobResult> derived = RunTrainJob(job);
+  ASSERT_TRUE(derived.ok()) << derived.status();
+  // About 400 / 16 = 25 batches; packing may fill a batch a little past 16 sequences on average.
+  EXPECT_GE(derived->train.steps, 20);
+  EXPECT_LE(derived->train.steps, 30);
+  EXPECT_LE(derived->train.sequences, 400);
+
+  job.max_tokens = 16384;
+  absl::StatusOr<TrainJobResult> explicit_budget = RunTrainJob(job);
+  ASSERT_TRUE(explicit_budget.ok()) << explicit_budget.status();
+  EXPECT_EQ(explicit_budget->train.steps, 1);  // 400 short rows fit one batch of 16384 tokens
 }
 
 TEST(TrainJobTest, DataProblemsNameTheFile) {

@@ -15,6 +15,7 @@
 #include "padless/models/lr_schedule.h"
 #include "padless/models/metrics.h"
 #include "padless/tokenize/special_tokens.h"
+#include "padless/models/training_defaults.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {
@@ -154,6 +155,77 @@ TEST(TrainerTest, LearnsASeparableTaskAndLogs) {
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, r->steps);
   EXPECT_EQ(testing::FilesEndingWith(dir.file("ckpt"), ".pt").size(), 2u);
+}
+
+// Issue 13.4: a loss that stays at chance level (lr 0: nothing is learned) is flagged at the check
+// step, or at the end of a run shorter than that; a model that learns is not.
+TEST(TrainerTest, LossStuckAtChanceLevelIsFlagged) {
+  const auto data = SyntheticCorpus(4, 128);
+  at::manual_seed(7);
+  EncoderClassifier stuck(TinyConfig(0.0));
+  absl::StatusOr<TrainResult> r =
+      Trainer(stuck, Quiet().epochs(2).lr(0).log_every(5).chance_check_step(20),
+              Plan(batching::Sampler::kPacked), at::kCPU)
+          .Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GE(r->steps, 20);
+  EXPECT_TRUE(r->loss_at_chance) << "final loss " << r->final_loss;
+
+  at::manual_seed(7);
+  EncoderClassifier short_run(TinyConfig(0.0));  // default check step, fewer steps than that
+  r = Trainer(short_run, Quiet().epochs(1).lr(0).log_every(5), Plan(batching::Sampler::kPacked),
+              at::kCPU)
+          .Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_LT(r->steps, kChanceLevelCheckStep);
+  EXPECT_TRUE(r->loss_at_chance) << "final loss " << r->final_loss;
+
+  at::manual_seed(7);
+  EncoderClassifier learning(TinyConfig(0.0));
+  r = Trainer(learning,
+              Quiet().epochs(8).lr(3e-3).warmup_fraction(0.1).log_every(5).chance_check_step(100),
+              Plan(batching::Sampler::kPacked), at::kCPU)
+          .Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GE(r->steps, 100);
+  EXPECT_FALSE(r->loss_at_chance) << "final loss " << r->final_loss;
+}
+
+// Issue 13.6: the copy of the best weights is kept on the host (never on the training device), it
+// is a copy (training on does not change it), and it is what the model ends with.
+TEST(TrainerTest, BestWeightsCopyLivesOnTheHost) {
+  const auto data = SyntheticCorpus(4, 64);
+  const auto dev = SyntheticCorpus(5, 32);
+  at::manual_seed(7);
+  EncoderClassifier model(TinyConfig(0.0));
+  std::vector<std::vector<at::Tensor>> copies;  // each improvement's copy, as handed out
+  std::vector<std::vector<at::Tensor>> values;  // their values then
+  TrainConfig config = Quiet().epochs(4).lr(3e-3);
+  config.on_best_weights = [&](const std::vector<at::Tensor>& best) {
+    const std::vector<at::Tensor> live = model->parameters();
+    ASSERT_EQ(best.size(), live.size());
+    for (size_t i = 0; i < best.size(); ++i) {
+      EXPECT_NE(best[i].data_ptr(), live[i].data_ptr()) << "not a copy";
+      EXPECT_TRUE(at::equal(best[i], live[i].detach()));
+    }
+    copies.push_back(best);
+    std::vector<at::Tensor> v;
+    for (const at::Tensor& t : best) v.push_back(t.clone());
+    values.push_back(std::move(v));
+  };
+  absl::StatusOr<TrainResult> r =
+      Trainer(model, config, Plan(batching::Sampler::kPacked), at::kCPU).Train(data, &dev);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(copies.empty());
+  const std::vector<at::Tensor> params = Params(model);
+  for (size_t c = 0; c < copies.size(); ++c) {
+    for (size_t i = 0; i < copies[c].size(); ++i) {
+      EXPECT_TRUE(copies[c][i].device().is_cpu());
+      EXPECT_TRUE(at::equal(copies[c][i], values[c][i])) << "changed after it was kept";
+    }
+  }
+  // Each improvement replaces the copy; the model ends with the last one.
+  EXPECT_EQ(MaxDiff(params, copies.back()), 0.0);
 }
 
 TEST(TrainerTest, EarlyStoppingWithoutImprovement) {

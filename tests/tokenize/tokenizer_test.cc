@@ -332,6 +332,25 @@ TEST(TokenizerTrainTest, BpeFromSentencesWithUserSymbols) {
   EXPECT_THAT(*ids, ::testing::Contains(kNumSpecialTokens));
 }
 
+// Issue 13.4: a vocabulary larger than a small corpus supports is SentencePiece's error with the
+// hard limit (the default), and a smaller vocabulary with hard_vocab_limit = false.
+TEST(TokenizerTrainTest, SoftVocabularyLimitFitsASmallCorpus) {
+  std::vector<std::string> sentences;
+  for (int i = 0; i < 200; ++i) {
+    sentences.push_back("a dull and tedious film , scene " + std::to_string(i));
+  }
+  TrainOptions options;
+  options.vocab_size = 16000;
+  EXPECT_THAT(Tokenizer::TrainFromSentences(sentences, options).status().message(),
+              HasSubstr("Vocabulary size too high"));
+  options.hard_vocab_limit = false;
+  absl::StatusOr<Tokenizer> soft = Tokenizer::TrainFromSentences(sentences, options);
+  ASSERT_TRUE(soft.ok()) << soft.status();
+  EXPECT_GT(soft->vocab_size(), kNumSpecialTokens);
+  EXPECT_LT(soft->vocab_size(), 16000);
+  EXPECT_EQ(soft->PieceToId("[MASK]"), kMaskId);
+}
+
 TEST(TokenizerTrainTest, BadOptionsFailBeforeTraining) {
   const std::vector<std::string> sentences = {"a b c"};
   TrainOptions options;

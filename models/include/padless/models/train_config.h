@@ -17,6 +17,7 @@
 #include "padless/models/data_parallel.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_runtime.h"
+#include "padless/models/training_defaults.h"
 
 namespace padless::models {
 
@@ -68,6 +69,12 @@ struct TrainConfig {
   TORCH_ARG(int64_t, max_nonfinite_steps) = 50;
   // Data-parallel training over the ranks of a process group (data_parallel.h; default: alone).
   TORCH_ARG(DataParallel, data_parallel) = DataParallel();
+  // The first log flush at or after this optimizer step (or the last step of a shorter run) warns,
+  // once (on stderr when `progress`, and in TrainResult::loss_at_chance), when the window's mean
+  // training loss is still at chance level: at least kChanceLevelShare of the loss of predicting
+  // the training label frequencies (ln(num_labels) for balanced labels); see
+  // training_defaults.h. 0: no check.
+  TORCH_ARG(int64_t, chance_check_step) = kChanceLevelCheckStep;
 
  public:
   // Test hooks. before_forward: called before each forward with the (sub-)batch about to run; may
@@ -79,6 +86,9 @@ struct TrainConfig {
   // after_backward: called once the step's gradients are accumulated, before they are checked;
   // may change them (e.g. inject inf into one).
   std::function<void(int64_t step, const std::vector<at::Tensor>& params)> after_backward;
+  // on_best_weights: called with the copy of the parameters kept after a dev evaluation improved
+  // (restored into the model at the end), in ParametersForAdamW order.
+  std::function<void(const std::vector<at::Tensor>& best)> on_best_weights;
 };
 
 }  // namespace padless::models

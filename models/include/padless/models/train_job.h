@@ -14,7 +14,8 @@
 // checkpoints (TrainConfig.checkpoint_dir and .log_csv are set from `out`).
 //
 // Tokenizer: DIR/tokenizer.model when `out` already holds one, else the init_from model's, else a
-// new SentencePiece model of vocab_size pieces trained on the training texts.
+// new SentencePiece model of at most vocab_size pieces trained on the training texts (fewer when
+// the corpus cannot support that many; the job says so on stderr).
 // init_from: the architecture comes from that model (a `preset` that differs is an error), its
 // vocabulary must match the tokenizer's, and only the classification head follows the new labels.
 //
@@ -38,6 +39,7 @@
 #include "padless/batching/planner.h"
 #include "padless/batching/strategy_registry.h"
 #include "padless/models/trainer.h"
+#include "padless/models/training_defaults.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenized_corpus.h"
@@ -57,7 +59,7 @@ struct TrainJobOptions {
   int64_t max_len = 512;  // tokens per sequence, special tokens included; >= 3
   int threads = 0;        // tokenizer training and encoding (0: hardware concurrency)
 
-  // Tokenizer trained when neither `out` nor `init_from` has one.
+  // Tokenizer trained when neither `out` nor `init_from` has one: an upper bound (see above).
   int vocab_size = 16000;
 
   // Model.
@@ -67,13 +69,26 @@ struct TrainJobOptions {
 
   // Batching: any name of padless/batching/strategy_registry.h.
   std::string batching = "packed";
-  int64_t batch_size = 32;
-  int64_t max_tokens = 16384;  // >= max_len
+  // Sequences per batch: of the fixed-size strategies, and the target of the default token budget.
+  int64_t batch_size = kDefaultSequencesPerBatch;
+  // Token slots per batch of the token-budget strategies, >= max_len. 0: DefaultTokenBudget
+  // (training_defaults.h) of batch_size and the encoded corpus (its mean and longest length; the
+  // plan's max_len is then the longest encoded sequence, train and dev, at most max_len); with a
+  // memory budget (train.memory_budget_bytes()) the budget chooses it instead.
+  int64_t max_tokens = 0;
 
   // Optimization, the model's runtime settings (train.runtime(): attention backend, fused layers,
   // activation memory, checkpoint policy), memory budget and seed. The job sets checkpoint_dir and
-  // log_csv under `out`, and turns progress off when `quiet`.
+  // log_csv under `out`, turns progress off when `quiet`, and sets lr and warmup_fraction from the
+  // two fields below.
   TrainConfig train;
+  // Peak learning rate and warmup share; empty: DefaultOptimization (training_defaults.h) of the
+  // model's origin: the preset when training from scratch, kPretrainedOrigin with init_from.
+  std::optional<double> lr;
+  std::optional<double> warmup_fraction;
+  // Epochs; empty: DefaultEpochs (training_defaults.h) of the plan's optimizer steps per epoch.
+  // Either way it replaces train.epochs().
+  std::optional<int64_t> epochs;
   std::optional<c10::Device> device;  // empty: DefaultTrainingDevice()
   bool quiet = false;
 };
@@ -89,6 +104,10 @@ struct TrainJobResult {
 
 // CUDA device 0 when one is available, else the CPU.
 c10::Device DefaultTrainingDevice();
+
+// The origin whose OptimizationDefaults a job without lr / warmup_fraction uses: its preset (tiny
+// when none) from scratch, kPretrainedOrigin with init_from.
+std::string TrainingOrigin(const TrainJobOptions& options);
 
 // Problems of the options alone (see the header comment); checks nothing on disk.
 absl::Status ValidateTrainJobOptions(const TrainJobOptions& options);

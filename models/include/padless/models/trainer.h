@@ -41,6 +41,8 @@ struct TrainResult {
   std::vector<std::string> oom_events;  // one line per recovered out-of-memory error
   int64_t oom_splits = 0;               // == oom_events.size()
   bool stopped_early = false;
+  // The training loss was still at chance level at TrainConfig::chance_check_step (see there).
+  bool loss_at_chance = false;
   bool interrupted = false;  // stop_after reached
   std::optional<EvalResult> best_dev;
   int64_t best_step = -1;

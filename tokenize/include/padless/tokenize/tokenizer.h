@@ -30,6 +30,9 @@ class TokenizerBackend;
 struct TrainOptions {
   std::string model_type = "unigram";  // "unigram" or "bpe"
   int vocab_size = 8000;               // special tokens and user symbols included
+  // false: vocab_size is an upper bound, and a corpus too small for it gives a smaller vocabulary
+  // (SentencePiece's hard_vocab_limit=false) instead of "Vocabulary size too high". Unigram only.
+  bool hard_vocab_limit = true;
   double character_coverage = 0.9995;  // share of characters covered; the rest map to [UNK]
   std::vector<std::string> user_defined_symbols;  // always single pieces, ids from 5 on
   int64_t input_sentence_size = 0;                // sample this many sentences (0: use all)
