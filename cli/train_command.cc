@@ -28,7 +28,6 @@
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"
-#include "padless/models/hf_checkpoint.h"
 #include "padless/models/inference.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_io.h"
@@ -250,13 +249,6 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   absl::StatusOr<models::TrainConfig> train = TrainConfigFromFlags();
   if (!train.ok()) return train.status();
   job.train = *train;
-  if (!job.init_from.empty() && models::IsHuggingFaceModelDir(job.init_from)) {
-    // LEAD-MERGE (branch defaults): take lr and warmup from training_defaults.h's "pretrained"
-    // entry instead of these local constants. An --lr left at its default (the from-scratch
-    // tiny value) gets fine-tuning practice's rate for a pretrained encoder.
-    constexpr double kPretrainedLr = 3e-5;
-    if (absl::GetFlag(FLAGS_lr) == 5e-4) job.train.lr(kPretrainedLr);
-  }
   if (absl::Status s = models::ValidateTrainJobOptions(job); !s.ok()) return s;
   return job;
 }
