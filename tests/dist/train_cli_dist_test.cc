@@ -74,7 +74,7 @@ TEST(TrainCliDistTest, TwoLocalWorkersTrainAndRankZeroWrites) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(absl::StrContains(r.err, "[rank 0] data parallel: 2 ranks (gloo)")) << r.err;
   EXPECT_TRUE(absl::StrContains(r.out + r.err, "model written to")) << r.out << r.err;
-  EXPECT_FALSE(ReadFile(dir + "/model/model.pt").empty());
+  EXPECT_FALSE(ReadFile(dir + "/model/model.safetensors").empty());
   EXPECT_FALSE(ReadFile(dir + "/model/train_log.csv").empty());
   EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/m.json"), "accuracy"));
 
@@ -103,7 +103,7 @@ TEST(TrainCliDistTest, AKilledWorkerFailsTheJobAndResumeFinishesIt) {
   const CliResult resumed = RunPadless(args);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_TRUE(absl::StrContains(resumed.err, "resuming from")) << resumed.err;
-  EXPECT_FALSE(ReadFile(dir + "/model/model.pt").empty());
+  EXPECT_FALSE(ReadFile(dir + "/model/model.safetensors").empty());
 }
 
 }  // namespace
