@@ -45,6 +45,8 @@ function(padless_provide_wheel_cuda_runtime torch_prefix)
                         "nvidia-cuda-crt==<the CUDA version of torch>.*` (scripts/setup.sh does), or "
                         "install a CUDA toolkit.")
   endif()
+  # Read by dist/: NCCL's headers need the toolkit's CCCL headers (nv/target), absent here.
+  set(PADLESS_WHEEL_CUDA_RUNTIME ON PARENT_SCOPE)
   add_library(torch::cudart INTERFACE IMPORTED GLOBAL)
   set_target_properties(torch::cudart PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${_include_dir}"
