@@ -37,15 +37,20 @@ function(padless_provide_wheel_cuda_runtime torch_prefix)
   if(NOT EXISTS "${_include_dir}/cuda_runtime_api.h")
     return()
   endif()
-  # cuda_runtime.h includes crt/host_config.h, which the runtime wheel lacks; PyPI's small
-  # nvidia-cuda-crt wheel (scripts/setup.sh installs it) carries it.
-  if(NOT EXISTS "${_include_dir}/crt/host_config.h")
-    message(FATAL_ERROR "No CUDA toolkit, and the torch wheel's CUDA runtime in ${_include_dir} has "
-                        "no crt/host_config.h. Install it with `python3 -m pip install "
-                        "nvidia-cuda-crt==<the CUDA version of torch>.*` (scripts/setup.sh does), or "
-                        "install a CUDA toolkit.")
-  endif()
-  # Read by dist/: NCCL's headers need the toolkit's CCCL headers (nv/target), absent here.
+  # cuda_runtime.h includes crt/host_config.h, and cuda_fp16.h (through ATen/cuda's headers)
+  # includes CCCL's nv/target; the runtime wheel has neither. PyPI's small nvidia-cuda-crt and
+  # nvidia-cuda-cccl wheels carry them, into the same include folder (scripts/setup.sh installs
+  # both).
+  foreach(_header crt/host_config.h nv/target)
+    if(NOT EXISTS "${_include_dir}/${_header}")
+      message(FATAL_ERROR "No CUDA toolkit, and the torch wheel's CUDA runtime in ${_include_dir} "
+                          "has no ${_header}. Install the headers with `python3 -m pip install "
+                          "nvidia-cuda-crt==<V>.* nvidia-cuda-cccl==<V>.*`, V being the CUDA "
+                          "version of torch (scripts/setup.sh does), or install a CUDA toolkit.")
+    endif()
+  endforeach()
+  # Read by dist/: the NCCL backend is left out of this build (the wheel's NCCL is not located by
+  # LibTorch's config without a toolkit); Gloo remains.
   set(PADLESS_WHEEL_CUDA_RUNTIME ON PARENT_SCOPE)
   add_library(torch::cudart INTERFACE IMPORTED GLOBAL)
   set_target_properties(torch::cudart PROPERTIES

@@ -195,7 +195,10 @@ absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier& mo
           Probe(model, opt, meter, out.layout, b, s, options.amp, device);
       if (!m.ok()) return m.status();
       if (!m->oom) out.samples.push_back({b, s, m->peak_allocated_bytes});
-      return cuda::LadderStep{b, m->peak_allocated_bytes, m->oom};
+      // The budget bounds reserved memory: a rung fits when its reserve (allocations plus the
+      // allocator's rounding) does, not only its allocations.
+      return cuda::LadderStep{b, std::max(m->peak_allocated_bytes, m->peak_reserved_bytes),
+                              m->oom};
     };
     status = ProbeSmallShapes(probe, out, device, steps);
     if (status.ok()) status = ClimbLadder(probe, out, steps);

@@ -41,18 +41,21 @@ else
 fi
 
 # 2b. No CUDA toolkit (a CPU-only machine, or a GPU one with only the driver): the CUDA build of
-#     torch still compiles against the CUDA runtime its nvidia-* wheels bring, once the crt headers
-#     are added (a 130 KB wheel of the same CUDA version). See cmake/PadlessTorchCudaRuntime.cmake.
+#     torch still compiles against the CUDA runtime its nvidia-* wheels bring, once the crt and
+#     CCCL headers are added (two small wheels of the same CUDA version, about 3 MB).
+#     See cmake/PadlessTorchCudaRuntime.cmake.
 if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   cuda_version=$(python3 -c 'import torch; print(torch.version.cuda or "")')
-  crt_ok=$(python3 -c 'import importlib.metadata as m, sys
-try: print(m.version("nvidia-cuda-crt").startswith(sys.argv[1] + "."))
-except m.PackageNotFoundError: print(False)' "$cuda_version")
-  if [[ -n $cuda_version && $crt_ok != True ]]; then
-    step "no CUDA toolkit: installing nvidia-cuda-crt==$cuda_version.* (pip)"
-    python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir "nvidia-cuda-crt==$cuda_version.*" \
-      || python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir --break-system-packages "nvidia-cuda-crt==$cuda_version.*"
-  fi
+  for wheel in nvidia-cuda-crt nvidia-cuda-cccl; do
+    [[ -n $cuda_version ]] || break
+    wheel_ok=$(python3 -c 'import importlib.metadata as m, sys
+try: print(m.version(sys.argv[1]).startswith(sys.argv[2] + "."))
+except m.PackageNotFoundError: print(False)' "$wheel" "$cuda_version")
+    [[ $wheel_ok == True ]] && continue
+    step "no CUDA toolkit: installing $wheel==$cuda_version.* (pip)"
+    python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir "$wheel==$cuda_version.*" \
+      || python3 -m pip install --quiet --disable-pip-version-check --no-cache-dir --break-system-packages "$wheel==$cuda_version.*"
+  done
 fi
 
 # 2c. Test-only Python packages: the tokenizer parity tests compare padless with Hugging Face

@@ -20,7 +20,7 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee "$OUT/gpus.txt"
 
 common=(train --data "$DATA" --dev-fraction 0.1 --preset base --amp bf16 --batching packed_varlen
-        --max-len 512 --max-tokens 16384 --epochs "$EPOCHS" --lr 1e-4 --vocab-size 16000
+        --max-len 512 --max-tokens 16384 --epochs "$EPOCHS" --vocab-size 16000
         --seed 1234 --threads 16)
 # The tokenizer is trained once and reused (DIR/tokenizer.model), so both runs see the same ids.
 "$BIN" "${common[@]}" --out "$OUT/gpu1" --device cuda:0 --metrics-json "$OUT/gpu1.json" \

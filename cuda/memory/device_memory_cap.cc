@@ -7,6 +7,7 @@
 
 #ifdef PADLESS_TORCH_HAS_CUDA
 #include <ATen/Context.h>
+#include <c10/core/AllocatorConfig.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
@@ -16,7 +17,7 @@ namespace padless::cuda {
 
 absl::StatusOr<DeviceMemoryCap> DeviceMemoryCap::Create(c10::Device device, int64_t limit_bytes) {
   if (limit_bytes <= 0) return absl::InvalidArgumentError("memory cap: limit must be > 0");
-  if (!device.is_cuda()) return DeviceMemoryCap(-1);
+  if (!device.is_cuda()) return DeviceMemoryCap(-1, false);
 #ifdef PADLESS_TORCH_HAS_CUDA
   if (c10::cuda::device_count() == 0) {
     return absl::InvalidArgumentError(absl::StrCat("memory cap: no device ", device.str()));
@@ -37,9 +38,13 @@ absl::StatusOr<DeviceMemoryCap> DeviceMemoryCap::Create(c10::Device device, int6
   }
   // The allocator's per-device state only exists after CUDA's lazy init.
   at::globalContext().lazyInitDevice(c10::kCUDA);
+  // Cached blocks were carved from fixed segments; free them so the run starts expandable.
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  const bool was_fixed = !c10::CachingAllocator::AcceleratorAllocatorConfig::use_expandable_segments();
+  if (was_fixed) c10::CachingAllocator::setAllocatorSettings("expandable_segments:True");
   c10::cuda::CUDACachingAllocator::setMemoryFraction(static_cast<double>(limit_bytes) / total,
                                                      index);
-  return DeviceMemoryCap(index);
+  return DeviceMemoryCap(index, was_fixed);
 #else
   return absl::FailedPreconditionError(
       absl::StrCat("memory cap on ", device.str(), ": LibTorch was built without CUDA"));
@@ -47,13 +52,18 @@ absl::StatusOr<DeviceMemoryCap> DeviceMemoryCap::Create(c10::Device device, int6
 }
 
 DeviceMemoryCap::DeviceMemoryCap(DeviceMemoryCap&& other) noexcept
-    : device_index_(other.device_index_) {
+    : device_index_(other.device_index_), restore_fixed_segments_(other.restore_fixed_segments_) {
   other.device_index_ = -1;
+  other.restore_fixed_segments_ = false;
 }
 
 DeviceMemoryCap::~DeviceMemoryCap() {
 #ifdef PADLESS_TORCH_HAS_CUDA
-  if (device_index_ >= 0) c10::cuda::CUDACachingAllocator::setMemoryFraction(1.0, device_index_);
+  if (device_index_ < 0) return;
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(1.0, device_index_);
+  if (restore_fixed_segments_) {
+    c10::CachingAllocator::setAllocatorSettings("expandable_segments:False");
+  }
 #endif
 }
 

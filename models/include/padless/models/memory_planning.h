@@ -7,9 +7,10 @@
 // Which figure the budget bounds: the device memory the training run reserves, i.e. the CUDA
 // caching allocator's reserved bytes (allocated tensors plus cached blocks and fragmentation; the
 // CUDA context, a few hundred MiB outside the allocator, is not counted). The probes fit the
-// allocated peak of a step to the budget less its safety margin, which leaves the margin for the
-// allocator's rounding and fragmentation; Trainer::Train additionally caps the allocator at the
-// budget for the whole run (cuda::DeviceMemoryCap: training, dev evaluations, checkpoint writes)
+// peak of a step (the larger of its allocated and reserved bytes) to the budget less its safety
+// margin, which leaves the margin for what varies between real batches; Trainer::Train
+// additionally caps the allocator at the budget for the whole run, with expandable segments
+// against fragmentation (cuda::DeviceMemoryCap: training, dev evaluations, checkpoint writes)
 // and keeps the best-weights copy on the host, so reserved memory cannot pass it (an allocation
 // that would is an out-of-memory error, which the trainer recovers from by splitting the batch).
 #ifndef PADLESS_MODELS_MEMORY_PLANNING_H_

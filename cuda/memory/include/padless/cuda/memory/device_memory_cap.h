@@ -5,6 +5,12 @@
 // fit, fails as an out-of-memory error (which a caller such as the trainer recovers from). The
 // previous limit (none) is restored on destruction. A no-op on the CPU and in builds without CUDA.
 //
+// For its lifetime the allocator also uses expandable segments (PyTorch's
+// `expandable_segments:True`): blocks then grow and shrink in place instead of being carved out of
+// fixed segments, so batches of varying shapes (packed varlen steps, dev evaluations) do not leave
+// the fragmentation that made a step planned to fit the budget run out of memory under the cap.
+// The previous setting is restored on destruction.
+//
 // Not thread-safe; one cap per device at a time.
 #ifndef PADLESS_CUDA_MEMORY_DEVICE_MEMORY_CAP_H_
 #define PADLESS_CUDA_MEMORY_DEVICE_MEMORY_CAP_H_
@@ -28,8 +34,10 @@ class DeviceMemoryCap {
   ~DeviceMemoryCap();
 
  private:
-  explicit DeviceMemoryCap(int device_index) : device_index_(device_index) {}
+  DeviceMemoryCap(int device_index, bool restore_fixed_segments)
+      : device_index_(device_index), restore_fixed_segments_(restore_fixed_segments) {}
   int device_index_ = -1;  // -1: nothing capped (CPU, or moved from)
+  bool restore_fixed_segments_ = false;  // expandable segments were off before the cap
 };
 
 }  // namespace padless::cuda
