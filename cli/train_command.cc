@@ -261,6 +261,8 @@ nlohmann::json TrainMetricsJson(const models::TrainJobResult& r) {
                             {"peak_allocated_bytes", t.peak_allocated_bytes},
                             {"peak_reserved_bytes", t.peak_reserved_bytes},
                             {"train_seconds", t.train_seconds},
+                            {"step_seconds", t.step_seconds},
+                            {"step_tokens_per_s", t.step_tokens_per_s},
                             {"device", r.device.str()},
                             {"oom_events", t.oom_events.size()},
                             {"skipped_steps", t.skipped_steps},
@@ -286,8 +288,9 @@ void PrintTrainResult(const models::TrainJobResult& r) {
                  r.dev->metrics.macro_f1, r.dev->metrics.examples);
   }
   absl::PrintF(
-      "padding efficiency %.1f%%  real tokens/s %.0f  peak memory %s (reserved %s)  %.1f s on %s\n",
-      100 * t.padding_efficiency, t.real_tokens_per_s,
+      "padding efficiency %.1f%%  real tokens/s %.0f (steps alone %.0f)  peak memory %s "
+      "(reserved %s)  %.1f s on %s\n",
+      100 * t.padding_efficiency, t.real_tokens_per_s, t.step_tokens_per_s,
       absl::StrFormat("%.1f MiB", t.peak_allocated_bytes / 1048576.0),
       absl::StrFormat("%.1f MiB", t.peak_reserved_bytes / 1048576.0), t.train_seconds,
       r.device.str());

@@ -5,8 +5,10 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <torch/cuda.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -53,28 +55,58 @@ absl::Status CheckInputs(const EncoderConfig& mc, const TrainConfig& config,
   return absl::OkStatus();
 }
 
+// Times a pause in training (a dev evaluation, a checkpoint write) and adds it to `seconds`, so
+// that TrainResult::step_seconds counts the optimizer steps alone. It starts once the steps queued
+// before it have run on the device, so their time is not counted as the pause's.
+class PauseClock {
+ public:
+  PauseClock(const c10::Device& device, double& seconds) : seconds_(seconds) {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+    start_ = std::chrono::steady_clock::now();
+  }
+  ~PauseClock() {
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  PauseClock(const PauseClock&) = delete;
+  PauseClock& operator=(const PauseClock&) = delete;
+
+ private:
+  double& seconds_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 // The run's length in optimizer steps, and its warmup.
 struct Schedule {
-  int64_t batches_per_epoch = 0;
-  int64_t steps_per_epoch = 0;
+  int64_t batches_per_epoch = 0;  // of the first epoch
+  int64_t steps_per_epoch = 0;    // of the first epoch
   int64_t total_steps = 0;
   int64_t warmup_steps = 0;
 };
 
+// Without max_steps, the total is the sum over the epochs' own plans: packing reshuffles every
+// epoch, so the batch count varies a little between epochs, and a total taken as epochs x the first
+// epoch's steps ended the run (by step count) just before the last epoch's end, which then had no
+// dev evaluation and no checkpoint. Planning costs milliseconds per epoch.
 absl::StatusOr<Schedule> PlanSchedule(const batching::Planner& planner,
                                       const std::vector<int64_t>& lengths,
                                       const TrainConfig& config) {
   const DataParallel& dp = config.data_parallel();
-  absl::StatusOr<std::vector<BatchSpec>> first_plan =
-      planner.Plan(lengths, 0, dp.rank(), dp.world_size());
-  if (!first_plan.ok()) return first_plan.status();
-  if (first_plan->empty()) return absl::InvalidArgumentError("training data gives no batches");
-  const int64_t steps_per_epoch =
-      (static_cast<int64_t>(first_plan->size()) + config.grad_accum() - 1) / config.grad_accum();
   Schedule s;
-  s.batches_per_epoch = static_cast<int64_t>(first_plan->size());
-  s.steps_per_epoch = steps_per_epoch;
-  s.total_steps = config.max_steps() > 0 ? config.max_steps() : config.epochs() * steps_per_epoch;
+  const int64_t planned_epochs = config.max_steps() > 0 ? 1 : config.epochs();
+  for (int64_t epoch = 0; epoch < planned_epochs; ++epoch) {
+    absl::StatusOr<std::vector<BatchSpec>> plan =
+        planner.Plan(lengths, epoch, dp.rank(), dp.world_size());
+    if (!plan.ok()) return plan.status();
+    if (plan->empty()) return absl::InvalidArgumentError("training data gives no batches");
+    const auto batches = static_cast<int64_t>(plan->size());
+    const int64_t steps = (batches + config.grad_accum() - 1) / config.grad_accum();
+    if (epoch == 0) {
+      s.batches_per_epoch = batches;
+      s.steps_per_epoch = steps;
+    }
+    s.total_steps += steps;
+  }
+  if (config.max_steps() > 0) s.total_steps = config.max_steps();
   s.warmup_steps = static_cast<int64_t>(std::llround(config.warmup_fraction() * s.total_steps));
   return s;
 }
@@ -137,6 +169,7 @@ class TrainingRun {
   void CheckChanceLevel();
   absl::Status SaveCheckpoint() {
     if (config_.data_parallel().rank() != 0) return absl::OkStatus();  // rank 0 writes them
+    const PauseClock clock(device_, paused_seconds_);
     return store_.Save(model_, *optimizer_, scaler_, state_, device_);
   }
 
@@ -167,6 +200,7 @@ class TrainingRun {
   int64_t nonfinite_run_ = 0;
   int64_t nonfinite_first_ = 0;
   bool stop_ = false;
+  double paused_seconds_ = 0;  // dev evaluations and checkpoint writes (PauseClock)
   bool chance_checked_ = false;
 };
 
@@ -468,6 +502,7 @@ absl::Status TrainingRun::EndEpoch() {
 // Evaluates on the dev data, if any, and keeps the parameters of the best evaluation.
 absl::Status TrainingRun::EvaluateDev() {
   if (dev_ == nullptr) return absl::OkStatus();
+  const PauseClock clock(device_, paused_seconds_);
   const DataParallel& dp = config_.data_parallel();
   absl::StatusOr<EvalResult> r =
       dp.enabled() ? EvaluateSharded(model_, *dev_, plan_, device_, config_.amp(),
@@ -515,6 +550,9 @@ absl::StatusOr<TrainResult> TrainingRun::Finish() {
   result_.train_seconds = log_->elapsed_seconds();
   result_.real_tokens_per_s =
       result_.train_seconds > 0 ? result_.real_tokens / result_.train_seconds : 0;
+  result_.step_seconds = std::max(0.0, result_.train_seconds - paused_seconds_);
+  result_.step_tokens_per_s =
+      result_.step_seconds > 0 ? result_.real_tokens / result_.step_seconds : 0;
   result_.padding_efficiency =
       result_.token_slots > 0 ? static_cast<double>(result_.real_tokens) / result_.token_slots : 0;
   const cuda::MemorySnapshot mem = meter_.Snapshot();

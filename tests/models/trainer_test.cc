@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,41 @@ TEST(TrainerTest, BestWeightsCopyLivesOnTheHost) {
   }
   // Each improvement replaces the copy; the model ends with the last one.
   EXPECT_EQ(MaxDiff(params, copies.back()), 0.0);
+}
+
+// Packing reshuffles every epoch, so epochs can have different batch counts; the run still ends
+// at the last epoch's end, with that epoch's dev evaluation (it once stopped one batch short, by
+// step count, and the saved model was the previous epoch's best).
+TEST(TrainerTest, EveryEpochEndsWhenEpochsHaveDifferentBatchCounts) {
+  // Small packing windows: how well a window packs depends on which sequences the shuffle puts
+  // in it, so the batch count varies between epochs.
+  const batching::PlannerOptions plan = Plan(batching::Sampler::kPacked).pack_window(12);
+  constexpr int64_t kEpochs = 3;
+  std::optional<tokenize::TokenizedCorpus> data;
+  std::vector<int64_t> batches;
+  for (uint64_t seed = 1; seed < 40 && !data; ++seed) {
+    tokenize::TokenizedCorpus corpus = SyntheticCorpus(seed, 60);
+    batching::Planner planner(plan);
+    batches.clear();
+    for (int64_t epoch = 0; epoch < kEpochs; ++epoch) {
+      absl::StatusOr<std::vector<batching::BatchSpec>> p =
+          planner.Plan(corpus.Lengths(), epoch, 0, 1);
+      ASSERT_TRUE(p.ok()) << p.status();
+      batches.push_back(static_cast<int64_t>(p->size()));
+    }
+    // Later epochs with more batches than the first: the case that stopped short.
+    if (batches[0] + batches[1] + batches[2] > kEpochs * batches[0]) data = std::move(corpus);
+  }
+  ASSERT_TRUE(data.has_value()) << "no corpus whose later epochs have more batches";
+  const auto dev = SyntheticCorpus(99, 16);
+  at::manual_seed(3);
+  EncoderClassifier model(TinyConfig(0.0));
+  absl::StatusOr<TrainResult> r =
+      Trainer(model, Quiet().epochs(kEpochs), plan, at::kCPU).Train(*data, &dev);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->epochs_completed, kEpochs);
+  EXPECT_EQ(r->steps, batches[0] + batches[1] + batches[2]);
+  EXPECT_TRUE(r->best_dev.has_value());
 }
 
 TEST(TrainerTest, EarlyStoppingWithoutImprovement) {

@@ -32,7 +32,11 @@ struct TrainResult {
   // Sequences the optimizer steps of this process trained on, counted from the (sub-)batches that
   // actually ran, so an out-of-memory split that lost examples would show here.
   int64_t sequences = 0;
-  double real_tokens_per_s = 0;
+  double real_tokens_per_s = 0;  // over train_seconds (all ranks' tokens in data parallel)
+  // The optimizer steps alone: train_seconds less dev evaluations and checkpoint writes. What a
+  // comparison of step speed (one GPU against several, one kernel against another) should use.
+  double step_seconds = 0;
+  double step_tokens_per_s = 0;
   double padding_efficiency = 0;
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
