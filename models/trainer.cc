@@ -288,7 +288,9 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
   }
   state_.world_size = config_.data_parallel().world_size();
   if (state_.global_step == 0 && state_.next_batch == 0 && state_.epoch == 0) {
-    at::manual_seed(config_.seed());
+    // Each rank its own stream (the weights are rank 0's, broadcast): the same seed everywhere
+    // would repeat one dropout mask on every rank. Rank 0, and a single process, use the seed.
+    at::manual_seed(config_.seed() + static_cast<uint64_t>(config_.data_parallel().rank()));
   }
   first_step_ = state_.global_step;
   absl::StatusOr<std::unique_ptr<internal::TrainingLog>> log = internal::TrainingLog::Open(
