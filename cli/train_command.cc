@@ -359,7 +359,7 @@ int RunEval(const std::vector<std::string>& args) {
   }
   absl::StatusOr<models::LoadedModel> loaded = models::LoadModelDir(model_dir, *device);
   if (!loaded.ok()) return Fail(kCmd, loaded.status());
-  encode->max_length = std::min(encode->max_length, loaded->config.max_positions());
+  encode->max_length = std::min(encode->max_length, loaded->config.max_sequence_length());
   absl::StatusOr<batching::PlannerOptions> plan = PlanFromFlags(encode->max_length);
   if (!plan.ok()) return Usage(kCmd, std::string(plan.status().message()));
   absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(data, *reader);
@@ -475,8 +475,8 @@ const Subcommand kTrainCommand = {
     "    epoch; the schedule line says how many.\n"
     "  epochs: 3, or more (at most 20) when 3 give fewer than 250 optimizer steps.\n"
     "  learning rate and warmup: by model origin (tiny 5e-4, small 1e-4, base 5e-5 from scratch;\n"
-    "    3e-5 fine-tuning --init-from); a training loss still at chance level after 200 steps is\n"
-    "    warned about.\n"
+    "    3e-5 fine-tuning --init-from); a training loss still at chance level after 200 steps\n"
+    "    (and twice the warmup) is warned about.\n"
     "With a dev set (--dev or --dev-fraction) the saved model is the best dev evaluation's\n"
     "weights, not the last step's.",
     {"data",

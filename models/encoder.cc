@@ -85,7 +85,7 @@ absl::Status EncoderClassifierImpl::CheckBatch(const Batch& b) const {
       longest = b.max_seqlen;
       break;
   }
-  if (longest + config_.position_offset() > config_.max_positions()) {
+  if (longest > config_.max_sequence_length()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch: a sequence of ", longest, " tokens exceeds max_positions ", config_.max_positions(),
         config_.position_offset() > 0

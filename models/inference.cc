@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<TextClassifier>> TextClassifier::Load(const std::
                                                                      InferenceOptions options) {
   absl::StatusOr<LoadedModel> loaded = LoadModelDir(model_dir, options.device);
   if (!loaded.ok()) return loaded.status();
-  options.max_len = std::min(options.max_len, loaded->config.max_positions());
+  options.max_len = std::min(options.max_len, loaded->config.max_sequence_length());
   if (options.max_len < 3) {
     return absl::InvalidArgumentError(absl::StrCat("max_len: must be >= 3, got ", options.max_len));
   }

@@ -121,10 +121,10 @@ absl::StatusOr<MemoryPlan> StartPlan(const EncoderClassifier& model,
         (out.row_len + plan.pad_multiple() - 1) / plan.pad_multiple() * plan.pad_multiple();
   }
   const int64_t len = out.row_len;
-  if (len < 4 || len > model->config().max_positions()) {
+  if (len < 4 || len > model->config().max_sequence_length()) {
     return absl::InvalidArgumentError(absl::StrCat("memory budget: max_len ", len,
-                                                   " must be in [4, max_positions ",
-                                                   model->config().max_positions(), "]"));
+                                                   " must be in [4, the model's longest sequence ",
+                                                   model->config().max_sequence_length(), "]"));
   }
   out.quadratic = StoresScores(model, out.layout, options.amp, device);
   return out;

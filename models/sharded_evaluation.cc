@@ -74,4 +74,13 @@ absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
   return EvalResultFromScores(data, std::move(all), classes);
 }
 
+absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
+                                           const tokenize::TokenizedCorpus& data,
+                                           const batching::PlannerOptions& plan,
+                                           const c10::Device& device, AmpMode amp,
+                                           int64_t pad_id, const DataParallel& dp) {
+  if (dp.enabled()) return EvaluateSharded(model, data, plan, device, amp, pad_id, *dp.group);
+  return Evaluate(model, data, plan, device, amp, pad_id);
+}
+
 }  // namespace padless::models

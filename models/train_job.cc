@@ -404,11 +404,8 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
   // its best evaluation lacks it and evaluates again.
   result.dev = result.train.best_dev;
   if (data.dev && !result.dev) {
-    absl::StatusOr<EvalResult> eval =
-        dp.enabled() ? EvaluateSharded(model, *data.dev, plan, device, o.train.amp(),
-                                       tokenizer.special_ids().pad, *dp.group)
-                     : Evaluate(model, *data.dev, plan, device, o.train.amp(),
-                                tokenizer.special_ids().pad);
+    absl::StatusOr<EvalResult> eval = EvaluateOnRanks(model, *data.dev, plan, device, o.train.amp(),
+                                                      tokenizer.special_ids().pad, dp);
     if (!eval.ok()) return eval.status();
     result.dev = *std::move(eval);
   }

@@ -44,9 +44,11 @@ absl::Status CheckInputs(const EncoderConfig& mc, const TrainConfig& config,
   absl::Status check = CheckCorpus(train, mc, "training data");
   if (check.ok() && dev != nullptr) check = CheckCorpus(*dev, mc, "dev data");
   if (!check.ok()) return check;
-  if (plan.max_len() > mc.max_positions()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_len ", plan.max_len(), " exceeds the model's max_positions ", mc.max_positions()));
+  if (plan.max_len() > mc.max_sequence_length()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_len ", plan.max_len(), " exceeds the model's longest sequence ",
+                     mc.max_sequence_length(), " (max_positions ", mc.max_positions(),
+                     " less position_offset ", mc.position_offset(), ")"));
   }
   if (config.grad_accum() < 1) return absl::InvalidArgumentError("grad_accum: must be >= 1");
   if (config.amp() != AmpMode::kOff && device.is_cpu() && config.amp() == AmpMode::kFp16) {
@@ -225,8 +227,10 @@ double ChanceLevelLoss(const std::vector<int64_t>& labels) {
 // window's mean loss (already on the host, read by the log's one sync per window) against the
 // chance level.
 void TrainingRun::CheckChanceLevel() {
-  // A run shorter than the check step is checked at its end (few steps are a cause of it too).
-  const int64_t at = std::min(config_.chance_check_step(), total_steps_);
+  // Not before twice the warmup: a model is not judged while its learning rate is still rising. A
+  // run shorter than that is checked at its end (few steps are a cause of it too).
+  const int64_t at =
+      std::min(std::max(config_.chance_check_step(), 2 * warmup_steps_), total_steps_);
   if (chance_checked_ || config_.chance_check_step() <= 0 || state_.global_step < at) return;
   chance_checked_ = true;
   const double chance = ChanceLevelLoss(train_.labels());
@@ -236,10 +240,10 @@ void TrainingRun::CheckChanceLevel() {
   log_->EndLine();
   absl::FPrintF(stderr,
                 "warning: after %d steps the training loss %.4f is still at chance level (%.4f, "
-                "the loss of predicting the label frequencies): the model is not learning. Try a "
-                "lower --lr (base from scratch: 5e-5), more steps per epoch (smaller "
-                "--max-tokens; %d steps in all) or more epochs\n",
-                state_.global_step, log_->final_loss(), chance, total_steps_);
+                "the loss of predicting the label frequencies): the model is not learning yet. "
+                "If it stays there, try a --lr below the current %g, more steps per epoch "
+                "(smaller --max-tokens; %d steps in all) or more epochs\n",
+                state_.global_step, log_->final_loss(), chance, config_.lr(), total_steps_);
 }
 
 absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
@@ -505,11 +509,8 @@ absl::Status TrainingRun::EndEpoch() {
 absl::Status TrainingRun::EvaluateDev() {
   if (dev_ == nullptr) return absl::OkStatus();
   const PauseClock clock(device_, paused_seconds_);
-  const DataParallel& dp = config_.data_parallel();
-  absl::StatusOr<EvalResult> r =
-      dp.enabled() ? EvaluateSharded(model_, *dev_, plan_, device_, config_.amp(),
-                                     config_.pad_id(), *dp.group)
-                   : Evaluate(model_, *dev_, plan_, device_, config_.amp(), config_.pad_id());
+  absl::StatusOr<EvalResult> r = EvaluateOnRanks(model_, *dev_, plan_, device_, config_.amp(),
+                                                 config_.pad_id(), config_.data_parallel());
   if (!r.ok()) return r.status();
   if (config_.progress()) {
     log_->EndLine();

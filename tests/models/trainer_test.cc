@@ -351,6 +351,14 @@ TEST(TrainerTest, BadDataIsAClearError) {
   r = Trainer(model, Quiet(), Plan(batching::Sampler::kRandom), at::kCPU).Train(bad_token, nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message()).find("token id 60"), std::string::npos) << r.status();
+
+  // RoBERTa-style position ids start at an offset: max_len 64 does not fit 64 positions less 2.
+  EncoderClassifier offset_model(TinyConfig(0.0).position_offset(2));
+  r = Trainer(offset_model, Quiet(), Plan(batching::Sampler::kRandom), at::kCPU)
+          .Train(SyntheticCorpus(10, 4), nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("longest sequence 62"), std::string::npos)
+      << r.status();
 }
 
 TEST(MetricsTest, AccuracyAndMacroF1) {

@@ -40,6 +40,11 @@ struct EncoderConfig {
   // Added to every position id before the position-embedding lookup (RoBERTa: padding_idx + 1 =
   // 2); sequences may then hold max_positions - position_offset tokens.
   TORCH_ARG(int64_t, position_offset) = 0;
+
+ public:
+  // The longest sequence the position embeddings can hold: max_positions - position_offset.
+  int64_t max_sequence_length() const { return max_positions() - position_offset(); }
+
   TORCH_ARG(int64_t, num_labels) = 2;
   // Dropout after embeddings, attention output and FFN output; attention_dropout on the attention
   // probabilities.

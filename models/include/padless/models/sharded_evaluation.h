@@ -3,11 +3,13 @@
 // over the ranks (each example is scored on exactly one rank), so that every rank returns the
 // EvalResult that Evaluate gives on the whole corpus, and early stopping and best-weight decisions
 // agree everywhere. A collective: every rank must call it.
+// EvaluateOnRanks: EvaluateSharded in a data-parallel job, Evaluate in a single process.
 #ifndef PADLESS_MODELS_SHARDED_EVALUATION_H_
 #define PADLESS_MODELS_SHARDED_EVALUATION_H_
 
 #include "absl/status/statusor.h"
 #include "padless/dist/process_group.h"
+#include "padless/models/data_parallel.h"
 #include "padless/models/evaluation.h"
 
 namespace padless::models {
@@ -17,6 +19,12 @@ absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
                                            const batching::PlannerOptions& plan,
                                            const c10::Device& device, AmpMode amp,
                                            int64_t pad_id, dist::ProcessGroup& group);
+
+absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
+                                           const tokenize::TokenizedCorpus& data,
+                                           const batching::PlannerOptions& plan,
+                                           const c10::Device& device, AmpMode amp,
+                                           int64_t pad_id, const DataParallel& dp);
 
 }  // namespace padless::models
 

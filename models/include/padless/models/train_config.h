@@ -69,7 +69,8 @@ struct TrainConfig {
   TORCH_ARG(int64_t, max_nonfinite_steps) = 50;
   // Data-parallel training over the ranks of a process group (data_parallel.h; default: alone).
   TORCH_ARG(DataParallel, data_parallel) = DataParallel();
-  // The first log flush at or after this optimizer step (or the last step of a shorter run) warns,
+  // The first log flush at or after this optimizer step and twice the warmup (or the last step of a
+  // shorter run) warns,
   // once (on stderr when `progress`, and in TrainResult::loss_at_chance), when the window's mean
   // training loss is still at chance level: at least kChanceLevelShare of the loss of predicting
   // the training label frequencies (ln(num_labels) for balanced labels); see
