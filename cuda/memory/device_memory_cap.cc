@@ -40,7 +40,8 @@ absl::StatusOr<DeviceMemoryCap> DeviceMemoryCap::Create(c10::Device device, int6
   at::globalContext().lazyInitDevice(c10::kCUDA);
   // Cached blocks were carved from fixed segments; free them so the run starts expandable.
   c10::cuda::CUDACachingAllocator::emptyCache();
-  const bool was_fixed = !c10::CachingAllocator::AcceleratorAllocatorConfig::use_expandable_segments();
+  const bool was_fixed =
+      !c10::CachingAllocator::AcceleratorAllocatorConfig::use_expandable_segments();
   if (was_fixed) c10::CachingAllocator::setAllocatorSettings("expandable_segments:True");
   c10::cuda::CUDACachingAllocator::setMemoryFraction(static_cast<double>(limit_bytes) / total,
                                                      index);
