@@ -1,6 +1,8 @@
 #include "byte_level_bpe_backend.h"
 
-#include <limits>
+#include <functional>
+#include <queue>
+#include <tuple>
 #include <utility>
 
 #include "bert_char_classes.h"
@@ -148,23 +150,45 @@ std::vector<int32_t> ByteLevelBpeBackend::CharacterIds(std::string_view word) co
   return symbols;
 }
 
+// tokenizers' Word::merge_all: a queue of candidate merges, lowest rank first, then leftmost;
+// a candidate whose pair has changed since is skipped unless the pair still merges into the same
+// piece, exactly as tokenizers checks it (so ties between two ways of spelling one piece come out
+// the same). O(n log n) in the length of the word, which matters for long words without spaces.
 void ByteLevelBpeBackend::ApplyMerges(std::vector<int32_t>* symbols) const {
-  while (symbols->size() > 1) {
-    int32_t best_rank = std::numeric_limits<int32_t>::max();
-    size_t best_pos = 0;
-    int32_t best_id = -1;
-    for (size_t i = 0; i + 1 < symbols->size(); ++i) {
-      const auto it = merges_.find(PairKey((*symbols)[i], (*symbols)[i + 1]));
-      if (it != merges_.end() && it->second.rank < best_rank) {
-        best_rank = it->second.rank;
-        best_pos = i;
-        best_id = it->second.merged_id;
-      }
-    }
-    if (best_id < 0) return;
-    (*symbols)[best_pos] = best_id;
-    symbols->erase(symbols->begin() + static_cast<std::ptrdiff_t>(best_pos) + 1);
+  const auto n = static_cast<int64_t>(symbols->size());
+  std::vector<int64_t> prev(n), next(n);
+  std::vector<bool> alive(n, true);
+  for (int64_t i = 0; i < n; ++i) {
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
   }
+  using Candidate = std::tuple<int32_t, int64_t, int32_t>;  // rank, left position, merged id
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+  const auto push_pair = [&](int64_t left) {
+    if (left < 0 || next[left] < 0) return;
+    const auto it = merges_.find(PairKey((*symbols)[left], (*symbols)[next[left]]));
+    if (it != merges_.end()) queue.emplace(it->second.rank, left, it->second.merged_id);
+  };
+  for (int64_t i = 0; i + 1 < n; ++i) push_pair(i);
+  while (!queue.empty()) {
+    const auto [rank, left, merged_id] = queue.top();
+    queue.pop();
+    if (!alive[left] || next[left] < 0) continue;
+    const int64_t right = next[left];
+    const auto it = merges_.find(PairKey((*symbols)[left], (*symbols)[right]));
+    if (it == merges_.end() || it->second.merged_id != merged_id) continue;
+    (*symbols)[left] = merged_id;
+    alive[right] = false;
+    next[left] = next[right];
+    if (next[right] >= 0) prev[next[right]] = left;
+    push_pair(prev[left]);
+    push_pair(left);
+  }
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (alive[i]) (*symbols)[kept++] = (*symbols)[i];
+  }
+  symbols->resize(static_cast<size_t>(kept));
 }
 
 absl::StatusOr<std::string> ByteLevelBpeBackend::Decode(absl::Span<const int32_t> ids) const {

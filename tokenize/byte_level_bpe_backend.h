@@ -55,6 +55,7 @@ class ByteLevelBpeBackend : public HfTokenizerJsonBackend<ByteLevelBpeSpec> {
   // without an unk_token, as in tokenizers.
   std::vector<int32_t> CharacterIds(std::string_view word) const;
   // Applies the lowest-ranked merge of adjacent symbols (leftmost on ties) until none applies.
+  // Symbols are ids; the merged ones replace their left side.
   void ApplyMerges(std::vector<int32_t>* symbols) const;
   static uint64_t PairKey(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |

@@ -269,6 +269,26 @@ TEST(ByteLevelBpeTest, ExportHuggingFaceWritesTheFileBackAndTheRobertaConfig) {
   EXPECT_EQ(Pieces(*reloaded, "Hello, world!"), Pieces(*tokenizer, "Hello, world!"));
 }
 
+// A 200 000-character word (no spaces) merges in O(n log n), as tokenizers merges it, and
+// round-trips.
+TEST(ByteLevelBpeTest, LongWordWithoutSpaces) {
+  const Tokenizer tokenizer = LoadJson(ReferenceJson());
+  std::string word;
+  for (int i = 0; i < 20000; ++i) word += "Botchanwas";
+  const std::vector<int32_t> ids = Pieces(tokenizer, word);
+  // Hugging Face `tokenizers` 0.23.3: 100000 ids, starting 440 304 1781 91 290 38 304, summing
+  // to 50080402.
+  ASSERT_EQ(ids.size(), 100000u);
+  EXPECT_THAT(std::vector<int32_t>(ids.begin(), ids.begin() + 7),
+              ElementsAre(440, 304, 1781, 91, 290, 38, 304));
+  int64_t sum = 0;
+  for (int32_t id : ids) sum += id;
+  EXPECT_EQ(sum, 50080402);
+  absl::StatusOr<std::string> decoded = tokenizer.Decode(ids);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, " " + word);
+}
+
 // The backend holds no mutable state: threads encoding at once get the goldens.
 TEST(ByteLevelBpeTest, ConcurrentEncodingMatchesTheGoldens) {
   const Tokenizer tokenizer = LoadJson(ReferenceJson());
