@@ -473,7 +473,7 @@ int RunTokenize(const std::vector<std::string>& args) {
 
 const Subcommand kTokenizeCommand = {
     "tokenize",
-    "train, apply and inspect tokenizers (SentencePiece, Hugging Face WordPiece and byte-level BPE)",
+    "train, apply and inspect tokenizers (SentencePiece, Hugging Face WordPiece, byte-level BPE)",
     "usage: padless tokenize train --input FILE[,FILE...] --out PREFIX [--vocab-size N]\n"
     "                              [--model-type unigram|bpe] [--character-coverage C]\n"
     "                              [--user-symbols A,B]\n"
