@@ -171,6 +171,40 @@ TEST(ByteLevelBpeTest, MergesAsStringsGiveTheSameIds) {
                 set.first.size(), "string merges");
 }
 
+// A ByteLevelBPETokenizer's ByteLevel post-processor, a RoBERTa TemplateProcessing, or none:
+// the same ids (padless frames every text with <s> ... </s>, where tokenizers would add nothing
+// for ByteLevel or none).
+TEST(ByteLevelBpeTest, OtherPostProcessorsGiveTheRobertaFrame) {
+  const auto special = [](const char* id) {
+    return nlohmann::json{{"SpecialToken", {{"id", id}, {"type_id", 0}}}};
+  };
+  const auto sequence = [](const char* id) {
+    return nlohmann::json{{"Sequence", {{"id", id}, {"type_id", 0}}}};
+  };
+  const nlohmann::json template_processing = {
+      {"type", "TemplateProcessing"},
+      {"single", {special("<s>"), sequence("A"), special("</s>")}},
+      {"pair",
+       {special("<s>"), sequence("A"), special("</s>"), special("</s>"), sequence("B"),
+        special("</s>")}},
+      {"special_tokens",
+       {{"<s>", {{"id", "<s>"}, {"ids", {0}}, {"tokens", {"<s>"}}}},
+        {"</s>", {{"id", "</s>"}, {"ids", {2}}, {"tokens", {"</s>"}}}}}}};
+  const nlohmann::json processors[] = {
+      {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}},
+      template_processing,
+      nullptr};
+  for (const std::string name : {"edge", "pairs"}) {
+    const TextSet set = Texts(name);
+    for (const nlohmann::json& processor : processors) {
+      nlohmann::json j = ReferenceJson();
+      j["post_processor"] = processor;
+      ExpectSameIds(ReadLines(Golden("prefix", name + ".ids")), PadlessLines(LoadJson(j), set), set,
+                    set.first.size(), name + " with post_processor " + processor.dump());
+    }
+  }
+}
+
 // How many lines of `golden` a tokenizer built from `j` gets wrong on the sst2 set.
 size_t DifferingSst2Lines(const nlohmann::json& j) {
   const TextSet set = Texts("sst2");
