@@ -473,7 +473,7 @@ int RunTokenize(const std::vector<std::string>& args) {
 
 const Subcommand kTokenizeCommand = {
     "tokenize",
-    "train, apply and inspect tokenizers (SentencePiece, Hugging Face WordPiece)",
+    "train, apply and inspect tokenizers (SentencePiece, Hugging Face WordPiece, byte-level BPE)",
     "usage: padless tokenize train --input FILE[,FILE...] --out PREFIX [--vocab-size N]\n"
     "                              [--model-type unigram|bpe] [--character-coverage C]\n"
     "                              [--user-symbols A,B]\n"
@@ -485,7 +485,8 @@ const Subcommand kTokenizeCommand = {
     "  writes PREFIX.model (plus PREFIX.labels.json when trained on labeled data).\n"
     "encode: encodes a labeled corpus; with --out, loads or (re)builds the token cache there;\n"
     "  with --ids-out, writes each example's ids (special tokens included) as a line of text.\n"
-    "--model: a padless .model, a Hugging Face tokenizer.json (WordPiece) or a model directory\n"
+    "--model: a padless .model, a Hugging Face tokenizer.json (WordPiece, or byte-level BPE as\n"
+    "  RoBERTa's) or a model directory\n"
     "  (padless, or Hugging Face's with tokenizer.json or XLM-R's sentencepiece.bpe.model).\n"
     "stats: prints the token-length distribution (special tokens included, before truncation).\n"
     "Exit codes: 0 ok, 1 runtime failure (data, model, I/O), 2 usage error.",

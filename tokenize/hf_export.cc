@@ -1,5 +1,8 @@
 #include "hf_export.h"
 
+#include <utility>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -8,22 +11,29 @@
 namespace padless::tokenize::internal {
 namespace {
 
-std::string Piece(const WordPieceSpec& spec, int32_t id) {
-  return id >= 0 && id < static_cast<int32_t>(spec.pieces.size()) ? spec.pieces[id] : "";
+std::string Piece(const std::vector<std::string>& pieces, int32_t id) {
+  return id >= 0 && id < static_cast<int32_t>(pieces.size()) ? pieces[id] : "";
 }
 
-nlohmann::json SpecialTokensMap(const WordPieceSpec& spec) {
-  const SpecialIds& s = spec.special_ids;
-  nlohmann::json map = {{"unk_token", Piece(spec, s.unk)},
-                        {"sep_token", Piece(spec, s.sep)},
-                        {"pad_token", Piece(spec, s.pad)},
-                        {"cls_token", Piece(spec, s.cls)}};
-  if (s.mask >= 0) map["mask_token"] = Piece(spec, s.mask);
+nlohmann::json SpecialTokensMap(const std::vector<std::string>& pieces, const SpecialIds& s) {
+  nlohmann::json map = {{"unk_token", Piece(pieces, s.unk)},
+                        {"sep_token", Piece(pieces, s.sep)},
+                        {"pad_token", Piece(pieces, s.pad)},
+                        {"cls_token", Piece(pieces, s.cls)}};
+  if (s.mask >= 0) map["mask_token"] = Piece(pieces, s.mask);
   return map;
 }
 
-nlohmann::json TokenizerConfig(const WordPieceSpec& spec) {
-  nlohmann::json config = SpecialTokensMap(spec);
+// RoBERTa's map also names <s> and </s> as bos and eos.
+nlohmann::json RobertaSpecialTokensMap(const ByteLevelBpeSpec& spec) {
+  nlohmann::json map = SpecialTokensMap(spec.pieces, spec.special_ids);
+  map["bos_token"] = Piece(spec.pieces, spec.special_ids.cls);
+  map["eos_token"] = Piece(spec.pieces, spec.special_ids.sep);
+  return map;
+}
+
+nlohmann::json WordPieceConfig(const WordPieceSpec& spec) {
+  nlohmann::json config = SpecialTokensMap(spec.pieces, spec.special_ids);
   config["tokenizer_class"] = "BertTokenizer";
   config["do_lower_case"] = spec.has_normalizer && spec.normalizer.lowercase;
   config["tokenize_chinese_chars"] = spec.has_normalizer && spec.normalizer.handle_chinese_chars;
@@ -35,18 +45,17 @@ nlohmann::json TokenizerConfig(const WordPieceSpec& spec) {
   return config;
 }
 
-}  // namespace
+nlohmann::json ByteLevelBpeConfig(const ByteLevelBpeSpec& spec) {
+  nlohmann::json config = RobertaSpecialTokensMap(spec);
+  config["tokenizer_class"] = "RobertaTokenizer";
+  config["add_prefix_space"] = spec.add_prefix_space;
+  config["clean_up_tokenization_spaces"] = false;
+  config["model_max_length"] = 512;
+  return config;
+}
 
-absl::Status WriteWordPieceHfFiles(const WordPieceSpec& spec, const std::string& dir) {
-  std::string vocab;
-  for (int32_t id = 0; id < spec.model_vocab_size; ++id)
-    absl::StrAppend(&vocab, spec.pieces[id], "\n");
-  const std::pair<const char*, std::string> files[] = {
-      {"tokenizer.json", spec.json},
-      {"vocab.txt", vocab},
-      {"tokenizer_config.json", TokenizerConfig(spec).dump(2) + "\n"},
-      {"special_tokens_map.json", SpecialTokensMap(spec).dump(2) + "\n"},
-  };
+absl::Status WriteFiles(const std::string& dir,
+                        const std::vector<std::pair<std::string, std::string>>& files) {
   for (const auto& [name, content] : files) {
     if (absl::Status s = report::WriteFileAtomically(absl::StrCat(dir, "/", name), content);
         !s.ok()) {
@@ -54,6 +63,32 @@ absl::Status WriteWordPieceHfFiles(const WordPieceSpec& spec, const std::string&
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteWordPieceHfFiles(const WordPieceSpec& spec, const std::string& dir) {
+  std::string vocab;
+  for (int32_t id = 0; id < spec.model_vocab_size; ++id)
+    absl::StrAppend(&vocab, spec.pieces[id], "\n");
+  return WriteFiles(dir, {{"tokenizer.json", spec.json},
+                          {"vocab.txt", vocab},
+                          {"tokenizer_config.json", WordPieceConfig(spec).dump(2) + "\n"},
+                          {"special_tokens_map.json",
+                           SpecialTokensMap(spec.pieces, spec.special_ids).dump(2) + "\n"}});
+}
+
+absl::Status WriteByteLevelBpeHfFiles(const ByteLevelBpeSpec& spec, const std::string& dir) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int32_t id = 0; id < spec.model_vocab_size; ++id) vocab[spec.pieces[id]] = id;
+  std::string merges = "#version: 0.2\n";
+  for (const auto& [left, right] : spec.merges) absl::StrAppend(&merges, left, " ", right, "\n");
+  return WriteFiles(
+      dir, {{"tokenizer.json", spec.json},
+            {"vocab.json", vocab.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
+            {"merges.txt", merges},
+            {"tokenizer_config.json", ByteLevelBpeConfig(spec).dump(2) + "\n"},
+            {"special_tokens_map.json", RobertaSpecialTokensMap(spec).dump(2) + "\n"}});
 }
 
 }  // namespace padless::tokenize::internal

@@ -9,7 +9,6 @@
 #include "padless/report/read_file.h"
 #include "sentencepiece_model.h"
 #include "spm_backend.h"
-#include "wordpiece_backend.h"
 
 namespace padless::tokenize::internal {
 namespace {
@@ -51,9 +50,7 @@ absl::StatusOr<std::unique_ptr<TokenizerBackend>> BackendFromBytes(const std::st
                                                                    bool xlmr) {
   if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat(origin, ": file is empty"));
   if (LooksLikeJson(bytes)) {
-    absl::StatusOr<WordPieceSpec> spec = ParseTokenizerJson(bytes, origin);
-    if (!spec.ok()) return spec.status();
-    return std::make_unique<WordPieceBackend>(*std::move(spec));
+    return ParseTokenizerJson(bytes, origin);
   }
   auto spm = std::make_unique<SpmBackend>();
   if (const std::string error = spm->LoadFromSerialized(bytes); !error.empty()) {

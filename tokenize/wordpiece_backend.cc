@@ -24,44 +24,10 @@ std::string Cleanup(std::string token) {
   return token;
 }
 
-// tokenizers' added-token split: the leftmost-longest matches of `tokens` (longest first) in
-// `text` become their ids; the text between them (possibly empty) goes to `on_text`.
-template <typename Char, typename OnText>
-void SplitAtAddedTokens(std::basic_string_view<Char> text,
-                        const std::vector<std::pair<std::basic_string<Char>, int32_t>>& tokens,
-                        const OnText& on_text, std::vector<int32_t>* ids) {
-  size_t start = 0;
-  for (size_t i = 0; i < text.size() && !tokens.empty();) {
-    const auto match = std::find_if(tokens.begin(), tokens.end(), [&](const auto& t) {
-      return text.substr(i, t.first.size()) == t.first;
-    });
-    if (match == tokens.end()) {
-      ++i;
-      continue;
-    }
-    on_text(text.substr(start, i - start));
-    ids->push_back(match->second);
-    i += match->first.size();
-    start = i;
-  }
-  on_text(text.substr(start));
-}
-
-template <typename Token>
-void LongestFirst(std::vector<Token>* tokens) {
-  std::stable_sort(tokens->begin(), tokens->end(),
-                   [](const Token& a, const Token& b) { return a.first.size() > b.first.size(); });
-}
-
 }  // namespace
 
-WordPieceBackend::WordPieceBackend(WordPieceSpec spec) : spec_(std::move(spec)) {
-  for (int32_t id = 0; id < static_cast<int32_t>(spec_.pieces.size()); ++id) {
-    if (id < spec_.model_vocab_size) vocab_.emplace(spec_.pieces[id], id);
-    all_pieces_.emplace(spec_.pieces[id], id);
-  }
+WordPieceBackend::WordPieceBackend(WordPieceSpec spec) : HfTokenizerJsonBackend(std::move(spec)) {
   for (const AddedToken& t : spec_.added_tokens) {
-    all_pieces_.insert_or_assign(t.content, t.id);
     if (!t.normalized) {
       if (!t.content.empty()) raw_added_.emplace_back(t.content, t.id);
       continue;
@@ -76,16 +42,12 @@ WordPieceBackend::WordPieceBackend(WordPieceSpec spec) : spec_(std::move(spec)) 
   LongestFirst(&normalized_added_);
 }
 
-int32_t WordPieceBackend::PieceToId(absl::string_view piece) const {
-  const auto it = all_pieces_.find(piece);
-  return it == all_pieces_.end() ? spec_.special_ids.unk : it->second;
-}
-
 absl::Status WordPieceBackend::Encode(absl::string_view text, std::vector<int32_t>* ids) const {
   ids->clear();
   SplitAtAddedTokens(
       std::string_view(text.data(), text.size()), raw_added_,
-      [&](std::string_view segment) { EncodeSegment(segment, ids); }, ids);
+      [&](std::string_view segment) { EncodeSegment(segment, ids); },
+      [&](size_t token) { ids->push_back(raw_added_[token].second); });
   return absl::OkStatus();
 }
 
@@ -95,7 +57,8 @@ void WordPieceBackend::EncodeSegment(std::string_view text, std::vector<int32_t>
   if (spec_.has_normalizer) BertNormalize(spec_.normalizer, &chars);
   SplitAtAddedTokens(
       std::u32string_view(chars), normalized_added_,
-      [&](std::u32string_view words) { EncodeWords(words, ids); }, ids);
+      [&](std::u32string_view words) { EncodeWords(words, ids); },
+      [&](size_t token) { ids->push_back(normalized_added_[token].second); });
 }
 
 void WordPieceBackend::EncodeWords(std::u32string_view text, std::vector<int32_t>* ids) const {
@@ -126,7 +89,7 @@ void WordPieceBackend::EncodeWord(std::u32string_view word, std::vector<int32_t>
     for (; end > start; --end) {
       candidate.assign(start > 0 ? spec_.continuing_subword_prefix : "");
       candidate.append(utf8, offsets[start], offsets[end] - offsets[start]);
-      if (const auto it = vocab_.find(candidate); it != vocab_.end()) {
+      if (const auto it = index_.model_vocab.find(candidate); it != index_.model_vocab.end()) {
         found = it->second;
         break;
       }

@@ -156,6 +156,49 @@ def tokenizer_json_seeds():
         {"id": 16, "content": "<extra>", "special": False, "normalized": False}))
 
 
+def bpe_tokenizer_json_seeds():
+    # A tiny byte-level BPE tokenizer.json (RoBERTa layout) and variants of it.
+    import json
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "<mask>", "a", "b", "c", "\u0120", "bc", "abc",
+              "\u0120a", "H", "e", "l", "o", "He", "ll", "llo"]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                  "use_regex": True}
+    base = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": pieces[i], "special": True, "single_word": False,
+                          "lstrip": pieces[i] == "<mask>", "rstrip": False, "normalized": False}
+                         for i in range(5)],
+        "normalizer": None, "pre_tokenizer": byte_level, "decoder": byte_level,
+        "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
+                           "trim_offsets": True, "add_prefix_space": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {p: i for i, p in enumerate(pieces)},
+                  "merges": [["b", "c"], ["\u0120", "a"], ["H", "e"], ["l", "l"], ["ll", "o"]]},
+    }
+    special = lambda i: {"SpecialToken": {"id": i, "type_id": 0}}
+    seq = lambda i: {"Sequence": {"id": i, "type_id": 0}}
+    template = {"type": "TemplateProcessing",
+                "single": [special("<s>"), seq("A"), special("</s>")],
+                "pair": [special("<s>"), seq("A"), special("</s>"), special("</s>"), seq("B"),
+                         special("</s>")],
+                "special_tokens": {"<s>": {"id": "<s>", "ids": [0], "tokens": ["<s>"]},
+                                   "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}}
+    def variant(name, change):
+        j = json.loads(json.dumps(base))
+        change(j)
+        write("tokenizer_json_fuzzer", name, json.dumps(j).encode())
+    variant("bpe_roberta", lambda j: None)
+    variant("bpe_string_merges", lambda j: j["model"].update(
+        merges=[" ".join(m) for m in j["model"]["merges"]]))
+    variant("bpe_template", lambda j: j.update(post_processor=template))
+    variant("bpe_no_unk_fuse_ignore_merges", lambda j: j["model"].update(
+        unk_token=None, fuse_unk=True, ignore_merges=True))
+    variant("bpe_no_prefix_space", lambda j: j.update(post_processor=None, pre_tokenizer=dict(
+        byte_level, add_prefix_space=False)))
+
+
 def safetensors_seeds():
     # Whole files: 8-byte little-endian header length, JSON header, data section.
     def st(header, data):
@@ -187,6 +230,7 @@ def main():
     tokenizer_seeds()
     planner_seeds()
     tokenizer_json_seeds()
+    bpe_tokenizer_json_seeds()
 
 
 if __name__ == "__main__":

@@ -8,14 +8,9 @@
 
 namespace padless::tokenize::testing {
 
-nlohmann::json TinyWordPieceJson() {
-  const std::vector<std::string> pieces = {
-      "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "un", "##aff", "##able",
-      ",",     "!",     "a",     "##b",   "cafe",   "中",    "'",     "s",  "."};
-  nlohmann::json vocab = nlohmann::json::object();
-  for (size_t i = 0; i < pieces.size(); ++i) vocab[pieces[i]] = i;
+nlohmann::json SpecialAddedTokens(const std::vector<std::string>& pieces, int count) {
   nlohmann::json added = nlohmann::json::array();
-  for (int id = 0; id < 5; ++id) {
+  for (int id = 0; id < count; ++id) {
     added.push_back({{"id", id},
                      {"content", pieces[id]},
                      {"special", true},
@@ -24,6 +19,16 @@ nlohmann::json TinyWordPieceJson() {
                      {"rstrip", false},
                      {"normalized", false}});
   }
+  return added;
+}
+
+nlohmann::json TinyWordPieceJson() {
+  const std::vector<std::string> pieces = {
+      "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "un", "##aff", "##able",
+      ",",     "!",     "a",     "##b",   "cafe",   "中",    "'",     "s",  "."};
+  nlohmann::json vocab = nlohmann::json::object();
+  for (size_t i = 0; i < pieces.size(); ++i) vocab[pieces[i]] = i;
+  const nlohmann::json added = SpecialAddedTokens(pieces, 5);
   const auto special = [](const char* id, int type) {
     return nlohmann::json{{"SpecialToken", {{"id", id}, {"type_id", type}}}};
   };

@@ -5,11 +5,14 @@
 #define PADLESS_TESTS_TOKENIZE_TINY_WORDPIECE_H_
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace padless::tokenize::testing {
 
+// added_tokens entries for pieces[0..count): special, not normalized, no lstrip/rstrip.
+nlohmann::json SpecialAddedTokens(const std::vector<std::string>& pieces, int count);
 // [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4, then hello world un ##aff ##able , ! a ##b cafe 中 ' s
 // . (ids 5..18); max_input_chars_per_word 10; uncased BERT normalizer.
 nlohmann::json TinyWordPieceJson();

@@ -1,12 +1,14 @@
 // Broken tokenizer inputs give a clear error naming the file (and the field), never a crash:
 // missing path, directory without a tokenizer, empty, binary, truncated JSON, unsupported types
-// and components, missing [UNK], vocabulary ids out of range or duplicated, bad added tokens.
+// and components, missing [UNK], vocabulary ids out of range or duplicated, bad added tokens;
+// for byte-level BPE also bad merges and the BPE options padless does not implement.
 #include <filesystem>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "padless/tokenize/tokenizer.h"
+#include "tiny_bpe.h"
 #include "tiny_wordpiece.h"
 
 namespace padless::tokenize {
@@ -48,7 +50,7 @@ TEST(TokenizerJsonErrorsTest, EmptyBinaryAndTruncatedFiles) {
 }
 
 TEST(TokenizerJsonErrorsTest, UnsupportedTypesNameTheType) {
-  for (const char* type : {"BPE", "Unigram", "WordLevel"}) {
+  for (const char* type : {"Unigram", "WordLevel"}) {
     nlohmann::json j = testing::TinyWordPieceJson();
     j["model"]["type"] = type;
     ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, type);
@@ -103,6 +105,77 @@ TEST(TokenizerJsonErrorsTest, BadAddedTokensAndSpecials) {
   j = testing::TinyWordPieceJson();
   j["normalizer"]["lowercase"] = "yes";
   ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "unexpected JSON type");
+}
+
+TEST(TokenizerJsonErrorsTest, ByteLevelBpeUnsupportedOptionsNameTheField) {
+  const std::pair<const char*, nlohmann::json> options[] = {{"dropout", 0.1},
+                                                            {"byte_fallback", true},
+                                                            {"continuing_subword_prefix", "##"},
+                                                            {"end_of_word_suffix", "</w>"}};
+  for (const auto& [key, value] : options) {
+    nlohmann::json j = testing::TinyByteLevelBpeJson();
+    j["model"][key] = value;
+    ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, std::string("model.") + key);
+  }
+  nlohmann::json j = testing::TinyByteLevelBpeJson();
+  j["normalizer"] = {{"type", "NFC"}};
+  ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, "normalizer.type 'NFC'");
+  j = testing::TinyByteLevelBpeJson();
+  j["pre_tokenizer"] = {{"type", "Whitespace"}};
+  ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, "pre_tokenizer.type 'Whitespace'");
+  j = testing::TinyByteLevelBpeJson();
+  j["pre_tokenizer"]["use_regex"] = false;
+  ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, "pre_tokenizer.use_regex");
+  j = testing::TinyByteLevelBpeJson();
+  j["decoder"] = {{"type", "Metaspace"}};
+  ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, "decoder.type 'Metaspace'");
+  j = testing::TinyByteLevelBpeJson();
+  j["post_processor"] = {{"type", "BertProcessing"}};
+  ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented,
+                 "post_processor.type 'BertProcessing'");
+  j = testing::TinyByteLevelBpeJson();
+  j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", nlohmann::json::array()}};
+  ExpectRejected(j.dump(), absl::StatusCode::kUnimplemented, "RoBERTa's template");
+}
+
+TEST(TokenizerJsonErrorsTest, ByteLevelBpeBrokenMergesAndVocabulary) {
+  const nlohmann::json bad_merges[] = {
+      nlohmann::json::array({nlohmann::json::array({"a", "zz"})}),  // zz is not a piece
+      nlohmann::json::array({nlohmann::json::array({"a", "c"})}),   // nor is ac
+      nlohmann::json::array({"b c d"}),
+      nlohmann::json::array({nlohmann::json::array({"b"})}),
+      nlohmann::json::array({5}),
+      "b c",
+  };
+  for (const nlohmann::json& merges : bad_merges) {
+    nlohmann::json j = testing::TinyByteLevelBpeJson();
+    j["model"]["merges"] = merges;
+    ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "model.merges");
+  }
+  nlohmann::json j = testing::TinyByteLevelBpeJson();
+  j["model"].erase("merges");
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "model.merges");
+  j = testing::TinyByteLevelBpeJson();
+  j["model"]["vocab"]["zz"] = 40;
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "model.vocab");
+  j = testing::TinyByteLevelBpeJson();
+  j["model"]["vocab"]["abc"] = 9;  // "bc" has 9 too
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "model.vocab");
+  j = testing::TinyByteLevelBpeJson();
+  j["model"]["unk_token"] = "[UNK]";
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "model.unk_token");
+  j = testing::TinyByteLevelBpeJson();
+  j["model"]["unk_token"] = 3;
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "unexpected JSON type");
+  j = testing::TinyByteLevelBpeJson();
+  j["post_processor"]["sep"] = {"</s>", 99};
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "</s>");
+  j = testing::TinyByteLevelBpeJson();
+  j["post_processor"]["cls"] = "<s>";
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "post_processor.cls");
+  j = testing::TinyByteLevelBpeJson();
+  j["added_tokens"][1]["id"] = 5;  // <pad> claims "a"'s id
+  ExpectRejected(j.dump(), absl::StatusCode::kInvalidArgument, "added_tokens");
 }
 
 }  // namespace

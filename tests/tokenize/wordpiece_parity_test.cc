@@ -16,12 +16,10 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "padless/tokenize/tokenizer.h"
+#include "parity_util.h"
 
 namespace padless::tokenize {
 namespace {
@@ -53,82 +51,13 @@ std::string RefsDir() {
   return dir.path();
 }
 
-std::vector<std::string> ReadLines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// The text column of a label<TAB>text file, read as the reference script reads it.
-std::vector<std::string> TsvTexts(const std::string& path, size_t limit) {
-  std::vector<std::string> texts;
-  std::vector<std::string> lines = ReadLines(path);
-  for (size_t i = 1; i < lines.size() && texts.size() < limit; ++i) {
-    std::string& line = lines[i];
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const size_t tab = line.find('\t');
-    if (tab != std::string::npos) texts.push_back(line.substr(tab + 1));
-  }
-  return texts;
-}
-
-struct TextSet {
-  std::vector<std::string> first;
-  std::vector<std::string> second;  // empty unless pairs
-};
+using testing::ExpectSameIds;
+using testing::PadlessLines;
+using testing::ReadLines;
+using testing::TextSet;
 
 TextSet Texts(const std::string& name) {
-  const std::vector<std::string> sst2 = TsvTexts(kSource + "/data/sst2_dev.tsv", SIZE_MAX);
-  TextSet set;
-  if (name == "sst2") set.first = sst2;
-  if (name == "imdb") set.first = TsvTexts(kSource + "/data/imdb_1k.tsv", 500);
-  if (name == "edge") {
-    for (const std::string& line : ReadLines(kGolden + "/edge_texts.jsonl")) {
-      if (!line.empty()) set.first.push_back(nlohmann::json::parse(line).get<std::string>());
-    }
-  }
-  if (name == "pairs") {
-    for (size_t i = 0; i + 1 < sst2.size(); i += 2) {
-      set.first.push_back(sst2[i]);
-      set.second.push_back(sst2[i + 1]);
-    }
-  }
-  return set;
-}
-
-// padless's ids of every text, one space-separated line each (the CLI's --ids-out format).
-std::vector<std::string> PadlessLines(const Tokenizer& tokenizer, const TextSet& set) {
-  EncodeOptions no_limit;
-  no_limit.max_length = 0;
-  std::vector<std::string> lines;
-  for (size_t i = 0; i < set.first.size(); ++i) {
-    absl::StatusOr<Encoding> e = set.second.empty()
-                                     ? tokenizer.Encode(set.first[i], no_limit)
-                                     : tokenizer.EncodePair(set.first[i], set.second[i], no_limit);
-    lines.push_back(e.ok() ? absl::StrJoin(e->ids, " ")
-                           : absl::StrCat("error: ", e.status().ToString()));
-  }
-  return lines;
-}
-
-// Compares the first min(|want|, |got|) lines and requires `want` to have `min_lines`; reports the
-// first mismatches with their text.
-void ExpectSameIds(const std::vector<std::string>& want, const std::vector<std::string>& got,
-                   const TextSet& set, size_t min_lines, const std::string& what) {
-  ASSERT_GE(want.size(), min_lines) << what;
-  ASSERT_LE(want.size(), got.size()) << what;
-  int reported = 0;
-  size_t mismatches = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (want[i] == got[i]) continue;
-    ++mismatches;
-    if (reported++ < 5) {
-      ADD_FAILURE() << what << " line " << i + 1 << ": text '" << set.first[i]
-                    << "'\n  hf:      " << want[i] << "\n  padless: " << got[i];
-    }
-  }
-  EXPECT_EQ(mismatches, 0u) << what << ": " << mismatches << " of " << want.size() << " differ";
+  return testing::LoadTextSet(name, kSource, kGolden + "/edge_texts.jsonl", 500);
 }
 
 class WordPieceParityTest : public ::testing::TestWithParam<std::string> {};

@@ -1,7 +1,9 @@
 // Tokenizer: text to model input ids, with one of several backends behind a PIMPL:
 // - a padless SentencePiece model with padless's fixed special tokens (special_tokens.h);
 // - an XLM-R SentencePiece model (sentencepiece.bpe.model) with fairseq's id offset;
-// - a Hugging Face WordPiece tokenizer.json (BERT, MiniLM, ...), with the ids its file gives.
+// - a Hugging Face WordPiece tokenizer.json (BERT, MiniLM, ...), with the ids its file gives;
+// - a Hugging Face byte-level BPE tokenizer.json (RoBERTa, GPT-2-style ByteLevelBPETokenizer),
+//   with RoBERTa's template (<s> a </s></s> b </s>) and the ids its file gives.
 // On top of every backend: model input templates ([CLS] a [SEP] and [CLS] a [SEP] b [SEP] with
 // token type ids, or RoBERTa's <s> a </s></s> b </s>), truncation and overflow windows, all with
 // the backend's special_ids(). Training, loading and saving live here too. All methods are const
@@ -63,14 +65,15 @@ inline constexpr const char* kTokenizerFileNames[] = {"tokenizer.model", "tokeni
 
 class Tokenizer {
  public:
-  // Accepts a padless SentencePiece .model, a Hugging Face tokenizer.json (WordPiece), or a model
-  // directory (tokenizer.model, else a WordPiece tokenizer.json, else XLM-R's
+  // Accepts a padless SentencePiece .model, a Hugging Face tokenizer.json (WordPiece or byte-level
+  // BPE), or a model directory (tokenizer.model, else a tokenizer.json, else XLM-R's
   // sentencepiece.bpe.model with the fairseq id offset). Files are told apart by content, not by
   // name. A SentencePiece file without padless's special ids (e.g. a bare XLM-R model: pass its
   // directory), or a tokenizer.json of another type, is an error naming the file.
   static absl::StatusOr<Tokenizer> Load(const std::string& path);
-  // The inverse of Serialized() for padless SentencePiece models (the model proto) and WordPiece
-  // (the tokenizer.json text); an XLM-R model loads only from its directory (see Load).
+  // The inverse of Serialized() for padless SentencePiece models (the model proto) and the
+  // tokenizer.json backends, WordPiece and byte-level BPE (the tokenizer.json text); an XLM-R
+  // model loads only from its directory (see Load).
   static absl::StatusOr<Tokenizer> FromSerialized(const std::string& serialized_model);
   // Trains on text files (one sentence per line) or on sentences held in memory.
   static absl::StatusOr<Tokenizer> TrainFromFiles(const std::vector<std::string>& files,
@@ -83,15 +86,16 @@ class Tokenizer {
   ~Tokenizer();
 
   // Writes the backend's own format (atomically: a temporary file, then rename): the .model file
-  // for SentencePiece, tokenizer.json for WordPiece.
+  // for SentencePiece, tokenizer.json for WordPiece and byte-level BPE.
   absl::Status Save(const std::string& path) const;
   std::string Serialized() const;
   // The name of the tokenizer file in a model directory: "tokenizer.model" (padless
-  // SentencePiece), "tokenizer.json" (WordPiece) or "sentencepiece.bpe.model" (XLM-R, whose
-  // layout the name marks). Load(dir) finds each of them.
+  // SentencePiece), "tokenizer.json" (WordPiece, byte-level BPE) or "sentencepiece.bpe.model"
+  // (XLM-R, whose layout the name marks). Load(dir) finds each of them.
   std::string file_name() const;
   // Writes the files Hugging Face's AutoTokenizer reads into the existing directory `dir`
-  // (tokenizer.json, tokenizer_config.json, special_tokens_map.json, vocab.txt for WordPiece).
+  // (tokenizer.json, tokenizer_config.json, special_tokens_map.json, vocab.txt for WordPiece,
+  // vocab.json and merges.txt for byte-level BPE).
   // Unimplemented error, naming the backend, for backends that cannot be exported.
   absl::Status ExportHuggingFace(const std::string& dir) const;
   // The backend, for messages: e.g. "WordPiece (tokenizer.json)".
