@@ -288,5 +288,47 @@ TEST(HfParityTest, ExportHfRoundTrip) {
   }
 }
 
+// A RoBERTa-shaped model with a byte-level BPE tokenizer.json (RoBERTa's tokenizer family):
+// saved as a padless model directory, exported, and read back by padless and by transformers.
+TEST(HfParityTest, ExportHfRoundTripRobertaWithByteLevelBpe) {
+  const std::string bpe =
+      std::string(PADLESS_SOURCE_DIR) + "/tests/tokenize/data/bytelevel_bpe/tokenizer.json";
+  absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(bpe);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  const EncoderConfig config =
+      EncoderConfig(RandomShapes()[1].config).vocab_size(tokenizer->vocab_size()).num_labels(2);
+  ASSERT_EQ(config.position_offset(), 2);  // the RoBERTa shape
+  EncoderClassifier model = RandomModel(config, 11);
+  absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::FromNames({"neg", "pos"});
+  ASSERT_TRUE(labels.ok());
+  const std::string dir = TempDir("export_roberta_padless"), out = TempDir("export_roberta_hf");
+  ASSERT_TRUE(SaveModelDir(dir, model, *tokenizer, *labels).ok());
+  const std::string cmd =
+      absl::StrCat(PADLESS_CLI_PATH, " export-hf --model ", dir, " --out ", out);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+
+  absl::StatusOr<tokenize::Tokenizer> exported = tokenize::Tokenizer::Load(out);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  for (const char* text : {"a gripping , funny film", "  It's 42 degrees\tout\u00e9!", ""}) {
+    absl::StatusOr<tokenize::Encoding> want = tokenizer->Encode(text, tokenize::EncodeOptions());
+    absl::StatusOr<tokenize::Encoding> got = exported->Encode(text, tokenize::EncodeOptions());
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_EQ(got->ids, want->ids) << text;
+  }
+  absl::StatusOr<ImportedModel> back = ImportHuggingFace(out);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->hf.encoder.ToJson(), config.ToJson());
+  const Sequences s = FixedIds(config.vocab_size());
+  at::NoGradGuard no_grad;
+  const at::Tensor want = model->forward(MakeVarlen(s));
+  EXPECT_TRUE(back->model->forward(MakeVarlen(s)).equal(want));
+  if (!HavePython()) return;
+  const Reference ref =
+      LoadReference("export_round_trip_roberta", out, s, config.hidden(), false, "");
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    EXPECT_LT(RelativeError(want[i], ref.second[i]), 1e-4) << i;
+  }
+}
+
 }  // namespace
 }  // namespace padless::models
