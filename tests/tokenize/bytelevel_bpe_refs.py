@@ -15,7 +15,7 @@ usage: bytelevel_bpe_refs.py --repo ROOT --out DIR [--train BOTCHAN_TXT]
 """
 import argparse, json, os, sys
 
-from wordpiece_refs import read_tsv_texts  # the same reading of the .tsv files
+import wordpiece_refs  # the same text sets and reading of the .tsv files
 
 DATA = "tests/tokenize/data/bytelevel_bpe"
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
@@ -37,12 +37,7 @@ def train(botchan, path):
 
 
 def text_sets(repo):
-    sst2 = read_tsv_texts(os.path.join(repo, "data/sst2_dev.tsv"), None)
-    imdb = read_tsv_texts(os.path.join(repo, "data/imdb_1k.tsv"), IMDB_TEXTS)
-    with open(os.path.join(repo, DATA, "edge_texts.jsonl"), encoding="utf-8") as f:
-        edge = [json.loads(line) for line in f if line.strip()]
-    pairs = [(sst2[i], sst2[i + 1]) for i in range(0, len(sst2) - 1, 2)]
-    return {"sst2": sst2, "imdb": imdb, "edge": edge, "pairs": pairs}
+    return wordpiece_refs.text_sets(repo, os.path.join(DATA, "edge_texts.jsonl"), IMDB_TEXTS)
 
 
 def variants(base_text):

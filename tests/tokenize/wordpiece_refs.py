@@ -37,10 +37,12 @@ def read_tsv_texts(path, limit):
     return texts
 
 
-def text_sets(repo):
+def text_sets(repo, edge_jsonl="tests/tokenize/data/wordpiece/edge_texts.jsonl", imdb_limit=500):
+    """The parity test's text sets: SST-2 dev, the first IMDB reviews, the edge texts of
+    `edge_jsonl` (relative to repo) and pairs of consecutive SST-2 texts."""
     sst2 = read_tsv_texts(os.path.join(repo, "data/sst2_dev.tsv"), None)
-    imdb = read_tsv_texts(os.path.join(repo, "data/imdb_1k.tsv"), 500)
-    with open(os.path.join(repo, "tests/tokenize/data/wordpiece/edge_texts.jsonl"), encoding="utf-8") as f:
+    imdb = read_tsv_texts(os.path.join(repo, "data/imdb_1k.tsv"), imdb_limit)
+    with open(os.path.join(repo, edge_jsonl), encoding="utf-8") as f:
         edge = [json.loads(line) for line in f if line.strip()]
     pairs = [(sst2[i], sst2[i + 1]) for i in range(0, len(sst2) - 1, 2)]
     return {"sst2": sst2, "imdb": imdb, "edge": edge, "pairs": pairs}
