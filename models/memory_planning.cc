@@ -197,8 +197,7 @@ absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier& mo
       if (!m->oom) out.samples.push_back({b, s, m->peak_allocated_bytes});
       // The budget bounds reserved memory: a rung fits when its reserve (allocations plus the
       // allocator's rounding) does, not only its allocations.
-      return cuda::LadderStep{b, std::max(m->peak_allocated_bytes, m->peak_reserved_bytes),
-                              m->oom};
+      return cuda::LadderStep{b, std::max(m->peak_allocated_bytes, m->peak_reserved_bytes), m->oom};
     };
     status = ProbeSmallShapes(probe, out, device, steps);
     if (status.ok()) status = ClimbLadder(probe, out, steps);

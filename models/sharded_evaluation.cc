@@ -37,8 +37,8 @@ absl::StatusOr<CorpusScores> ScoreShard(EncoderClassifier& model,
 absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp,
-                                           int64_t pad_id, dist::ProcessGroup& group) {
+                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           dist::ProcessGroup& group) {
   if (absl::Status check = CheckCorpus(data, model->config(), "eval data"); !check.ok()) {
     return check;
   }
@@ -77,8 +77,8 @@ absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
 absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp,
-                                           int64_t pad_id, const DataParallel& dp) {
+                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           const DataParallel& dp) {
   if (dp.enabled()) return EvaluateSharded(model, data, plan, device, amp, pad_id, *dp.group);
   return Evaluate(model, data, plan, device, amp, pad_id);
 }

@@ -103,8 +103,9 @@ TEST(MemoryBudgetGpuTest, WholeRunStaysWithinTheBudget) {
   ASSERT_TRUE(r->dev.has_value());
   EXPECT_GT(best_copies, 0);
   EXPECT_TRUE(r->train.oom_events.empty())
-      << r->train.oom_events.size() << " out-of-memory splits, the first: "
-      << r->train.oom_events.front() << "\n" << r->train.memory_plan->Summary();
+      << r->train.oom_events.size()
+      << " out-of-memory splits, the first: " << r->train.oom_events.front() << "\n"
+      << r->train.memory_plan->Summary();
   EXPECT_GE(r->train.steps, 3);
   EXPECT_EQ(r->train.epochs_completed, 3);
   EXPECT_EQ(CountFiles(job.out + "/checkpoints", ".pt"), 2);  // written each epoch, 2 kept

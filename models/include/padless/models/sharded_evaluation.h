@@ -17,14 +17,14 @@ namespace padless::models {
 absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp,
-                                           int64_t pad_id, dist::ProcessGroup& group);
+                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           dist::ProcessGroup& group);
 
 absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp,
-                                           int64_t pad_id, const DataParallel& dp);
+                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           const DataParallel& dp);
 
 }  // namespace padless::models
 

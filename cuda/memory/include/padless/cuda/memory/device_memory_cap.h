@@ -36,7 +36,7 @@ class DeviceMemoryCap {
  private:
   DeviceMemoryCap(int device_index, bool restore_fixed_segments)
       : device_index_(device_index), restore_fixed_segments_(restore_fixed_segments) {}
-  int device_index_ = -1;  // -1: nothing capped (CPU, or moved from)
+  int device_index_ = -1;                // -1: nothing capped (CPU, or moved from)
   bool restore_fixed_segments_ = false;  // expandable segments were off before the cap
 };
 
