@@ -31,6 +31,7 @@
 #include "padless/models/train_config.h"
 #include "padless/models/train_step.h"
 #include "padless/tokenize/special_tokens.h"
+#include "step_trace.h"
 
 #ifdef PADLESS_TORCH_HAS_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -79,16 +80,37 @@ absl::StatusOr<std::vector<batching::BatchSpec>> PlanRun(const RunConfig& config
   return out;
 }
 
+// The timed steps are over: their wall time and memory peaks.
+void EndTiming(const c10::Device& device, Clock::time_point start,
+               const std::optional<cuda::MemoryMeter>& meter, RunResult& r) {
+  Synchronize(device);
+  r.seconds = SecondsBetween(start, Clock::now());
+  if (!meter) return;
+  const cuda::MemorySnapshot mem = meter->Snapshot();
+  r.peak_allocated_bytes = mem.peak_allocated_bytes;
+  r.peak_reserved_bytes = mem.peak_reserved_bytes;
+}
+
+// The configuration's name with '/' and ':' (not allowed or awkward in file names) as '_'.
+std::string TraceFileName(const RunConfig& config) {
+  std::string name = config.Name();
+  for (char& c : name)
+    if (c == '/' || c == ':') c = '_';
+  return name;
+}
+
 absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
                                        const tokenize::TokenizedCorpus& corpus,
                                        const RunOptions& o) {
   if (o.steps < 1 || o.warmup_steps < 0) {
     return absl::InvalidArgumentError("--steps must be >= 1 and --warmup_steps >= 0");
   }
-  const int64_t total = o.warmup_steps + o.steps;
+  const int64_t timed_end = o.warmup_steps + o.steps;
+  const int64_t total = timed_end + (o.trace_dir.empty() ? 0 : o.trace_steps);
   absl::StatusOr<std::vector<batching::BatchSpec>> specs = PlanRun(config, corpus, o, total);
   if (!specs.ok()) return specs.status();
-  const std::vector<batching::BatchSpec> timed(specs->begin() + o.warmup_steps, specs->end());
+  const std::vector<batching::BatchSpec> timed(specs->begin() + o.warmup_steps,
+                                               specs->begin() + timed_end);
 
   absl::StatusOr<models::EncoderConfig> model_config = models::EncoderConfig::Preset(o.preset);
   if (!model_config.ok()) return model_config.status();
@@ -160,8 +182,13 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
 
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(o.device).dtype(at::kFloat));
   Clock::time_point start;
+  StepTrace trace;
   for (int64_t step = 0; step < total; ++step) {
-    const bool timing = step >= o.warmup_steps;
+    const bool timing = step >= o.warmup_steps && step < timed_end;
+    if (step == timed_end) {
+      EndTiming(o.device, start, meter, r);
+      if (absl::Status s = trace.Start(); !s.ok()) return s;
+    }
     if (step == o.warmup_steps) {
       // Warmup is over: the allocator's cache, cuDNN/cuBLAS plans and optimizer state exist.
       Synchronize(o.device);
@@ -196,12 +223,12 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
     // Accumulated on the device: reading the loss every step would sync the host with the GPU.
     if (timing) loss_sum.add_(trained->loss);
   }
-  Synchronize(o.device);
-  r.seconds = SecondsBetween(start, Clock::now());
-  if (meter) {
-    const cuda::MemorySnapshot mem = meter->Snapshot();
-    r.peak_allocated_bytes = mem.peak_allocated_bytes;
-    r.peak_reserved_bytes = mem.peak_reserved_bytes;
+  if (total == timed_end) {
+    EndTiming(o.device, start, meter, r);
+  } else {
+    Synchronize(o.device);
+    const std::string path = absl::StrCat(o.trace_dir, "/", TraceFileName(config), ".json");
+    if (absl::Status s = trace.Save(path); !s.ok()) return s;
   }
   r.mean_loss = loss_sum.item<double>() / static_cast<double>(o.steps);
   return r;

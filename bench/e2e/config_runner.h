@@ -36,6 +36,10 @@ struct RunOptions {
   bool sdpa_cudnn = true;
   uint64_t seed = 1234;
   c10::Device device = c10::Device(c10::kCPU);
+  // Non-empty: after the timed steps, `trace_steps` more steps run under the PyTorch profiler and
+  // their trace goes to <trace_dir>/<configuration>.json (not part of the timing).
+  std::string trace_dir;
+  int trace_steps = 3;
 };
 
 // What one configuration measured, over the timed steps only.

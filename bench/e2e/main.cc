@@ -67,6 +67,10 @@ ABSL_FLAG(std::string, baselines_dir, PADLESS_SOURCE_DIR "/bench/baselines",
           "folder of hf_bert.py and torch_packed.py");
 ABSL_FLAG(std::string, hf_strategies, "pad_to_max,pad_longest,group_by_length",
           "strategies of the Hugging Face anchor");
+ABSL_FLAG(std::string, trace_dir, "",
+          "write a PyTorch profiler trace of --trace_steps steps run after each configuration's "
+          "timed steps to DIR/<configuration>.json (summarise with bench/e2e/trace_summary.py)");
+ABSL_FLAG(int, trace_steps, 3, "steps traced per configuration with --trace_dir (1 to 100)");
 ABSL_FLAG(bool, smoke, false,
           "CPU smoke run: tiny preset, 1 warmup + 2 steps, the first 200 rows of data/imdb_1k.tsv, "
           "max_len 64, budget 512, every strategy x fp32 x none/all plus three bf16 ones (one "
@@ -217,6 +221,22 @@ int Main(int argc, char** argv) {
   if (!run.device.is_cuda() && anchors) {
     std::fprintf(stderr, "[e2e] CPU device: the Python anchors need a GPU; skipping them\n");
     anchors = false;
+  }
+
+  run.trace_dir = absl::GetFlag(FLAGS_trace_dir);
+  run.trace_steps = absl::GetFlag(FLAGS_trace_steps);
+  if (run.trace_steps < 1 || run.trace_steps > 100) {
+    std::fprintf(stderr, "--trace_steps must be between 1 and 100, got %d\n", run.trace_steps);
+    return 2;
+  }
+  if (!run.trace_dir.empty()) {
+    std::error_code trace_ec;
+    std::filesystem::create_directories(run.trace_dir, trace_ec);
+    if (trace_ec) {
+      std::fprintf(stderr, "cannot create --trace_dir %s: %s\n", run.trace_dir.c_str(),
+                   trace_ec.message().c_str());
+      return 1;
+    }
   }
 
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
