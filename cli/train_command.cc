@@ -20,8 +20,8 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
-#include "flag_spelling.h"
 #include "distributed_train.h"
+#include "flag_spelling.h"
 #include "nlohmann/json.hpp"
 #include "padless/batching/strategy_registry.h"
 #include "padless/cuda/memory/memory_budget.h"
@@ -88,7 +88,8 @@ ABSL_FLAG(std::string, long_text, "head_tail",
           "predict: texts longer than --max-len: head_tail, or windows (vote over windows)");
 ABSL_FLAG(int64_t, window_stride, 128, "predict: tokens shared by consecutive windows");
 ABSL_FLAG(std::string, attention, "auto",
-          "train: attention backend: auto (from the batch layout), dense, flash or reference");
+          "train: attention backend: auto (from the batch layout), dense, flash, efficient or "
+          "reference");
 ABSL_FLAG(std::string, layers, "fused",
           "train: encoder layer implementation for varlen batches: fused (one autograd function "
           "per layer with a hand-written backward; less memory, faster) or generic (per-op "

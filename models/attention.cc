@@ -1,6 +1,7 @@
 #include "padless/models/attention.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include "absl/strings/str_cat.h"
 
@@ -10,9 +11,11 @@ absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name) 
   if (name == "auto") return AttentionBackend::kAuto;
   if (name == "dense") return AttentionBackend::kDense;
   if (name == "varlen_flash" || name == "flash") return AttentionBackend::kVarlenFlash;
+  if (name == "varlen_efficient" || name == "efficient") return AttentionBackend::kVarlenEfficient;
   if (name == "varlen_reference" || name == "reference") return AttentionBackend::kVarlenReference;
-  return absl::InvalidArgumentError(absl::StrCat("attention backend: unknown '", name,
-                                                 "' (expected auto, dense, flash or reference)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("attention backend: unknown '", name,
+                   "' (expected auto, dense, flash, efficient or reference)"));
 }
 
 std::string AttentionBackendName(AttentionBackend b) {
@@ -23,10 +26,17 @@ std::string AttentionBackendName(AttentionBackend b) {
       return "dense";
     case AttentionBackend::kVarlenFlash:
       return "flash";
+    case AttentionBackend::kVarlenEfficient:
+      return "efficient";
     case AttentionBackend::kVarlenReference:
       return "reference";
   }
   return "auto";
+}
+
+bool IsVarlen(AttentionBackend b) {
+  return b == AttentionBackend::kVarlenFlash || b == AttentionBackend::kVarlenEfficient ||
+         b == AttentionBackend::kVarlenReference;
 }
 
 namespace {
@@ -41,6 +51,20 @@ at::Tensor AttendFlash(const at::Tensor& q, const at::Tensor& k, const at::Tenso
       q.to(compute), k.to(compute), v.to(compute), ctx.cu_seqlens, ctx.cu_seqlens, ctx.max_seqlen,
       ctx.max_seqlen, dropout_p, /*is_causal=*/false, /*return_debug_mask=*/false));
   return out.to(q.scalar_type()).reshape({q.size(0), q.size(1) * q.size(2)});
+}
+
+// Memory-efficient attention over the packed tokens as one batch of one row: runs in fp32 as well
+// (flash takes only bf16/fp16), so fp32 training on a GPU need not loop over sequences. The
+// log-sum-exp is kept only when autograd will need it.
+at::Tensor AttendEfficient(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const AttentionContext& ctx, double dropout_p) {
+  const bool grad =
+      at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  at::Tensor out = std::get<0>(at::_efficient_attention_forward(
+      q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), /*bias=*/std::nullopt, ctx.cu_seqlens,
+      ctx.cu_seqlens, ctx.max_seqlen, ctx.max_seqlen, dropout_p, /*custom_mask_type=*/0,
+      /*compute_log_sumexp=*/grad));
+  return out.reshape({q.size(0), q.size(1) * q.size(2)});
 }
 
 at::Tensor AttendReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -66,6 +90,8 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   switch (ctx.backend) {
     case AttentionBackend::kVarlenFlash:
       return AttendFlash(q, k, v, ctx, dropout_p);
+    case AttentionBackend::kVarlenEfficient:
+      return AttendEfficient(q, k, v, ctx, dropout_p);
     case AttentionBackend::kVarlenReference:
       return AttendReference(q, k, v, ctx, dropout_p);
     case AttentionBackend::kAuto:

@@ -110,6 +110,7 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
   const bool half_autocast = at::autocast::is_autocast_enabled(at::kCUDA) &&
                              at::autocast::get_autocast_dtype(at::kCUDA) != at::kFloat;
   if (cuda && (half_weights || half_autocast)) return AttentionBackend::kVarlenFlash;
+  if (cuda && b.layout == Layout::kVarlen) return AttentionBackend::kVarlenEfficient;
   return b.layout == Layout::kPacked ? AttentionBackend::kDense
                                      : AttentionBackend::kVarlenReference;
 }
@@ -269,7 +270,7 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
   const Pooling pooling = config_.pooling();
   AttentionContext ctx;
   ctx.backend = backend;
-  if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenReference) {
+  if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, n, pooling, ctx);
     if (backend == AttentionBackend::kVarlenReference)
       ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
@@ -328,7 +329,7 @@ at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
   const AttentionBackend backend = ResolveBackend(b);
   AttentionContext ctx;
   ctx.backend = backend;
-  if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenReference) {
+  if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, NumSequences(b), Pooling::kCls, ctx);
     if (backend == AttentionBackend::kVarlenReference)
       ctx.host_offsets = HostOffsets(ctx.cu_seqlens);

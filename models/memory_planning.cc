@@ -38,15 +38,17 @@ absl::StatusOr<StepMemory> Probe(EncoderClassifier& model, FusedAdamW& opt,
 }
 
 // Dense attention (padded and packed rows, and the per-sequence reference path)
-// materialises the s x s scores; only flash attention on CUDA keeps memory
+// materialises the s x s scores; only the flash and memory-efficient kernels on CUDA keep memory
 // linear in the sequence length.
 bool StoresScores(const EncoderClassifier& model, Layout layout, AmpMode amp,
                   const c10::Device& device) {
   const AttentionBackend backend = model->runtime().attention;
-  if (backend == AttentionBackend::kVarlenFlash) return false;
-  const bool auto_flash = backend == AttentionBackend::kAuto && layout != Layout::kPadded &&
-                          device.is_cuda() && amp != AmpMode::kOff;
-  return !auto_flash;
+  if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenEfficient)
+    return false;
+  if (backend != AttentionBackend::kAuto || !device.is_cuda()) return true;
+  // Auto on a GPU: flash for packed and varlen rows under autocast, memory-efficient attention
+  // for varlen rows without it.
+  return !(layout == Layout::kVarlen || (layout != Layout::kPadded && amp != AmpMode::kOff));
 }
 
 bool UsesTokenBudget(const batching::PlannerOptions& plan) {

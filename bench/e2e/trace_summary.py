@@ -61,7 +61,22 @@ def summarise(events, steps):
             table[key][0] += 1
             table[key][1] += float(e.get("dur", 0))
     return {"wall_us": wall / steps, "busy_us": busy / steps, "launches": len(gpu) / steps,
-            "families": per_family, "kernels": per_kernel}
+            "families": per_family, "kernels": per_kernel, "gaps": idle_gaps(gpu)}
+
+
+def idle_gaps(gpu, at_least_us=5.0):
+    """Idle stretches of the GPU (no operation running), each named by the operation after it:
+    the one the host was late to launch."""
+    gaps = collections.defaultdict(lambda: [0, 0.0])
+    end = None
+    for e in sorted(gpu, key=lambda e: float(e["ts"])):
+        start = float(e["ts"])
+        if end is not None and start - end >= at_least_us:
+            gaps[e.get("name", "?")][0] += 1
+            gaps[e.get("name", "?")][1] += start - end
+        stop = start + float(e.get("dur", 0))
+        end = stop if end is None else max(end, stop)
+    return gaps
 
 
 def main():
@@ -91,6 +106,11 @@ def main():
     for name, (count, us) in kernels[: args.top]:
         print(f"{per_step(us):8.3f} ms {count / args.steps:5.0f}x  {name[:110]}")
     rows += [("kernel", n, c / args.steps, per_step(us)) for n, (c, us) in kernels]
+    print(f"\nidle gaps (>= 5 us) by the operation that ended them, top {args.top}")
+    gaps = sorted(s["gaps"].items(), key=lambda kv: -kv[1][1])
+    for name, (count, us) in gaps[: args.top]:
+        print(f"{per_step(us):8.3f} ms {count / args.steps:5.0f}x  {name[:110]}")
+    rows += [("gap_before", n, c / args.steps, per_step(us)) for n, (c, us) in gaps]
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,6 +56,40 @@ TEST(EncoderGpuTest, VarlenFlashMatchesDenseMaskInBf16) {
     ASSERT_TRUE(p.grad().defined());
     EXPECT_TRUE(p.grad().isfinite().all().item<bool>());
   }
+}
+
+// fp32 on a GPU (no autocast): varlen rows go to the memory-efficient kernel, which agrees with
+// the per-sequence reference to fp32 rounding, logits and gradients (flash would run in bf16).
+TEST(EncoderGpuTest, VarlenEfficientMatchesReferenceInFp32) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(32);
+  EncoderClassifier model(GpuTestConfig(0.0));
+  model->to(at::Device(at::kCUDA));
+  model->train();
+  const batching::Batch b =
+      ToDevice(MakeVarlen(RandomSequences(9, 24, 8, 300, 1000, 2)), at::Device(at::kCUDA));
+  ASSERT_EQ(model->ResolveBackend(b), AttentionBackend::kVarlenEfficient);
+  auto run = [&](AttentionBackend backend) {
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = backend; });
+    model->zero_grad(/*set_to_none=*/true);
+    const at::Tensor logits = model->forward(b);
+    ClassificationLoss(logits, b.labels).backward();
+    std::vector<at::Tensor> r = {logits.detach()};
+    for (const at::Tensor& p : model->parameters()) r.push_back(p.grad().clone());
+    return r;
+  };
+  const std::vector<at::Tensor> reference = run(AttentionBackend::kVarlenReference);
+  const std::vector<at::Tensor> efficient = run(AttentionBackend::kVarlenEfficient);
+  ASSERT_EQ(reference.size(), efficient.size());
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const double scale = std::max(1e-3, reference[i].abs().max().item<double>());
+    EXPECT_LE((reference[i] - efficient[i]).abs().max().item<double>(), 1e-4 * scale) << i;
+  }
+  // A bf16 computation would miss the tolerance by far: the check can fail.
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenFlash; });
+  const at::Tensor flash = model->forward(b).detach();
+  EXPECT_GT((reference[0] - flash).abs().max().item<double>(),
+            1e-4 * reference[0].abs().max().item<double>());
 }
 
 class GpuCheckpointTest : public ::testing::TestWithParam<std::string> {};

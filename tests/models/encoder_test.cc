@@ -103,6 +103,21 @@ INSTANTIATE_TEST_SUITE_P(PoolingAndNorm, LayoutEquivalenceTest,
                          ::testing::Combine(::testing::Values(Pooling::kCls, Pooling::kMean),
                                             ::testing::Bool()));
 
+TEST(AttentionBackendTest, NamesRoundTripAndUnknownNamesAreListed) {
+  for (AttentionBackend b :
+       {AttentionBackend::kAuto, AttentionBackend::kDense, AttentionBackend::kVarlenFlash,
+        AttentionBackend::kVarlenEfficient, AttentionBackend::kVarlenReference}) {
+    absl::StatusOr<AttentionBackend> parsed = ParseAttentionBackend(AttentionBackendName(b));
+    ASSERT_TRUE(parsed.ok()) << AttentionBackendName(b);
+    EXPECT_EQ(*parsed, b);
+  }
+  EXPECT_TRUE(IsVarlen(AttentionBackend::kVarlenEfficient));
+  EXPECT_FALSE(IsVarlen(AttentionBackend::kDense));
+  const absl::StatusOr<AttentionBackend> bad = ParseAttentionBackend("fast");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("efficient"), std::string::npos) << bad.status();
+}
+
 TEST(EncoderTest, PaddingTokensDoNotChangeLogits) {
   for (Pooling pooling : {Pooling::kCls, Pooling::kMean}) {
     at::manual_seed(3);

@@ -19,11 +19,14 @@ enum class AttentionBackend {
   kAuto,             // chosen from the batch layout, device and dtype (see ChooseBackend)
   kDense,            // at::scaled_dot_product_attention with a bool mask; any device and dtype
   kVarlenFlash,      // at::_flash_attention_forward with cu_seqlens; CUDA, bf16/fp16
+  kVarlenEfficient,  // memory-efficient attention with cu_seqlens; CUDA, fp32 too (no autocast)
   kVarlenReference,  // the varlen semantics as one SDPA call per sequence; for tests
 };
 
 absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name);
 std::string AttentionBackendName(AttentionBackend b);
+// Whether the backend attends over packed tokens [T, H] delimited by cu_seqlens.
+bool IsVarlen(AttentionBackend b);
 
 // What one attention call needs besides q, k and v. Built once per batch, shared by all layers.
 struct AttentionContext {

@@ -1,0 +1,59 @@
+#!/bin/bash
+# Issue 16's checks on the GPU machine, in one call (run through .gpu/remote.sh, which builds
+# build-gpu/): the fused kernels' tests, the fused layer's tests against per-op autograd, the
+# kernels' micro-benchmarks against the unfused ops, and a short end-to-end run against the
+# plain-PyTorch packed peer with a profiler trace. Everything lands in $OUT/fused_checks.tar.gz
+# (the device tool returns at most 8 files); the summary table prints last.
+# usage: bash bench/cuda/fused_gpu_checks.sh [tests] [micro] [e2e] [full]   (default: tests micro e2e)
+set -uo pipefail
+out=${OUT:-/tmp/out}/fused
+mkdir -p "$out"
+b=build-gpu
+stages=("$@")
+((${#stages[@]})) || stages=(tests micro e2e)
+want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+status=0
+run() {  # name command...: runs, logs to $out/name.log, prints the tail
+  local name=$1; shift
+  echo "== $name: $*"
+  "$@" > "$out/$name.log" 2>&1; local rc=$?
+  tail -n 25 "$out/$name.log"; echo "== $name rc=$rc"
+  ((rc == 0)) || status=1
+}
+if want tests; then
+  run cuda_tests "$b/tests/cuda/padless_cuda_tests" --gtest_filter='*ResidualLayerNorm*:*GemmEpilogue*:*CudaKernel*'
+  run fused_layer_tests "$b/tests/models/padless_models_tests" --gtest_filter='*Fused*:*EncoderGpu*:*Gpu*'
+fi
+if want micro; then
+  for bench in residual_layer_norm_bench gemm_epilogue_bench; do
+    [[ -x $b/bench/cuda/$bench ]] && run "$bench" "$b/bench/cuda/$bench" --benchmark_min_time=0.2s \
+      --benchmark_out="$out/$bench.json" --benchmark_out_format=json
+  done
+fi
+e2e_common=(--data .gpu/data/imdb_train.tsv --out_dir "$out/report" --results_md "$out/RESULTS.md")
+if want e2e; then
+  run e2e "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
+    --checkpoint none,selective --generic_layers_checkpoint none --fp32_strategies "" \
+    --hf_strategies pad_longest --trace_dir "$out/traces"
+  # Dense batches of varying shape: cuDNN attention (a plan per new shape) against SDPA without it.
+  for cudnn in true false; do
+    run "e2e_dense_cudnn_$cudnn" "$b/bench/e2e/padless_bench_e2e" --data .gpu/data/imdb_train.tsv \
+      --out_dir "$out/dense_$cudnn" --results_md "$out/dense_$cudnn/RESULTS.md" \
+      --strategies token_budget_buckets --checkpoint none --fp32_strategies "" --anchors=false \
+      --sdpa_cudnn=$cudnn
+  done
+  for f in "$out"/traces/*.json; do
+    run "trace_$(basename "${f%.json}")" python3 bench/e2e/trace_summary.py "$f" --steps 3 --top 30 \
+      --csv "${f%.json}.csv"
+  done
+  gzip -f "$out"/traces/*.json
+fi
+if want full; then
+  # bench/RESULTS.md's own command: every strategy and checkpointing policy, with the anchors.
+  run e2e_full "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" \
+    --strategies packed_varlen,token_budget_buckets --checkpoint none,all,selective,keep_last:2,ffn \
+    --generic_layers_checkpoint none,all --hf_strategies pad_to_max,pad_longest --fp32_strategies ""
+fi
+tar -czf "${OUT:-/tmp/out}/fused_checks.tar.gz" -C "$(dirname "$out")" fused
+[[ -f $out/RESULTS.md ]] && grep -A8 "^| configuration | attention" "$out/RESULTS.md" | cut -c1-200
+exit $status
