@@ -1,0 +1,483 @@
+// Fused bias + dropout + residual + LayerNorm, forward and backward. One warp per row with the row
+// in registers (16-byte loads and stores), fp32 statistics and arithmetic for every storage type.
+//
+// Forward: sum = residual + dropout(input + bias) is rounded to the storage type first and the
+// statistics are taken of the rounded values, so that `out`, `mean` and `rstd` describe exactly
+// the `sum` tensor the backward reads (as at::native_layer_norm on that tensor would).
+//
+// Dropout: Philox subsequence row * 32 + lane at the generator's offset, so the mask is a pure
+// function of (seed, offset, row, column): restoring the generator state reproduces it.
+//
+// Backward: per row, d_sum = rstd * (g*gamma - mean(g*gamma) - xhat * mean(g*gamma*xhat)); the
+// column sums (d_gamma, d_beta, d_bias) go to per-warp fp32 accumulators in shared memory, then to
+// one row of partials per block, then a second kernel sums the partials in a fixed order.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <curand_kernel.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "residual_layer_norm_kernels.h"
+
+namespace padless::cuda::internal {
+namespace {
+
+constexpr int kLanes = 32;
+constexpr unsigned kFullWarp = 0xffffffffu;
+constexpr int kForwardWarps = 4;
+// Registers per lane of one row (per array): bounds the supported width to 64 * 32 elements.
+constexpr int kMaxElementsPerLane = 64;
+constexpr int kMaxBackwardWarps = 4;
+// The backward's shared accumulators stay within the default 48 KiB of one block.
+constexpr int64_t kBackwardSharedFloats = 48 * 1024 / 4;
+// Backward blocks per SM: more blocks hide more latency but add [blocks, 3, H] partials traffic
+// (2 x 132 x 3 x H x 4 bytes, ~4% of the row traffic at H = 1024). Worth tuning on the H200.
+constexpr int64_t kBackwardBlocksPerSm = 2;
+constexpr int kReduceCols = 32;
+constexpr int kReduceRows = 8;
+
+__device__ __forceinline__ float ToFloat(float v) { return v; }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+
+// Elements of T in one 16-byte vector.
+template <typename T>
+constexpr int kVecOf = static_cast<int>(16 / sizeof(T));
+
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+// kVec mask bytes (bool is one byte holding 0 or 1).
+template <int kVec>
+struct alignas(kVec) MaskPack {
+  uint8_t v[kVec];
+};
+
+template <typename T, int kVec>
+__device__ __forceinline__ void Load(const T* p, float (&out)[kVec]) {
+  const Pack<T, kVec> pack = *reinterpret_cast<const Pack<T, kVec>*>(p);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) out[k] = ToFloat(pack.v[k]);
+}
+
+// fp32 parameters as float4 loads (their vectors are 16-byte aligned whatever T is).
+template <int kVec>
+__device__ __forceinline__ void LoadParams(const float* p, float (&out)[kVec]) {
+#pragma unroll
+  for (int q = 0; q < kVec / 4; ++q) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p) + q);
+    out[4 * q] = f.x;
+    out[4 * q + 1] = f.y;
+    out[4 * q + 2] = f.z;
+    out[4 * q + 3] = f.w;
+  }
+}
+
+template <typename T, int kVec>
+__device__ __forceinline__ void Store(T* p, const float (&in)[kVec]) {
+  Pack<T, kVec> pack;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) pack.v[k] = FromFloat<T>(in[k]);
+  *reinterpret_cast<Pack<T, kVec>*>(p) = pack;
+}
+
+// p[k] += in[k] on this lane's slice of the shared accumulators.
+template <int kVec>
+__device__ __forceinline__ void AddShared(float* p, const float (&in)[kVec]) {
+#pragma unroll
+  for (int q = 0; q < kVec / 4; ++q) {
+    float4* slot = reinterpret_cast<float4*>(p) + q;
+    float4 f = *slot;
+    f.x += in[4 * q];
+    f.y += in[4 * q + 1];
+    f.z += in[4 * q + 2];
+    f.w += in[4 * q + 3];
+    *slot = f;
+  }
+}
+
+__device__ __forceinline__ float WarpSum(float v) {
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) {
+    v += __shfl_xor_sync(kFullWarp, v, offset);
+  }
+  return v;
+}
+
+template <typename T, int kIters>
+__global__ void __launch_bounds__(kForwardWarps* kLanes)
+    ForwardKernel(const ResidualLayerNormForwardArgs a) {
+  constexpr int kVec = kVecOf<T>;
+  const int lane = threadIdx.x % kLanes;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kForwardWarps + threadIdx.x / kLanes;
+  if (row >= a.rows) return;  // the whole warp: the shuffles below see full warps only
+  const int64_t vecs = a.hidden / kVec;
+  const int64_t base = row * a.hidden;
+  const T* input = static_cast<const T*>(a.input) + base;
+  const T* residual = static_cast<const T*>(a.residual) + base;
+  const T* bias = static_cast<const T*>(a.bias);
+  T* sum = static_cast<T*>(a.sum) + base;
+  T* out = static_cast<T*>(a.out) + base;
+  const bool dropout = a.p > 0.f;
+  const float keep_prob = 1.f - a.p;
+  const float scale = 1.f / keep_prob;
+
+  curandStatePhilox4_32_10_t rng;
+  if (dropout) curand_init(a.seed, static_cast<uint64_t>(row) * kLanes + lane, a.offset, &rng);
+
+  float x[kIters][kVec];
+  float total = 0.f;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
+    if (v >= vecs) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) x[i][k] = 0.f;
+      continue;
+    }
+    float in[kVec], res[kVec];
+    Load<T, kVec>(input + v * kVec, in);
+    Load<T, kVec>(residual + v * kVec, res);
+    if (bias != nullptr) {
+      float b[kVec];
+      Load<T, kVec>(bias + v * kVec, b);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) in[k] += b[k];
+    }
+    if (dropout) {
+      MaskPack<kVec> keep;
+#pragma unroll
+      for (int q = 0; q < kVec / 4; ++q) {
+        const float4 u = curand_uniform4(&rng);  // in (0, 1]: P(u < 1 - p) = 1 - p
+        const float us[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const bool kept = us[e] < keep_prob;
+          keep.v[4 * q + e] = kept ? 1 : 0;
+          in[4 * q + e] = kept ? in[4 * q + e] * scale : 0.f;
+        }
+      }
+      *reinterpret_cast<MaskPack<kVec>*>(a.mask + base + v * kVec) = keep;
+    }
+    Pack<T, kVec> s;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      s.v[k] = FromFloat<T>(res[k] + in[k]);
+      x[i][k] = ToFloat(s.v[k]);  // statistics of the stored (rounded) sum
+      total += x[i][k];
+    }
+    *reinterpret_cast<Pack<T, kVec>*>(sum + v * kVec) = s;
+  }
+  const float inv_hidden = 1.f / static_cast<float>(a.hidden);
+  const float mean = WarpSum(total) * inv_hidden;
+
+  // Second pass over the registers: the variance of (x - mean), free of E[x^2] - mean^2
+  // cancellation.
+  float squares = 0.f;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    if (lane + static_cast<int64_t>(i) * kLanes >= vecs) continue;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float d = x[i][k] - mean;
+      squares += d * d;
+    }
+  }
+  const float rstd = rsqrtf(WarpSum(squares) * inv_hidden + a.eps);
+  if (lane == 0) {
+    a.mean[row] = mean;
+    a.rstd[row] = rstd;
+  }
+
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
+    if (v >= vecs) continue;
+    float g[kVec], b[kVec], y[kVec];
+    LoadParams<kVec>(a.gamma + v * kVec, g);
+    LoadParams<kVec>(a.beta + v * kVec, b);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) y[k] = (x[i][k] - mean) * rstd * g[k] + b[k];
+    Store<T, kVec>(out + v * kVec, y);
+  }
+}
+
+// Shared memory: [warps][quantities][hidden] fp32 accumulators; each lane only touches its own
+// columns of its own warp's slice until the final cross-warp sum.
+template <typename T, int kIters>
+__global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
+    BackwardKernel(const ResidualLayerNormBackwardArgs a) {
+  constexpr int kVec = kVecOf<T>;
+  extern __shared__ float4 shared_raw[];
+  float* accumulators = reinterpret_cast<float*>(shared_raw);
+  const int warps = blockDim.x / kLanes;
+  const int warp = threadIdx.x / kLanes;
+  const int lane = threadIdx.x % kLanes;
+  const int64_t hidden = a.hidden;
+  const int64_t vecs = hidden / kVec;
+  const int quantities = a.need_bias_grad ? 3 : 2;
+  const int64_t block_floats = static_cast<int64_t>(quantities) * hidden;
+  for (int64_t j = threadIdx.x; j < warps * block_floats; j += blockDim.x) accumulators[j] = 0.f;
+  __syncthreads();
+
+  float* d_gamma_acc = accumulators + warp * block_floats;
+  float* d_beta_acc = d_gamma_acc + hidden;
+  float* d_bias_acc = d_beta_acc + hidden;  // used only when need_bias_grad
+  const float inv_hidden = 1.f / static_cast<float>(hidden);
+  const float scale = a.p > 0.f ? 1.f / (1.f - a.p) : 1.f;
+
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * warps + warp; row < a.rows;
+       row += static_cast<int64_t>(gridDim.x) * warps) {
+    const int64_t base = row * hidden;
+    const T* d_out = static_cast<const T*>(a.d_out) + base;
+    const T* extra = a.extra != nullptr ? static_cast<const T*>(a.extra) + base : nullptr;
+    const T* sum = static_cast<const T*>(a.sum) + base;
+    const float mean = __ldg(a.mean + row);
+    const float rstd = __ldg(a.rstd + row);
+
+    float gg[kIters][kVec], xhat[kIters][kVec];  // g * gamma and the normalised input
+    float sum_gg = 0.f, sum_gg_xhat = 0.f;
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
+      if (v >= vecs) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) gg[i][k] = xhat[i][k] = 0.f;
+        continue;
+      }
+      float g[kVec], s[kVec], gamma[kVec];
+      Load<T, kVec>(d_out + v * kVec, g);
+      if (extra != nullptr) {
+        float e[kVec];
+        Load<T, kVec>(extra + v * kVec, e);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) g[k] += e[k];
+      }
+      Load<T, kVec>(sum + v * kVec, s);
+      LoadParams<kVec>(a.gamma + v * kVec, gamma);
+      float g_xhat[kVec];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        xhat[i][k] = (s[k] - mean) * rstd;
+        gg[i][k] = g[k] * gamma[k];
+        g_xhat[k] = g[k] * xhat[i][k];
+        sum_gg += gg[i][k];
+        sum_gg_xhat += gg[i][k] * xhat[i][k];
+      }
+      AddShared<kVec>(d_gamma_acc + v * kVec, g_xhat);
+      AddShared<kVec>(d_beta_acc + v * kVec, g);
+    }
+    const float mean_gg = WarpSum(sum_gg) * inv_hidden;
+    const float mean_gg_xhat = WarpSum(sum_gg_xhat) * inv_hidden;
+
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
+      if (v >= vecs) continue;
+      float d[kVec];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        d[k] = rstd * (gg[i][k] - mean_gg - xhat[i][k] * mean_gg_xhat);
+      }
+      Store<T, kVec>(static_cast<T*>(a.d_sum) + base + v * kVec, d);
+      if (a.mask != nullptr) {
+        const MaskPack<kVec> keep =
+            *reinterpret_cast<const MaskPack<kVec>*>(a.mask + base + v * kVec);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) d[k] = keep.v[k] != 0 ? d[k] * scale : 0.f;
+        Store<T, kVec>(static_cast<T*>(a.d_input) + base + v * kVec, d);
+      }
+      if (a.need_bias_grad) AddShared<kVec>(d_bias_acc + v * kVec, d);
+    }
+  }
+
+  // This block's column sums, warps added in a fixed order.
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < block_floats; j += blockDim.x) {
+    float total = 0.f;
+    for (int w = 0; w < warps; ++w) total += accumulators[w * block_floats + j];
+    a.partials[blockIdx.x * block_floats + j] = total;
+  }
+}
+
+// out[j] = sum over b of partials[b, j]: a 32-column tile per block, 8 threads per column each
+// striding over the blocks, then a fixed-order sum of the 8.
+__global__ void __launch_bounds__(kReduceCols* kReduceRows)
+    ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ out,
+                         int64_t blocks, int64_t width) {
+  __shared__ float tile[kReduceRows][kReduceCols + 1];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
+  float total = 0.f;
+  if (col < width) {
+    for (int64_t b = threadIdx.y; b < blocks; b += kReduceRows) total += partials[b * width + col];
+  }
+  tile[threadIdx.y][threadIdx.x] = total;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= width) return;
+  float sum = 0.f;
+#pragma unroll
+  for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
+  out[col] = sum;
+}
+
+// Vectors per lane for rows of `hidden` elements of T: the smallest instantiated count that covers
+// the row, or 0 when the row does not fit in registers.
+template <typename T>
+int ItersFor(int64_t hidden) {
+  constexpr int kVec = kVecOf<T>;
+  if (hidden <= 0 || hidden % kVec != 0) return 0;
+  const int64_t needed = (hidden / kVec + kLanes - 1) / kLanes;
+  for (int iters : {1, 2, 3, 4, 6, 8, 16}) {
+    if (iters * kVec > kMaxElementsPerLane) break;
+    if (needed <= iters) return iters;
+  }
+  return 0;
+}
+
+// Calls f(std::integral_constant<int, kIters>{}) for ItersFor<T>(hidden).
+template <typename T, typename F>
+cudaError_t DispatchIters(int64_t hidden, F&& f) {
+  constexpr int kVec = kVecOf<T>;
+  switch (ItersFor<T>(hidden)) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 6:
+      return f(std::integral_constant<int, 6>{});
+    case 8:
+      return f(std::integral_constant<int, 8>{});
+    case 16:
+      if constexpr (16 * kVec <= kMaxElementsPerLane) return f(std::integral_constant<int, 16>{});
+      break;
+    default:
+      break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t ForwardTyped(const ResidualLayerNormForwardArgs& a, cudaStream_t stream) {
+  return DispatchIters<T>(a.hidden, [&](auto iters) {
+    constexpr int kIters = decltype(iters)::value;
+    const int64_t blocks = (a.rows + kForwardWarps - 1) / kForwardWarps;
+    ForwardKernel<T, kIters>
+        <<<static_cast<unsigned>(blocks), kForwardWarps * kLanes, 0, stream>>>(a);
+    return cudaGetLastError();
+  });
+}
+
+int BackwardWarps(int64_t hidden) {
+  const int64_t fit = kBackwardSharedFloats / (3 * hidden);
+  return static_cast<int>(fit < 1 ? 1 : (fit > kMaxBackwardWarps ? kMaxBackwardWarps : fit));
+}
+
+template <typename T>
+cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t stream) {
+  return DispatchIters<T>(a.hidden, [&](auto iters) {
+    constexpr int kIters = decltype(iters)::value;
+    const int warps = BackwardWarps(a.hidden);
+    const int64_t width = (a.need_bias_grad ? 3 : 2) * a.hidden;
+    const size_t shared = static_cast<size_t>(warps) * width * sizeof(float);
+    BackwardKernel<T, kIters>
+        <<<static_cast<unsigned>(a.blocks), warps * kLanes, shared, stream>>>(a);
+    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+    const dim3 block(kReduceCols, kReduceRows);
+    const int64_t grid = (width + kReduceCols - 1) / kReduceCols;
+    ReducePartialsKernel<<<static_cast<unsigned>(grid), block, 0, stream>>>(
+        a.partials, a.param_grads, a.blocks, width);
+    return cudaGetLastError();
+  });
+}
+
+int ItersForType(int64_t hidden, FloatType type) {
+  switch (type) {
+    case FloatType::kFloat32:
+      return ItersFor<float>(hidden);
+    case FloatType::kBFloat16:
+      return ItersFor<__nv_bfloat16>(hidden);
+    case FloatType::kFloat16:
+      return ItersFor<__half>(hidden);
+  }
+  return 0;
+}
+
+int VecOfType(FloatType type) { return type == FloatType::kFloat32 ? 4 : 8; }
+
+}  // namespace
+
+bool ResidualLayerNormSupported(int64_t hidden, FloatType type) {
+  return ItersForType(hidden, type) > 0;
+}
+
+int64_t ResidualLayerNormRandomsPerThread(int64_t hidden, FloatType type) {
+  // kIters vectors of 4 or 8 elements: already a multiple of 4.
+  return static_cast<int64_t>(ItersForType(hidden, type)) * VecOfType(type);
+}
+
+cudaError_t LaunchResidualLayerNormForward(const ResidualLayerNormForwardArgs& args,
+                                           cudaStream_t stream) {
+  if (!ResidualLayerNormSupported(args.hidden, args.type) || args.rows < 0) {
+    return cudaErrorInvalidValue;
+  }
+  if (args.rows == 0) return cudaGetLastError();
+  switch (args.type) {
+    case FloatType::kFloat32:
+      return ForwardTyped<float>(args, stream);
+    case FloatType::kBFloat16:
+      return ForwardTyped<__nv_bfloat16>(args, stream);
+    case FloatType::kFloat16:
+      return ForwardTyped<__half>(args, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, int64_t sm_count) {
+  const int64_t warps = BackwardWarps(hidden);
+  const int64_t by_rows = (rows + warps - 1) / warps;
+  const int64_t by_device = kBackwardBlocksPerSm * (sm_count < 1 ? 1 : sm_count);
+  const int64_t blocks = by_rows < by_device ? by_rows : by_device;
+  return blocks < 1 ? 1 : blocks;
+}
+
+cudaError_t LaunchResidualLayerNormBackward(const ResidualLayerNormBackwardArgs& args,
+                                            cudaStream_t stream) {
+  // Even with zero rows the row kernel runs: it writes the (zero) partials the reduction reads.
+  if (!ResidualLayerNormSupported(args.hidden, args.type) || args.rows < 0 || args.blocks < 1) {
+    return cudaErrorInvalidValue;
+  }
+  switch (args.type) {
+    case FloatType::kFloat32:
+      return BackwardTyped<float>(args, stream);
+    case FloatType::kBFloat16:
+      return BackwardTyped<__nv_bfloat16>(args, stream);
+    case FloatType::kFloat16:
+      return BackwardTyped<__half>(args, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace padless::cuda::internal
