@@ -438,60 +438,84 @@ bool FusedLinearWeightGrad(const at::Tensor& grad, const at::Tensor& x, bool nee
   out = {d_weight, d_bias};
   return true;
 }
+#else
+// Without the CUDA kernels there is no fused path.
+template <typename... Args>
+bool FusedLinearGelu(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedMatmulGeluBackward(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedLinearWeightGrad(Args&&...) {
+  return false;
+}
 #endif  // PADLESS_HAVE_CUDA_KERNELS
+
+// Shared by the public functions and their reference:: twins: no autograd, then the fused path
+// when allowed and `lead` is on a CUDA device, else (or when it declines) the reference.
+template <typename Result, typename Fused, typename Reference>
+Result Run(const at::Tensor& lead, bool allow_fused, Fused&& fused, Reference&& reference) {
+  const at::NoGradGuard no_grad;
+  g_last_fused = false;
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  if (allow_fused && lead.is_cuda()) {
+    const c10::cuda::CUDAGuard guard(lead.device());
+    Result out;
+    if (fused(out)) {
+      g_last_fused = true;
+      return out;
+    }
+  }
+#else
+  (void)lead;
+  (void)allow_fused;
+  (void)fused;
+#endif
+  return reference();
+}
+
+LinearGeluResult LinearGeluEntry(const at::Tensor& x, const at::Tensor& weight,
+                                 const at::Tensor& bias, bool allow_fused) {
+  CheckLinearGeluArgs(x, weight, bias);
+  return Run<LinearGeluResult>(
+      x, allow_fused, [&](LinearGeluResult& out) { return FusedLinearGelu(x, weight, bias, out); },
+      [&] { return ReferenceLinearGelu(x, weight, bias); });
+}
+
+GeluBackwardResult MatmulGeluBackwardEntry(const at::Tensor& grad, const at::Tensor& weight,
+                                           const at::Tensor& pre, bool allow_fused) {
+  CheckGeluBackwardArgs(grad, weight, pre);
+  return Run<GeluBackwardResult>(
+      grad, allow_fused,
+      [&](GeluBackwardResult& out) { return FusedMatmulGeluBackward(grad, weight, pre, out); },
+      [&] { return ReferenceMatmulGeluBackward(grad, weight, pre); });
+}
+
+WeightGradResult LinearWeightGradEntry(const at::Tensor& grad, const at::Tensor& x, bool need_bias,
+                                       bool allow_fused) {
+  CheckWeightGradArgs(grad, x);
+  return Run<WeightGradResult>(
+      grad, allow_fused,
+      [&](WeightGradResult& out) { return FusedLinearWeightGrad(grad, x, need_bias, out); },
+      [&] { return ReferenceLinearWeightGrad(grad, x, need_bias); });
+}
 
 }  // namespace
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  CheckLinearGeluArgs(x, weight, bias);
-  const at::NoGradGuard no_grad;
-  g_last_fused = false;
-#ifdef PADLESS_HAVE_CUDA_KERNELS
-  LinearGeluResult out;
-  if (x.is_cuda()) {
-    const c10::cuda::CUDAGuard guard(x.device());
-    if (FusedLinearGelu(x, weight, bias, out)) {
-      g_last_fused = true;
-      return out;
-    }
-  }
-#endif
-  return ReferenceLinearGelu(x, weight, bias);
+  return LinearGeluEntry(x, weight, bias, /*allow_fused=*/true);
 }
 
 GeluBackwardResult MatmulGeluBackward(const at::Tensor& grad, const at::Tensor& weight,
                                       const at::Tensor& pre) {
-  CheckGeluBackwardArgs(grad, weight, pre);
-  const at::NoGradGuard no_grad;
-  g_last_fused = false;
-#ifdef PADLESS_HAVE_CUDA_KERNELS
-  GeluBackwardResult out;
-  if (grad.is_cuda()) {
-    const c10::cuda::CUDAGuard guard(grad.device());
-    if (FusedMatmulGeluBackward(grad, weight, pre, out)) {
-      g_last_fused = true;
-      return out;
-    }
-  }
-#endif
-  return ReferenceMatmulGeluBackward(grad, weight, pre);
+  return MatmulGeluBackwardEntry(grad, weight, pre, /*allow_fused=*/true);
 }
 
 WeightGradResult LinearWeightGrad(const at::Tensor& grad, const at::Tensor& x, bool need_bias) {
-  CheckWeightGradArgs(grad, x);
-  const at::NoGradGuard no_grad;
-  g_last_fused = false;
-#ifdef PADLESS_HAVE_CUDA_KERNELS
-  WeightGradResult out;
-  if (grad.is_cuda()) {
-    const c10::cuda::CUDAGuard guard(grad.device());
-    if (FusedLinearWeightGrad(grad, x, need_bias, out)) {
-      g_last_fused = true;
-      return out;
-    }
-  }
-#endif
-  return ReferenceLinearWeightGrad(grad, x, need_bias);
+  return LinearWeightGradEntry(grad, x, need_bias, /*allow_fused=*/true);
 }
 
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
@@ -499,25 +523,16 @@ bool LastGemmEpilogueWasFused() { return g_last_fused; }
 namespace reference {
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  CheckLinearGeluArgs(x, weight, bias);
-  const at::NoGradGuard no_grad;
-  g_last_fused = false;
-  return ReferenceLinearGelu(x, weight, bias);
+  return LinearGeluEntry(x, weight, bias, /*allow_fused=*/false);
 }
 
 GeluBackwardResult MatmulGeluBackward(const at::Tensor& grad, const at::Tensor& weight,
                                       const at::Tensor& pre) {
-  CheckGeluBackwardArgs(grad, weight, pre);
-  const at::NoGradGuard no_grad;
-  g_last_fused = false;
-  return ReferenceMatmulGeluBackward(grad, weight, pre);
+  return MatmulGeluBackwardEntry(grad, weight, pre, /*allow_fused=*/false);
 }
 
 WeightGradResult LinearWeightGrad(const at::Tensor& grad, const at::Tensor& x, bool need_bias) {
-  CheckWeightGradArgs(grad, x);
-  const at::NoGradGuard no_grad;
-  g_last_fused = false;
-  return ReferenceLinearWeightGrad(grad, x, need_bias);
+  return LinearWeightGradEntry(grad, x, need_bias, /*allow_fused=*/false);
 }
 
 }  // namespace reference
