@@ -284,9 +284,12 @@ TEST_F(GemmEpilogueCudaTest, NonContiguousInputsAreCopiedAndFused) {
   const at::Tensor pre32 = at::addmm(b.to(at::kFloat), x.to(at::kFloat), w.to(at::kFloat).t());
   EXPECT_REL_ERR(r.pre, pre32, 1e-2, "pre");
   EXPECT_REL_ERR(r.act, at::gelu(pre32, "tanh"), 1e-2, "act");
-  const WeightGradResult wg = LinearWeightGrad(Randn({256, 512}, at::kBFloat16).t(), x.t(), true);
+  const at::Tensor grad = Randn({512, 100}, at::kBFloat16).t();  // [100, 512], column-major
+  Poison();
+  const WeightGradResult wg = LinearWeightGrad(grad, x, true);
   EXPECT_TRUE(LastGemmEpilogueWasFused());
-  EXPECT_EQ(wg.d_weight.sizes(), (std::vector<int64_t>{256, 256}));
+  EXPECT_REL_ERR(wg.d_weight, at::mm(grad.to(at::kFloat).t(), x.to(at::kFloat)), 1e-2, "d_weight");
+  EXPECT_REL_ERR(wg.d_bias, grad.to(at::kFloat).sum(0), 1e-2, "d_bias");
 }
 
 TEST_F(GemmEpilogueCudaTest, MisalignedPointersFallBack) {
@@ -301,9 +304,12 @@ TEST_F(GemmEpilogueCudaTest, MisalignedPointersFallBack) {
   EXPECT_FALSE(LastGemmEpilogueWasFused());
   const at::Tensor pre32 = at::addmm(b.to(at::kFloat), x.to(at::kFloat), w.to(at::kFloat).t());
   EXPECT_REL_ERR(r.pre, pre32, 1e-2, "pre");
-  const WeightGradResult wg = LinearWeightGrad(Randn({t, n}, at::kBFloat16), x, true);
+  const at::Tensor grad = Randn({t, n}, at::kBFloat16);
+  Poison();
+  const WeightGradResult wg = LinearWeightGrad(grad, x, true);
   EXPECT_FALSE(LastGemmEpilogueWasFused());
-  EXPECT_TRUE(wg.d_bias.defined());
+  EXPECT_REL_ERR(wg.d_weight, at::mm(grad.to(at::kFloat).t(), x.to(at::kFloat)), 1e-2, "d_weight");
+  EXPECT_REL_ERR(wg.d_bias, grad.to(at::kFloat).sum(0), 1e-2, "d_bias");
 }
 
 TEST_F(GemmEpilogueCudaTest, DeviceMismatchIsRejected) {
