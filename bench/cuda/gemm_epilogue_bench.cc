@@ -1,0 +1,206 @@
+// GPU micro-benchmark of the FFN block's fused-epilogue GEMMs (gemm_epilogue.h) against the
+// unfused ATen ops they replace, in the same run and on the same inputs:
+//   FfnIn    LinearGelu(x, W1, b1)              vs at::addmm + at::gelu(tanh)
+//   GeluBwd  MatmulGeluBackward(dy, W2, pre)    vs at::mm + at::gelu_backward(tanh) + at::sum
+//   WGradIn  LinearWeightGrad(d_pre, x, true)   vs at::mm + at::sum   (W1 [F, H], b1 grads)
+//   WGradOut LinearWeightGrad(dy, act, true)    vs at::mm + at::sum   (W2 [H, F], b2 grads)
+// Shapes: BERT-base (T=16384 tokens, H=768, F=3072) and BERT-large widths (T=16384, H=1024,
+// F=4096), bf16; --smoke uses one tiny shape (proves the suite runs, measures nothing).
+// Timing: CUDA events around each call on the current stream (state.SetIterationTime, manual
+// time), so the host cost of a call (descriptor setup, cuBLASLt heuristic) counts when it delays
+// the GPU. Counters: TFLOPS of the GEMM (2 T H F), fused = 1 when the cuBLASLt path ran.
+// usage: gemm_epilogue_bench [--smoke] [google benchmark flags]; exits 0 with a message without a
+// GPU.
+#include <ATen/ATen.h>
+#include <benchmark/benchmark.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <torch/cuda.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "padless/cuda/kernels/gemm_epilogue.h"
+#include "padless/cuda/kernels/kernel_support.h"
+
+namespace padless::cuda {
+namespace {
+
+bool g_smoke = false;
+constexpr int kWarmup = 3;
+
+struct Shape {
+  const char* name;
+  int64_t t, h, f;
+};
+
+// The inputs of one shape, made once and shared by its benchmarks.
+struct Inputs {
+  at::Tensor x, w1, b1, w2, dy, pre, d_pre;
+};
+
+const Inputs& InputsFor(const Shape& s) {
+  static std::map<std::string, Inputs> cache;
+  auto it = cache.find(s.name);
+  if (it != cache.end()) return it->second;
+  at::manual_seed(7);
+  const auto opts = at::TensorOptions(at::kCUDA).dtype(at::kBFloat16);
+  const auto randn = [&](std::vector<int64_t> shape, double scale) {
+    return (at::randn(shape, at::TensorOptions(at::kCUDA)) * scale).to(opts);
+  };
+  Inputs in;
+  in.x = randn({s.t, s.h}, 1.0);
+  in.w1 = randn({s.f, s.h}, 1.0 / 32);
+  in.b1 = randn({s.f}, 1.0);
+  in.w2 = randn({s.h, s.f}, 1.0 / 64);
+  in.dy = randn({s.t, s.h}, 1.0);
+  in.pre = randn({s.t, s.f}, 1.0);
+  in.d_pre = randn({s.t, s.f}, 1.0);
+  return cache.emplace(s.name, std::move(in)).first->second;
+}
+
+// Times each call of `fn` with CUDA events; `flops` per call feeds the TFLOPS counter.
+void TimeOnGpu(benchmark::State& state, const std::function<void()>& fn, double flops) {
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (int i = 0; i < kWarmup; ++i) fn();
+  for (auto _ : state) {
+    cudaEventRecord(start, stream);
+    fn();
+    cudaEventRecord(stop, stream);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    state.SetIterationTime(ms / 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  // Rates divide by the manual (GPU) time; 1e12 per unit turns FLOP/s into TFLOPS.
+  state.counters["TFLOPS"] =
+      benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+double GemmFlops(const Shape& s) { return 2.0 * s.t * s.h * s.f; }
+
+void BM_FfnInFused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(LinearGelu(in.x, in.w1, in.b1)); }, GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void BM_FfnInUnfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state,
+      [&] {
+        const at::Tensor pre = at::addmm(in.b1, in.x, in.w1.t());
+        benchmark::DoNotOptimize(at::gelu(pre, "tanh"));
+      },
+      GemmFlops(s));
+}
+
+void BM_GeluBwdFused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(MatmulGeluBackward(in.dy, in.w2, in.pre)); },
+      GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void BM_GeluBwdUnfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state,
+      [&] {
+        const at::Tensor d_pre = at::gelu_backward(at::mm(in.dy, in.w2), in.pre, "tanh");
+        benchmark::DoNotOptimize(at::sum(d_pre, {0}, false, at::kFloat));
+      },
+      GemmFlops(s));
+}
+
+// Weight and bias gradients of y = input @ W^T + b from (grad [T, N], input [T, K]).
+void WGradFused(benchmark::State& state, const Shape& s, const at::Tensor& grad,
+                const at::Tensor& input) {
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(LinearWeightGrad(grad, input, true)); }, GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void WGradUnfused(benchmark::State& state, const Shape& s, const at::Tensor& grad,
+                  const at::Tensor& input) {
+  TimeOnGpu(
+      state,
+      [&] {
+        benchmark::DoNotOptimize(at::mm(grad.t(), input));
+        benchmark::DoNotOptimize(at::sum(grad, {0}, false, at::kFloat));
+      },
+      GemmFlops(s));
+}
+
+// `pre` stands in for the FFN activation (same shape and dtype; the values do not matter).
+void BM_WGradInFused(benchmark::State& st, Shape s) {
+  WGradFused(st, s, InputsFor(s).d_pre, InputsFor(s).x);
+}
+void BM_WGradInUnfused(benchmark::State& st, Shape s) {
+  WGradUnfused(st, s, InputsFor(s).d_pre, InputsFor(s).x);
+}
+void BM_WGradOutFused(benchmark::State& st, Shape s) {
+  WGradFused(st, s, InputsFor(s).dy, InputsFor(s).pre);
+}
+void BM_WGradOutUnfused(benchmark::State& st, Shape s) {
+  WGradUnfused(st, s, InputsFor(s).dy, InputsFor(s).pre);
+}
+
+void RegisterAll() {
+  std::vector<Shape> shapes = {{"T16384_H768_F3072", 16384, 768, 3072},
+                               {"T16384_H1024_F4096", 16384, 1024, 4096}};
+  if (g_smoke) shapes = {{"T512_H64_F256", 512, 64, 256}};
+  using Fn = void (*)(benchmark::State&, Shape);
+  const std::vector<std::pair<const char*, Fn>> benches = {
+      {"FfnIn/fused", BM_FfnInFused},       {"FfnIn/unfused", BM_FfnInUnfused},
+      {"GeluBwd/fused", BM_GeluBwdFused},   {"GeluBwd/unfused", BM_GeluBwdUnfused},
+      {"WGradIn/fused", BM_WGradInFused},   {"WGradIn/unfused", BM_WGradInUnfused},
+      {"WGradOut/fused", BM_WGradOutFused}, {"WGradOut/unfused", BM_WGradOutUnfused}};
+  for (const Shape& s : shapes) {
+    for (const auto& [name, fn] : benches) {
+      benchmark::RegisterBenchmark((std::string(name) + "/" + s.name).c_str(), fn, s)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace padless::cuda
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--smoke") == 0) {
+      padless::cuda::g_smoke = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+  if (!torch::cuda::is_available()) {
+    std::printf("gemm_epilogue_bench: no CUDA device; nothing to measure.\n");
+    return 0;
+  }
+  if (!padless::cuda::CudaKernelsBuilt()) {
+    std::printf("gemm_epilogue_bench: built without the CUDA kernels; fused = reference.\n");
+  }
+  padless::cuda::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
