@@ -323,6 +323,20 @@ TEST_F(ResidualLayerNormCudaTest, MatchesUnfusedOps) {
   }
 }
 
+// Wide rows: bf16 / fp16 take the fused path up to 4096 (16 vectors per lane, 3072 leaves some
+// lanes' last vectors idle); fp32 up to 2048, 4096 falls back to the reference path.
+TEST_F(ResidualLayerNormCudaTest, WideRowsMatchUnfusedOps) {
+  uint64_t seed = 500;
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    for (int64_t hidden : {2048, 3072, 4096}) {
+      const Inputs in =
+          MakeInputs(257, hidden, dtype, at::kFloat, /*with_bias=*/true, gpu_, seed++);
+      CheckAgainstAutograd(in, 0.1, /*with_extra=*/true, ToleranceFor(dtype),
+                           Label(257, hidden, dtype, 0.1, true, true), /*poison=*/true);
+    }
+  }
+}
+
 TEST_F(ResidualLayerNormCudaTest, ZeroRows) {
   const Inputs in = MakeInputs(0, 768, at::kBFloat16, at::kFloat, true, gpu_, 9);
   const auto r =

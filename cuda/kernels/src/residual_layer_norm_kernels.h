@@ -17,7 +17,7 @@
 namespace padless::cuda::internal {
 
 // True when rows of `hidden` elements of `type` fit the kernels: hidden a multiple of the 16-byte
-// vector width and small enough for the row to stay in registers (bf16/fp16: H <= 2048 and a
+// vector width and small enough for the row to stay in registers (bf16/fp16: H <= 4096 and a
 // multiple of 8; fp32: H <= 2048 and a multiple of 4). Pointer alignment (16 bytes for every
 // tensor, the mask included) is the caller's to check.
 bool ResidualLayerNormSupported(int64_t hidden, FloatType type);
