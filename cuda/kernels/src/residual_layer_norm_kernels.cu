@@ -293,11 +293,13 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
   }
 }
 
-// out[j] = sum over b of partials[b, j]: a 32-column tile per block, 8 threads per column each
-// striding over the blocks, then a fixed-order sum of the 8.
+// Column j of the partials [blocks, quantities * hidden] summed over the blocks, written to
+// d_gamma / d_beta / d_bias (quantity j / hidden): a 32-column tile per block, 8 threads per column
+// each striding over the blocks, then a fixed-order sum of the 8.
 __global__ void __launch_bounds__(kReduceCols* kReduceRows)
-    ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ out,
-                         int64_t blocks, int64_t width) {
+    ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ d_gamma,
+                         float* __restrict__ d_beta, float* __restrict__ d_bias, int64_t blocks,
+                         int64_t hidden, int64_t width) {
   __shared__ float tile[kReduceRows][kReduceCols + 1];
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
   float total = 0.f;
@@ -310,7 +312,9 @@ __global__ void __launch_bounds__(kReduceCols* kReduceRows)
   float sum = 0.f;
 #pragma unroll
   for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
-  out[col] = sum;
+  const int64_t quantity = col / hidden;
+  float* out = quantity == 0 ? d_gamma : (quantity == 1 ? d_beta : d_bias);
+  out[col - quantity * hidden] = sum;
 }
 
 // Vectors per lane for rows of `hidden` elements of T: the smallest instantiated count that covers
@@ -380,7 +384,7 @@ cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t s
     const dim3 block(kReduceCols, kReduceRows);
     const int64_t grid = (width + kReduceCols - 1) / kReduceCols;
     ReducePartialsKernel<<<static_cast<unsigned>(grid), block, 0, stream>>>(
-        a.partials, a.param_grads, a.blocks, width);
+        a.partials, a.d_gamma, a.d_beta, a.d_bias, a.blocks, a.hidden, width);
     return cudaGetLastError();
   });
 }
