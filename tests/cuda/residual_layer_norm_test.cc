@@ -298,13 +298,14 @@ Tolerance ToleranceFor(at::ScalarType dtype) {
 }
 
 // H = 384, 768, 1024 take the fused path for every dtype; 100 takes the reference path for
-// bf16 / fp16 (not a multiple of 8) and the fused one for fp32 (a multiple of 4).
+// bf16 / fp16 (not a multiple of 8) and the fused one for fp32 (a multiple of 4); 98 the reference
+// path for every dtype.
 TEST_F(ResidualLayerNormCudaTest, MatchesUnfusedOps) {
   uint64_t seed = 100;
   int index = 0;
   for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
     for (int64_t rows : {1, 7, 16384}) {
-      for (int64_t hidden : {384, 768, 1024, 100}) {
+      for (int64_t hidden : {384, 768, 1024, 100, 98}) {
         for (double p : {0.0, 0.1}) {
           const bool with_bias = index % 3 != 0;
           const bool with_extra = index % 2 == 0;
@@ -331,6 +332,37 @@ TEST_F(ResidualLayerNormCudaTest, WideRowsMatchUnfusedOps) {
           MakeInputs(257, hidden, dtype, at::kFloat, /*with_bias=*/true, gpu_, seed++);
       CheckAgainstAutograd(in, 0.1, /*with_extra=*/true, ToleranceFor(dtype),
                            Label(257, hidden, dtype, 0.1, true, true), /*poison=*/true);
+    }
+  }
+}
+
+// The path taken shows in the mask: from the same generator state, the reference path
+// (at::native_dropout) and the kernel draw different masks, and the public function on an
+// unsupported shape reproduces the reference one exactly.
+TEST_F(ResidualLayerNormCudaTest, UnsupportedShapesTakeTheReferencePath) {
+  struct Shape {
+    at::ScalarType dtype;
+    int64_t hidden;
+    bool fused;
+  };
+  const Shape shapes[] = {{at::kBFloat16, 768, true},   {at::kFloat, 100, true},
+                          {at::kHalf, 4096, true},      {at::kBFloat16, 100, false},
+                          {at::kHalf, 100, false},      {at::kFloat, 98, false},
+                          {at::kBFloat16, 4104, false}, {at::kFloat, 3072, false}};
+  at::Generator gen = at::globalContext().defaultGenerator(gpu_);
+  uint64_t seed = 700;
+  for (const Shape& s : shapes) {
+    const Inputs in = MakeInputs(64, s.hidden, s.dtype, at::kFloat, true, gpu_, seed++);
+    const at::Tensor state = gen.get_state();
+    const auto r =
+        DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 0.5, kEps);
+    gen.set_state(state);
+    const auto ref = reference::DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma,
+                                                         in.beta, 0.5, kEps);
+    const std::string label = Label(64, s.hidden, s.dtype, 0.5, true, false);
+    EXPECT_EQ(at::equal(r.mask, ref.mask), !s.fused) << label;
+    if (!s.fused) {
+      EXPECT_TRUE(at::equal(r.out, ref.out)) << label;
     }
   }
 }
