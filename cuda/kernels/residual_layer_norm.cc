@@ -263,10 +263,13 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   const int64_t blocks =
       internal::ResidualLayerNormBackwardBlocks(rows, hidden, SmCount(sum.device()));
   const at::Tensor partials = at::empty({blocks, quantities, hidden}, float_opts);
-  const at::Tensor param_grads = at::empty({quantities, hidden}, float_opts);
   DropoutResidualLayerNormGrads grads;
   grads.d_sum = at::empty_like(sum);
   grads.d_input = p > 0.0 ? at::empty_like(sum) : grads.d_sum;
+  // Separate tensors rather than rows of one: autograd may keep them as the parameters' .grad.
+  grads.d_gamma = at::empty({hidden}, float_opts);
+  grads.d_beta = at::empty({hidden}, float_opts);
+  if (need_bias_grad) grads.d_bias = at::empty({hidden}, float_opts);
 
   internal::ResidualLayerNormBackwardArgs args;
   args.d_out = d_out.data_ptr();
@@ -279,7 +282,9 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   args.d_sum = grads.d_sum.data_ptr();
   args.d_input = p > 0.0 ? grads.d_input.data_ptr() : nullptr;
   args.partials = partials.data_ptr<float>();
-  args.param_grads = param_grads.data_ptr<float>();
+  args.d_gamma = grads.d_gamma.data_ptr<float>();
+  args.d_beta = grads.d_beta.data_ptr<float>();
+  args.d_bias = need_bias_grad ? grads.d_bias.data_ptr<float>() : nullptr;
   args.rows = rows;
   args.hidden = hidden;
   args.blocks = blocks;
@@ -289,9 +294,6 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   internal::CheckLaunch(
       internal::LaunchResidualLayerNormBackward(args, c10::cuda::getCurrentCUDAStream()),
       kBackwardOp);
-  grads.d_gamma = param_grads[0];
-  grads.d_beta = param_grads[1];
-  if (need_bias_grad) grads.d_bias = param_grads[2];
   return grads;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS

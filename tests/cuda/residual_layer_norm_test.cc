@@ -90,8 +90,8 @@ struct Tolerance {
   double params;  // d_gamma, d_beta, d_bias
 };
 
-// Runs forward and backward of `op` (the public functions or the reference namespace's) and
-// checks everything against autograd through the unfused fp32 ops with the returned mask.
+// Runs the forward and backward and checks every output and gradient against autograd through the
+// unfused fp32 ops on the upcast inputs, with the returned mask.
 void CheckAgainstAutograd(const Inputs& in, double p, bool with_extra, const Tolerance& tol,
                           const std::string& label, bool poison) {
   const c10::Device device = in.input.device();
@@ -134,19 +134,17 @@ void CheckAgainstAutograd(const Inputs& in, double p, bool with_extra, const Tol
   ASSERT_EQ(g.d_beta.scalar_type(), at::kFloat) << label;
   ASSERT_EQ(g.d_bias.defined(), need_bias_grad) << label;
 
-  // Gradients through the unfused ops, with the LayerNorm applied to the stored sum (what the
-  // backward sees) so that forward rounding does not enter the comparison.
-  const at::Tensor sum_leaf = Float(r.sum).detach().requires_grad_(true);
-  const at::Tensor out = at::layer_norm(sum_leaf, {hidden}, leaves.gamma, leaves.beta, kEps);
+  // `extra` flows into `out` like d_out. The residual's gradient is d_sum.
   const at::Tensor grad = with_extra ? Float(d_out) + Float(extra) : Float(d_out);
-  const auto ag = torch::autograd::grad({out}, {sum_leaf, leaves.gamma, leaves.beta}, {grad});
-  const at::Tensor d_input = p > 0.0 ? ag[0] * r.mask.to(at::kFloat) / (1.0 - p) : ag[0];
-  EXPECT_LT(RelErr(g.d_sum, ag[0]), tol.values) << label << " d_sum";
-  EXPECT_LT(RelErr(g.d_input, d_input), tol.values) << label << " d_input";
-  EXPECT_LT(RelErr(g.d_gamma, ag[1]), tol.params) << label << " d_gamma";
-  EXPECT_LT(RelErr(g.d_beta, ag[2]), tol.params) << label << " d_beta";
+  std::vector<at::Tensor> wrt = {leaves.input, leaves.residual, leaves.gamma, leaves.beta};
+  if (need_bias_grad) wrt.push_back(leaves.bias);
+  const auto ag = torch::autograd::grad({ref.out}, wrt, {grad});
+  EXPECT_LT(RelErr(g.d_input, ag[0]), tol.values) << label << " d_input";
+  EXPECT_LT(RelErr(g.d_sum, ag[1]), tol.values) << label << " d_sum";
+  EXPECT_LT(RelErr(g.d_gamma, ag[2]), tol.params) << label << " d_gamma";
+  EXPECT_LT(RelErr(g.d_beta, ag[3]), tol.params) << label << " d_beta";
   if (need_bias_grad) {
-    EXPECT_LT(RelErr(g.d_bias, d_input.sum(0)), tol.params) << label << " d_bias";
+    EXPECT_LT(RelErr(g.d_bias, ag[4]), tol.params) << label << " d_bias";
   }
 }
 
@@ -300,13 +298,14 @@ Tolerance ToleranceFor(at::ScalarType dtype) {
 }
 
 // H = 384, 768, 1024 take the fused path for every dtype; 100 takes the reference path for
-// bf16 / fp16 (not a multiple of 8) and the fused one for fp32 (a multiple of 4).
+// bf16 / fp16 (not a multiple of 8) and the fused one for fp32 (a multiple of 4); 98 the reference
+// path for every dtype.
 TEST_F(ResidualLayerNormCudaTest, MatchesUnfusedOps) {
   uint64_t seed = 100;
   int index = 0;
   for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
     for (int64_t rows : {1, 7, 16384}) {
-      for (int64_t hidden : {384, 768, 1024, 100}) {
+      for (int64_t hidden : {384, 768, 1024, 100, 98}) {
         for (double p : {0.0, 0.1}) {
           const bool with_bias = index % 3 != 0;
           const bool with_extra = index % 2 == 0;
@@ -319,6 +318,51 @@ TEST_F(ResidualLayerNormCudaTest, MatchesUnfusedOps) {
                                /*poison=*/true);
         }
       }
+    }
+  }
+}
+
+// Wide rows: bf16 / fp16 take the fused path up to 4096 (16 vectors per lane, 3072 leaves some
+// lanes' last vectors idle); fp32 up to 2048, 4096 falls back to the reference path.
+TEST_F(ResidualLayerNormCudaTest, WideRowsMatchUnfusedOps) {
+  uint64_t seed = 500;
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    for (int64_t hidden : {2048, 3072, 4096}) {
+      const Inputs in =
+          MakeInputs(257, hidden, dtype, at::kFloat, /*with_bias=*/true, gpu_, seed++);
+      CheckAgainstAutograd(in, 0.1, /*with_extra=*/true, ToleranceFor(dtype),
+                           Label(257, hidden, dtype, 0.1, true, true), /*poison=*/true);
+    }
+  }
+}
+
+// The path taken shows in the mask: from the same generator state, the reference path
+// (at::native_dropout) and the kernel draw different masks, and the public function on an
+// unsupported shape reproduces the reference one exactly.
+TEST_F(ResidualLayerNormCudaTest, UnsupportedShapesTakeTheReferencePath) {
+  struct Shape {
+    at::ScalarType dtype;
+    int64_t hidden;
+    bool fused;
+  };
+  const Shape shapes[] = {{at::kBFloat16, 768, true},   {at::kFloat, 100, true},
+                          {at::kHalf, 4096, true},      {at::kBFloat16, 100, false},
+                          {at::kHalf, 100, false},      {at::kFloat, 98, false},
+                          {at::kBFloat16, 4104, false}, {at::kFloat, 3072, false}};
+  at::Generator gen = at::globalContext().defaultGenerator(gpu_);
+  uint64_t seed = 700;
+  for (const Shape& s : shapes) {
+    const Inputs in = MakeInputs(64, s.hidden, s.dtype, at::kFloat, true, gpu_, seed++);
+    const at::Tensor state = gen.get_state();
+    const auto r =
+        DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 0.5, kEps);
+    gen.set_state(state);
+    const auto ref = reference::DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma,
+                                                         in.beta, 0.5, kEps);
+    const std::string label = Label(64, s.hidden, s.dtype, 0.5, true, false);
+    EXPECT_EQ(at::equal(r.mask, ref.mask), !s.fused) << label;
+    if (!s.fused) {
+      EXPECT_TRUE(at::equal(r.out, ref.out)) << label;
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "float_pack.cuh"
 #include "kernels.h"
 
 namespace padless::cuda::internal {
@@ -14,30 +15,6 @@ namespace {
 
 constexpr int kLanes = 32;
 constexpr int kWarps = 8;
-
-__device__ __forceinline__ float ToFloat(float v) { return v; }
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
-
-template <typename T>
-__device__ __forceinline__ T FromFloat(float v);
-template <>
-__device__ __forceinline__ float FromFloat<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half FromFloat<__half>(float v) {
-  return __float2half_rn(v);
-}
-
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T v[kVec];
-};
 
 template <typename T, int kVec>
 __global__ void SegmentMeanKernel(const T* __restrict__ in, T* __restrict__ out,

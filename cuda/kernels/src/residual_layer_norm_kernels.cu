@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "float_pack.cuh"
 #include "residual_layer_norm_kernels.h"
 
 namespace padless::cuda::internal {
@@ -27,44 +28,22 @@ namespace {
 constexpr int kLanes = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kForwardWarps = 4;
-// Registers per lane of one row (per array): bounds the supported width to 64 * 32 elements.
-constexpr int kMaxElementsPerLane = 64;
+// At most 16 vectors (256 bytes) of a row per lane: H <= 4096 for bf16/fp16, 2048 for fp32. At 16
+// the bf16 backward spills ~100 bytes per thread (ptxas -v); narrower rows do not spill.
+constexpr int kMaxIters = 16;
 constexpr int kMaxBackwardWarps = 4;
 // The backward's shared accumulators stay within the default 48 KiB of one block.
 constexpr int64_t kBackwardSharedFloats = 48 * 1024 / 4;
-// Backward blocks per SM: more blocks hide more latency but add [blocks, 3, H] partials traffic
-// (2 x 132 x 3 x H x 4 bytes, ~4% of the row traffic at H = 1024). Worth tuning on the H200.
-constexpr int64_t kBackwardBlocksPerSm = 2;
+// Backward warps per SM (in blocks of BackwardWarps(H)): more hide more latency but add
+// [blocks, 3, H] fp32 partials traffic (~4% of the row traffic at H = 1024 with 8). Worth tuning
+// on the H200.
+constexpr int64_t kBackwardWarpsPerSm = 8;
 constexpr int kReduceCols = 32;
 constexpr int kReduceRows = 8;
-
-__device__ __forceinline__ float ToFloat(float v) { return v; }
-__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
-
-template <typename T>
-__device__ __forceinline__ T FromFloat(float v);
-template <>
-__device__ __forceinline__ float FromFloat<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-template <>
-__device__ __forceinline__ __half FromFloat<__half>(float v) {
-  return __float2half_rn(v);
-}
 
 // Elements of T in one 16-byte vector.
 template <typename T>
 constexpr int kVecOf = static_cast<int>(16 / sizeof(T));
-
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T v[kVec];
-};
 
 // kVec mask bytes (bool is one byte holding 0 or 1).
 template <int kVec>
@@ -144,16 +123,14 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
   curandStatePhilox4_32_10_t rng;
   if (dropout) curand_init(a.seed, static_cast<uint64_t>(row) * kLanes + lane, a.offset, &rng);
 
-  float x[kIters][kVec];
+  // The row as stored: T holds the rounded sum exactly, in half the registers of fp32 for
+  // bf16/fp16.
+  Pack<T, kVec> x[kIters];
   float total = 0.f;
 #pragma unroll
   for (int i = 0; i < kIters; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
-    if (v >= vecs) {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) x[i][k] = 0.f;
-      continue;
-    }
+    if (v >= vecs) continue;
     float in[kVec], res[kVec];
     Load<T, kVec>(input + v * kVec, in);
     Load<T, kVec>(residual + v * kVec, res);
@@ -178,14 +155,12 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
       }
       *reinterpret_cast<MaskPack<kVec>*>(a.mask + base + v * kVec) = keep;
     }
-    Pack<T, kVec> s;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      s.v[k] = FromFloat<T>(res[k] + in[k]);
-      x[i][k] = ToFloat(s.v[k]);  // statistics of the stored (rounded) sum
-      total += x[i][k];
+      x[i].v[k] = FromFloat<T>(res[k] + in[k]);
+      total += ToFloat(x[i].v[k]);  // statistics of the stored (rounded) sum
     }
-    *reinterpret_cast<Pack<T, kVec>*>(sum + v * kVec) = s;
+    *reinterpret_cast<Pack<T, kVec>*>(sum + v * kVec) = x[i];
   }
   const float inv_hidden = 1.f / static_cast<float>(a.hidden);
   const float mean = WarpSum(total) * inv_hidden;
@@ -198,7 +173,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
     if (lane + static_cast<int64_t>(i) * kLanes >= vecs) continue;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const float d = x[i][k] - mean;
+      const float d = ToFloat(x[i].v[k]) - mean;
       squares += d * d;
     }
   }
@@ -216,7 +191,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
     LoadParams<kVec>(a.gamma + v * kVec, g);
     LoadParams<kVec>(a.beta + v * kVec, b);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) y[k] = (x[i][k] - mean) * rstd * g[k] + b[k];
+    for (int k = 0; k < kVec; ++k) y[k] = (ToFloat(x[i].v[k]) - mean) * rstd * g[k] + b[k];
     Store<T, kVec>(out + v * kVec, y);
   }
 }
@@ -254,17 +229,15 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
     const float mean = __ldg(a.mean + row);
     const float rstd = __ldg(a.rstd + row);
 
-    float gg[kIters][kVec], xhat[kIters][kVec];  // g * gamma and the normalised input
+    // g * gamma in fp32 and the row of `sum` as stored (xhat is recomputed from it).
+    float gg[kIters][kVec];
+    Pack<T, kVec> sum_row[kIters];
     float sum_gg = 0.f, sum_gg_xhat = 0.f;
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
-      if (v >= vecs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) gg[i][k] = xhat[i][k] = 0.f;
-        continue;
-      }
-      float g[kVec], s[kVec], gamma[kVec];
+      if (v >= vecs) continue;
+      float g[kVec], gamma[kVec];
       Load<T, kVec>(d_out + v * kVec, g);
       if (extra != nullptr) {
         float e[kVec];
@@ -272,16 +245,16 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
 #pragma unroll
         for (int k = 0; k < kVec; ++k) g[k] += e[k];
       }
-      Load<T, kVec>(sum + v * kVec, s);
+      sum_row[i] = *reinterpret_cast<const Pack<T, kVec>*>(sum + v * kVec);
       LoadParams<kVec>(a.gamma + v * kVec, gamma);
       float g_xhat[kVec];
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        xhat[i][k] = (s[k] - mean) * rstd;
+        const float xhat = (ToFloat(sum_row[i].v[k]) - mean) * rstd;
         gg[i][k] = g[k] * gamma[k];
-        g_xhat[k] = g[k] * xhat[i][k];
+        g_xhat[k] = g[k] * xhat;
         sum_gg += gg[i][k];
-        sum_gg_xhat += gg[i][k] * xhat[i][k];
+        sum_gg_xhat += gg[i][k] * xhat;
       }
       AddShared<kVec>(d_gamma_acc + v * kVec, g_xhat);
       AddShared<kVec>(d_beta_acc + v * kVec, g);
@@ -296,7 +269,8 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
       float d[kVec];
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        d[k] = rstd * (gg[i][k] - mean_gg - xhat[i][k] * mean_gg_xhat);
+        const float xhat = (ToFloat(sum_row[i].v[k]) - mean) * rstd;
+        d[k] = rstd * (gg[i][k] - mean_gg - xhat * mean_gg_xhat);
       }
       Store<T, kVec>(static_cast<T*>(a.d_sum) + base + v * kVec, d);
       if (a.mask != nullptr) {
@@ -319,11 +293,13 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
   }
 }
 
-// out[j] = sum over b of partials[b, j]: a 32-column tile per block, 8 threads per column each
-// striding over the blocks, then a fixed-order sum of the 8.
+// Column j of the partials [blocks, quantities * hidden] summed over the blocks, written to
+// d_gamma / d_beta / d_bias (quantity j / hidden): a 32-column tile per block, 8 threads per column
+// each striding over the blocks, then a fixed-order sum of the 8.
 __global__ void __launch_bounds__(kReduceCols* kReduceRows)
-    ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ out,
-                         int64_t blocks, int64_t width) {
+    ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ d_gamma,
+                         float* __restrict__ d_beta, float* __restrict__ d_bias, int64_t blocks,
+                         int64_t hidden, int64_t width) {
   __shared__ float tile[kReduceRows][kReduceCols + 1];
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
   float total = 0.f;
@@ -336,7 +312,9 @@ __global__ void __launch_bounds__(kReduceCols* kReduceRows)
   float sum = 0.f;
 #pragma unroll
   for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
-  out[col] = sum;
+  const int64_t quantity = col / hidden;
+  float* out = quantity == 0 ? d_gamma : (quantity == 1 ? d_beta : d_bias);
+  out[col - quantity * hidden] = sum;
 }
 
 // Vectors per lane for rows of `hidden` elements of T: the smallest instantiated count that covers
@@ -346,8 +324,7 @@ int ItersFor(int64_t hidden) {
   constexpr int kVec = kVecOf<T>;
   if (hidden <= 0 || hidden % kVec != 0) return 0;
   const int64_t needed = (hidden / kVec + kLanes - 1) / kLanes;
-  for (int iters : {1, 2, 3, 4, 6, 8, 16}) {
-    if (iters * kVec > kMaxElementsPerLane) break;
+  for (int iters : {1, 2, 3, 4, 6, 8, kMaxIters}) {
     if (needed <= iters) return iters;
   }
   return 0;
@@ -356,7 +333,7 @@ int ItersFor(int64_t hidden) {
 // Calls f(std::integral_constant<int, kIters>{}) for ItersFor<T>(hidden).
 template <typename T, typename F>
 cudaError_t DispatchIters(int64_t hidden, F&& f) {
-  constexpr int kVec = kVecOf<T>;
+  static_assert(kMaxIters == 16, "DispatchIters instantiates the counts of ItersFor");
   switch (ItersFor<T>(hidden)) {
     case 1:
       return f(std::integral_constant<int, 1>{});
@@ -371,8 +348,7 @@ cudaError_t DispatchIters(int64_t hidden, F&& f) {
     case 8:
       return f(std::integral_constant<int, 8>{});
     case 16:
-      if constexpr (16 * kVec <= kMaxElementsPerLane) return f(std::integral_constant<int, 16>{});
-      break;
+      return f(std::integral_constant<int, 16>{});
     default:
       break;
   }
@@ -408,24 +384,38 @@ cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t s
     const dim3 block(kReduceCols, kReduceRows);
     const int64_t grid = (width + kReduceCols - 1) / kReduceCols;
     ReducePartialsKernel<<<static_cast<unsigned>(grid), block, 0, stream>>>(
-        a.partials, a.param_grads, a.blocks, width);
+        a.partials, a.d_gamma, a.d_beta, a.d_bias, a.blocks, a.hidden, width);
     return cudaGetLastError();
   });
 }
 
-int ItersForType(int64_t hidden, FloatType type) {
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls f(TypeTag<T>{}) for the storage type T of `type`; `fallback` for an unknown type.
+template <typename R, typename F>
+R DispatchType(FloatType type, R fallback, F&& f) {
   switch (type) {
     case FloatType::kFloat32:
-      return ItersFor<float>(hidden);
+      return f(TypeTag<float>{});
     case FloatType::kBFloat16:
-      return ItersFor<__nv_bfloat16>(hidden);
+      return f(TypeTag<__nv_bfloat16>{});
     case FloatType::kFloat16:
-      return ItersFor<__half>(hidden);
+      return f(TypeTag<__half>{});
   }
-  return 0;
+  return fallback;
 }
 
-int VecOfType(FloatType type) { return type == FloatType::kFloat32 ? 4 : 8; }
+int ItersForType(int64_t hidden, FloatType type) {
+  return DispatchType(type, 0,
+                      [&](auto tag) { return ItersFor<typename decltype(tag)::type>(hidden); });
+}
+
+int VecOfType(FloatType type) {
+  return DispatchType(type, 0, [](auto tag) { return kVecOf<typename decltype(tag)::type>; });
+}
 
 }  // namespace
 
@@ -434,7 +424,7 @@ bool ResidualLayerNormSupported(int64_t hidden, FloatType type) {
 }
 
 int64_t ResidualLayerNormRandomsPerThread(int64_t hidden, FloatType type) {
-  // kIters vectors of 4 or 8 elements: already a multiple of 4.
+  // kIters vectors of 4 or 8 elements (one per valid vector): already a multiple of 4.
   return static_cast<int64_t>(ItersForType(hidden, type)) * VecOfType(type);
 }
 
@@ -444,21 +434,15 @@ cudaError_t LaunchResidualLayerNormForward(const ResidualLayerNormForwardArgs& a
     return cudaErrorInvalidValue;
   }
   if (args.rows == 0) return cudaGetLastError();
-  switch (args.type) {
-    case FloatType::kFloat32:
-      return ForwardTyped<float>(args, stream);
-    case FloatType::kBFloat16:
-      return ForwardTyped<__nv_bfloat16>(args, stream);
-    case FloatType::kFloat16:
-      return ForwardTyped<__half>(args, stream);
-  }
-  return cudaErrorInvalidValue;
+  return DispatchType(args.type, cudaErrorInvalidValue, [&](auto tag) {
+    return ForwardTyped<typename decltype(tag)::type>(args, stream);
+  });
 }
 
 int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, int64_t sm_count) {
   const int64_t warps = BackwardWarps(hidden);
   const int64_t by_rows = (rows + warps - 1) / warps;
-  const int64_t by_device = kBackwardBlocksPerSm * (sm_count < 1 ? 1 : sm_count);
+  const int64_t by_device = (kBackwardWarpsPerSm / warps) * (sm_count < 1 ? 1 : sm_count);
   const int64_t blocks = by_rows < by_device ? by_rows : by_device;
   return blocks < 1 ? 1 : blocks;
 }
@@ -469,15 +453,9 @@ cudaError_t LaunchResidualLayerNormBackward(const ResidualLayerNormBackwardArgs&
   if (!ResidualLayerNormSupported(args.hidden, args.type) || args.rows < 0 || args.blocks < 1) {
     return cudaErrorInvalidValue;
   }
-  switch (args.type) {
-    case FloatType::kFloat32:
-      return BackwardTyped<float>(args, stream);
-    case FloatType::kBFloat16:
-      return BackwardTyped<__nv_bfloat16>(args, stream);
-    case FloatType::kFloat16:
-      return BackwardTyped<__half>(args, stream);
-  }
-  return cudaErrorInvalidValue;
+  return DispatchType(args.type, cudaErrorInvalidValue, [&](auto tag) {
+    return BackwardTyped<typename decltype(tag)::type>(args, stream);
+  });
 }
 
 }  // namespace padless::cuda::internal

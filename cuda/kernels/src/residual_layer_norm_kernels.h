@@ -17,7 +17,7 @@
 namespace padless::cuda::internal {
 
 // True when rows of `hidden` elements of `type` fit the kernels: hidden a multiple of the 16-byte
-// vector width and small enough for the row to stay in registers (bf16/fp16: H <= 2048 and a
+// vector width and small enough for the row to stay in registers (bf16/fp16: H <= 4096 and a
 // multiple of 8; fp32: H <= 2048 and a multiple of 4). Pointer alignment (16 bytes for every
 // tensor, the mask included) is the caller's to check.
 bool ResidualLayerNormSupported(int64_t hidden, FloatType type);
@@ -66,8 +66,10 @@ struct ResidualLayerNormBackwardArgs {
   // [blocks, quantities, hidden] fp32 scratch, blocks = ResidualLayerNormBackwardBlocks(...),
   // quantities = need_bias_grad ? 3 : 2.
   float* partials = nullptr;
-  // [quantities, hidden] fp32: d_gamma, d_beta and (when need_bias_grad) d_bias.
-  float* param_grads = nullptr;
+  // [hidden] fp32 column sums; d_bias is used only when need_bias_grad.
+  float* d_gamma = nullptr;
+  float* d_beta = nullptr;
+  float* d_bias = nullptr;
   int64_t rows = 0;
   int64_t hidden = 0;
   int64_t blocks = 0;
@@ -76,8 +78,8 @@ struct ResidualLayerNormBackwardArgs {
   bool need_bias_grad = false;
 };
 
-// The row kernel, then the reduction of the per-block partials into param_grads (deterministic:
-// fixed summation order, no atomics).
+// The row kernel, then the reduction of the per-block partials into d_gamma, d_beta and d_bias
+// (deterministic: fixed summation order, no atomics).
 cudaError_t LaunchResidualLayerNormBackward(const ResidualLayerNormBackwardArgs& args,
                                             cudaStream_t stream);
 

@@ -1,9 +1,10 @@
 // DropoutResidualLayerNorm: the post-LN transformer sublayer epilogue
 //   sum = residual + dropout(input + bias);  out = LayerNorm(sum) * gamma + beta
-// in one pass over the rows, and its backward in one pass plus a small reduction. CUDA tensors of
-// fp32 / bf16 / fp16 with H a multiple of the 16-byte vector (8 for bf16/fp16, 4 for fp32), at most
-// 2048 wide and 16-byte aligned use the fused kernels; everything else (CPU tensors, other widths,
-// builds without the kernels) the unfused ATen ops, which return the same structure.
+// in one pass over the rows, and its backward in one pass plus a small reduction. CUDA tensors
+// with 16-byte aligned data and H a multiple of the 16-byte vector up to a register limit (bf16 /
+// fp16: H % 8 == 0, H <= 4096; fp32: H % 4 == 0, H <= 2048) use the fused kernels; everything else
+// (CPU tensors, other widths, misaligned views, builds without the kernels) the unfused ATen ops,
+// which return the same structure.
 //
 // These functions are not differentiable themselves: they are the forward and backward bodies for
 // an autograd function. Errors (shapes, dtypes, devices, p outside [0, 1)) throw c10::Error.
