@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "layer_call.h"
+#include "padless/cuda/kernels/gemm_epilogue.h"
+#include "padless/cuda/kernels/residual_layer_norm.h"
 #include "padless/models/autocast.h"
 #include "rng_state.h"
 
@@ -39,10 +41,19 @@ struct Activations {
   at::Tensor s2, mean2, rstd2;              // LayerNorm-2 input and statistics
 };
 
-std::vector<at::Tensor> CastWeights(at::TensorList w, at::ScalarType dtype) {
+bool IsNormWeight(int weight) {
+  return weight == kAttnNormWeight || weight == kAttnNormBias || weight == kFfnNormWeight ||
+         weight == kFfnNormBias;
+}
+
+// The weights as the layer computes with them: matrices and biases in the compute dtype; the
+// LayerNorm gains and biases as given (fp32 masters), which the LayerNorm kernels read directly.
+std::vector<at::Tensor> ComputeWeights(at::TensorList w, at::ScalarType dtype) {
   std::vector<at::Tensor> out;
   out.reserve(w.size());
-  for (const at::Tensor& t : w) out.push_back(t.to(dtype));
+  for (size_t i = 0; i < w.size(); ++i) {
+    out.push_back(IsNormWeight(static_cast<int>(i)) ? w[i] : w[i].to(dtype));
+  }
   return out;
 }
 
@@ -50,16 +61,22 @@ at::Tensor Linear(const at::Tensor& x, const std::vector<at::Tensor>& w, int wei
   return at::addmm(w[weight + 1], x, w[weight].t());
 }
 
-// dropout(t) in training mode; *mask is left undefined when p == 0.
-at::Tensor Dropout(const at::Tensor& t, double p, at::Tensor* mask) {
-  if (p <= 0.0) return t;
-  auto [out, m] = at::native_dropout(t, p, /*train=*/true);
-  *mask = m;
-  return out;
+// grad^T @ input: a weight's gradient. On a GPU, half inputs give it in fp32 straight from the
+// GEMM (the parameters are fp32; autograd would otherwise cast it in a separate pass).
+at::Tensor WeightGrad(const at::Tensor& grad, const at::Tensor& input) {
+  if (grad.is_cuda() && IsHalf(grad.scalar_type())) return at::mm(grad.t(), input, at::kFloat);
+  return grad.t().mm(input);
 }
 
-at::Tensor DropoutBackward(const at::Tensor& grad, const at::Tensor& mask, double p) {
-  return mask.defined() ? at::native_dropout_backward(grad, mask, 1.0 / (1.0 - p)) : grad;
+// The activation the layer computes. Erf-GELU models computing in bf16/fp16 on a GPU use the
+// tanh form, which the FFN-in GEMM's cuBLASLt epilogue computes: the two differ by at most 4.7e-4
+// (near |x| = 2.7, where a bf16 step is 0.016) and their slopes by at most 8.7e-4, far below the
+// compute dtype's rounding.
+Activation EffectiveActivation(const LayerSpec& spec, const at::Tensor& x) {
+  if (spec.activation == Activation::kGelu && x.is_cuda() && IsHalf(x.scalar_type())) {
+    return Activation::kGeluTanh;
+  }
+  return spec.activation;
 }
 
 at::Tensor Activate(const at::Tensor& f, Activation a) {
@@ -84,6 +101,33 @@ at::Tensor ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activ
       break;
   }
   return at::gelu_backward(grad, f);
+}
+
+// Gradient of a bias: the row sum, in fp32 for half grads (the parameters are fp32).
+at::Tensor BiasGrad(const at::Tensor& grad) {
+  return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
+}
+
+// FFN in and its activation: one GEMM with a GELU epilogue for tanh GELU, else addmm + activation.
+void FfnIn(const std::vector<at::Tensor>& w, Activation activation, Activations* a) {
+  if (activation == Activation::kGeluTanh) {
+    cuda::LinearGeluResult r = cuda::LinearGelu(a->h, w[kFfnInWeight], w[kFfnInBias]);
+    a->f1 = std::move(r.pre);
+    a->g = std::move(r.act);
+    return;
+  }
+  a->f1 = Linear(a->h, w, kFfnInWeight);
+  a->g = Activate(a->f1, activation);
+}
+
+// d(FFN-in output) and its bias gradient from the FFN-out input's gradient df2.
+cuda::GeluBackwardResult FfnInBackward(const at::Tensor& df2, const std::vector<at::Tensor>& w,
+                                       const at::Tensor& f1, Activation activation) {
+  if (activation == Activation::kGeluTanh)
+    return cuda::MatmulGeluBackward(df2, w[kFfnOutWeight], f1);
+  at::Tensor df1 = ActivationBackward(df2.mm(w[kFfnOutWeight]), f1, activation);
+  at::Tensor d_bias = BiasGrad(df1);
+  return {std::move(df1), std::move(d_bias)};
 }
 
 void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx,
@@ -123,8 +167,7 @@ at::Tensor AttendBackward(const at::Tensor& grad, const Activations& a, const At
 }
 
 // The layer's forward from x. With `through_ffn_out` false it stops after the FFN activation
-// (what a recompute needs) and only draws the second dropout mask, so that the RNG stream and the
-// mask are those of the full forward.
+// (what a selective recompute needs; the caller kept LayerNorm 2's input, statistics and mask).
 Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const LayerSpec& spec,
                     const AttentionContext& ctx, bool through_ffn_out, at::Tensor* y) {
   const int64_t tokens = x.size(0);
@@ -134,26 +177,83 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   a.qkv = Linear(x, w, kQkvWeight);
   AttendForward(a.qkv.view({tokens, 3, spec.heads, hidden / spec.heads}).unbind(1), ctx,
                 spec.attention_dropout, &a);
-  at::Tensor projected = Linear(a.attended.view({tokens, hidden}), w, kOutWeight);
-  a.s1 = x + Dropout(projected, spec.dropout, &a.mask1);
-  std::tie(a.h, a.mean1, a.rstd1) =
-      at::native_layer_norm(a.s1, {hidden}, w[kAttnNormWeight], w[kAttnNormBias], spec.eps);
-  a.f1 = Linear(a.h, w, kFfnInWeight);
-  a.g = Activate(a.f1, spec.activation);
-  if (!through_ffn_out) {
-    Dropout(at::zeros_like(x), spec.dropout, &a.mask2);
-    return a;
-  }
-  a.s2 = a.h + Dropout(Linear(a.g, w, kFfnOutWeight), spec.dropout, &a.mask2);
-  std::tie(*y, a.mean2, a.rstd2) =
-      at::native_layer_norm(a.s2, {hidden}, w[kFfnNormWeight], w[kFfnNormBias], spec.eps);
+  cuda::DropoutResidualLayerNormResult n1 = cuda::DropoutResidualLayerNorm(
+      a.attended.view({tokens, hidden}).mm(w[kOutWeight].t()), w[kOutBias], x, w[kAttnNormWeight],
+      w[kAttnNormBias], spec.dropout, spec.eps);
+  a.h = std::move(n1.out);
+  a.s1 = std::move(n1.sum);
+  a.mean1 = std::move(n1.mean);
+  a.rstd1 = std::move(n1.rstd);
+  a.mask1 = std::move(n1.mask);
+  FfnIn(w, EffectiveActivation(spec, x), &a);
+  if (!through_ffn_out) return a;
+  cuda::DropoutResidualLayerNormResult n2 =
+      cuda::DropoutResidualLayerNorm(a.g.mm(w[kFfnOutWeight].t()), w[kFfnOutBias], a.h,
+                                     w[kFfnNormWeight], w[kFfnNormBias], spec.dropout, spec.eps);
+  *y = std::move(n2.out);
+  a.s2 = std::move(n2.sum);
+  a.mean2 = std::move(n2.mean);
+  a.rstd2 = std::move(n2.rstd);
+  a.mask2 = std::move(n2.mask);
   return a;
 }
 
-// Gradient of a bias: the row sum, returned in fp32 for half grads (the engine casts it to the
-// bias's dtype).
-at::Tensor BiasGrad(const at::Tensor& grad) {
-  return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
+// What a FusedSaving mode keeps of the forward's activations; the rest is recomputed.
+std::vector<at::Tensor> KeptActivations(FusedSaving mode, const Activations& a, bool lean) {
+  switch (mode) {
+    case FusedSaving::kRecomputeAll:
+      return {a.x};
+    case FusedSaving::kRecomputeToActivation:
+      return {a.x, a.mask2, a.s2, a.mean2, a.rstd2};
+    case FusedSaving::kSaveAll:
+      break;
+  }
+  return {a.x,
+          a.qkv,
+          a.attended,
+          a.lse,
+          a.flash_rng,
+          a.flash_unused,
+          a.mask1,
+          a.s1,
+          a.mean1,
+          a.rstd1,
+          a.h,
+          a.f1,
+          lean ? at::Tensor() : a.g,
+          a.mask2,
+          a.s2,
+          a.mean2,
+          a.rstd2};
+}
+
+// The activations backward needs: what the mode kept, the rest recomputed on the forward's RNG
+// stream (same attention dropout and masks), which is then given back to the rest of backward.
+Activations Recover(torch::autograd::AutogradContext* actx,
+                    const torch::autograd::variable_list& saved, const std::vector<at::Tensor>& w,
+                    const LayerSpec& spec, const AttentionContext& ctx, FusedSaving mode) {
+  Activations a;
+  if (mode == FusedSaving::kSaveAll) {
+    a = {saved[0],  saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
+         saved[6],  saved[7],  saved[8],  saved[9],  saved[10], saved[11],
+         saved[12], saved[13], saved[14], saved[15], saved[16]};
+    if (!a.g.defined()) a.g = Activate(a.f1, EffectiveActivation(spec, a.x));
+    return a;
+  }
+  const bool whole = mode == FusedSaving::kRecomputeAll;
+  const at::Device device = saved[0].device();
+  RngState stash = CaptureRng(device);
+  RestoreRng(internal::LoadForwardRng(actx), device);
+  at::Tensor y;
+  a = Forward(saved[0], w, spec, ctx, /*through_ffn_out=*/whole, &y);
+  RestoreRng(stash, device);
+  if (!whole) {
+    a.mask2 = saved[1];
+    a.s2 = saved[2];
+    a.mean2 = saved[3];
+    a.rstd2 = saved[4];
+  }
+  return a;
 }
 
 class FusedLayer : public torch::autograd::Function<FusedLayer> {
@@ -173,33 +273,15 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     actx->saved_data["saving"] = saving;
 
     at::Tensor y;
-    Activations a = Forward(x, CastWeights(weights, dtype), *spec, *ctx, true, &y);
-    std::vector<at::Tensor> saved;
-    if (mode == FusedSaving::kRecomputeAll) {
-      saved = {x};
-    } else if (mode == FusedSaving::kRecomputeToActivation) {
-      saved = {x, a.s2, a.mean2, a.rstd2};
-    } else {
-      saved = {x,
-               a.qkv,
-               a.attended,
-               a.lse,
-               a.flash_rng,
-               a.flash_unused,
-               a.mask1,
-               a.s1,
-               a.mean1,
-               a.rstd1,
-               a.h,
-               a.f1,
-               spec->lean ? at::Tensor() : a.g,
-               a.mask2,
-               a.s2,
-               a.mean2,
-               a.rstd2};
-    }
+    const std::vector<at::Tensor> w = ComputeWeights(weights, dtype);
+    Activations a = Forward(x, w, *spec, *ctx, true, &y);
+    std::vector<at::Tensor> saved = KeptActivations(mode, a, spec->lean);
     actx->saved_data["num_activations"] = static_cast<int64_t>(saved.size());
-    saved.insert(saved.end(), weights.begin(), weights.end());
+    // Saving everything also keeps the compute-dtype weights, so that backward need not cast them
+    // again (a bf16 copy of the layer's weights: small next to its activations). The recompute
+    // modes save memory instead, and cast again.
+    const std::vector<at::Tensor>& kept_weights = mode == FusedSaving::kSaveAll ? w : weights.vec();
+    saved.insert(saved.end(), kept_weights.begin(), kept_weights.end());
     actx->save_for_backward(saved);
     return y;
   }
@@ -216,74 +298,56 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const torch::autograd::variable_list saved = actx->get_saved_variables();
     const size_t num_activations = actx->saved_data["num_activations"].toInt();
     const at::Tensor& x = saved[0];
-    const at::Device device = x.device();
     const at::ScalarType dtype = x.scalar_type();
     // The engine runs backward with the autocast state of the thread that called backward();
     // under autocast, LayerNorm in the recompute would come back in fp32.
-    AutocastGuard no_autocast(device.type(), dtype, /*enabled=*/false);
+    AutocastGuard no_autocast(x.device().type(), dtype, /*enabled=*/false);
     const std::vector<at::Tensor> w =
-        CastWeights(at::TensorList(saved).slice(num_activations, kNumLayerWeights), dtype);
-    const int64_t tokens = x.size(0);
-    const int64_t hidden = x.size(1);
-
-    Activations a;
+        ComputeWeights(at::TensorList(saved).slice(num_activations, kNumLayerWeights), dtype);
     const FusedSaving mode = static_cast<FusedSaving>(actx->saved_data["saving"].toInt());
-    if (mode != FusedSaving::kSaveAll) {
-      // Re-run the layer (or its part up to the FFN activation) on the forward's RNG stream
-      // (same attention dropout and masks), then give the stream back to the rest of backward.
-      const bool whole = mode == FusedSaving::kRecomputeAll;
-      RngState stash = CaptureRng(device);
-      RestoreRng(internal::LoadForwardRng(actx), device);
-      at::Tensor y;
-      a = Forward(x, w, spec, ctx, /*through_ffn_out=*/whole, &y);
-      RestoreRng(stash, device);
-      if (!whole) {
-        a.s2 = saved[1];
-        a.mean2 = saved[2];
-        a.rstd2 = saved[3];
-      }
-    } else {
-      a = {x,         saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
-           saved[6],  saved[7],  saved[8],  saved[9],  saved[10], saved[11],
-           saved[12], saved[13], saved[14], saved[15], saved[16]};
-      if (!a.g.defined()) a.g = Activate(a.f1, spec.activation);
-    }
-
+    Activations a = Recover(actx, saved, w, spec, ctx, mode);
     auto need = [&](int weight) { return actx->needs_input_grad(1 + weight); };
     torch::autograd::variable_list result(1 + kNumLayerWeights + 3);
-    auto set = [&](int weight, const at::Tensor& g) { result[1 + weight] = g; };
+    // Frozen weights get no gradient, even where a fused kernel computed one on the way.
+    auto set = [&](int weight, const at::Tensor& g) {
+      if (need(weight)) result[1 + weight] = g;
+    };
     const at::Tensor dy = grad_outputs[0].to(dtype).contiguous();
 
     // LayerNorm 2, dropout, FFN out.
-    auto [ds2, dnorm2_w, dnorm2_b] = at::native_layer_norm_backward(
-        dy, a.s2, {hidden}, a.mean2, a.rstd2, w[kFfnNormWeight], w[kFfnNormBias],
-        {true, need(kFfnNormWeight), need(kFfnNormBias)});
-    set(kFfnNormWeight, dnorm2_w);
-    set(kFfnNormBias, dnorm2_b);
-    const at::Tensor df2 = DropoutBackward(ds2, a.mask2, spec.dropout);
-    if (need(kFfnOutWeight)) set(kFfnOutWeight, df2.t().mm(a.g));
-    if (need(kFfnOutBias)) set(kFfnOutBias, BiasGrad(df2));
+    cuda::DropoutResidualLayerNormGrads n2 = cuda::DropoutResidualLayerNormBackward(
+        dy, at::Tensor(), a.s2, a.mean2, a.rstd2, w[kFfnNormWeight], a.mask2, spec.dropout,
+        need(kFfnOutBias));
+    set(kFfnNormWeight, n2.d_gamma);
+    set(kFfnNormBias, n2.d_beta);
+    set(kFfnOutBias, n2.d_bias);
+    if (need(kFfnOutWeight)) set(kFfnOutWeight, WeightGrad(n2.d_input, a.g));
     a.g = at::Tensor();
-    // Activation, FFN in; the residual's gradient joins through addmm.
-    const at::Tensor df1 = ActivationBackward(df2.mm(w[kFfnOutWeight]), a.f1, spec.activation);
-    if (need(kFfnInWeight)) set(kFfnInWeight, df1.t().mm(a.h));
-    if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
-    const at::Tensor dh = at::addmm(ds2, df1, w[kFfnInWeight]);
-    // LayerNorm 1, dropout, output projection.
-    auto [ds1, dnorm1_w, dnorm1_b] = at::native_layer_norm_backward(
-        dh, a.s1, {hidden}, a.mean1, a.rstd1, w[kAttnNormWeight], w[kAttnNormBias],
-        {true, need(kAttnNormWeight), need(kAttnNormBias)});
-    set(kAttnNormWeight, dnorm1_w);
-    set(kAttnNormBias, dnorm1_b);
-    const at::Tensor dproj = DropoutBackward(ds1, a.mask1, spec.dropout);
-    if (need(kOutWeight)) set(kOutWeight, dproj.t().mm(a.attended.view({tokens, hidden})));
-    if (need(kOutBias)) set(kOutBias, BiasGrad(dproj));
+    // Activation, FFN in.
+    const cuda::GeluBackwardResult ffn_in =
+        FfnInBackward(n2.d_input, w, a.f1, EffectiveActivation(spec, x));
+    if (need(kFfnInWeight)) set(kFfnInWeight, WeightGrad(ffn_in.d_pre, a.h));
+    set(kFfnInBias, ffn_in.d_bias);
+    // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
+    cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
+        ffn_in.d_pre.mm(w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight],
+        a.mask1, spec.dropout, need(kOutBias));
+    set(kAttnNormWeight, n1.d_gamma);
+    set(kAttnNormBias, n1.d_beta);
+    set(kOutBias, n1.d_bias);
+    const at::Tensor attended = a.attended.view({x.size(0), x.size(1)});
+    if (need(kOutWeight)) set(kOutWeight, WeightGrad(n1.d_input, attended));
     // Attention, QKV; the residual's gradient joins through addmm.
     const at::Tensor dqkv =
-        AttendBackward(dproj.mm(w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
-    if (need(kQkvWeight)) set(kQkvWeight, dqkv.t().mm(x));
-    if (need(kQkvBias)) set(kQkvBias, BiasGrad(dqkv));
-    if (actx->needs_input_grad(0)) result[0] = at::addmm(ds1, dqkv, w[kQkvWeight]);
+        AttendBackward(n1.d_input.mm(w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
+    if (need(kQkvWeight)) {
+      cuda::WeightGradResult qkv = cuda::LinearWeightGrad(dqkv, x, need(kQkvBias));
+      set(kQkvWeight, qkv.d_weight);
+      set(kQkvBias, qkv.d_bias);
+    } else if (need(kQkvBias)) {
+      set(kQkvBias, BiasGrad(dqkv));
+    }
+    if (actx->needs_input_grad(0)) result[0] = at::addmm(n1.d_sum, dqkv, w[kQkvWeight]);
     return result;
   }
 };
@@ -299,6 +363,7 @@ bool FusedLayerSupported(const at::Tensor& x, const LayerSpec& spec, const Atten
       return spec.attention_dropout == 0.0;
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:
+    case AttentionBackend::kVarlenEfficient:  // the generic layer's autograd runs it
       break;
   }
   return false;

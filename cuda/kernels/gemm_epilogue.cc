@@ -93,18 +93,23 @@ LinearGeluResult ReferenceLinearGelu(const at::Tensor& x, const at::Tensor& weig
   return {act, pre};
 }
 
+// Bias gradients sum in fp32 at least (fp64 rows keep fp64).
+at::Tensor ColumnSum(const at::Tensor& t) {
+  return at::sum(t, {0}, /*keepdim=*/false,
+                 t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
+}
+
 GeluBackwardResult ReferenceMatmulGeluBackward(const at::Tensor& grad, const at::Tensor& weight,
                                                const at::Tensor& pre) {
   at::Tensor d_pre = at::gelu_backward(at::mm(grad, weight), pre, "tanh");
-  at::Tensor d_bias = at::sum(d_pre, {0}, /*keepdim=*/false, at::kFloat);
-  return {d_pre, d_bias};
+  return {d_pre, ColumnSum(d_pre)};
 }
 
 WeightGradResult ReferenceLinearWeightGrad(const at::Tensor& grad, const at::Tensor& x,
                                            bool need_bias) {
   at::Tensor d_weight = at::mm(grad.t(), x);
   at::Tensor d_bias;
-  if (need_bias) d_bias = at::sum(grad, {0}, /*keepdim=*/false, at::kFloat);
+  if (need_bias) d_bias = ColumnSum(grad);
   return {d_weight, d_bias};
 }
 

@@ -24,7 +24,13 @@ constexpr const char* kForwardOp = "DropoutResidualLayerNorm";
 constexpr const char* kBackwardOp = "DropoutResidualLayerNormBackward";
 
 bool IsFloatType(at::ScalarType t) {
-  return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf;
+  return t == at::kDouble || t == at::kFloat || t == at::kBFloat16 || t == at::kHalf;
+}
+
+// The dtype of the statistics and of the LayerNorm arithmetic: fp32, or fp64 for fp64 rows (the
+// reference path only; tests of callers check their algebra in fp64).
+at::ScalarType StatType(at::ScalarType rows) {
+  return rows == at::kDouble ? at::kDouble : at::kFloat;
 }
 
 // A [T, H] activation of a floating type on `device` (`like`'s shape and dtype when given).
@@ -32,7 +38,7 @@ void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, co
   TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
   TORCH_CHECK(t.dim() == 2, op, ": ", name, " must be [T, H], got shape ", t.sizes());
   TORCH_CHECK(IsFloatType(t.scalar_type()), op, ": ", name,
-              " must be float32, bfloat16 or float16, got ", t.scalar_type());
+              " must be float64, float32, bfloat16 or float16, got ", t.scalar_type());
   if (&t == &like) return;
   TORCH_CHECK(t.sizes() == like.sizes(), op, ": ", name, " has shape ", t.sizes(), " but expected ",
               like.sizes());
@@ -61,8 +67,8 @@ void CheckStat(const at::Tensor& t, const char* name, const at::Tensor& like, co
   TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
   TORCH_CHECK(t.dim() == 1 && t.size(0) == like.size(0), op, ": ", name,
               " must be [T] with T = ", like.size(0), ", got shape ", t.sizes());
-  TORCH_CHECK(t.scalar_type() == at::kFloat, op, ": ", name, " must be float32, got ",
-              t.scalar_type());
+  TORCH_CHECK(t.scalar_type() == StatType(like.scalar_type()), op, ": ", name, " must be ",
+              StatType(like.scalar_type()), ", got ", t.scalar_type());
   TORCH_CHECK(t.device() == like.device(), op, ": ", name, " is on ", t.device(), " but expected ",
               like.device());
 }
@@ -105,9 +111,12 @@ void CheckBackwardArgs(const at::Tensor& d_out, const at::Tensor& extra, const a
 }
 
 at::Tensor Float32(const at::Tensor& t) { return t.to(at::kFloat).contiguous(); }
+at::Tensor ToStat(const at::Tensor& t, const at::Tensor& rows) {
+  return t.to(StatType(rows.scalar_type())).contiguous();
+}
 
 // The unfused ops. LayerNorm runs in fp32 on the upcast sum (as the kernel does), so that the
-// statistics are fp32 for every dtype and device.
+// statistics are fp32 for every dtype and device (fp64 for fp64 rows).
 DropoutResidualLayerNormResult ForwardReference(const at::Tensor& input, const at::Tensor& bias,
                                                 const at::Tensor& residual, const at::Tensor& gamma,
                                                 const at::Tensor& beta, double p, double eps) {
@@ -120,8 +129,8 @@ DropoutResidualLayerNormResult ForwardReference(const at::Tensor& input, const a
     mask = mask.to(at::kBool);  // the CPU op returns an input-dtype mask for empty inputs
   }
   at::Tensor sum = residual + x;
-  auto [out, mean, rstd] =
-      at::native_layer_norm(sum.to(at::kFloat), {hidden}, Float32(gamma), Float32(beta), eps);
+  auto [out, mean, rstd] = at::native_layer_norm(ToStat(sum, input), {hidden}, ToStat(gamma, input),
+                                                 ToStat(beta, input), eps);
   return {out.to(input.scalar_type()), sum, mean.reshape({rows}), rstd.reshape({rows}), mask};
 }
 
@@ -132,12 +141,12 @@ DropoutResidualLayerNormGrads BackwardReference(const at::Tensor& d_out, const a
                                                 bool need_bias_grad) {
   const int64_t rows = sum.size(0);
   const int64_t hidden = sum.size(1);
-  at::Tensor g = d_out.to(at::kFloat);
-  if (extra.defined()) g = g + extra.to(at::kFloat);
-  const at::Tensor gamma_f = Float32(gamma);
+  at::Tensor g = ToStat(d_out, sum);
+  if (extra.defined()) g = g + ToStat(extra, sum);
+  const at::Tensor gamma_f = ToStat(gamma, sum);
   // native_layer_norm_backward sizes d_beta from its `bias` argument; gamma has the same shape.
   auto [d_sum_f, d_gamma, d_beta] =
-      at::native_layer_norm_backward(g, sum.to(at::kFloat), {hidden}, mean.reshape({rows, 1}),
+      at::native_layer_norm_backward(g, ToStat(sum, sum), {hidden}, mean.reshape({rows, 1}),
                                      rstd.reshape({rows, 1}), gamma_f, gamma_f, {true, true, true});
   const at::Tensor d_input_f =
       p > 0.0 ? at::native_dropout_backward(d_sum_f, mask, 1.0 / (1.0 - p)) : d_sum_f;
@@ -184,7 +193,8 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
   const int64_t rows = input.size(0);
   const int64_t hidden = input.size(1);
   const internal::FloatType type = KernelType(input.scalar_type());
-  if (!internal::UseKernel(input) || !internal::ResidualLayerNormSupported(hidden, type)) {
+  if (input.scalar_type() == at::kDouble || !internal::UseKernel(input) ||
+      !internal::ResidualLayerNormSupported(hidden, type)) {
     return std::nullopt;
   }
   const c10::cuda::CUDAGuard guard(input.device());
@@ -243,7 +253,8 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   const int64_t rows = sum_in.size(0);
   const int64_t hidden = sum_in.size(1);
   const internal::FloatType type = KernelType(sum_in.scalar_type());
-  if (!internal::UseKernel(sum_in) || !internal::ResidualLayerNormSupported(hidden, type)) {
+  if (sum_in.scalar_type() == at::kDouble || !internal::UseKernel(sum_in) ||
+      !internal::ResidualLayerNormSupported(hidden, type)) {
     return std::nullopt;
   }
   const c10::cuda::CUDAGuard guard(sum_in.device());

@@ -245,7 +245,7 @@ TEST(ResidualLayerNormTest, BrokenForwardArgumentsThrowClearly) {
   EXPECT_THAT(call(in.input, at::ones({16}, at::kDouble), in.residual, in.gamma, 0.1),
               HasSubstr("bias is Double but must be Float"));
   EXPECT_THAT(call(in.input.to(at::kLong), at::Tensor(), in.residual.to(at::kLong), in.gamma, 0.1),
-              HasSubstr("input must be float32, bfloat16 or float16"));
+              HasSubstr("input must be float64, float32, bfloat16 or float16"));
   EXPECT_THAT(call(in.input.t(), in.bias, in.residual.t(), at::ones({4}), 0.1),
               HasSubstr("must be contiguous"));
   EXPECT_THAT(call(in.input, in.bias, in.residual, in.gamma, 1.0),

@@ -3,18 +3,29 @@
 // Autograd through EncoderLayerForward keeps what each op's backward node wants: fp32 LayerNorm
 // inputs, casts of every weight, a GELU output next to its input, and it recomputes the whole
 // layer when checkpointed. One custom function per layer instead computes the whole layer in the
-// compute dtype (bf16/fp16 under autocast) and decides itself what to keep:
+// compute dtype (bf16/fp16 under autocast) with fused kernels, and decides itself what to keep:
+//  - each bias + dropout + residual add + LayerNorm is one kernel forward and one backward
+//    (padless/cuda/kernels/residual_layer_norm.h), which also sums the bias gradient;
+//  - the FFN-in GEMM computes bias + GELU in its cuBLASLt epilogue, and its backward GEMM the GELU
+//    derivative and the bias gradient; the QKV weight-gradient GEMM also sums the bias gradient
+//    (padless/cuda/kernels/gemm_epilogue.h). On a GPU in bf16/fp16 an erf-GELU model computes the
+//    tanh form there (they differ far below the compute dtype's rounding; see fused_layer.cc);
+//  - weight gradients come out of their GEMMs in fp32, the parameters' dtype.
+// Off the GPU (or for shapes the kernels do not take) the same functions run unfused ATen ops.
+// What it keeps:
 //  - kSaveAll keeps 13 [T, H] tensors' worth per layer in the compute dtype (x, q/k/v, the
 //    attention output, the two LayerNorm inputs and the LN1 output, the FFN's 4H input, dropout
-//    masks) plus the 4H GELU output unless `spec.lean`, where backward recomputes it;
+//    masks) plus the 4H GELU output unless `spec.lean`, where backward recomputes it, and the
+//    layer's weights in the compute dtype, so that backward does not cast them again;
 //  - kRecomputeAll (checkpoint policy "all") keeps only the layer input x and re-runs the whole
 //    layer in backward on the forward's RNG stream (same dropout masks);
 //  - kRecomputeToActivation (policy "selective") keeps x and the LayerNorm-2 input (with its
-//    statistics) and re-runs only up to the FFN activation: the QKV, attention, output projection
-//    and FFN-in matmuls. The FFN-out matmul and LayerNorm 2 are not re-run (their backward needs
-//    only what is kept), so a checkpointed layer costs about two thirds of a forward, not a whole.
+//    statistics and dropout mask) and re-runs only up to the FFN activation: the QKV, attention,
+//    output projection and FFN-in matmuls. The FFN-out matmul and LayerNorm 2 are not re-run
+//    (their backward needs only what is kept), so a checkpointed layer costs about two thirds of
+//    a forward, not a whole.
 // The residual stream is in the compute dtype (each sum is rounded once, then normalised in fp32
-// inside LayerNorm); weights are cast per call and not kept in the compute dtype.
+// inside LayerNorm).
 #ifndef PADLESS_MODELS_FUSED_LAYER_H_
 #define PADLESS_MODELS_FUSED_LAYER_H_
 

@@ -43,7 +43,7 @@ LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const
 
 // The FFN-in backward through the activation: d_pre = (grad @ weight) * gelu_tanh'(pre),
 // d_bias = column sum of d_pre over the T rows. grad [T, N], weight [N, F], pre [T, F], one dtype.
-// d_pre is [T, F] in that dtype; d_bias is [F] and always fp32.
+// d_pre is [T, F] in that dtype; d_bias is [F] in fp32 (fp64 for fp64 inputs).
 // bf16/fp16 on CUDA: one GEMM with CUBLASLT_EPILOGUE_DGELU_BGRAD. cuBLASLt is first asked for an
 // fp32 bias gradient (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = CUDA_R_32F); when it offers no
 // algorithm for that, the bias gradient is produced in the D dtype (bf16/fp16, the documented

@@ -18,7 +18,7 @@ namespace padless::cuda {
 struct DropoutResidualLayerNormResult {
   at::Tensor out;         // [T, H] LayerNorm(sum) * gamma + beta, in input's dtype
   at::Tensor sum;         // [T, H] residual + dropout(input + bias), input's dtype (for backward)
-  at::Tensor mean, rstd;  // [T] fp32 statistics of `sum`
+  at::Tensor mean, rstd;  // [T] fp32 statistics of `sum` (fp64 for fp64 rows)
   at::Tensor mask;        // [T, H] bool keep-mask; undefined when p == 0
 };
 
