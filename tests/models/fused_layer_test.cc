@@ -329,17 +329,25 @@ ModelStep GpuStep(EncoderClassifier& model, const batching::Batch& b, bool fused
   return TrainStep(model, b);
 }
 
+// A small training-mode classifier on the GPU, and a varlen batch of 11 sequences for it.
+EncoderClassifier GpuModel(double dropout) {
+  EncoderClassifier model(GpuTestConfig(dropout));
+  model->to(at::Device(at::kCUDA));
+  model->train();
+  return model;
+}
+batching::Batch GpuVarlenBatch() {
+  return ToDevice(MakeVarlen(RandomSequences(11, 24, 8, 400, 1000, 2)), at::Device(at::kCUDA));
+}
+
 // The fused layer (its own dropout/residual/LayerNorm kernels, cuBLASLt GELU epilogues) against
 // per-op autograd. Without dropout only bf16 rounding (and the tanh form of GELU, far below it)
 // differs: the two draw their dropout masks differently, so dropout is off here.
 TEST(FusedLayerGpuTest, FlashUnderBf16MatchesGeneric) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
-  const at::Device gpu(at::kCUDA);
   at::manual_seed(45);
-  EncoderClassifier model(GpuTestConfig(0.0));
-  model->to(gpu);
-  model->train();
-  const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(11, 24, 8, 400, 1000, 2)), gpu);
+  EncoderClassifier model = GpuModel(0.0);
+  const batching::Batch b = GpuVarlenBatch();
   const ModelStep generic = GpuStep(model, b, false, "none", 5);
   const ModelStep fused = GpuStep(model, b, true, "none", 5);
   EXPECT_LE(Relative(generic.logits, fused.logits), 2e-2);
@@ -357,12 +365,9 @@ TEST(FusedLayerGpuTest, FlashUnderBf16MatchesGeneric) {
 // With dropout, the recompute policies replay the forward's masks exactly.
 TEST(FusedLayerGpuTest, RecomputeReplaysTheForwardUnderBf16) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
-  const at::Device gpu(at::kCUDA);
   at::manual_seed(45);
-  EncoderClassifier model(GpuTestConfig(0.1));
-  model->to(gpu);
-  model->train();
-  const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(11, 24, 8, 400, 1000, 2)), gpu);
+  EncoderClassifier model = GpuModel(0.1);
+  const batching::Batch b = GpuVarlenBatch();
   const ModelStep fused = GpuStep(model, b, true, "none", 5);
   const ModelStep recomputed = GpuStep(model, b, true, "all", 5);
   const ModelStep selective = GpuStep(model, b, true, "selective", 5);
