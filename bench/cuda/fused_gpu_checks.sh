@@ -13,12 +13,14 @@ stages=("$@")
 ((${#stages[@]})) || stages=(tests micro e2e)
 want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
 status=0
-run() {  # name command...: runs, logs to $out/name.log, prints the tail
+pack() { tar -czf "${OUT:-/tmp/out}/fused_checks.tar.gz" -C "$(dirname "$out")" fused; }
+run() {  # name command...: runs, logs to $out/name.log, prints the tail, packs what exists so far
   local name=$1; shift
   echo "== $name: $*"
   "$@" > "$out/$name.log" 2>&1; local rc=$?
   tail -n 25 "$out/$name.log"; echo "== $name rc=$rc"
   ((rc == 0)) || status=1
+  pack
 }
 if want tests; then
   run cuda_tests "$b/tests/cuda/padless_cuda_tests" --gtest_filter='*ResidualLayerNorm*:*GemmEpilogue*:*CudaKernel*'
@@ -54,6 +56,6 @@ if want full; then
     --strategies packed_varlen,token_budget_buckets --checkpoint none,all,selective,keep_last:2,ffn \
     --generic_layers_checkpoint none,all --hf_strategies pad_to_max,pad_longest --fp32_strategies ""
 fi
-tar -czf "${OUT:-/tmp/out}/fused_checks.tar.gz" -C "$(dirname "$out")" fused
+pack
 [[ -f $out/RESULTS.md ]] && grep -A8 "^| configuration | attention" "$out/RESULTS.md" | cut -c1-200
 exit $status
