@@ -1,7 +1,11 @@
 #include "padless/models/attention.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Context.h>
 #include <c10/core/GradMode.h>
+
+#include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -40,6 +44,38 @@ bool IsVarlen(AttentionBackend b) {
 }
 
 namespace {
+
+// Keeps LibTorch's process-wide "SDPA may use cuDNN" switch off while at least one holder lives:
+// the first holder saves the setting it found, the last one restores it. Other SDPA calls of the
+// process that run meanwhile also skip cuDNN (a speed difference only).
+class CudnnSdpaOff {
+ public:
+  CudnnSdpaOff() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (holders_++ == 0) {
+      saved_ = at::globalContext().userEnabledCuDNNSDP();
+      at::globalContext().setSDPUseCuDNN(false);
+    }
+  }
+  ~CudnnSdpaOff() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (--holders_ == 0) at::globalContext().setSDPUseCuDNN(saved_);
+  }
+  CudnnSdpaOff(const CudnnSdpaOff&) = delete;
+  CudnnSdpaOff& operator=(const CudnnSdpaOff&) = delete;
+
+ private:
+  static inline std::mutex mutex_;
+  static inline int holders_ = 0;
+  static inline bool saved_ = true;
+};
+
+at::Tensor AttendDense(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                       const AttentionContext& ctx, double dropout_p) {
+  std::optional<CudnnSdpaOff> no_cudnn;
+  if (q.is_cuda() && !ctx.dense_cudnn) no_cudnn.emplace();
+  return at::scaled_dot_product_attention(q, k, v, ctx.mask, dropout_p);
+}
 
 at::Tensor AttendFlash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const AttentionContext& ctx, double dropout_p) {
@@ -98,7 +134,7 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
     case AttentionBackend::kDense:
       break;
   }
-  at::Tensor o = at::scaled_dot_product_attention(q, k, v, ctx.mask, dropout_p);
+  at::Tensor o = AttendDense(q, k, v, ctx, dropout_p);
   // [B, heads, L, d] -> [B, L, heads * d]
   return o.transpose(1, 2).reshape({q.size(0), q.size(2), q.size(1) * q.size(3)});
 }

@@ -270,6 +270,7 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
   const Pooling pooling = config_.pooling();
   AttentionContext ctx;
   ctx.backend = backend;
+  ctx.dense_cudnn = runtime_.dense_attention_cudnn;
   if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, n, pooling, ctx);
     if (backend == AttentionBackend::kVarlenReference)
@@ -329,6 +330,7 @@ at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
   const AttentionBackend backend = ResolveBackend(b);
   AttentionContext ctx;
   ctx.backend = backend;
+  ctx.dense_cudnn = runtime_.dense_attention_cudnn;
   if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, NumSequences(b), Pooling::kCls, ctx);
     if (backend == AttentionBackend::kVarlenReference)

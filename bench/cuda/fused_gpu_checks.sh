@@ -28,7 +28,7 @@ if want tests; then
 fi
 if want micro; then
   for bench in residual_layer_norm_bench gemm_epilogue_bench; do
-    [[ -x $b/bench/cuda/$bench ]] && run "$bench" "$b/bench/cuda/$bench" --benchmark_min_time=0.2s \
+    [[ -x $b/bench/cuda/$bench ]] && run "$bench" "$b/bench/cuda/$bench" --benchmark_min_time=0.2 \
       --benchmark_out="$out/$bench.json" --benchmark_out_format=json
   done
 fi

@@ -134,6 +134,7 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   models::ModelRuntime runtime;
   runtime.checkpoint = *policy;
   runtime.fused_layers = !config.generic_layers;
+  runtime.dense_attention_cudnn = o.sdpa_cudnn;
   // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
   // choice would gather them into the varlen layout on a GPU.
   runtime.attention = config.strategy == Strategy::kPackedDense ? models::AttentionBackend::kDense

@@ -31,9 +31,9 @@ struct RunOptions {
   // Gradient clipping of the training step (0: none). The Python anchors do not clip, so the
   // comparison runs without it by default; `padless train` clips at 1.0 unless --clip-norm 0.
   double clip_norm = 0;
-  // false steers dense SDPA away from cuDNN attention (to memory-efficient attention): cuDNN
-  // builds a new plan for every new sequence length, which batches of varying length pay for.
-  bool sdpa_cudnn = true;
+  // true lets dense SDPA use cuDNN attention (ModelRuntime::dense_attention_cudnn): cuDNN builds
+  // a new plan for every new sequence length, which batches of varying length pay for.
+  bool sdpa_cudnn = false;
   uint64_t seed = 1234;
   c10::Device device = c10::Device(c10::kCPU);
   // Non-empty: after the timed steps, `trace_steps` more steps run under the PyTorch profiler and

@@ -58,9 +58,10 @@ ABSL_FLAG(double, clip_norm, 0.0,
           "padless train's default is 1.0)");
 ABSL_FLAG(uint64_t, seed, 1234, "seed of the planner, the model and the anchors");
 ABSL_FLAG(std::string, device, "auto", "auto (cuda when available), cpu, cuda or cuda:N");
-ABSL_FLAG(bool, sdpa_cudnn, true,
-          "let dense SDPA use cuDNN attention (false: memory-efficient attention, which needs no "
-          "new plan per sequence length)");
+ABSL_FLAG(bool, sdpa_cudnn, false,
+          "let dense SDPA use cuDNN attention, which builds a new plan per batch shape (padless's "
+          "default, ModelRuntime::dense_attention_cudnn, is false: flash or memory-efficient "
+          "attention)");
 ABSL_FLAG(bool, anchors, true, "run the Python anchors (GPU only)");
 ABSL_FLAG(std::string, python, "python3", "interpreter for the anchors");
 ABSL_FLAG(std::string, baselines_dir, PADLESS_SOURCE_DIR "/bench/baselines",

@@ -361,8 +361,8 @@ std::string RenderMarkdown(const ReportInput& in) {
                   o.warmup_steps, " warmup + ", o.steps, " timed steps per configuration\n");
   if (!in.runs.empty()) absl::StrAppend(&md, "- Optimizer: ", in.runs.front().optimizer, "\n");
   absl::StrAppend(&md, "- Dense SDPA (padded and packed_dense): ",
-                  o.sdpa_cudnn ? "cuDNN attention allowed (LibTorch's default choice)"
-                               : "cuDNN attention disabled (--sdpa_cudnn=false)",
+                  o.sdpa_cudnn ? "cuDNN attention allowed (--sdpa_cudnn, LibTorch's own default)"
+                               : "cuDNN attention off (padless's default; --sdpa_cudnn allows it)",
                   "\n");
   absl::StrAppend(&md, "- Data: ", in.data_summary, "\n");
   if (in.matmul_tflops > 0) {
@@ -451,7 +451,7 @@ std::string RenderMarkdown(const ReportInput& in) {
   md +=
       "\n`shapes`: distinct batch tensor shapes among the timed steps. Dense SDPA on cuDNN builds "
       "a plan for every new shape, so strategies with many shapes pay for it in a short run "
-      "(compare --sdpa_cudnn=false). ";
+      "(padless keeps dense attention off cuDNN unless --sdpa_cudnn). ";
   md +=
       "Ratios compare with the anchor of the same checkpointing policy. Static memory "
       "(weights + gradients + AdamW state) is measured before the first timed step; "

@@ -92,6 +92,31 @@ TEST(EncoderGpuTest, VarlenEfficientMatchesReferenceInFp32) {
             1e-4 * reference[0].abs().max().item<double>());
 }
 
+// Dense attention stays off cuDNN by default (a plan per shape) and gives LibTorch's process-wide
+// switch back as it found it, either way; with the runtime option on, the results agree.
+TEST(EncoderGpuTest, DenseAttentionLeavesTheCudnnSwitchAsFound) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(35);
+  EncoderClassifier model(GpuTestConfig(0.0));
+  model->to(at::Device(at::kCUDA));
+  model->eval();
+  const batching::Batch b =
+      ToDevice(MakePacked(RandomSequences(6, 32, 8, 200, 1000, 2), 256), at::Device(at::kCUDA));
+  AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kDense; });
+  const bool found = at::globalContext().userEnabledCuDNNSDP();
+  for (bool setting : {true, false}) {
+    at::globalContext().setSDPUseCuDNN(setting);
+    const at::Tensor off = model->forward(b).to(at::kFloat);
+    EXPECT_EQ(at::globalContext().userEnabledCuDNNSDP(), setting);
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.dense_attention_cudnn = true; });
+    const at::Tensor allowed = model->forward(b).to(at::kFloat);
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.dense_attention_cudnn = false; });
+    EXPECT_LE((off - allowed).abs().max().item<double>(), 2e-2);
+  }
+  at::globalContext().setSDPUseCuDNN(found);
+}
+
 class GpuCheckpointTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GpuCheckpointTest, CheckpointingThroughFlashMatches) {

@@ -39,6 +39,8 @@ struct AttentionContext {
   int64_t max_seqlen = 0;
   // kVarlenReference: cu_seqlens on the host (read once per batch, not per layer).
   std::vector<int64_t> host_offsets;
+  // kDense on CUDA: whether SDPA may pick cuDNN attention (ModelRuntime::dense_attention_cudnn).
+  bool dense_cudnn = false;
 
   bool varlen() const { return backend != AttentionBackend::kDense; }
 };
