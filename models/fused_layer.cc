@@ -120,16 +120,6 @@ void FfnIn(const std::vector<at::Tensor>& w, Activation activation, Activations*
   a->g = Activate(a->f1, activation);
 }
 
-// d(FFN-in output) and its bias gradient from the FFN-out input's gradient df2.
-cuda::GeluBackwardResult FfnInBackward(const at::Tensor& df2, const std::vector<at::Tensor>& w,
-                                       const at::Tensor& f1, Activation activation) {
-  if (activation == Activation::kGeluTanh)
-    return cuda::MatmulGeluBackward(df2, w[kFfnOutWeight], f1);
-  at::Tensor df1 = ActivationBackward(df2.mm(w[kFfnOutWeight]), f1, activation);
-  at::Tensor d_bias = BiasGrad(df1);
-  return {std::move(df1), std::move(d_bias)};
-}
-
 void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx,
                    double dropout_p, Activations* a) {
   if (ctx.backend == AttentionBackend::kVarlenFlash) {
@@ -323,31 +313,30 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kFfnOutBias, n2.d_bias);
     if (need(kFfnOutWeight)) set(kFfnOutWeight, WeightGrad(n2.d_input, a.g));
     a.g = at::Tensor();
-    // Activation, FFN in.
-    const cuda::GeluBackwardResult ffn_in =
-        FfnInBackward(n2.d_input, w, a.f1, EffectiveActivation(spec, x));
-    if (need(kFfnInWeight)) set(kFfnInWeight, WeightGrad(ffn_in.d_pre, a.h));
-    set(kFfnInBias, ffn_in.d_bias);
+    // Activation, FFN in. (cuBLASLt's DGELU_BGRAD epilogue would fuse the activation's backward
+    // and this bias gradient into the GEMM, but on the H200 it ran about twice as long as the
+    // GEMM, gelu_backward and the row sum apart: bench/cuda/FUSED_KERNELS.md.)
+    const at::Tensor df1 =
+        ActivationBackward(n2.d_input.mm(w[kFfnOutWeight]), a.f1, EffectiveActivation(spec, x));
+    if (need(kFfnInWeight)) set(kFfnInWeight, WeightGrad(df1, a.h));
+    if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
-        ffn_in.d_pre.mm(w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight],
-        a.mask1, spec.dropout, need(kOutBias));
+        df1.mm(w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight], a.mask1,
+        spec.dropout, need(kOutBias));
     set(kAttnNormWeight, n1.d_gamma);
     set(kAttnNormBias, n1.d_beta);
     set(kOutBias, n1.d_bias);
     const at::Tensor attended = a.attended.view({x.size(0), x.size(1)});
     if (need(kOutWeight)) set(kOutWeight, WeightGrad(n1.d_input, attended));
-    // Attention, QKV; the residual's gradient joins through addmm.
+    // Attention, QKV.
     const at::Tensor dqkv =
         AttendBackward(n1.d_input.mm(w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
-    if (need(kQkvWeight)) {
-      cuda::WeightGradResult qkv = cuda::LinearWeightGrad(dqkv, x, need(kQkvBias));
-      set(kQkvWeight, qkv.d_weight);
-      set(kQkvBias, qkv.d_bias);
-    } else if (need(kQkvBias)) {
-      set(kQkvBias, BiasGrad(dqkv));
-    }
-    if (actx->needs_input_grad(0)) result[0] = at::addmm(n1.d_sum, dqkv, w[kQkvWeight]);
+    if (need(kQkvWeight)) set(kQkvWeight, WeightGrad(dqkv, x));
+    if (need(kQkvBias)) set(kQkvBias, BiasGrad(dqkv));
+    // The residual's gradient joins in place: d_sum is this function's own buffer, and the stream
+    // runs every earlier read of it (d_input may alias it) before this write.
+    if (actx->needs_input_grad(0)) result[0] = n1.d_sum.addmm_(dqkv, w[kQkvWeight]);
     return result;
   }
 };
