@@ -5,9 +5,12 @@ namespace {
 
 at::Tensor Moved(const at::Tensor& t, const at::Device& device, bool non_blocking) {
   if (!t.defined() || t.device() == device) return t;
-  // A non_blocking copy is only asynchronous (and only safe to reuse the source) from pinned
-  // memory; the caching host allocator keeps pinned blocks alive until the copy has finished.
-  return t.to(device, /*non_blocking=*/non_blocking && t.is_pinned());
+  // Host to device only: from pinned memory the copy is asynchronous, and the caching host
+  // allocator keeps the block alive until it has finished; from pageable memory CUDA stages the
+  // source before the call returns, so the source may be reused either way. (Asking is_pinned()
+  // first cost about 0.1 ms of host time per tensor in an H200 profile: a driver query per call.)
+  // Device to host stays blocking: the host could read the result before it arrives.
+  return t.to(device, /*non_blocking=*/non_blocking && t.is_cpu() && device.is_cuda());
 }
 
 }  // namespace
