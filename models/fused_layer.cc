@@ -120,11 +120,13 @@ void FfnIn(const std::vector<at::Tensor>& w, Activation activation, Activations*
   a->g = Activate(a->f1, activation);
 }
 
-// d(FFN-in output) and its bias gradient from the FFN-out input's gradient df2.
-cuda::GeluBackwardResult FfnInBackward(const at::Tensor& df2, const std::vector<at::Tensor>& w,
-                                       const at::Tensor& f1, Activation activation) {
-  if (activation == Activation::kGeluTanh)
-    return cuda::MatmulGeluBackward(df2, w[kFfnOutWeight], f1);
+// d(FFN-in output) and its bias gradient from the FFN-out input's gradient df2. Unfused: cuBLASLt's
+// DGELU_BGRAD epilogue measured slower than mm + gelu_backward + sum (gemm_epilogue.h).
+struct FfnInGrads {
+  at::Tensor d_pre, d_bias;
+};
+FfnInGrads FfnInBackward(const at::Tensor& df2, const std::vector<at::Tensor>& w,
+                         const at::Tensor& f1, Activation activation) {
   at::Tensor df1 = ActivationBackward(df2.mm(w[kFfnOutWeight]), f1, activation);
   at::Tensor d_bias = BiasGrad(df1);
   return {std::move(df1), std::move(d_bias)};
@@ -324,8 +326,7 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     if (need(kFfnOutWeight)) set(kFfnOutWeight, WeightGrad(n2.d_input, a.g));
     a.g = at::Tensor();
     // Activation, FFN in.
-    const cuda::GeluBackwardResult ffn_in =
-        FfnInBackward(n2.d_input, w, a.f1, EffectiveActivation(spec, x));
+    const FfnInGrads ffn_in = FfnInBackward(n2.d_input, w, a.f1, EffectiveActivation(spec, x));
     if (need(kFfnInWeight)) set(kFfnInWeight, WeightGrad(ffn_in.d_pre, a.h));
     set(kFfnInBias, ffn_in.d_bias);
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
@@ -340,13 +341,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // Attention, QKV; the residual's gradient joins through addmm.
     const at::Tensor dqkv =
         AttendBackward(n1.d_input.mm(w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
-    if (need(kQkvWeight)) {
-      cuda::WeightGradResult qkv = cuda::LinearWeightGrad(dqkv, x, need(kQkvBias));
-      set(kQkvWeight, qkv.d_weight);
-      set(kQkvBias, qkv.d_bias);
-    } else if (need(kQkvBias)) {
-      set(kQkvBias, BiasGrad(dqkv));
-    }
+    if (need(kQkvWeight)) set(kQkvWeight, WeightGrad(dqkv, x));
+    if (need(kQkvBias)) set(kQkvBias, BiasGrad(dqkv));
     if (actx->needs_input_grad(0)) result[0] = at::addmm(n1.d_sum, dqkv, w[kQkvWeight]);
     return result;
   }

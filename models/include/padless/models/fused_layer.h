@@ -6,9 +6,9 @@
 // compute dtype (bf16/fp16 under autocast) with fused kernels, and decides itself what to keep:
 //  - each bias + dropout + residual add + LayerNorm is one kernel forward and one backward
 //    (padless/cuda/kernels/residual_layer_norm.h), which also sums the bias gradient;
-//  - the FFN-in GEMM computes bias + GELU in its cuBLASLt epilogue, and its backward GEMM the GELU
-//    derivative and the bias gradient; the QKV weight-gradient GEMM also sums the bias gradient
-//    (padless/cuda/kernels/gemm_epilogue.h). On a GPU in bf16/fp16 an erf-GELU model computes the
+//  - the FFN-in GEMM computes bias + GELU in its cuBLASLt epilogue (the backward runs unfused
+//    mm + gelu_backward + sum: cuBLASLt's backward epilogues measured no faster;
+//    padless/cuda/kernels/gemm_epilogue.h). On a GPU in bf16/fp16 an erf-GELU model computes the
 //    tanh form there (they differ far below the compute dtype's rounding; see fused_layer.cc);
 //  - weight gradients come out of their GEMMs in fp32, the parameters' dtype.
 // Off the GPU (or for shapes the kernels do not take) the same functions run unfused ATen ops.
