@@ -8,14 +8,19 @@
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 #include <ATen/cuda/CUDAContextLight.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cublasLt.h>
 #include <dlfcn.h>
 
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #endif
 
 // cuBLAS(Lt) is column-major. A row-major [R, C] tensor with contiguous rows is, unchanged in
@@ -23,7 +28,7 @@
 //   Out[T, n] = P[T, k] @ Q[k, n]
 // is computed as the column-major product Out^T[n, T] = Q^T[n, k] @ P^T[k, T]: cuBLAS's A is our
 // right-hand factor, B our left-hand one, and D (m = n rows, T columns, ld = n) is Out as stored.
-// Each GEMM below spells out its A, B, D and transposes in that view.
+// The GEMM below spells out its A, B, D and transposes in that view.
 
 namespace padless::cuda {
 namespace {
@@ -61,29 +66,6 @@ void CheckLinearGeluArgs(const at::Tensor& x, const at::Tensor& weight, const at
               " elements but weight has ", weight.size(0), " rows");
 }
 
-void CheckGeluBackwardArgs(const at::Tensor& grad, const at::Tensor& weight,
-                           const at::Tensor& pre) {
-  constexpr const char* kOp = "MatmulGeluBackward";
-  CheckMatrix(grad, kOp, "grad");
-  CheckMatrix(weight, kOp, "weight");
-  CheckMatrix(pre, kOp, "pre");
-  CheckSameKind(grad, weight, kOp, "grad", "weight");
-  CheckSameKind(grad, pre, kOp, "grad", "pre");
-  TORCH_CHECK(grad.size(1) == weight.size(0) && pre.size(0) == grad.size(0) &&
-                  pre.size(1) == weight.size(1),
-              kOp, ": grad is ", grad.sizes(), ", weight ", weight.sizes(), ", pre ", pre.sizes(),
-              "; need grad [T, N], weight [N, F], pre [T, F]");
-}
-
-void CheckWeightGradArgs(const at::Tensor& grad, const at::Tensor& x) {
-  constexpr const char* kOp = "LinearWeightGrad";
-  CheckMatrix(grad, kOp, "grad");
-  CheckMatrix(x, kOp, "x");
-  CheckSameKind(grad, x, kOp, "grad", "x");
-  TORCH_CHECK(grad.size(0) == x.size(0), kOp, ": grad is ", grad.sizes(), " and x is ", x.sizes(),
-              "; need grad [T, N] and x [T, K] with the same T");
-}
-
 // --- The unfused ATen paths (no checks: the public functions check first).
 
 LinearGeluResult ReferenceLinearGelu(const at::Tensor& x, const at::Tensor& weight,
@@ -91,26 +73,6 @@ LinearGeluResult ReferenceLinearGelu(const at::Tensor& x, const at::Tensor& weig
   at::Tensor pre = at::addmm(bias, x, weight.t());
   at::Tensor act = at::gelu(pre, "tanh");
   return {act, pre};
-}
-
-// Bias gradients sum in fp32 at least (fp64 rows keep fp64).
-at::Tensor ColumnSum(const at::Tensor& t) {
-  return at::sum(t, {0}, /*keepdim=*/false,
-                 t.scalar_type() == at::kDouble ? at::kDouble : at::kFloat);
-}
-
-GeluBackwardResult ReferenceMatmulGeluBackward(const at::Tensor& grad, const at::Tensor& weight,
-                                               const at::Tensor& pre) {
-  at::Tensor d_pre = at::gelu_backward(at::mm(grad, weight), pre, "tanh");
-  return {d_pre, ColumnSum(d_pre)};
-}
-
-WeightGradResult ReferenceLinearWeightGrad(const at::Tensor& grad, const at::Tensor& x,
-                                           bool need_bias) {
-  at::Tensor d_weight = at::mm(grad.t(), x);
-  at::Tensor d_bias;
-  if (need_bias) d_bias = ColumnSum(grad);
-  return {d_weight, d_bias};
 }
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
@@ -214,7 +176,8 @@ struct Operand {
   uint64_t rows, cols;
 };
 
-// D = op(A) @ op(B) with an epilogue; C aliases D (beta = 0, so C is never read).
+// D = op(A) @ op(B) with an epilogue; C aliases D (beta = 0, so C is never read). D's column count
+// (the GEMM's n) is the token count T.
 struct GemmSpec {
   const char* op = "";
   cublasOperation_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
@@ -223,9 +186,8 @@ struct GemmSpec {
   uint64_t d_rows = 0, d_cols = 0;
   cudaDataType_t dtype = CUDA_R_16BF;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  void* bias = nullptr;                    // bias (GELU_AUX_BIAS) or its gradient (BGRAD epilogues)
-  cudaDataType_t bias_dtype = CUDA_R_32F;  // of `bias`
-  void* aux = nullptr;  // the GELU input: written (GELU_AUX_BIAS) or read (DGELU_BGRAD)
+  void* bias = nullptr;  // in D's dtype (cuBLASLt's default bias type)
+  void* aux = nullptr;   // the GELU input, written by GELU_AUX_BIAS
 };
 
 template <typename T>
@@ -251,13 +213,7 @@ MatmulDesc MakeDesc(const GemmSpec& g) {
   SetAttr(raw, CUBLASLT_MATMUL_DESC_TRANSA, g.trans_a, g.op);
   SetAttr(raw, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b, g.op);
   SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE, g.epilogue, g.op);
-  if (g.bias != nullptr) {
-    SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias, g.op);
-    // Unset, the bias (gradient) has D's type; set only to ask for something else (fp32).
-    if (g.bias_dtype != g.dtype) {
-      SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(g.bias_dtype), g.op);
-    }
-  }
+  if (g.bias != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias, g.op);
   if (g.aux != nullptr) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, g.op);
     // The aux matrix has D's shape and layout; cuBLASLt wants its ld divisible by 8 (checked by
@@ -292,11 +248,50 @@ Preference MakePreference(const GemmSpec& g, size_t workspace_bytes) {
   return pref;
 }
 
+// --- The algorithm cache.
+//
+// cublasLtMatmulAlgoGetHeuristic costs tens of microseconds of host time per call, and the token
+// count T changes with every batch, so the heuristic's choice is kept per problem with T rounded
+// up to a multiple of 1024. The key holds everything else the heuristic saw: device, dtype,
+// epilogue, transposes, the GEMM's m and k, the operand alignments and the workspace size. An
+// algorithm is a plain struct valid for any handle on its device. Only the algorithm is cached;
+// descriptors are made per call (cheap) so nothing else can leak across devices or streams.
+struct AlgoKey {
+  int device;
+  int dtype, epilogue, trans_a, trans_b;
+  uint64_t m, k, t_bucket;
+  uint32_t align_a, align_b, align_d;
+  size_t workspace_bytes;
+  auto Tie() const {
+    return std::tie(device, dtype, epilogue, trans_a, trans_b, m, k, t_bucket, align_a, align_b,
+                    align_d, workspace_bytes);
+  }
+  bool operator<(const AlgoKey& o) const { return Tie() < o.Tie(); }
+};
+
+std::mutex g_algo_mutex;
+std::map<AlgoKey, cublasLtMatmulAlgo_t> g_algos;  // a few entries: shapes x T buckets
+
+std::optional<cublasLtMatmulAlgo_t> CachedAlgo(const AlgoKey& key) {
+  const std::lock_guard<std::mutex> lock(g_algo_mutex);
+  const auto it = g_algos.find(key);
+  if (it == g_algos.end()) return std::nullopt;
+  return it->second;
+}
+
+void CacheAlgo(const AlgoKey& key, const std::optional<cublasLtMatmulAlgo_t>& algo) {
+  const std::lock_guard<std::mutex> lock(g_algo_mutex);
+  if (algo) {
+    g_algos[key] = *algo;
+  } else {
+    g_algos.erase(key);
+  }
+}
+
 // Runs the GEMM on the current stream. Returns false, having launched nothing, when cuBLASLt's
-// heuristic has no algorithm for this configuration or rejects it (the caller then tries another or
-// falls back); every other cuBLASLt failure throws. Descriptors and the heuristic's choice are made
-// per call and cached nowhere, so nothing can leak across devices or streams (the host cost is a
-// few microseconds, small beside a BERT-sized FFN GEMM).
+// heuristic has no algorithm for this configuration or rejects it (the caller falls back); every
+// other cuBLASLt failure throws. A cached algorithm that cublasLtMatmul rejects for this exact
+// problem (NOT_SUPPORTED / INVALID_VALUE: nothing launched) is dropped and the heuristic asked.
 bool RunGemm(const GemmSpec& g) {
   const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
   // LibTorch's cuBLASLt workspace for this handle and the current stream (what its own addmm
@@ -307,40 +302,47 @@ bool RunGemm(const GemmSpec& g) {
   const Layout a = MakeLayout(g.dtype, g.a.rows, g.a.cols, g.op);
   const Layout b = MakeLayout(g.dtype, g.b.rows, g.b.cols, g.op);
   const Layout d = MakeLayout(g.dtype, g.d_rows, g.d_cols, g.op);
+  const float alpha = 1.0f, beta = 0.0f;
+  const auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
+    return Lt().Matmul(handle, desc.get(), &alpha, g.a.ptr, a.get(), g.b.ptr, b.get(), &beta, g.d,
+                       d.get(), g.d, d.get(), &algo, workspace, workspace_bytes,
+                       c10::cuda::getCurrentCUDAStream());
+  };
+  const AlgoKey key = {c10::cuda::current_device(),
+                       static_cast<int>(g.dtype),
+                       static_cast<int>(g.epilogue),
+                       static_cast<int>(g.trans_a),
+                       static_cast<int>(g.trans_b),
+                       g.d_rows,
+                       g.trans_a == CUBLAS_OP_N ? g.a.cols : g.a.rows,
+                       (g.d_cols + 1023) / 1024 * 1024,
+                       Alignment(g.a.ptr),
+                       Alignment(g.b.ptr),
+                       Alignment(g.d),
+                       workspace_bytes};
+  if (const std::optional<cublasLtMatmulAlgo_t> cached = CachedAlgo(key)) {
+    const cublasStatus_t s = matmul(*cached);
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    if (s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_INVALID_VALUE) {
+      CheckLt(s, g.op, "cublasLtMatmul (cached algorithm)");
+    }
+    CacheAlgo(key, std::nullopt);
+  }
   const Preference pref = MakePreference(g, workspace_bytes);
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
   const cublasStatus_t s = Lt().MatmulAlgoGetHeuristic(
       handle, desc.get(), a.get(), b.get(), d.get(), d.get(), pref.get(), 1, &result, &found);
-  // INVALID_VALUE from the heuristic means this cuBLASLt rejects the configuration itself (seen
-  // on the H200 with cuBLASLt 13 for the BGRAD epilogues); like "no algorithm", the caller then
-  // tries another configuration or the unfused ops, and the GPU tests check which one ran.
+  // INVALID_VALUE from the heuristic means this cuBLASLt rejects the configuration itself; like
+  // "no algorithm", the caller then runs the unfused ops, and the GPU tests check which one ran.
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE ||
       (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
     return false;
   }
   CheckLt(s, g.op, "cublasLtMatmulAlgoGetHeuristic");
-  const float alpha = 1.0f, beta = 0.0f;
-  CheckLt(Lt().Matmul(handle, desc.get(), &alpha, g.a.ptr, a.get(), g.b.ptr, b.get(), &beta, g.d,
-                      d.get(), g.d, d.get(), &result.algo, workspace, workspace_bytes,
-                      c10::cuda::getCurrentCUDAStream()),
-          g.op, "cublasLtMatmul");
+  CheckLt(matmul(result.algo), g.op, "cublasLtMatmul");
+  CacheAlgo(key, result.algo);
   return true;
-}
-
-// Runs a bias-gradient GEMM asking for an fp32 bias gradient first and, when cuBLASLt offers no
-// algorithm for that, for one in the D dtype (its documented default), upcast afterwards.
-// Returns the fp32 gradient, or an undefined tensor when neither ran.
-at::Tensor RunGemmWithBiasGrad(GemmSpec g, int64_t bias_len, const at::TensorOptions& options) {
-  at::Tensor d_bias = at::empty({bias_len}, options.dtype(at::kFloat));
-  g.bias = d_bias.data_ptr();
-  g.bias_dtype = CUDA_R_32F;
-  if (RunGemm(g)) return d_bias;
-  at::Tensor d_bias_low = at::empty({bias_len}, options);
-  g.bias = d_bias_low.data_ptr();
-  g.bias_dtype = g.dtype;
-  if (RunGemm(g)) return d_bias_low.to(at::kFloat);
-  return at::Tensor();
 }
 
 uint64_t U64(int64_t v) { return static_cast<uint64_t>(v); }
@@ -366,7 +368,7 @@ bool Aligned16(std::initializer_list<const at::Tensor*> tensors) {
   return true;
 }
 
-// --- The three fused GEMMs. Each returns false (nothing launched) when it cannot run.
+// --- The fused GEMM. Returns false (nothing launched) when it cannot run.
 
 // Out^T[N, T] = W[N, K]-as-stored (column-major [K, N], transposed) @ x^T (column-major [K, T]).
 bool FusedLinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -388,86 +390,21 @@ bool FusedLinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Te
   g.dtype = CudaType(x.scalar_type());
   g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
   g.bias = bc.data_ptr();
-  g.bias_dtype = g.dtype;  // the input bias, in the inputs' dtype
   g.aux = pre.data_ptr();
   if (!RunGemm(g)) return false;
   out = {act, pre};
   return true;
 }
 
-// d_pre^T[F, T] = W[N, F]-as-stored (column-major [F, N]) @ grad^T (column-major [N, T]); the
-// DGELU epilogue multiplies by gelu'(aux = pre^T, same layout as D), and BGRAD sums each of D's F
-// rows over its T columns: the column sum of d_pre over tokens.
-bool FusedMatmulGeluBackward(const at::Tensor& grad, const at::Tensor& weight,
-                             const at::Tensor& pre, GeluBackwardResult& out) {
-  const int64_t t = grad.size(0), n = grad.size(1), f = weight.size(1);
-  if (!FusableShapes(grad, {n, f}, t)) return false;
-  const at::Tensor gc = grad.contiguous(), wc = weight.contiguous(), pc = pre.contiguous();
-  if (!Aligned16({&gc, &wc, &pc})) return false;
-  at::Tensor d_pre = at::empty({t, f}, grad.options());
-  GemmSpec g;
-  g.op = "MatmulGeluBackward";
-  g.a = {wc.data_ptr(), U64(f), U64(n)};
-  g.b = {gc.data_ptr(), U64(n), U64(t)};
-  g.d = d_pre.data_ptr();
-  g.d_rows = U64(f);
-  g.d_cols = U64(t);
-  g.dtype = CudaType(grad.scalar_type());
-  g.epilogue = CUBLASLT_EPILOGUE_DGELU_BGRAD;
-  g.aux = pc.data_ptr();  // only read by DGELU
-  at::Tensor d_bias = RunGemmWithBiasGrad(g, f, grad.options());
-  if (!d_bias.defined()) return false;
-  out = {d_pre, d_bias};
-  return true;
-}
-
-// d_weight^T[K, N] = x^T (column-major [K, T]) @ grad (column-major [N, T], transposed to
-// [T, N]); the GEMM's k is T. BGRADB sums op(B) = grad[T, N] over k = T per column of D: the
-// column sum of grad over tokens, [N]. Without need_bias a plain GEMM (DEFAULT epilogue).
-bool FusedLinearWeightGrad(const at::Tensor& grad, const at::Tensor& x, bool need_bias,
-                           WeightGradResult& out) {
-  const int64_t t = grad.size(0), n = grad.size(1), k = x.size(1);
-  if (!FusableShapes(grad, {n, k}, t)) return false;
-  const at::Tensor gc = grad.contiguous(), xc = x.contiguous();
-  if (!Aligned16({&gc, &xc})) return false;
-  at::Tensor d_weight = at::empty({n, k}, grad.options());
-  GemmSpec g;
-  g.op = "LinearWeightGrad";
-  g.trans_b = CUBLAS_OP_T;
-  g.a = {xc.data_ptr(), U64(k), U64(t)};
-  g.b = {gc.data_ptr(), U64(n), U64(t)};
-  g.d = d_weight.data_ptr();
-  g.d_rows = U64(k);
-  g.d_cols = U64(n);
-  g.dtype = CudaType(grad.scalar_type());
-  g.epilogue = need_bias ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT;
-  at::Tensor d_bias;
-  if (need_bias) {
-    d_bias = RunGemmWithBiasGrad(g, n, grad.options());
-    if (!d_bias.defined()) return false;
-  } else if (!RunGemm(g)) {
-    return false;
-  }
-  out = {d_weight, d_bias};
-  return true;
-}
 #else
 // Without the CUDA kernels there is no fused path.
 template <typename... Args>
 bool FusedLinearGelu(Args&&...) {
   return false;
 }
-template <typename... Args>
-bool FusedMatmulGeluBackward(Args&&...) {
-  return false;
-}
-template <typename... Args>
-bool FusedLinearWeightGrad(Args&&...) {
-  return false;
-}
 #endif  // PADLESS_HAVE_CUDA_KERNELS
 
-// Shared by the public functions and their reference:: twins: no autograd, then the fused path
+// Shared by LinearGelu and its reference:: twin: no autograd, then the fused path
 // when allowed and `lead` is on a CUDA device, else (or when it declines) the reference.
 template <typename Result, typename Fused, typename Reference>
 Result Run(const at::Tensor& lead, bool allow_fused, Fused&& fused, Reference&& reference) {
@@ -498,37 +435,10 @@ LinearGeluResult LinearGeluEntry(const at::Tensor& x, const at::Tensor& weight,
       [&] { return ReferenceLinearGelu(x, weight, bias); });
 }
 
-GeluBackwardResult MatmulGeluBackwardEntry(const at::Tensor& grad, const at::Tensor& weight,
-                                           const at::Tensor& pre, bool allow_fused) {
-  CheckGeluBackwardArgs(grad, weight, pre);
-  return Run<GeluBackwardResult>(
-      grad, allow_fused,
-      [&](GeluBackwardResult& out) { return FusedMatmulGeluBackward(grad, weight, pre, out); },
-      [&] { return ReferenceMatmulGeluBackward(grad, weight, pre); });
-}
-
-WeightGradResult LinearWeightGradEntry(const at::Tensor& grad, const at::Tensor& x, bool need_bias,
-                                       bool allow_fused) {
-  CheckWeightGradArgs(grad, x);
-  return Run<WeightGradResult>(
-      grad, allow_fused,
-      [&](WeightGradResult& out) { return FusedLinearWeightGrad(grad, x, need_bias, out); },
-      [&] { return ReferenceLinearWeightGrad(grad, x, need_bias); });
-}
-
 }  // namespace
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearGeluEntry(x, weight, bias, /*allow_fused=*/true);
-}
-
-GeluBackwardResult MatmulGeluBackward(const at::Tensor& grad, const at::Tensor& weight,
-                                      const at::Tensor& pre) {
-  return MatmulGeluBackwardEntry(grad, weight, pre, /*allow_fused=*/true);
-}
-
-WeightGradResult LinearWeightGrad(const at::Tensor& grad, const at::Tensor& x, bool need_bias) {
-  return LinearWeightGradEntry(grad, x, need_bias, /*allow_fused=*/true);
 }
 
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
@@ -537,15 +447,6 @@ namespace reference {
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearGeluEntry(x, weight, bias, /*allow_fused=*/false);
-}
-
-GeluBackwardResult MatmulGeluBackward(const at::Tensor& grad, const at::Tensor& weight,
-                                      const at::Tensor& pre) {
-  return MatmulGeluBackwardEntry(grad, weight, pre, /*allow_fused=*/false);
-}
-
-WeightGradResult LinearWeightGrad(const at::Tensor& grad, const at::Tensor& x, bool need_bias) {
-  return LinearWeightGradEntry(grad, x, need_bias, /*allow_fused=*/false);
 }
 
 }  // namespace reference
