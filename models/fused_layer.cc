@@ -57,8 +57,10 @@ std::vector<at::Tensor> ComputeWeights(at::TensorList w, at::ScalarType dtype) {
   return out;
 }
 
+// x @ W^T + b, the bias in the GEMM's epilogue (cuda::LinearBias: LibTorch's addmm asks
+// cuBLASLt's heuristic on every call, the most expensive host call of the forward).
 at::Tensor Linear(const at::Tensor& x, const std::vector<at::Tensor>& w, int weight) {
-  return at::addmm(w[weight + 1], x, w[weight].t());
+  return cuda::LinearBias(x, w[weight], w[weight + 1]);
 }
 
 // grad^T @ input: a weight's gradient. On a GPU, half inputs give it in fp32 straight from the

@@ -52,8 +52,8 @@ void CheckSameKind(const at::Tensor& a, const at::Tensor& b, const char* op, con
               " is on ", b.device());
 }
 
-void CheckLinearGeluArgs(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  constexpr const char* kOp = "LinearGelu";
+void CheckLinearArgs(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                     const char* kOp) {
   CheckMatrix(x, kOp, "x");
   CheckMatrix(weight, kOp, "weight");
   TORCH_CHECK(bias.defined() && bias.dim() == 1, kOp, ": bias must be 1-D, got shape ",
@@ -370,36 +370,54 @@ bool Aligned16(std::initializer_list<const at::Tensor*> tensors) {
 
 // --- The fused GEMM. Returns false (nothing launched) when it cannot run.
 
-// Out^T[N, T] = W[N, K]-as-stored (column-major [K, N], transposed) @ x^T (column-major [K, T]).
-bool FusedLinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                     LinearGeluResult& out) {
+// Out^T[N, T] = W[N, K]-as-stored (column-major [K, N], transposed) @ x^T (column-major [K, T]),
+// with the bias added in the epilogue and, for GELU_AUX_BIAS, GELU applied to D with the
+// pre-activation written to `pre`. Returns the output [T, N], or undefined when it cannot run.
+at::Tensor FusedLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                       cublasLtEpilogue_t epilogue, at::Tensor* pre, const char* op) {
   const int64_t t = x.size(0), k = x.size(1), n = weight.size(0);
-  if (!FusableShapes(x, {k, n}, t)) return false;
+  if (!FusableShapes(x, {k, n}, t)) return at::Tensor();
   const at::Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.contiguous();
-  if (!Aligned16({&xc, &wc, &bc})) return false;
-  at::Tensor act = at::empty({t, n}, x.options());
-  at::Tensor pre = at::empty({t, n}, x.options());
+  if (!Aligned16({&xc, &wc, &bc})) return at::Tensor();
+  at::Tensor out = at::empty({t, n}, x.options());
   GemmSpec g;
-  g.op = "LinearGelu";
+  g.op = op;
   g.trans_a = CUBLAS_OP_T;
   g.a = {wc.data_ptr(), U64(k), U64(n)};
   g.b = {xc.data_ptr(), U64(k), U64(t)};
-  g.d = act.data_ptr();
+  g.d = out.data_ptr();
   g.d_rows = U64(n);
   g.d_cols = U64(t);
   g.dtype = CudaType(x.scalar_type());
-  g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  g.epilogue = epilogue;
   g.bias = bc.data_ptr();
-  g.aux = pre.data_ptr();
-  if (!RunGemm(g)) return false;
-  out = {act, pre};
-  return true;
+  if (pre != nullptr) {
+    *pre = at::empty({t, n}, x.options());
+    g.aux = pre->data_ptr();
+  }
+  return RunGemm(g) ? out : at::Tensor();
+}
+
+bool FusedLinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                     LinearGeluResult& out) {
+  out.act = FusedLinear(x, weight, bias, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, &out.pre, "LinearGelu");
+  return out.act.defined();
+}
+
+bool FusedLinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                     at::Tensor& out) {
+  out = FusedLinear(x, weight, bias, CUBLASLT_EPILOGUE_BIAS, nullptr, "LinearBias");
+  return out.defined();
 }
 
 #else
 // Without the CUDA kernels there is no fused path.
 template <typename... Args>
 bool FusedLinearGelu(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedLinearBias(Args&&...) {
   return false;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
@@ -429,10 +447,18 @@ Result Run(const at::Tensor& lead, bool allow_fused, Fused&& fused, Reference&& 
 
 LinearGeluResult LinearGeluEntry(const at::Tensor& x, const at::Tensor& weight,
                                  const at::Tensor& bias, bool allow_fused) {
-  CheckLinearGeluArgs(x, weight, bias);
+  CheckLinearArgs(x, weight, bias, "LinearGelu");
   return Run<LinearGeluResult>(
       x, allow_fused, [&](LinearGeluResult& out) { return FusedLinearGelu(x, weight, bias, out); },
       [&] { return ReferenceLinearGelu(x, weight, bias); });
+}
+
+at::Tensor LinearBiasEntry(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                           bool allow_fused) {
+  CheckLinearArgs(x, weight, bias, "LinearBias");
+  return Run<at::Tensor>(
+      x, allow_fused, [&](at::Tensor& out) { return FusedLinearBias(x, weight, bias, out); },
+      [&] { return at::addmm(bias, x, weight.t()); });
 }
 
 }  // namespace
@@ -441,12 +467,20 @@ LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const
   return LinearGeluEntry(x, weight, bias, /*allow_fused=*/true);
 }
 
+at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return LinearBiasEntry(x, weight, bias, /*allow_fused=*/true);
+}
+
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
 
 namespace reference {
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearGeluEntry(x, weight, bias, /*allow_fused=*/false);
+}
+
+at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return LinearBiasEntry(x, weight, bias, /*allow_fused=*/false);
 }
 
 }  // namespace reference

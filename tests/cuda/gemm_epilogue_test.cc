@@ -82,6 +82,8 @@ TEST(GemmEpilogueTest, ReferenceNamespaceGivesTheSameResults) {
   const at::Tensor x = at::randn({9, 24}), w = at::randn({40, 24}), b = at::randn({40});
   const LinearGeluResult a = LinearGelu(x, w, b), r = reference::LinearGelu(x, w, b);
   EXPECT_TRUE(at::equal(a.act, r.act) && at::equal(a.pre, r.pre));
+  EXPECT_TRUE(at::equal(LinearBias(x, w, b), reference::LinearBias(x, w, b)));
+  ExpectClose(LinearBias(x, w, b), at::addmm(b, x, w.t()), "LinearBias");
 }
 
 TEST(GemmEpilogueTest, NonContiguousAndEmptyInputs) {
@@ -103,6 +105,7 @@ TEST(GemmEpilogueTest, BrokenInputThrowsAClearError) {
   ExpectError([&] { LinearGelu(x.to(at::kInt), w.to(at::kInt), b.to(at::kInt)); },
               "floating-point");
   ExpectError([&] { LinearGelu(at::Tensor(), w, b); }, "x is undefined");
+  ExpectError([&] { LinearBias(x, w, at::randn({15})); }, "LinearBias: bias has 15 elements");
 }
 
 // --- GPU: the cuBLASLt path.
@@ -196,6 +199,12 @@ void CheckCase(const GpuCase& c, GemmEpilogueCudaTest& fx) {
   EXPECT_REL_ERR(fwd.act, at::gelu(pre32, "tanh"), tol, name + " act");
   EXPECT_EQ(fwd.act.scalar_type(), c.dtype);
   EXPECT_EQ(fwd.pre.scalar_type(), c.dtype);
+
+  fx.Poison();
+  const at::Tensor y = LinearBias(x, w, b);
+  ExpectPath(c, name + " LinearBias");
+  EXPECT_REL_ERR(y, pre32, tol, name + " LinearBias");
+  EXPECT_EQ(y.scalar_type(), c.dtype);
 }
 
 TEST_F(GemmEpilogueCudaTest, MatchesFp32UnfusedOps) {

@@ -54,14 +54,21 @@ struct LinearGeluResult {
 };
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
-// The same from unfused ATen ops (at::addmm + at::gelu(..., "tanh")) on any device and dtype: the
+// y = x @ weight^T + bias with the bias added in the GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS),
+// under the same conditions and the same algorithm cache as LinearGelu; else at::addmm. Same math
+// as at::addmm, but LibTorch's addmm asks cuBLASLt's heuristic on every call: in an H200 profile
+// of a BERT-base step that was the most expensive host call of the forward.
+at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
+// The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh")) on any device and dtype: the
 // fallback, and the baseline for tests and benchmarks.
 namespace reference {
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 }  // namespace reference
 
-// Diagnostics for tests and benchmarks: whether the calling thread's last LinearGelu call ran the
-// fused cuBLASLt path (false after a reference / fallback run).
+// Diagnostics for tests and benchmarks: whether the calling thread's last LinearGelu or LinearBias
+// call ran the fused cuBLASLt path (false after a reference / fallback run).
 bool LastGemmEpilogueWasFused();
 
 }  // namespace padless::cuda
