@@ -4,7 +4,8 @@
 # kernels' micro-benchmarks against the unfused ops, and a short end-to-end run against the
 # plain-PyTorch packed peer with a profiler trace. Everything lands in $OUT/fused_checks.tar.gz
 # (the device tool returns at most 8 files); the summary table prints last.
-# usage: bash bench/cuda/fused_gpu_checks.sh [tests] [micro] [e2e] [full]   (default: tests micro e2e)
+# usage: bash bench/cuda/fused_gpu_checks.sh [tests] [micro] [e2e] [dense] [full]
+#        (default: tests micro e2e)
 set -uo pipefail
 out=${OUT:-/tmp/out}/fused
 mkdir -p "$out"
@@ -37,6 +38,13 @@ if want e2e; then
   run e2e "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
     --checkpoint none,selective --generic_layers_checkpoint none --fp32_strategies "" \
     --hf_strategies pad_longest --trace_dir "$out/traces"
+  for f in "$out"/traces/*.json; do
+    run "trace_$(basename "${f%.json}")" python3 bench/e2e/trace_summary.py "$f" --steps 3 --top 30 \
+      --csv "${f%.json}.csv"
+  done
+  gzip -f "$out"/traces/*.json
+fi
+if want dense; then
   # Dense batches of varying shape: cuDNN attention (a plan per new shape) against SDPA without it.
   for cudnn in true false; do
     run "e2e_dense_cudnn_$cudnn" "$b/bench/e2e/padless_bench_e2e" --data .gpu/data/imdb_train.tsv \
@@ -44,11 +52,6 @@ if want e2e; then
       --strategies token_budget_buckets --checkpoint none --fp32_strategies "" --anchors=false \
       --sdpa_cudnn=$cudnn
   done
-  for f in "$out"/traces/*.json; do
-    run "trace_$(basename "${f%.json}")" python3 bench/e2e/trace_summary.py "$f" --steps 3 --top 30 \
-      --csv "${f%.json}.csv"
-  done
-  gzip -f "$out"/traces/*.json
 fi
 if want full; then
   # bench/RESULTS.md's own command: every strategy and checkpointing policy, with the anchors.
