@@ -4,7 +4,7 @@
 # kernels' micro-benchmarks against the unfused ops, and a short end-to-end run against the
 # plain-PyTorch packed peer with a profiler trace. Everything lands in $OUT/fused_checks.tar.gz
 # (the device tool returns at most 8 files); the summary table prints last.
-# usage: bash bench/cuda/fused_gpu_checks.sh [tests] [micro] [e2e] [dense] [full]
+# usage: bash bench/cuda/fused_gpu_checks.sh [tests] [gpu_suites] [micro] [e2e] [e2e_quick] [dense] [full]
 #        (default: tests micro e2e)
 set -uo pipefail
 out=${OUT:-/tmp/out}/fused
@@ -27,6 +27,13 @@ if want tests; then
   run cuda_tests "$b/tests/cuda/padless_cuda_tests" --gtest_filter='*ResidualLayerNorm*:*GemmEpilogue*:*CudaKernel*'
   run fused_layer_tests "$b/tests/models/padless_models_tests" --gtest_filter='*Fused*:*EncoderGpu*:*Gpu*'
 fi
+if want gpu_suites; then
+  # Every suite with GPU tests, whole (their CPU tests run too).
+  run suite_cuda "$b/tests/cuda/padless_cuda_tests"
+  run suite_models "$b/tests/models/padless_models_tests"
+  run suite_budget "$b/tests/models/padless_models_budget_gpu_tests"
+  run suite_batching "$b/tests/batching/padless_batching_tests"
+fi
 if want micro; then
   for bench in residual_layer_norm_bench gemm_epilogue_bench; do
     [[ -x $b/bench/cuda/$bench ]] && run "$bench" "$b/bench/cuda/$bench" --benchmark_min_time=0.2 \
@@ -43,6 +50,10 @@ if want e2e; then
       --csv "${f%.json}.csv"
   done
   gzip -f "$out"/traces/*.json
+fi
+if want e2e_quick; then
+  run e2e_quick "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
+    --checkpoint none --fp32_strategies "" --hf_strategies pad_longest
 fi
 if want dense; then
   # Dense batches of varying shape: cuDNN attention (a plan per new shape) against SDPA without it.
