@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_event_timer.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/cuda/kernels/kernel_support.h"
 
@@ -60,22 +61,7 @@ const Inputs& InputsFor(const Shape& s) {
 
 // Times each call of `fn` with CUDA events; `flops` per call feeds the TFLOPS counter.
 void TimeOnGpu(benchmark::State& state, const std::function<void()>& fn, double flops) {
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < kWarmup; ++i) fn();
-  for (auto _ : state) {
-    cudaEventRecord(start, stream);
-    fn();
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  bench::TimeIterationsWithCudaEvents(state, fn, kWarmup);
   // Rates divide by the manual (GPU) time; 1e12 per unit turns FLOP/s into TFLOPS.
   state.counters["TFLOPS"] =
       benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <string>
 
+#include "gpu_event_timer.h"
 #include "padless/cuda/kernels/kernel_support.h"
 #include "padless/cuda/kernels/residual_layer_norm.h"
 
@@ -56,22 +57,7 @@ int64_t PassBytes(int64_t hidden) { return kTokens * hidden * (4 * 2 + 1); }
 
 // Times `fn` with CUDA events on the current stream, one call per iteration.
 void TimeOnGpu(benchmark::State& state, const std::function<void()>& fn, int64_t bytes) {
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < kWarmup; ++i) fn();
-  for (auto _ : state) {
-    cudaEventRecord(start, stream);
-    fn();
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float ms = 0.f;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  bench::TimeIterationsWithCudaEvents(state, fn, kWarmup);
   state.SetBytesProcessed(state.iterations() * bytes);
   state.counters["hidden"] = static_cast<double>(state.range(0));
 }
