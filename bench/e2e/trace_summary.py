@@ -4,11 +4,12 @@
 Sums the kernels of a PyTorch profiler (Kineto) Chrome trace per family (matmul, attention,
 LayerNorm, ...) and per kernel, and measures how long the GPU sat idle between them, per step.
 
-  python3 bench/e2e/trace_summary.py TRACE.json --steps 3 [--top 25] [--csv OUT.csv]
+  python3 bench/e2e/trace_summary.py TRACE.json[.gz] --steps 3 [--top 25] [--csv OUT.csv]
 """
 import argparse
 import collections
 import csv
+import gzip
 import json
 import re
 import sys
@@ -60,8 +61,21 @@ def summarise(events, steps):
         for table, key in ((per_family, family(name)), (per_kernel, name)):
             table[key][0] += 1
             table[key][1] += float(e.get("dur", 0))
+    overhead = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
+                for e in events if e.get("ph") == "X" and e.get("cat") == "overhead"]
     return {"wall_us": wall / steps, "busy_us": busy / steps, "launches": len(gpu) / steps,
-            "families": per_family, "kernels": per_kernel, "gaps": idle_gaps(gpu)}
+            "families": per_family, "kernels": per_kernel, "gaps": idle_gaps(gpu),
+            "profiler_idle_us": idle_during(spans, overhead) / steps}
+
+
+def idle_during(busy_spans, windows):
+    """GPU idle time inside `windows` (the profiler's own overhead events: CUPTI buffer requests,
+    lazy kernel loading), which an unprofiled run does not have."""
+    idle = 0.0
+    for start, stop in windows:
+        inside = [(max(a, start), min(b, stop)) for a, b in busy_spans if b > start and a < stop]
+        idle += (stop - start) - union_length(inside)
+    return idle
 
 
 def idle_gaps(gpu, at_least_us=5.0):
@@ -87,7 +101,8 @@ def main():
     ap.add_argument("--csv", help="also write family and kernel rows to this CSV")
     args = ap.parse_args()
     try:
-        with open(args.trace) as f:
+        opener = gzip.open if args.trace.endswith(".gz") else open
+        with opener(args.trace, "rt") as f:
             events = json.load(f)["traceEvents"]
         s = summarise(events, max(args.steps, 1))
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -95,7 +110,9 @@ def main():
         return 1
     per_step = lambda us: us / args.steps / 1000.0  # noqa: E731
     print(f"per step: GPU span {s['wall_us'] / 1000:.2f} ms, kernels busy {s['busy_us'] / 1000:.2f} ms, "
-          f"idle {(s['wall_us'] - s['busy_us']) / 1000:.2f} ms, {s['launches']:.0f} GPU operations")
+          f"idle {(s['wall_us'] - s['busy_us']) / 1000:.2f} ms (of which "
+          f"{s['profiler_idle_us'] / 1000:.2f} ms during the profiler's own overhead), "
+          f"{s['launches']:.0f} GPU operations")
     print(f"{'family':<18}{'count/step':>11}{'ms/step':>9}")
     rows = []
     for name, (count, us) in sorted(s["families"].items(), key=lambda kv: -kv[1][1]):
