@@ -1,7 +1,6 @@
 #include "config_runner.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
@@ -117,7 +116,6 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   model_config->vocab_size(o.vocab_size).num_labels(o.num_labels).max_positions(o.max_len);
   if (absl::Status s = model_config->Validate(); !s.ok()) return s;
 
-  at::globalContext().setSDPUseCuDNN(o.sdpa_cudnn);
   // Only CUDA memory is metered. On the CPU, MemoryMeter installs padless's counting allocator,
   // whose DataPtr context differs from its data pointer; CPU kernels that call
   // Allocator::raw_allocate (seen with fp32 training) then die on an internal assert. CPU runs

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "src/op_util.h"
+
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 #include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -361,13 +363,6 @@ bool FusableShapes(const at::Tensor& t, std::initializer_list<int64_t> features,
   return true;
 }
 
-bool Aligned16(std::initializer_list<const at::Tensor*> tensors) {
-  for (const at::Tensor* t : tensors) {
-    if (Alignment(t->data_ptr()) < 16) return false;
-  }
-  return true;
-}
-
 // --- The fused GEMM. Returns false (nothing launched) when it cannot run.
 
 // Out^T[N, T] = W[N, K]-as-stored (column-major [K, N], transposed) @ x^T (column-major [K, T]),
@@ -378,7 +373,7 @@ at::Tensor FusedLinear(const at::Tensor& x, const at::Tensor& weight, const at::
   const int64_t t = x.size(0), k = x.size(1), n = weight.size(0);
   if (!FusableShapes(x, {k, n}, t)) return at::Tensor();
   const at::Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.contiguous();
-  if (!Aligned16({&xc, &wc, &bc})) return at::Tensor();
+  if (!internal::Aligned16({&xc, &wc, &bc})) return at::Tensor();
   at::Tensor out = at::empty({t, n}, x.options());
   GemmSpec g;
   g.op = op;

@@ -160,15 +160,18 @@ DropoutResidualLayerNormGrads BackwardReference(const at::Tensor& d_out, const a
 }
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
-internal::FloatType KernelType(at::ScalarType t) {
-  if (t == at::kBFloat16) return internal::FloatType::kBFloat16;
-  if (t == at::kHalf) return internal::FloatType::kFloat16;
-  return internal::FloatType::kFloat32;
-}
-
-// The kernels load every tensor in 16-byte vectors.
-bool Aligned(const at::Tensor& t) {
-  return !t.defined() || reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+// The kernels' element type for [T, H] rows of `rows`' dtype, device and width; nullopt when the
+// rows take the reference path (CPU, fp64, widths the kernels do not hold in registers).
+std::optional<internal::FloatType> KernelType(const at::Tensor& rows) {
+  std::optional<internal::FloatType> type;
+  if (rows.scalar_type() == at::kBFloat16) type = internal::FloatType::kBFloat16;
+  if (rows.scalar_type() == at::kHalf) type = internal::FloatType::kFloat16;
+  if (rows.scalar_type() == at::kFloat) type = internal::FloatType::kFloat32;
+  if (!type || !internal::UseKernel(rows) ||
+      !internal::ResidualLayerNormSupported(rows.size(1), *type)) {
+    return std::nullopt;
+  }
+  return type;
 }
 
 // Reserves `randoms_per_thread` Philox randoms per thread from the device's default generator and
@@ -192,18 +195,13 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
     const at::Tensor& gamma, const at::Tensor& beta, double p, double eps) {
   const int64_t rows = input.size(0);
   const int64_t hidden = input.size(1);
-  const internal::FloatType type = KernelType(input.scalar_type());
-  if (input.scalar_type() == at::kDouble || !internal::UseKernel(input) ||
-      !internal::ResidualLayerNormSupported(hidden, type)) {
-    return std::nullopt;
-  }
+  const std::optional<internal::FloatType> type = KernelType(input);
+  if (!type) return std::nullopt;
   const c10::cuda::CUDAGuard guard(input.device());
   const at::Tensor bias_c = bias.defined() ? bias.contiguous() : bias;
   const at::Tensor gamma_f = Float32(gamma);
   const at::Tensor beta_f = Float32(beta);
-  for (const at::Tensor* t : {&input, &residual, &bias_c, &gamma_f, &beta_f}) {
-    if (!Aligned(*t)) return std::nullopt;
-  }
+  if (!internal::Aligned16({&input, &residual, &bias_c, &gamma_f, &beta_f})) return std::nullopt;
   const auto float_opts = input.options().dtype(at::kFloat);
   DropoutResidualLayerNormResult r;
   r.out = at::empty_like(input);
@@ -214,7 +212,7 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
   if (p > 0.0) {
     r.mask = at::empty({rows, hidden}, input.options().dtype(at::kBool));
     std::tie(args.seed, args.offset) =
-        ReservePhilox(input.device(), internal::ResidualLayerNormRandomsPerThread(hidden, type));
+        ReservePhilox(input.device(), internal::ResidualLayerNormRandomsPerThread(hidden, *type));
     args.mask = r.mask.data_ptr<bool>();
   }
   args.input = input.data_ptr();
@@ -228,7 +226,7 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
   args.rstd = r.rstd.data_ptr<float>();
   args.rows = rows;
   args.hidden = hidden;
-  args.type = type;
+  args.type = *type;
   args.p = static_cast<float>(p);
   args.eps = static_cast<float>(eps);
   internal::CheckLaunch(
@@ -252,11 +250,8 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
     const at::Tensor& mask_in, double p, bool need_bias_grad) {
   const int64_t rows = sum_in.size(0);
   const int64_t hidden = sum_in.size(1);
-  const internal::FloatType type = KernelType(sum_in.scalar_type());
-  if (sum_in.scalar_type() == at::kDouble || !internal::UseKernel(sum_in) ||
-      !internal::ResidualLayerNormSupported(hidden, type)) {
-    return std::nullopt;
-  }
+  const std::optional<internal::FloatType> type = KernelType(sum_in);
+  if (!type) return std::nullopt;
   const c10::cuda::CUDAGuard guard(sum_in.device());
   // Incoming gradients may be expanded or strided views; the rest is normally contiguous already.
   const at::Tensor d_out = d_out_in.contiguous();
@@ -266,9 +261,7 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   const at::Tensor rstd = rstd_in.contiguous();
   const at::Tensor mask = p > 0.0 ? mask_in.contiguous() : at::Tensor();
   const at::Tensor gamma_f = Float32(gamma);
-  for (const at::Tensor* t : {&d_out, &extra, &sum, &mask, &gamma_f}) {
-    if (!Aligned(*t)) return std::nullopt;
-  }
+  if (!internal::Aligned16({&d_out, &extra, &sum, &mask, &gamma_f})) return std::nullopt;
   const auto float_opts = sum.options().dtype(at::kFloat);
   const int64_t quantities = need_bias_grad ? 3 : 2;
   const int64_t blocks =
@@ -299,7 +292,7 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   args.rows = rows;
   args.hidden = hidden;
   args.blocks = blocks;
-  args.type = type;
+  args.type = *type;
   args.p = static_cast<float>(p);
   args.need_bias_grad = need_bias_grad;
   internal::CheckLaunch(

@@ -72,6 +72,13 @@ bool UseKernel(const at::Tensor& t) {
 #endif
 }
 
+bool Aligned16(std::initializer_list<const at::Tensor*> tensors) {
+  for (const at::Tensor* t : tensors) {
+    if (t->defined() && reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 != 0) return false;
+  }
+  return true;
+}
+
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 void CheckLaunch(cudaError_t err, const char* op) {
   TORCH_CHECK(err == cudaSuccess, op, ": CUDA launch failed: ", cudaGetErrorString(err));

@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -46,6 +47,10 @@ int64_t RowBytes(const at::Tensor& t, int64_t token_dims);
 
 // True when `t` is on a CUDA device and the kernels were compiled in.
 bool UseKernel(const at::Tensor& t);
+
+// True when every defined tensor's data starts on a 16-byte boundary (the vector width of the
+// fused kernels, and what cuBLASLt's epilogues need); undefined tensors pass.
+bool Aligned16(std::initializer_list<const at::Tensor*> tensors);
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 // Throws c10::Error naming the op when a launch failed.
