@@ -141,6 +141,18 @@ double RelErr(const at::Tensor& got, const at::Tensor& want) {
                               << ")";                                                       \
   } while (0)
 
+// addmm in fp32 on the upcast inputs: the reference pre-activation of LinearGelu and LinearBias.
+at::Tensor Fp32PreActivation(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  return at::addmm(b.to(at::kFloat), x.to(at::kFloat), w.to(at::kFloat).t());
+}
+
+// LinearGelu's result against that pre-activation and its tanh GELU, at bf16/fp16 tolerance.
+void ExpectMatchesFp32(const LinearGeluResult& r, const at::Tensor& pre32,
+                       const std::string& what) {
+  EXPECT_REL_ERR(r.pre, pre32, 1e-2, what + " pre");
+  EXPECT_REL_ERR(r.act, at::gelu(pre32, "tanh"), 1e-2, what + " act");
+}
+
 // Whether a case must run the cuBLASLt path: kMay for tiny T, where cuBLASLt's heuristic may
 // decline an epilogue (the fallback is then checked just the same, and the test says which ran).
 enum class Fused { kMust, kMay, kNever };
@@ -189,14 +201,12 @@ void CheckCase(const GpuCase& c, GemmEpilogueCudaTest& fx) {
   const at::Tensor x = fx.Randn({c.t, c.k}, c.dtype);
   const at::Tensor w = fx.Randn({c.n, c.k}, c.dtype, 1.0 / std::sqrt(double(c.k)));
   const at::Tensor b = fx.Randn({c.n}, c.dtype);
-  const at::Tensor x32 = x.to(at::kFloat), w32 = w.to(at::kFloat), b32 = b.to(at::kFloat);
 
   fx.Poison();
   const LinearGeluResult fwd = LinearGelu(x, w, b);
   ExpectPath(c, name + " LinearGelu");
-  const at::Tensor pre32 = at::addmm(b32, x32, w32.t());
-  EXPECT_REL_ERR(fwd.pre, pre32, tol, name + " pre");
-  EXPECT_REL_ERR(fwd.act, at::gelu(pre32, "tanh"), tol, name + " act");
+  const at::Tensor pre32 = Fp32PreActivation(x, w, b);
+  ExpectMatchesFp32(fwd, pre32, name);
   EXPECT_EQ(fwd.act.scalar_type(), c.dtype);
   EXPECT_EQ(fwd.pre.scalar_type(), c.dtype);
 
@@ -233,9 +243,7 @@ TEST_F(GemmEpilogueCudaTest, NonContiguousInputsAreCopiedAndFused) {
   Poison();
   const LinearGeluResult r = LinearGelu(x, w, b);
   EXPECT_TRUE(LastGemmEpilogueWasFused());
-  const at::Tensor pre32 = at::addmm(b.to(at::kFloat), x.to(at::kFloat), w.to(at::kFloat).t());
-  EXPECT_REL_ERR(r.pre, pre32, 1e-2, "pre");
-  EXPECT_REL_ERR(r.act, at::gelu(pre32, "tanh"), 1e-2, "act");
+  ExpectMatchesFp32(r, Fp32PreActivation(x, w, b), "");
 }
 
 TEST_F(GemmEpilogueCudaTest, MisalignedPointersFallBack) {
@@ -248,9 +256,7 @@ TEST_F(GemmEpilogueCudaTest, MisalignedPointersFallBack) {
   Poison();
   const LinearGeluResult r = LinearGelu(x, w, b);
   EXPECT_FALSE(LastGemmEpilogueWasFused());
-  const at::Tensor pre32 = at::addmm(b.to(at::kFloat), x.to(at::kFloat), w.to(at::kFloat).t());
-  EXPECT_REL_ERR(r.pre, pre32, 1e-2, "pre");
-  EXPECT_REL_ERR(r.act, at::gelu(pre32, "tanh"), 1e-2, "act");
+  ExpectMatchesFp32(r, Fp32PreActivation(x, w, b), "");
 }
 
 // The cached algorithm (gemm_epilogue.cc): T = 16000 fills a 1024-token bucket's entry, 16100
@@ -261,16 +267,13 @@ TEST_F(GemmEpilogueCudaTest, AlgorithmCacheHitsAndMissesAreCorrect) {
   const int64_t k = 768, n = 3072;
   const at::Tensor w = Randn({n, k}, at::kBFloat16, 1.0 / std::sqrt(double(k)));
   const at::Tensor b = Randn({n}, at::kBFloat16);
-  const at::Tensor w32 = w.to(at::kFloat), b32 = b.to(at::kFloat);
   for (int64_t t : {16000, 16100, 17000, 16000}) {
     const std::string name = "T=" + std::to_string(t);
     const at::Tensor x = Randn({t, k}, at::kBFloat16);
     Poison();
     const LinearGeluResult r = LinearGelu(x, w, b);
     EXPECT_TRUE(LastGemmEpilogueWasFused()) << name;
-    const at::Tensor pre32 = at::addmm(b32, x.to(at::kFloat), w32.t());
-    EXPECT_REL_ERR(r.pre, pre32, 1e-2, name + " pre");
-    EXPECT_REL_ERR(r.act, at::gelu(pre32, "tanh"), 1e-2, name + " act");
+    ExpectMatchesFp32(r, Fp32PreActivation(x, w, b), name);
   }
 }
 
