@@ -142,8 +142,14 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
   // see the dtype the embeddings produced.
   const at::ScalarType embedding_dtype = x.scalar_type();
+  // The fused layers' compute-dtype weights, all cast at once; each layer's are dropped after its
+  // forward unless it keeps them for backward.
+  std::vector<std::vector<at::Tensor>> compute;
   if (fused) {
     x = x.to(FusedComputeDtype(x));
+    std::vector<at::TensorList> all;
+    for (const auto& layer : layers_) all.emplace_back(layer->weights());
+    compute = FusedComputeWeights(all, x.scalar_type());
   } else if (spec.lean) {
     x = ToResidualStream(x);
   }
@@ -152,17 +158,19 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
     const bool checkpointed =
         recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers());
     const CheckpointScope scope = runtime_.checkpoint.scope;
+    const std::vector<at::Tensor>* cast = fused ? &compute[i] : nullptr;
     if (fused && !checkpointed) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll);
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll, cast);
     } else if (fused && scope == CheckpointScope::kLayer) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeAll);
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeAll, cast);
     } else if (fused && scope == CheckpointScope::kSelective) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation);
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation, cast);
     } else if (checkpointed) {
       x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
     } else {
       x = EncoderLayerForward(x, w, spec, ctx);
     }
+    if (fused) compute[i].clear();  // a kSaveAll layer kept its own copies
   }
   x = x.to(embedding_dtype);
   if (config_.pre_ln()) {

@@ -57,6 +57,11 @@ std::vector<at::Tensor> ComputeWeights(at::TensorList w, at::ScalarType dtype) {
   return out;
 }
 
+// Where a layer's copies start in its buffer: a multiple of 8 elements, so that every copy starts
+// on a 16-byte boundary as the fused kernels and cuBLASLt's epilogues want (the packing must never
+// send a layer to the unaligned fallbacks).
+int64_t AlignedOffset(int64_t offset) { return (offset + 7) / 8 * 8; }
+
 // x @ W^T + b, the bias in the GEMM's epilogue (cuda::LinearBias: LibTorch's addmm asks
 // cuBLASLt's heuristic on every call, the most expensive host call of the forward).
 at::Tensor Linear(const at::Tensor& x, const std::vector<at::Tensor>& w, int weight) {
@@ -170,7 +175,8 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   AttendForward(a.qkv.view({tokens, 3, spec.heads, hidden / spec.heads}).unbind(1), ctx,
                 spec.attention_dropout, &a);
   cuda::DropoutResidualLayerNormResult n1 = cuda::DropoutResidualLayerNorm(
-      a.attended.view({tokens, hidden}).mm(w[kOutWeight].t()), w[kOutBias], x, w[kAttnNormWeight],
+      cuda::Linear(a.attended.view({tokens, hidden}), w[kOutWeight]), w[kOutBias], x,
+      w[kAttnNormWeight],
       w[kAttnNormBias], spec.dropout, spec.eps);
   a.h = std::move(n1.out);
   a.s1 = std::move(n1.sum);
@@ -180,7 +186,7 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   FfnIn(w, EffectiveActivation(spec, x), &a);
   if (!through_ffn_out) return a;
   cuda::DropoutResidualLayerNormResult n2 =
-      cuda::DropoutResidualLayerNorm(a.g.mm(w[kFfnOutWeight].t()), w[kFfnOutBias], a.h,
+      cuda::DropoutResidualLayerNorm(cuda::Linear(a.g, w[kFfnOutWeight]), w[kFfnOutBias], a.h,
                                      w[kFfnNormWeight], w[kFfnNormBias], spec.dropout, spec.eps);
   *y = std::move(n2.out);
   a.s2 = std::move(n2.sum);
@@ -250,10 +256,12 @@ Activations Recover(torch::autograd::AutogradContext* actx,
 
 class FusedLayer : public torch::autograd::Function<FusedLayer> {
  public:
-  // Variables seen by autograd: x, then every tensor of `weights`. The rest is context.
+  // Variables seen by autograd: x, then every tensor of `weights`. The rest is context
+  // (compute_weights: casts of `weights` for this forward, or null).
   static at::Tensor forward(torch::autograd::AutogradContext* actx, const at::Tensor& x,
                             const at::TensorList& weights, const LayerSpec* spec,
-                            const AttentionContext* ctx, int64_t saving) {
+                            const AttentionContext* ctx, int64_t saving,
+                            const std::vector<at::Tensor>* compute_weights) {
     const at::Device device = x.device();
     const at::ScalarType dtype = x.scalar_type();
     // The function computes in x's dtype on its own; autocast must not re-cast (LayerNorm would
@@ -265,7 +273,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     actx->saved_data["saving"] = saving;
 
     at::Tensor y;
-    const std::vector<at::Tensor> w = ComputeWeights(weights, dtype);
+    const std::vector<at::Tensor> w =
+        compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
     Activations a = Forward(x, w, *spec, *ctx, true, &y);
     std::vector<at::Tensor> saved = KeptActivations(mode, a, spec->lean);
     actx->saved_data["num_activations"] = static_cast<int64_t>(saved.size());
@@ -299,7 +308,7 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const FusedSaving mode = static_cast<FusedSaving>(actx->saved_data["saving"].toInt());
     Activations a = Recover(actx, saved, w, spec, ctx, mode);
     auto need = [&](int weight) { return actx->needs_input_grad(1 + weight); };
-    torch::autograd::variable_list result(1 + kNumLayerWeights + 3);
+    torch::autograd::variable_list result(1 + kNumLayerWeights + 4);
     // Frozen weights get no gradient, even where a fused kernel computed one on the way.
     auto set = [&](int weight, const at::Tensor& g) {
       if (need(weight)) result[1 + weight] = g;
@@ -368,10 +377,49 @@ at::ScalarType FusedComputeDtype(const at::Tensor& x) {
 
 at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const LayerSpec& spec, const AttentionContext& ctx,
-                                    FusedSaving saving) {
+                                    FusedSaving saving,
+                                    const std::vector<at::Tensor>* compute_weights) {
   TORCH_CHECK(x.scalar_type() == FusedComputeDtype(x),
               "FusedEncoderLayerForward: x must be in the compute dtype");
-  return FusedLayer::apply(x, weights, &spec, &ctx, static_cast<int64_t>(saving));
+  if (compute_weights != nullptr) {
+    TORCH_CHECK(compute_weights->size() == weights.size(), "FusedEncoderLayerForward: ",
+                compute_weights->size(), " compute weights for ", weights.size(), " weights");
+  }
+  return FusedLayer::apply(x, weights, &spec, &ctx, static_cast<int64_t>(saving),
+                           compute_weights);
+}
+
+std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,
+                                                         at::ScalarType dtype) {
+  const at::NoGradGuard no_grad;
+  // As .to(dtype): LayerNorm weights and weights already in the compute dtype are used as given.
+  const auto cast = [&](at::TensorList w, size_t i) {
+    return !IsNormWeight(static_cast<int>(i)) && w[i].scalar_type() != dtype;
+  };
+  std::vector<std::vector<at::Tensor>> out;
+  std::vector<at::Tensor> sources, copies;
+  for (at::TensorList w : layers) {
+    int64_t numel = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (cast(w, i)) numel = AlignedOffset(numel) + w[i].numel();
+    }
+    const at::Tensor buffer = at::empty({numel}, w[0].options().dtype(dtype));
+    std::vector<at::Tensor>& layer = out.emplace_back();
+    int64_t offset = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!cast(w, i)) {
+        layer.push_back(w[i]);
+        continue;
+      }
+      offset = AlignedOffset(offset);
+      layer.push_back(buffer.narrow(0, offset, w[i].numel()).view(w[i].sizes()));
+      offset += w[i].numel();
+      sources.push_back(w[i]);
+      copies.push_back(layer.back());
+    }
+  }
+  if (!copies.empty()) at::_foreach_copy_(copies, sources);
+  return out;
 }
 
 }  // namespace padless::models

@@ -54,16 +54,18 @@ void CheckSameKind(const at::Tensor& a, const at::Tensor& b, const char* op, con
               " is on ", b.device());
 }
 
+// x [T, K] and weight [N, K]; a bias [N] unless `has_bias` is false (Linear).
 void CheckLinearArgs(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                     const char* kOp) {
+                     const char* kOp, bool has_bias = true) {
   CheckMatrix(x, kOp, "x");
   CheckMatrix(weight, kOp, "weight");
-  TORCH_CHECK(bias.defined() && bias.dim() == 1, kOp, ": bias must be 1-D, got shape ",
-              bias.defined() ? bias.sizes() : at::IntArrayRef{});
   CheckSameKind(x, weight, kOp, "x", "weight");
-  CheckSameKind(x, bias, kOp, "x", "bias");
   TORCH_CHECK(x.size(1) == weight.size(1), kOp, ": x is ", x.sizes(), " and weight is ",
               weight.sizes(), "; need x [T, K] and weight [N, K]");
+  if (!has_bias) return;
+  TORCH_CHECK(bias.defined() && bias.dim() == 1, kOp, ": bias must be 1-D, got shape ",
+              bias.defined() ? bias.sizes() : at::IntArrayRef{});
+  CheckSameKind(x, bias, kOp, "x", "bias");
   TORCH_CHECK(bias.size(0) == weight.size(0), kOp, ": bias has ", bias.size(0),
               " elements but weight has ", weight.size(0), " rows");
 }
@@ -366,13 +368,15 @@ bool FusableShapes(const at::Tensor& t, std::initializer_list<int64_t> features,
 // --- The fused GEMM. Returns false (nothing launched) when it cannot run.
 
 // Out^T[N, T] = W[N, K]-as-stored (column-major [K, N], transposed) @ x^T (column-major [K, T]),
-// with the bias added in the epilogue and, for GELU_AUX_BIAS, GELU applied to D with the
-// pre-activation written to `pre`. Returns the output [T, N], or undefined when it cannot run.
+// with the bias (when defined) added in the epilogue and, for GELU_AUX_BIAS, GELU applied to D
+// with the pre-activation written to `pre`. Returns the output [T, N], or undefined when it cannot
+// run.
 at::Tensor FusedLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                        cublasLtEpilogue_t epilogue, at::Tensor* pre, const char* op) {
   const int64_t t = x.size(0), k = x.size(1), n = weight.size(0);
   if (!FusableShapes(x, {k, n}, t)) return at::Tensor();
-  const at::Tensor xc = x.contiguous(), wc = weight.contiguous(), bc = bias.contiguous();
+  const at::Tensor xc = x.contiguous(), wc = weight.contiguous();
+  const at::Tensor bc = bias.defined() ? bias.contiguous() : at::Tensor();
   if (!internal::Aligned16({&xc, &wc, &bc})) return at::Tensor();
   at::Tensor out = at::empty({t, n}, x.options());
   GemmSpec g;
@@ -385,7 +389,7 @@ at::Tensor FusedLinear(const at::Tensor& x, const at::Tensor& weight, const at::
   g.d_cols = U64(t);
   g.dtype = CudaType(x.scalar_type());
   g.epilogue = epilogue;
-  g.bias = bc.data_ptr();
+  g.bias = bc.defined() ? bc.data_ptr() : nullptr;
   if (pre != nullptr) {
     *pre = at::empty({t, n}, x.options());
     g.aux = pre->data_ptr();
@@ -405,6 +409,11 @@ bool FusedLinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Te
   return out.defined();
 }
 
+bool FusedLinearNoBias(const at::Tensor& x, const at::Tensor& weight, at::Tensor& out) {
+  out = FusedLinear(x, weight, at::Tensor(), CUBLASLT_EPILOGUE_DEFAULT, nullptr, "Linear");
+  return out.defined();
+}
+
 #else
 // Without the CUDA kernels there is no fused path.
 template <typename... Args>
@@ -413,6 +422,10 @@ bool FusedLinearGelu(Args&&...) {
 }
 template <typename... Args>
 bool FusedLinearBias(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedLinearNoBias(Args&&...) {
   return false;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
@@ -456,6 +469,13 @@ at::Tensor LinearBiasEntry(const at::Tensor& x, const at::Tensor& weight, const 
       [&] { return at::addmm(bias, x, weight.t()); });
 }
 
+at::Tensor LinearEntry(const at::Tensor& x, const at::Tensor& weight, bool allow_fused) {
+  CheckLinearArgs(x, weight, at::Tensor(), "Linear", /*has_bias=*/false);
+  return Run<at::Tensor>(
+      x, allow_fused, [&](at::Tensor& out) { return FusedLinearNoBias(x, weight, out); },
+      [&] { return x.mm(weight.t()); });
+}
+
 }  // namespace
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -464,6 +484,10 @@ LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const
 
 at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearBiasEntry(x, weight, bias, /*allow_fused=*/true);
+}
+
+at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight) {
+  return LinearEntry(x, weight, /*allow_fused=*/true);
 }
 
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
@@ -476,6 +500,10 @@ LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const
 
 at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearBiasEntry(x, weight, bias, /*allow_fused=*/false);
+}
+
+at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight) {
+  return LinearEntry(x, weight, /*allow_fused=*/false);
 }
 
 }  // namespace reference

@@ -84,6 +84,8 @@ TEST(GemmEpilogueTest, ReferenceNamespaceGivesTheSameResults) {
   EXPECT_TRUE(at::equal(a.act, r.act) && at::equal(a.pre, r.pre));
   EXPECT_TRUE(at::equal(LinearBias(x, w, b), reference::LinearBias(x, w, b)));
   ExpectClose(LinearBias(x, w, b), at::addmm(b, x, w.t()), "LinearBias");
+  EXPECT_TRUE(at::equal(Linear(x, w), reference::Linear(x, w)));
+  ExpectClose(Linear(x, w), x.mm(w.t()), "Linear");
 }
 
 TEST(GemmEpilogueTest, NonContiguousAndEmptyInputs) {
@@ -106,6 +108,9 @@ TEST(GemmEpilogueTest, BrokenInputThrowsAClearError) {
               "floating-point");
   ExpectError([&] { LinearGelu(at::Tensor(), w, b); }, "x is undefined");
   ExpectError([&] { LinearBias(x, w, at::randn({15})); }, "LinearBias: bias has 15 elements");
+  ExpectError([&] { Linear(x, at::randn({16, 9})); }, "Linear: x is");
+  ExpectError([&] { Linear(at::Tensor(), w); }, "Linear: x is undefined");
+  ExpectError([&] { Linear(x.to(at::kDouble), w); }, "must share one dtype");
 }
 
 // --- GPU: the cuBLASLt path.
@@ -215,6 +220,12 @@ void CheckCase(const GpuCase& c, GemmEpilogueCudaTest& fx) {
   ExpectPath(c, name + " LinearBias");
   EXPECT_REL_ERR(y, pre32, tol, name + " LinearBias");
   EXPECT_EQ(y.scalar_type(), c.dtype);
+
+  fx.Poison();
+  const at::Tensor z = Linear(x, w);
+  ExpectPath(c, name + " Linear");
+  EXPECT_REL_ERR(z, x.to(at::kFloat).mm(w.to(at::kFloat).t()), tol, name + " Linear");
+  EXPECT_EQ(z.scalar_type(), c.dtype);
 }
 
 TEST_F(GemmEpilogueCudaTest, MatchesFp32UnfusedOps) {

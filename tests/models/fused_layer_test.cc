@@ -68,12 +68,14 @@ struct LayerRun {
 };
 
 // out and d(sum(out * probe)) / d(x, weights); `fused` picks the implementation.
+// `compute`: the fused layer's precomputed compute-dtype weights (null: it casts them itself).
 LayerRun RunLayer(bool fused, FusedSaving saving, const at::Tensor& x0,
                   const std::vector<at::Tensor>& w, const LayerSpec& spec,
-                  const AttentionContext& ctx, const at::Tensor& probe) {
+                  const AttentionContext& ctx, const at::Tensor& probe,
+                  const std::vector<at::Tensor>* compute = nullptr) {
   const at::Tensor x = x0.detach().requires_grad_(true);
   LayerRun r;
-  r.out = fused ? FusedEncoderLayerForward(x, w, spec, ctx, saving)
+  r.out = fused ? FusedEncoderLayerForward(x, w, spec, ctx, saving, compute)
                 : EncoderLayerForward(x, w, spec, ctx);
   std::vector<at::Tensor> wrt = {x};
   for (const at::Tensor& t : w) {
@@ -198,6 +200,68 @@ TEST(FusedLayerTest, DoubleBackwardIsAClearError) {
   }
   // A plain backward still works afterwards.
   EXPECT_TRUE(torch::autograd::grad({out.pow(2).sum()}, {x})[0].isfinite().all().item<bool>());
+}
+
+bool IsNormWeightIndex(size_t i) {
+  return i == kAttnNormWeight || i == kAttnNormBias || i == kFfnNormWeight || i == kFfnNormBias;
+}
+
+TEST(FusedLayerTest, ComputeWeightsAreTheCastsInOneBufferPerLayer) {
+  at::manual_seed(49);
+  const std::vector<at::Tensor> a = RandomLayerWeights(at::kFloat);
+  const std::vector<at::Tensor> b = RandomLayerWeights(at::kFloat);
+  const std::vector<std::vector<at::Tensor>> cast =
+      FusedComputeWeights({at::TensorList(a), at::TensorList(b)}, at::kBFloat16);
+  ASSERT_EQ(cast.size(), 2u);
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::vector<at::Tensor>& masters = layer == 0 ? a : b;
+    ASSERT_EQ(cast[layer].size(), masters.size());
+    for (size_t i = 0; i < masters.size(); ++i) {
+      const at::Tensor& c = cast[layer][i];
+      if (IsNormWeightIndex(i)) {
+        EXPECT_TRUE(c.is_same(masters[i])) << "LayerNorm weights stay the fp32 masters: " << i;
+        continue;
+      }
+      EXPECT_FALSE(c.requires_grad()) << i;
+      EXPECT_TRUE(at::equal(c, masters[i].detach().to(at::kBFloat16))) << i;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(c.data_ptr()) % 16, 0u) << i;
+      // One buffer per layer: what a kSaveAll layer keeps holds no other layer's copies.
+      EXPECT_TRUE(c.storage().is_alias_of(cast[layer][kQkvWeight].storage())) << i;
+      EXPECT_FALSE(c.storage().is_alias_of(cast[1 - layer][kQkvWeight].storage())) << i;
+    }
+  }
+  // Weights already in the compute dtype are used as they are, as .to() would.
+  const std::vector<at::Tensor> half = RandomLayerWeights(at::kBFloat16);
+  const std::vector<std::vector<at::Tensor>> same =
+      FusedComputeWeights({at::TensorList(half)}, at::kBFloat16);
+  for (size_t i = 0; i < half.size(); ++i) EXPECT_TRUE(same[0][i].is_same(half[i])) << i;
+}
+
+// The layer computes with the copies it is given: the same results as casting itself, and other
+// copies give other results.
+TEST(FusedLayerTest, PrecomputedComputeWeightsAreUsed) {
+  at::manual_seed(50);
+  const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
+  const AttentionContext ctx = ReferenceContext({7, 2, 9});
+  LayerSpec spec;
+  spec.heads = kHeads;
+  const at::Tensor x = at::randn({18, kHidden}).to(at::kBFloat16);
+  const at::Tensor probe = at::randn({18, kHidden}).to(at::kBFloat16);
+  const std::vector<at::Tensor> cast = FusedComputeWeights({at::TensorList(w)}, at::kBFloat16)[0];
+  std::vector<at::Tensor> moved = w;
+  moved[kFfnInWeight] = (w[kFfnInWeight] * 1.5).detach();
+  const std::vector<at::Tensor> other =
+      FusedComputeWeights({at::TensorList(moved)}, at::kBFloat16)[0];
+  for (FusedSaving saving :
+       {FusedSaving::kSaveAll, FusedSaving::kRecomputeAll, FusedSaving::kRecomputeToActivation}) {
+    const LayerRun own = RunLayer(true, saving, x, w, spec, ctx, probe);
+    ExpectClose(own, RunLayer(true, saving, x, w, spec, ctx, probe, &cast), 0.0);
+    const LayerRun wrong = RunLayer(true, saving, x, w, spec, ctx, probe, &other);
+    EXPECT_GT((wrong.out - own.out).abs().max().item<double>(), 1e-2);
+  }
+  const std::vector<at::Tensor> short_list(cast.begin(), cast.begin() + 3);
+  EXPECT_THROW(RunLayer(true, FusedSaving::kSaveAll, x, w, spec, ctx, probe, &short_list),
+               c10::Error);
 }
 
 TEST(FusedLayerTest, SupportsOnlyPostLnVarlen) {

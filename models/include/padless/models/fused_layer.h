@@ -32,6 +32,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 #include "padless/models/attention.h"
 #include "padless/models/encoder_layer.h"
 
@@ -48,11 +50,21 @@ bool FusedLayerSupported(const at::Tensor& x, const LayerSpec& spec, const Atten
 // x's device, else x's own.
 at::ScalarType FusedComputeDtype(const at::Tensor& x);
 
+// Several layers' weights as FusedEncoderLayerForward computes with them (matrices and biases in
+// `dtype`, the LayerNorm gains and biases as given), for one forward: every cast in one
+// multi-tensor copy instead of eight per layer (the forward is bound by its host's launches).
+// Each layer's copies share one buffer of their own, freed when the last of them goes: a layer
+// that keeps them for backward (kSaveAll) keeps only its own.
+std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,
+                                                         at::ScalarType dtype);
+
 // EncoderLayerForward's result (to the compute dtype's rounding) for x already in the compute
-// dtype. Weights that do not require grad get none.
+// dtype. Weights that do not require grad get none. `compute_weights`: FusedComputeWeights' copies
+// of `weights`, made for this forward from their current values; null: the layer casts them.
 at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const LayerSpec& spec, const AttentionContext& ctx,
-                                    FusedSaving saving);
+                                    FusedSaving saving,
+                                    const std::vector<at::Tensor>* compute_weights = nullptr);
 
 }  // namespace padless::models
 
