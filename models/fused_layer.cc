@@ -68,13 +68,6 @@ at::Tensor Linear(const at::Tensor& x, const std::vector<at::Tensor>& w, int wei
   return cuda::LinearBias(x, w[weight], w[weight + 1]);
 }
 
-// grad^T @ input: a weight's gradient. On a GPU, half inputs give it in fp32 straight from the
-// GEMM (the parameters are fp32; autograd would otherwise cast it in a separate pass).
-at::Tensor WeightGrad(const at::Tensor& grad, const at::Tensor& input) {
-  if (grad.is_cuda() && IsHalf(grad.scalar_type())) return at::mm(grad.t(), input, at::kFloat);
-  return grad.t().mm(input);
-}
-
 // The activation the layer computes. Erf-GELU models computing in bf16/fp16 on a GPU use the
 // tanh form, which the FFN-in GEMM's cuBLASLt epilogue computes: the two differ by at most 4.7e-4
 // (near |x| = 2.7, where a bf16 step is 0.016) and their slopes by at most 8.7e-4, far below the
@@ -176,8 +169,7 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
                 spec.attention_dropout, &a);
   cuda::DropoutResidualLayerNormResult n1 = cuda::DropoutResidualLayerNorm(
       cuda::Linear(a.attended.view({tokens, hidden}), w[kOutWeight]), w[kOutBias], x,
-      w[kAttnNormWeight],
-      w[kAttnNormBias], spec.dropout, spec.eps);
+      w[kAttnNormWeight], w[kAttnNormBias], spec.dropout, spec.eps);
   a.h = std::move(n1.out);
   a.s1 = std::move(n1.sum);
   a.mean1 = std::move(n1.mean);
@@ -322,32 +314,34 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kFfnNormWeight, n2.d_gamma);
     set(kFfnNormBias, n2.d_beta);
     set(kFfnOutBias, n2.d_bias);
-    if (need(kFfnOutWeight)) set(kFfnOutWeight, WeightGrad(n2.d_input, a.g));
+    if (need(kFfnOutWeight)) set(kFfnOutWeight, cuda::LinearWeightGrad(n2.d_input, a.g));
     a.g = at::Tensor();
     // Activation, FFN in. (cuBLASLt's DGELU_BGRAD epilogue would fuse the activation's backward
     // and this bias gradient into the GEMM, but on the H200 it ran about twice as long as the
     // GEMM, gelu_backward and the row sum apart: bench/cuda/FUSED_KERNELS.md.)
-    const at::Tensor df1 =
-        ActivationBackward(n2.d_input.mm(w[kFfnOutWeight]), a.f1, EffectiveActivation(spec, x));
-    if (need(kFfnInWeight)) set(kFfnInWeight, WeightGrad(df1, a.h));
+    const at::Tensor df1 = ActivationBackward(cuda::LinearInputGrad(n2.d_input, w[kFfnOutWeight]),
+                                              a.f1, EffectiveActivation(spec, x));
+    if (need(kFfnInWeight)) set(kFfnInWeight, cuda::LinearWeightGrad(df1, a.h));
     if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
-        df1.mm(w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight], a.mask1,
-        spec.dropout, need(kOutBias));
+        cuda::LinearInputGrad(df1, w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1,
+        w[kAttnNormWeight], a.mask1, spec.dropout, need(kOutBias));
     set(kAttnNormWeight, n1.d_gamma);
     set(kAttnNormBias, n1.d_beta);
     set(kOutBias, n1.d_bias);
     const at::Tensor attended = a.attended.view({x.size(0), x.size(1)});
-    if (need(kOutWeight)) set(kOutWeight, WeightGrad(n1.d_input, attended));
+    if (need(kOutWeight)) set(kOutWeight, cuda::LinearWeightGrad(n1.d_input, attended));
     // Attention, QKV.
-    const at::Tensor dqkv =
-        AttendBackward(n1.d_input.mm(w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
-    if (need(kQkvWeight)) set(kQkvWeight, WeightGrad(dqkv, x));
+    const at::Tensor dqkv = AttendBackward(
+        cuda::LinearInputGrad(n1.d_input, w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
+    if (need(kQkvWeight)) set(kQkvWeight, cuda::LinearWeightGrad(dqkv, x));
     if (need(kQkvBias)) set(kQkvBias, BiasGrad(dqkv));
     // The residual's gradient joins in place: d_sum is this function's own buffer, and the stream
     // runs every earlier read of it (d_input may alias it) before this write.
-    if (actx->needs_input_grad(0)) result[0] = n1.d_sum.addmm_(dqkv, w[kQkvWeight]);
+    if (actx->needs_input_grad(0)) {
+      result[0] = cuda::LinearInputGrad(dqkv, w[kQkvWeight], /*accumulate=*/n1.d_sum);
+    }
     return result;
   }
 };
@@ -382,11 +376,11 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
   TORCH_CHECK(x.scalar_type() == FusedComputeDtype(x),
               "FusedEncoderLayerForward: x must be in the compute dtype");
   if (compute_weights != nullptr) {
-    TORCH_CHECK(compute_weights->size() == weights.size(), "FusedEncoderLayerForward: ",
-                compute_weights->size(), " compute weights for ", weights.size(), " weights");
+    TORCH_CHECK(compute_weights->size() == weights.size(),
+                "FusedEncoderLayerForward: ", compute_weights->size(), " compute weights for ",
+                weights.size(), " weights");
   }
-  return FusedLayer::apply(x, weights, &spec, &ctx, static_cast<int64_t>(saving),
-                           compute_weights);
+  return FusedLayer::apply(x, weights, &spec, &ctx, static_cast<int64_t>(saving), compute_weights);
 }
 
 std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,

@@ -37,6 +37,8 @@ namespace {
 
 thread_local bool g_last_fused = false;
 
+bool Is16BitFloat(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
 // --- Argument checks (shared by both paths, so that broken input fails the same way everywhere).
 
 void CheckMatrix(const at::Tensor& t, const char* op, const char* name) {
@@ -180,18 +182,27 @@ struct Operand {
   uint64_t rows, cols;
 };
 
-// D = op(A) @ op(B) with an epilogue; C aliases D (beta = 0, so C is never read). D's column count
-// (the GEMM's n) is the token count T.
+// Which of the GEMM's dimensions is the token count T (it changes with every batch; the
+// algorithm cache rounds it up to a multiple of 1024).
+enum class TokenDim { kN, kK };
+
+// D = op(A) @ op(B) (+ D when `accumulate`) with an epilogue; C aliases D. m = D's rows, n = D's
+// columns, k = the reduced dimension.
 struct GemmSpec {
   const char* op = "";
   cublasOperation_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N;
   Operand a = {}, b = {};
   void* d = nullptr;
   uint64_t d_rows = 0, d_cols = 0;
-  cudaDataType_t dtype = CUDA_R_16BF;
+  cudaDataType_t dtype = CUDA_R_16BF;    // A and B
+  cudaDataType_t d_dtype = CUDA_R_16BF;  // C and D
+  bool accumulate = false;               // beta = 1: D += op(A) @ op(B)
+  TokenDim token_dim = TokenDim::kN;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;  // in D's dtype (cuBLASLt's default bias type)
   void* aux = nullptr;   // the GELU input, written by GELU_AUX_BIAS
+
+  uint64_t k() const { return trans_a == CUBLAS_OP_N ? a.cols : a.rows; }
 };
 
 template <typename T>
@@ -262,16 +273,37 @@ Preference MakePreference(const GemmSpec& g, size_t workspace_bytes) {
 // descriptors are made per call (cheap) so nothing else can leak across devices or streams.
 struct AlgoKey {
   int device;
-  int dtype, epilogue, trans_a, trans_b;
-  uint64_t m, k, t_bucket;
+  int dtype, d_dtype, epilogue, trans_a, trans_b;
+  bool accumulate;
+  uint64_t m, n, k;  // the token dimension rounded up to a multiple of 1024
   uint32_t align_a, align_b, align_d;
   size_t workspace_bytes;
   auto Tie() const {
-    return std::tie(device, dtype, epilogue, trans_a, trans_b, m, k, t_bucket, align_a, align_b,
-                    align_d, workspace_bytes);
+    return std::tie(device, dtype, d_dtype, epilogue, trans_a, trans_b, accumulate, m, n, k,
+                    align_a, align_b, align_d, workspace_bytes);
   }
   bool operator<(const AlgoKey& o) const { return Tie() < o.Tie(); }
 };
+
+uint64_t TokenBucket(uint64_t t) { return (t + 1023) / 1024 * 1024; }
+
+AlgoKey KeyOf(const GemmSpec& g, size_t workspace_bytes) {
+  const bool n_is_t = g.token_dim == TokenDim::kN;
+  return {c10::cuda::current_device(),
+          static_cast<int>(g.dtype),
+          static_cast<int>(g.d_dtype),
+          static_cast<int>(g.epilogue),
+          static_cast<int>(g.trans_a),
+          static_cast<int>(g.trans_b),
+          g.accumulate,
+          g.d_rows,
+          n_is_t ? TokenBucket(g.d_cols) : g.d_cols,
+          n_is_t ? g.k() : TokenBucket(g.k()),
+          Alignment(g.a.ptr),
+          Alignment(g.b.ptr),
+          Alignment(g.d),
+          workspace_bytes};
+}
 
 std::mutex g_algo_mutex;
 std::map<AlgoKey, cublasLtMatmulAlgo_t> g_algos;  // a few entries: shapes x T buckets
@@ -305,25 +337,14 @@ bool RunGemm(const GemmSpec& g) {
   const MatmulDesc desc = MakeDesc(g);
   const Layout a = MakeLayout(g.dtype, g.a.rows, g.a.cols, g.op);
   const Layout b = MakeLayout(g.dtype, g.b.rows, g.b.cols, g.op);
-  const Layout d = MakeLayout(g.dtype, g.d_rows, g.d_cols, g.op);
-  const float alpha = 1.0f, beta = 0.0f;
+  const Layout d = MakeLayout(g.d_dtype, g.d_rows, g.d_cols, g.op);
+  const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
   const auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
     return Lt().Matmul(handle, desc.get(), &alpha, g.a.ptr, a.get(), g.b.ptr, b.get(), &beta, g.d,
                        d.get(), g.d, d.get(), &algo, workspace, workspace_bytes,
                        c10::cuda::getCurrentCUDAStream());
   };
-  const AlgoKey key = {c10::cuda::current_device(),
-                       static_cast<int>(g.dtype),
-                       static_cast<int>(g.epilogue),
-                       static_cast<int>(g.trans_a),
-                       static_cast<int>(g.trans_b),
-                       g.d_rows,
-                       g.trans_a == CUBLAS_OP_N ? g.a.cols : g.a.rows,
-                       (g.d_cols + 1023) / 1024 * 1024,
-                       Alignment(g.a.ptr),
-                       Alignment(g.b.ptr),
-                       Alignment(g.d),
-                       workspace_bytes};
+  const AlgoKey key = KeyOf(g, workspace_bytes);
   if (const std::optional<cublasLtMatmulAlgo_t> cached = CachedAlgo(key)) {
     const cublasStatus_t s = matmul(*cached);
     if (s == CUBLAS_STATUS_SUCCESS) return true;
@@ -350,8 +371,6 @@ bool RunGemm(const GemmSpec& g) {
 }
 
 uint64_t U64(int64_t v) { return static_cast<uint64_t>(v); }
-
-bool Is16BitFloat(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
 
 cudaDataType_t CudaType(at::ScalarType t) { return t == at::kBFloat16 ? CUDA_R_16BF : CUDA_R_16F; }
 
@@ -387,7 +406,7 @@ at::Tensor FusedLinear(const at::Tensor& x, const at::Tensor& weight, const at::
   g.d = out.data_ptr();
   g.d_rows = U64(n);
   g.d_cols = U64(t);
-  g.dtype = CudaType(x.scalar_type());
+  g.dtype = g.d_dtype = CudaType(x.scalar_type());
   g.epilogue = epilogue;
   g.bias = bc.defined() ? bc.data_ptr() : nullptr;
   if (pre != nullptr) {
@@ -414,6 +433,54 @@ bool FusedLinearNoBias(const at::Tensor& x, const at::Tensor& weight, at::Tensor
   return out.defined();
 }
 
+// out[T, K] = dy[T, N] @ W[N, K] (+ out when `accumulate` is defined: then out is accumulate):
+// column-major out^T [K, T] = W-as-stored [K, N] @ dy^T [N, T].
+bool FusedInputGrad(const at::Tensor& dy, const at::Tensor& weight, const at::Tensor& accumulate,
+                    at::Tensor& out) {
+  const int64_t t = dy.size(0), n = dy.size(1), k = weight.size(1);
+  if (!FusableShapes(dy, {k, n}, t)) return false;
+  if (accumulate.defined() && !accumulate.is_contiguous()) return false;
+  const at::Tensor dyc = dy.contiguous(), wc = weight.contiguous();
+  const at::Tensor target = accumulate.defined() ? accumulate : at::empty({t, k}, dy.options());
+  if (!internal::Aligned16({&dyc, &wc, &target})) return false;
+  GemmSpec g;
+  g.op = "LinearInputGrad";
+  g.a = {wc.data_ptr(), U64(k), U64(n)};
+  g.b = {dyc.data_ptr(), U64(n), U64(t)};
+  g.d = target.data_ptr();
+  g.d_rows = U64(k);
+  g.d_cols = U64(t);
+  g.dtype = g.d_dtype = CudaType(dy.scalar_type());
+  g.accumulate = accumulate.defined();
+  if (!RunGemm(g)) return false;
+  out = target;
+  return true;
+}
+
+// out[N, K] = dy^T [N, T] @ x [T, K] in fp32: column-major out^T [K, N] = x^T [K, T] @ dy [T, N],
+// where dy-as-stored is column-major [N, T], hence transposed. T is the reduced dimension.
+bool FusedWeightGrad(const at::Tensor& dy, const at::Tensor& x, at::Tensor& out) {
+  const int64_t t = dy.size(0), n = dy.size(1), k = x.size(1);
+  if (!FusableShapes(dy, {k, n}, t)) return false;
+  const at::Tensor dyc = dy.contiguous(), xc = x.contiguous();
+  const at::Tensor target = at::empty({n, k}, dy.options().dtype(at::kFloat));
+  if (!internal::Aligned16({&dyc, &xc, &target})) return false;
+  GemmSpec g;
+  g.op = "LinearWeightGrad";
+  g.trans_b = CUBLAS_OP_T;
+  g.a = {xc.data_ptr(), U64(k), U64(t)};
+  g.b = {dyc.data_ptr(), U64(n), U64(t)};
+  g.d = target.data_ptr();
+  g.d_rows = U64(k);
+  g.d_cols = U64(n);
+  g.dtype = CudaType(dy.scalar_type());
+  g.d_dtype = CUDA_R_32F;
+  g.token_dim = TokenDim::kK;
+  if (!RunGemm(g)) return false;
+  out = target;
+  return true;
+}
+
 #else
 // Without the CUDA kernels there is no fused path.
 template <typename... Args>
@@ -426,6 +493,14 @@ bool FusedLinearBias(Args&&...) {
 }
 template <typename... Args>
 bool FusedLinearNoBias(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedInputGrad(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedWeightGrad(Args&&...) {
   return false;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
@@ -469,6 +544,44 @@ at::Tensor LinearBiasEntry(const at::Tensor& x, const at::Tensor& weight, const 
       [&] { return at::addmm(bias, x, weight.t()); });
 }
 
+// dy [T, N] and weight [N, K] (LinearInputGrad) or x [T, K] (LinearWeightGrad, weight_rows false).
+void CheckGradArgs(const at::Tensor& dy, const at::Tensor& other, const char* op,
+                   const char* other_name, bool weight_rows) {
+  CheckMatrix(dy, op, "dy");
+  CheckMatrix(other, op, other_name);
+  CheckSameKind(dy, other, op, "dy", other_name);
+  const int64_t dy_dim = weight_rows ? 1 : 0;
+  TORCH_CHECK(dy.size(dy_dim) == other.size(0), op, ": dy is ", dy.sizes(), " and ", other_name,
+              " is ", other.sizes(),
+              weight_rows ? "; need dy [T, N] and weight [N, K]" : "; need dy [T, N] and x [T, K]");
+}
+
+at::Tensor LinearInputGradEntry(const at::Tensor& dy, const at::Tensor& weight,
+                                const at::Tensor& accumulate, bool allow_fused) {
+  const char* kOp = "LinearInputGrad";
+  CheckGradArgs(dy, weight, kOp, "weight", /*weight_rows=*/true);
+  if (accumulate.defined()) {
+    CheckSameKind(dy, accumulate, kOp, "dy", "accumulate");
+    TORCH_CHECK(accumulate.dim() == 2 && accumulate.size(0) == dy.size(0) &&
+                    accumulate.size(1) == weight.size(1),
+                kOp, ": accumulate is ", accumulate.sizes(), "; need [", dy.size(0), ", ",
+                weight.size(1), "]");
+  }
+  return Run<at::Tensor>(
+      dy, allow_fused, [&](at::Tensor& out) { return FusedInputGrad(dy, weight, accumulate, out); },
+      [&] { return accumulate.defined() ? accumulate.addmm_(dy, weight) : dy.mm(weight); });
+}
+
+at::Tensor LinearWeightGradEntry(const at::Tensor& dy, const at::Tensor& x, bool allow_fused) {
+  CheckGradArgs(dy, x, "LinearWeightGrad", "x", /*weight_rows=*/false);
+  return Run<at::Tensor>(
+      dy, allow_fused, [&](at::Tensor& out) { return FusedWeightGrad(dy, x, out); },
+      [&] {
+        if (dy.is_cuda() && Is16BitFloat(dy.scalar_type())) return at::mm(dy.t(), x, at::kFloat);
+        return dy.t().mm(x);
+      });
+}
+
 at::Tensor LinearEntry(const at::Tensor& x, const at::Tensor& weight, bool allow_fused) {
   CheckLinearArgs(x, weight, at::Tensor(), "Linear", /*has_bias=*/false);
   return Run<at::Tensor>(
@@ -490,6 +603,15 @@ at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight) {
   return LinearEntry(x, weight, /*allow_fused=*/true);
 }
 
+at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
+                           const at::Tensor& accumulate) {
+  return LinearInputGradEntry(dy, weight, accumulate, /*allow_fused=*/true);
+}
+
+at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x) {
+  return LinearWeightGradEntry(dy, x, /*allow_fused=*/true);
+}
+
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
 
 namespace reference {
@@ -504,6 +626,15 @@ at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::T
 
 at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight) {
   return LinearEntry(x, weight, /*allow_fused=*/false);
+}
+
+at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
+                           const at::Tensor& accumulate) {
+  return LinearInputGradEntry(dy, weight, accumulate, /*allow_fused=*/false);
+}
+
+at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x) {
+  return LinearWeightGradEntry(dy, x, /*allow_fused=*/false);
 }
 
 }  // namespace reference

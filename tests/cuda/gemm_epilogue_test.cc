@@ -1,4 +1,6 @@
-// The FFN-in GEMM with a fused bias + GELU epilogue (gemm_epilogue.h).
+// The encoder layer's cuBLASLt GEMMs (gemm_epilogue.h): the FFN-in GEMM with a fused bias + GELU
+// epilogue, the bias-only and plain projections, and the two backward GEMMs (input gradient, in
+// place or not, and the fp32 weight gradient).
 // CPU (everywhere): the reference path reproduces autograd through the unfused ops (addmm + tanh
 // GELU) forward, and broken input throws c10::Error naming the problem.
 // GPU (skipped without one): the cuBLASLt path against the same ops in fp32 on the upcast inputs,
@@ -88,6 +90,25 @@ TEST(GemmEpilogueTest, ReferenceNamespaceGivesTheSameResults) {
   ExpectClose(Linear(x, w), x.mm(w.t()), "Linear");
 }
 
+// The backward GEMMs' reference path against autograd through y = x @ w^T.
+TEST(GemmEpilogueTest, BackwardGemmsMatchAutograd) {
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({9, 24}).set_requires_grad(true);
+  const at::Tensor w = at::randn({40, 24}).set_requires_grad(true);
+  const at::Tensor dy = at::randn({9, 40});
+  const std::vector<at::Tensor> g = torch::autograd::grad({x.mm(w.t())}, {x, w}, {dy});
+  ExpectClose(LinearInputGrad(dy, w.detach()), g[0], "input grad");
+  ExpectClose(LinearWeightGrad(dy, x.detach()), g[1], "weight grad");
+  const at::Tensor acc = at::randn({9, 24});
+  const at::Tensor before = acc.clone();
+  const at::Tensor out = LinearInputGrad(dy, w.detach(), acc);
+  EXPECT_TRUE(out.is_same(acc)) << "accumulates in place";
+  ExpectClose(acc, before + g[0], "accumulated input grad");
+  EXPECT_FALSE(LastGemmEpilogueWasFused());
+  EXPECT_TRUE(
+      at::equal(LinearWeightGrad(dy, x.detach()), reference::LinearWeightGrad(dy, x.detach())));
+}
+
 TEST(GemmEpilogueTest, NonContiguousAndEmptyInputs) {
   at::manual_seed(6);
   const at::Tensor x_t = at::randn({24, 9});  // x = x_t.t() is a transposed view
@@ -111,6 +132,16 @@ TEST(GemmEpilogueTest, BrokenInputThrowsAClearError) {
   ExpectError([&] { Linear(x, at::randn({16, 9})); }, "Linear: x is");
   ExpectError([&] { Linear(at::Tensor(), w); }, "Linear: x is undefined");
   ExpectError([&] { Linear(x.to(at::kDouble), w); }, "must share one dtype");
+  const at::Tensor dy = at::randn({4, 16});
+  ExpectError([&] { LinearInputGrad(dy, at::randn({15, 8})); }, "need dy [T, N] and weight [N, K]");
+  ExpectError([&] { LinearInputGrad(dy, w, at::randn({4, 9})); }, "accumulate is");
+  ExpectError(
+      [&] {
+        LinearInputGrad(dy, w, at::randn({4, 8}).to(at::kDouble));
+      },
+      "must share one dtype");
+  ExpectError([&] { LinearWeightGrad(dy, at::randn({5, 8})); }, "need dy [T, N] and x [T, K]");
+  ExpectError([&] { LinearWeightGrad(at::Tensor(), x); }, "dy is undefined");
 }
 
 // --- GPU: the cuBLASLt path.
@@ -226,6 +257,27 @@ void CheckCase(const GpuCase& c, GemmEpilogueCudaTest& fx) {
   ExpectPath(c, name + " Linear");
   EXPECT_REL_ERR(z, x.to(at::kFloat).mm(w.to(at::kFloat).t()), tol, name + " Linear");
   EXPECT_EQ(z.scalar_type(), c.dtype);
+
+  // The backward GEMMs of y = x @ w^T for an upstream gradient dy [T, N].
+  const at::Tensor dy = fx.Randn({c.t, c.n}, c.dtype);
+  const at::Tensor dy32 = dy.to(at::kFloat);
+  fx.Poison();
+  const at::Tensor dx = LinearInputGrad(dy, w);
+  ExpectPath(c, name + " LinearInputGrad");
+  const at::Tensor dx32 = dy32.mm(w.to(at::kFloat));
+  EXPECT_REL_ERR(dx, dx32, tol, name + " LinearInputGrad");
+  EXPECT_EQ(dx.scalar_type(), c.dtype);
+  const at::Tensor acc = fx.Randn({c.t, c.k}, c.dtype);
+  const at::Tensor acc32 = acc.to(at::kFloat);
+  fx.Poison();
+  EXPECT_TRUE(LinearInputGrad(dy, w, acc).is_same(acc)) << name;
+  ExpectPath(c, name + " LinearInputGrad accumulate");
+  EXPECT_REL_ERR(acc, acc32 + dx32, tol, name + " LinearInputGrad accumulate");
+  fx.Poison();
+  const at::Tensor dw = LinearWeightGrad(dy, x);
+  ExpectPath(c, name + " LinearWeightGrad");
+  EXPECT_REL_ERR(dw, dy32.t().mm(x.to(at::kFloat)), tol, name + " LinearWeightGrad");
+  EXPECT_EQ(dw.scalar_type(), at::kFloat) << name;
 }
 
 TEST_F(GemmEpilogueCudaTest, MatchesFp32UnfusedOps) {
@@ -285,6 +337,21 @@ TEST_F(GemmEpilogueCudaTest, AlgorithmCacheHitsAndMissesAreCorrect) {
     const LinearGeluResult r = LinearGelu(x, w, b);
     EXPECT_TRUE(LastGemmEpilogueWasFused()) << name;
     ExpectMatchesFp32(r, Fp32PreActivation(x, w, b), name);
+  }
+}
+
+// The weight gradient's token count is its reduced dimension: a cached algorithm must still give
+// the right sums for another T of its bucket, and for another bucket.
+TEST_F(GemmEpilogueCudaTest, WeightGradCacheAcrossTokenCounts) {
+  at::manual_seed(47);
+  const int64_t k = 768, n = 3072;
+  for (int64_t t : {16000, 16100, 17000, 16000}) {
+    const std::string name = "T=" + std::to_string(t);
+    const at::Tensor x = Randn({t, k}, at::kBFloat16), dy = Randn({t, n}, at::kBFloat16);
+    Poison();
+    const at::Tensor dw = LinearWeightGrad(dy, x);
+    EXPECT_TRUE(LastGemmEpilogueWasFused()) << name;
+    EXPECT_REL_ERR(dw, dy.to(at::kFloat).t().mm(x.to(at::kFloat)), 1e-2, name);
   }
 }
 

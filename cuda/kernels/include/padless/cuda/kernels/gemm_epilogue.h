@@ -66,16 +66,31 @@ at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::T
 // bound by its host time.
 at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight);
 
+// The two backward GEMMs of y = x @ weight^T, on the same cached cuBLASLt path (epilogue DEFAULT)
+// under the same conditions (bf16/fp16 CUDA, K and N multiples of 8, 16-byte aligned), else ATen:
+//  - LinearInputGrad: dy [T, N] @ weight [N, K] -> [T, K] in dy's dtype. With `accumulate`
+//    defined ([T, K], dy's dtype and device, contiguous for the fused path), adds the product into
+//    it in place (beta = 1) and returns it: else at::addmm_.
+//  - LinearWeightGrad: dy^T @ x for dy [T, N], x [T, K] -> [N, K], in fp32 for bf16/fp16 CUDA
+//    inputs (the parameters' dtype, straight from the GEMM's fp32 accumulator; else at::mm with an
+//    fp32 output), otherwise in the inputs' dtype. T is the reduced dimension here.
+at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
+                           const at::Tensor& accumulate = at::Tensor());
+at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
+
 // The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh")) on any device and dtype: the
 // fallback, and the baseline for tests and benchmarks.
 namespace reference {
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight);
+at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
+                           const at::Tensor& accumulate = at::Tensor());
+at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
 }  // namespace reference
 
-// Diagnostics for tests and benchmarks: whether the calling thread's last LinearGelu, LinearBias or
-// Linear call ran the fused cuBLASLt path (false after a reference / fallback run).
+// Diagnostics for tests and benchmarks: whether the calling thread's last call of any function
+// above ran the cuBLASLt path (false after a reference / fallback run).
 bool LastGemmEpilogueWasFused();
 
 }  // namespace padless::cuda
