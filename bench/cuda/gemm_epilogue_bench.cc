@@ -1,6 +1,9 @@
-// GPU micro-benchmark of the FFN-in GEMM with a fused bias + GELU epilogue (gemm_epilogue.h)
-// against the unfused ATen ops it replaces, in the same run and on the same inputs:
-//   FfnIn    LinearGelu(x, W1, b1)              vs at::addmm + at::gelu(tanh)
+// GPU micro-benchmark of the encoder layer's cuBLASLt GEMMs (gemm_epilogue.h) against the ATen
+// ops they replace, in the same run and on the same inputs (the FFN-in GEMM and its backward):
+//   FfnIn           LinearGelu(x, W1, b1)            vs at::addmm + at::gelu(tanh)
+//   InputGrad       LinearInputGrad(dy, W1)          vs at::mm(dy, W1)
+//   InputGradAcc    LinearInputGrad(dy, W1, acc)     vs acc.addmm_(dy, W1)
+//   WeightGrad      LinearWeightGrad(dy, x) (fp32)   vs at::mm(dy^T, x, fp32 out)
 // (The backward epilogues DGELU_BGRAD and BGRADB, once measured here, lost or tied; see
 // gemm_epilogue.h.)
 // Shapes: BERT-base (T=16384 tokens, H=768, F=3072) and BERT-large widths (T=16384, H=1024,
@@ -41,6 +44,8 @@ struct Shape {
 // The inputs of one shape, made once and shared by its benchmarks.
 struct Inputs {
   at::Tensor x, w1, b1;
+  at::Tensor dy;   // [T, F]: the gradient of the FFN-in output
+  at::Tensor acc;  // [T, H]: a residual gradient to accumulate into
 };
 
 const Inputs& InputsFor(const Shape& s) {
@@ -56,6 +61,8 @@ const Inputs& InputsFor(const Shape& s) {
   in.x = randn({s.t, s.h}, 1.0);
   in.w1 = randn({s.f, s.h}, 1.0 / 32);
   in.b1 = randn({s.f}, 1.0);
+  in.dy = randn({s.t, s.f}, 1.0);
+  in.acc = randn({s.t, s.h}, 1.0);
   return cache.emplace(s.name, std::move(in)).first->second;
 }
 
@@ -87,13 +94,62 @@ void BM_FfnInUnfused(benchmark::State& state, Shape s) {
       GemmFlops(s));
 }
 
+void BM_InputGradFused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(LinearInputGrad(in.dy, in.w1)); }, GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void BM_InputGradUnfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(in.dy.mm(in.w1)); }, GemmFlops(s));
+}
+
+// Accumulates into the same buffer every call (its values drift; the time does not depend on them).
+void BM_InputGradAccFused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(LinearInputGrad(in.dy, in.w1, in.acc)); },
+      GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void BM_InputGradAccUnfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  at::Tensor acc = in.acc;
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(acc.addmm_(in.dy, in.w1)); }, GemmFlops(s));
+}
+
+void BM_WeightGradFused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(LinearWeightGrad(in.dy, in.x)); }, GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void BM_WeightGradUnfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(at::mm(in.dy.t(), in.x, at::kFloat)); }, GemmFlops(s));
+}
+
 void RegisterAll() {
   std::vector<Shape> shapes = {{"T16384_H768_F3072", 16384, 768, 3072},
                                {"T16384_H1024_F4096", 16384, 1024, 4096}};
   if (g_smoke) shapes = {{"T512_H64_F256", 512, 64, 256}};
   using Fn = void (*)(benchmark::State&, Shape);
-  const std::vector<std::pair<const char*, Fn>> benches = {{"FfnIn/fused", BM_FfnInFused},
-                                                           {"FfnIn/unfused", BM_FfnInUnfused}};
+  const std::vector<std::pair<const char*, Fn>> benches = {
+      {"FfnIn/fused", BM_FfnInFused},
+      {"FfnIn/unfused", BM_FfnInUnfused},
+      {"InputGrad/fused", BM_InputGradFused},
+      {"InputGrad/unfused", BM_InputGradUnfused},
+      {"InputGradAcc/fused", BM_InputGradAccFused},
+      {"InputGradAcc/unfused", BM_InputGradAccUnfused},
+      {"WeightGrad/fused", BM_WeightGradFused},
+      {"WeightGrad/unfused", BM_WeightGradUnfused}};
   for (const Shape& s : shapes) {
     for (const auto& [name, fn] : benches) {
       benchmark::RegisterBenchmark((std::string(name) + "/" + s.name).c_str(), fn, s)
