@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "layer_call.h"
+#include "padless/cuda/kernels/bias_grad.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/cuda/kernels/residual_layer_norm.h"
 #include "padless/models/autocast.h"
@@ -91,21 +92,22 @@ at::Tensor Activate(const at::Tensor& f, Activation a) {
   return at::gelu(f);
 }
 
-at::Tensor ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return at::threshold_backward(grad, f, 0);
-    case Activation::kGeluTanh:
-      return at::gelu_backward(grad, f, "tanh");
-    case Activation::kGelu:
-      break;
-  }
-  return at::gelu_backward(grad, f);
-}
-
 // Gradient of a bias: the row sum, in fp32 for half grads (the parameters are fp32).
 at::Tensor BiasGrad(const at::Tensor& grad) {
   return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
+}
+
+// The activation's backward and, when asked, the FFN-in bias gradient (its row sum): one pass for
+// tanh GELU (cuda::GeluTanhBackwardWithBiasGrad), else the ATen backward and a row sum.
+cuda::GradWithBiasGrad ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a,
+                                          bool need_bias_grad) {
+  if (a == Activation::kGeluTanh) {
+    return cuda::GeluTanhBackwardWithBiasGrad(grad, f, need_bias_grad);
+  }
+  cuda::GradWithBiasGrad r;
+  r.grad = a == Activation::kRelu ? at::threshold_backward(grad, f, 0) : at::gelu_backward(grad, f);
+  if (need_bias_grad) r.bias_grad = BiasGrad(r.grad);
+  return r;
 }
 
 // FFN in and its activation: one GEMM with a GELU epilogue for tanh GELU, else addmm + activation.
@@ -133,9 +135,9 @@ void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& c
   a->attended = Attend(qkv[0], qkv[1], qkv[2], ctx, 0.0).view(qkv[0].sizes());
 }
 
-// d(q, k, v) as one [T, 3H] tensor.
-at::Tensor AttendBackward(const at::Tensor& grad, const Activations& a, const AttentionContext& ctx,
-                          const LayerSpec& spec) {
+// dq, dk, dv, each [T, H].
+std::array<at::Tensor, 3> AttendBackward(const at::Tensor& grad, const Activations& a,
+                                         const AttentionContext& ctx, const LayerSpec& spec) {
   const int64_t tokens = a.x.size(0);
   const int64_t head_dim = a.x.size(1) / spec.heads;
   std::vector<at::Tensor> qkv = a.qkv.view({tokens, 3, spec.heads, head_dim}).unbind(1);
@@ -153,7 +155,8 @@ at::Tensor AttendBackward(const at::Tensor& grad, const Activations& a, const At
     std::vector<at::Tensor> g = torch::autograd::grad({out}, in, {grad});
     for (int i = 0; i < 3; ++i) d[i] = g[i];
   }
-  return at::stack({d[0], d[1], d[2]}, 1).view({tokens, 3 * a.x.size(1)});
+  for (at::Tensor& t : d) t = t.reshape({tokens, a.x.size(1)});
+  return d;
 }
 
 // The layer's forward from x. With `through_ffn_out` false it stops after the FFN activation
@@ -316,13 +319,15 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kFfnOutBias, n2.d_bias);
     if (need(kFfnOutWeight)) set(kFfnOutWeight, cuda::LinearWeightGrad(n2.d_input, a.g));
     a.g = at::Tensor();
-    // Activation, FFN in. (cuBLASLt's DGELU_BGRAD epilogue would fuse the activation's backward
-    // and this bias gradient into the GEMM, but on the H200 it ran about twice as long as the
-    // GEMM, gelu_backward and the row sum apart: bench/cuda/FUSED_KERNELS.md.)
-    const at::Tensor df1 = ActivationBackward(cuda::LinearInputGrad(n2.d_input, w[kFfnOutWeight]),
-                                              a.f1, EffectiveActivation(spec, x));
+    // Activation, FFN in; the bias gradient is summed in the activation's backward pass.
+    // (cuBLASLt's DGELU_BGRAD epilogue would fuse both into the GEMM, but on the H200 it ran about
+    // twice as long as the GEMM and the unfused passes: bench/cuda/FUSED_KERNELS.md.)
+    const cuda::GradWithBiasGrad f1 =
+        ActivationBackward(cuda::LinearInputGrad(n2.d_input, w[kFfnOutWeight]), a.f1,
+                           EffectiveActivation(spec, x), need(kFfnInBias));
+    const at::Tensor& df1 = f1.grad;
     if (need(kFfnInWeight)) set(kFfnInWeight, cuda::LinearWeightGrad(df1, a.h));
-    if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
+    set(kFfnInBias, f1.bias_grad);
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
         cuda::LinearInputGrad(df1, w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1,
@@ -333,10 +338,12 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const at::Tensor attended = a.attended.view({x.size(0), x.size(1)});
     if (need(kOutWeight)) set(kOutWeight, cuda::LinearWeightGrad(n1.d_input, attended));
     // Attention, QKV.
-    const at::Tensor dqkv = AttendBackward(
+    const std::array<at::Tensor, 3> d = AttendBackward(
         cuda::LinearInputGrad(n1.d_input, w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
+    const cuda::GradWithBiasGrad qkv = cuda::StackWithBiasGrad(d[0], d[1], d[2], need(kQkvBias));
+    const at::Tensor& dqkv = qkv.grad;
     if (need(kQkvWeight)) set(kQkvWeight, cuda::LinearWeightGrad(dqkv, x));
-    if (need(kQkvBias)) set(kQkvBias, BiasGrad(dqkv));
+    set(kQkvBias, qkv.bias_grad);
     // The residual's gradient joins in place: d_sum is this function's own buffer, and the stream
     // runs every earlier read of it (d_input may alias it) before this write.
     if (actx->needs_input_grad(0)) {

@@ -1,0 +1,188 @@
+#include "padless/cuda/kernels/bias_grad.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "src/op_util.h"
+
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+#include "src/bias_grad_kernels.h"
+#endif
+
+namespace padless::cuda {
+namespace {
+
+thread_local bool g_last_kernel = false;
+
+bool IsHalf(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
+// A [T, N] floating tensor with `like`'s shape, dtype and device.
+void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, const char* op) {
+  TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
+  TORCH_CHECK(t.dim() == 2, op, ": ", name, " must be 2-D [T, N], got shape ", t.sizes());
+  TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": ", name,
+              " must be a floating-point tensor, got ", t.scalar_type());
+  if (&t == &like) return;
+  TORCH_CHECK(t.sizes() == like.sizes(), op, ": ", name, " has shape ", t.sizes(), " but expected ",
+              like.sizes());
+  TORCH_CHECK(t.scalar_type() == like.scalar_type(), op, ": ", name, " is ", t.scalar_type(),
+              " but expected ", like.scalar_type());
+  TORCH_CHECK(t.device() == like.device(), op, ": ", name, " is on ", t.device(), " but expected ",
+              like.device());
+}
+
+// The column sums of a written gradient, as the kernels give them.
+at::Tensor ColumnSums(const at::Tensor& grad) {
+  return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
+}
+
+GradWithBiasGrad ReferenceGelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad) {
+  GradWithBiasGrad r;
+  r.grad = at::gelu_backward(dy, pre, "tanh").contiguous();
+  if (need_bias_grad) r.bias_grad = ColumnSums(r.grad);
+  return r;
+}
+
+GradWithBiasGrad ReferenceStack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                bool need_bias_grad) {
+  GradWithBiasGrad r;
+  r.grad = at::cat({dq, dk, dv}, 1);
+  if (need_bias_grad) r.bias_grad = ColumnSums(r.grad);
+  return r;
+}
+
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+std::optional<internal::FloatType> KernelType(const at::Tensor& t, int64_t width) {
+  if (!internal::UseKernel(t) || !IsHalf(t.scalar_type())) return std::nullopt;
+  const internal::FloatType type = t.scalar_type() == at::kBFloat16 ? internal::FloatType::kBFloat16
+                                                                    : internal::FloatType::kFloat16;
+  if (!internal::BiasGradSupported(width, type)) return std::nullopt;
+  return type;
+}
+
+// The output [rows, cols] and, when asked for, the partials and the fp32 bias gradient.
+struct KernelOutputs {
+  GradWithBiasGrad result;
+  at::Tensor partials;
+  internal::BiasGradOutput args;
+};
+
+KernelOutputs MakeOutputs(const at::Tensor& like, int64_t cols, internal::FloatType type,
+                          bool need_bias_grad) {
+  KernelOutputs o;
+  const int64_t rows = like.size(0);
+  o.result.grad = at::empty({rows, cols}, like.options());
+  o.args.out = o.result.grad.data_ptr();
+  o.args.rows = rows;
+  o.args.cols = cols;
+  o.args.type = type;
+  if (need_bias_grad) {
+    const auto float_opts = like.options().dtype(at::kFloat);
+    o.partials = at::empty({internal::BiasGradBlocks(rows), cols}, float_opts);
+    o.result.bias_grad = at::empty({cols}, float_opts);
+    o.args.partials = o.partials.data_ptr<float>();
+    o.args.bias_grad = o.result.bias_grad.data_ptr<float>();
+  }
+  return o;
+}
+
+std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor& dy_in, const at::Tensor& pre_in,
+                                           bool need_bias_grad) {
+  const std::optional<internal::FloatType> type = KernelType(dy_in, dy_in.size(1));
+  if (!type) return std::nullopt;
+  const at::Tensor dy = dy_in.contiguous(), pre = pre_in.contiguous();
+  if (!internal::Aligned16({&dy, &pre})) return std::nullopt;
+  const c10::cuda::CUDAGuard guard(dy.device());
+  KernelOutputs o = MakeOutputs(dy, dy.size(1), *type, need_bias_grad);
+  internal::CheckLaunch(internal::LaunchGeluTanhBackward(dy.data_ptr(), pre.data_ptr(), o.args,
+                                                         c10::cuda::getCurrentCUDAStream()),
+                        "GeluTanhBackwardWithBiasGrad");
+  return o.result;
+}
+
+std::optional<GradWithBiasGrad> StackKernel(const at::Tensor& dq_in, const at::Tensor& dk_in,
+                                            const at::Tensor& dv_in, bool need_bias_grad) {
+  const std::optional<internal::FloatType> type = KernelType(dq_in, dq_in.size(1));
+  if (!type) return std::nullopt;
+  const at::Tensor dq = dq_in.contiguous(), dk = dk_in.contiguous(), dv = dv_in.contiguous();
+  if (!internal::Aligned16({&dq, &dk, &dv})) return std::nullopt;
+  const c10::cuda::CUDAGuard guard(dq.device());
+  KernelOutputs o = MakeOutputs(dq, 3 * dq.size(1), *type, need_bias_grad);
+  internal::CheckLaunch(internal::LaunchStack3(dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), o.args,
+                                               c10::cuda::getCurrentCUDAStream()),
+                        "StackWithBiasGrad");
+  return o.result;
+}
+#endif  // PADLESS_HAVE_CUDA_KERNELS
+
+GradWithBiasGrad Gelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad,
+                      bool allow_kernel) {
+  const char* kOp = "GeluTanhBackwardWithBiasGrad";
+  CheckRows(dy, "dy", dy, kOp);
+  CheckRows(pre, "pre", dy, kOp);
+  const at::NoGradGuard no_grad;
+  g_last_kernel = false;
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  if (allow_kernel) {
+    if (auto r = GeluKernel(dy, pre, need_bias_grad)) {
+      g_last_kernel = true;
+      return *std::move(r);
+    }
+  }
+#endif
+  (void)allow_kernel;
+  return ReferenceGelu(dy, pre, need_bias_grad);
+}
+
+GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                       bool need_bias_grad, bool allow_kernel) {
+  const char* kOp = "StackWithBiasGrad";
+  CheckRows(dq, "dq", dq, kOp);
+  CheckRows(dk, "dk", dq, kOp);
+  CheckRows(dv, "dv", dq, kOp);
+  const at::NoGradGuard no_grad;
+  g_last_kernel = false;
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  if (allow_kernel) {
+    if (auto r = StackKernel(dq, dk, dv, need_bias_grad)) {
+      g_last_kernel = true;
+      return *std::move(r);
+    }
+  }
+#endif
+  (void)allow_kernel;
+  return ReferenceStack(dq, dk, dv, need_bias_grad);
+}
+
+}  // namespace
+
+GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
+                                              bool need_bias_grad) {
+  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/true);
+}
+
+GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                   bool need_bias_grad) {
+  return Stack(dq, dk, dv, need_bias_grad, /*allow_kernel=*/true);
+}
+
+bool LastBiasGradRanKernel() { return g_last_kernel; }
+
+namespace reference {
+
+GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
+                                              bool need_bias_grad) {
+  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/false);
+}
+
+GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                   bool need_bias_grad) {
+  return Stack(dq, dk, dv, need_bias_grad, /*allow_kernel=*/false);
+}
+
+}  // namespace reference
+}  // namespace padless::cuda

@@ -1,0 +1,50 @@
+// Two gradient passes of the encoder layer's backward that also produce a bias gradient, the
+// column sums of the gradient they write, in the same pass (no second read of a [T, N] tensor):
+//   GeluTanhBackwardWithBiasGrad   d_pre = dy * gelu_tanh'(pre)        (FFN-in: its bias gradient)
+//   StackWithBiasGrad              d_qkv = [dq | dk | dv] per row        (QKV: its bias gradient)
+// On a GPU with the kernels built, for bf16 / fp16 [T, N] tensors with N (each source's width for
+// the stack) a multiple of 8 and 16-byte aligned data: one row kernel plus a small deterministic
+// reduction (no atomics). Otherwise, and as reference::..., the unfused ATen ops:
+// at::gelu_backward(dy, pre, "tanh") / at::stack, then at::sum over the rows.
+//
+// The bias gradient is in fp32 for bf16 / fp16 inputs (the parameters' dtype; summed in fp32 from
+// the gradient as written, i.e. rounded, like at::sum(grad, 0, fp32)), else in the inputs' dtype.
+// It is undefined unless asked for.
+//
+// Not differentiable (no autograd history); pieces of the fused layer's hand-written backward.
+// Broken input (undefined, not 2-D, mismatched shapes / dtypes / devices, non-float) throws
+// c10::Error naming the function.
+#ifndef PADLESS_CUDA_KERNELS_BIAS_GRAD_H_
+#define PADLESS_CUDA_KERNELS_BIAS_GRAD_H_
+
+#include <ATen/core/Tensor.h>
+
+namespace padless::cuda {
+
+struct GradWithBiasGrad {
+  at::Tensor grad;       // [T, N] in the inputs' dtype, contiguous
+  at::Tensor bias_grad;  // [N], or undefined when not asked for
+};
+
+// dy, pre: [T, N] of one floating dtype on one device.
+GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
+                                              bool need_bias_grad);
+
+// dq, dk, dv: [T, H] each, one dtype and device; the result is [T, 3H].
+GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                   bool need_bias_grad);
+
+namespace reference {
+GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
+                                              bool need_bias_grad);
+GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                   bool need_bias_grad);
+}  // namespace reference
+
+// Diagnostics for tests and benchmarks: whether the calling thread's last call above ran the
+// kernel (false after the reference path).
+bool LastBiasGradRanKernel();
+
+}  // namespace padless::cuda
+
+#endif  // PADLESS_CUDA_KERNELS_BIAS_GRAD_H_

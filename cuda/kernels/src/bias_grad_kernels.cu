@@ -1,0 +1,161 @@
+// Gradient passes that also sum their output's columns (bias gradients): see bias_grad_kernels.h.
+#include "bias_grad_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "float_pack.cuh"
+
+namespace padless::cuda::internal {
+namespace {
+
+constexpr int kVec = 8;                // elements per 16-byte vector
+constexpr int kThreads = 128;          // vectors (columns / 8) per block
+constexpr int64_t kRowsPerBlock = 64;  // rows per block: 256 row blocks at T = 16384
+constexpr int kReduceThreads = 256;
+
+template <typename T>
+using Vec = Pack<T, kVec>;
+
+template <typename T>
+__device__ __forceinline__ Vec<T> Load(const T* p) {
+  return *reinterpret_cast<const Vec<T>*>(p);
+}
+
+// d/dx of 0.5 x (1 + tanh(beta (x + kappa x^3))) times dy, in the order of ATen's
+// GeluBackwardCUDAKernelImpl (tanh approximation), so both round alike.
+__device__ __forceinline__ float GeluTanhGrad(float dy, float x) {
+  constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
+  constexpr float kKappa = 0.044715f;
+  const float x_sq = x * x;
+  const float x_cube = x_sq * x;
+  const float inner = kBeta * (x + kKappa * x_cube);
+  const float tanh_inner = tanhf(inner);
+  const float left = 0.5f * x;
+  const float right = 1.f + tanh_inner;
+  const float left_derivative = 0.5f * right;
+  const float right_derivative =
+      left * (1.f - tanh_inner * tanh_inner) * kBeta * (1.f + 3.f * kKappa * x_sq);
+  return dy * (left_derivative + right_derivative);
+}
+
+template <typename T>
+struct GeluTanhBackwardOp {
+  const T* grad;
+  const T* pre;
+  int64_t cols;
+  __device__ Vec<T> operator()(int64_t row, int64_t col) const {
+    const Vec<T> g = Load(grad + row * cols + col);
+    const Vec<T> x = Load(pre + row * cols + col);
+    Vec<T> out;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i)
+      out.v[i] = FromFloat<T>(GeluTanhGrad(ToFloat(g.v[i]), ToFloat(x.v[i])));
+    return out;
+  }
+};
+
+template <typename T>
+struct Stack3Op {
+  const T* src[3];
+  int64_t width;  // columns of each source
+  __device__ Vec<T> operator()(int64_t row, int64_t col) const {
+    const int64_t which = col / width;
+    return Load(src[which] + row * width + (col - which * width));
+  }
+};
+
+// Block (x, y): rows [x * kRowsPerBlock, ...), column vectors [y * kThreads, ...). Writes the
+// outputs and, when partials is set, the block's column sums as row x of partials.
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    MapRowsKernel(Op op, T* __restrict__ out, float* __restrict__ partials, int64_t rows,
+                  int64_t cols) {
+  const int64_t col = (static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x) * kVec;
+  if (col >= cols) return;  // no shared memory or barriers below
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
+  const int64_t end = min(rows, begin + kRowsPerBlock);
+  float sum[kVec] = {};
+  for (int64_t row = begin; row < end; ++row) {
+    const Vec<T> v = op(row, col);
+    *reinterpret_cast<Vec<T>*>(out + row * cols + col) = v;
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) sum[i] += ToFloat(v.v[i]);
+  }
+  if (partials == nullptr) return;
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) partials[blockIdx.x * cols + col + i] = sum[i];
+}
+
+// bias_grad[j] = sum over the row blocks b (in order) of partials[b, j].
+__global__ void __launch_bounds__(kReduceThreads)
+    SumPartialsKernel(const float* __restrict__ partials, float* __restrict__ bias_grad,
+                      int64_t blocks, int64_t cols) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
+  if (col >= cols) return;
+  float total = 0.f;
+  for (int64_t b = 0; b < blocks; ++b) total += partials[b * cols + col];
+  bias_grad[col] = total;
+}
+
+template <typename T, typename Op>
+cudaError_t Launch(const Op& op, const BiasGradOutput& o, cudaStream_t stream) {
+  const int64_t blocks = BiasGradBlocks(o.rows);
+  const int64_t vectors = o.cols / kVec;
+  if (o.rows > 0) {
+    const dim3 grid(static_cast<unsigned>(blocks),
+                    static_cast<unsigned>((vectors + kThreads - 1) / kThreads));
+    MapRowsKernel<T>
+        <<<grid, kThreads, 0, stream>>>(op, static_cast<T*>(o.out), o.partials, o.rows, o.cols);
+  } else if (o.partials != nullptr) {
+    // No rows: the sums are zero (the reduction reads one zero row).
+    const cudaError_t err = cudaMemsetAsync(o.partials, 0, sizeof(float) * o.cols, stream);
+    if (err != cudaSuccess) return err;
+  }
+  if (o.partials != nullptr) {
+    const auto grid = static_cast<unsigned>((o.cols + kReduceThreads - 1) / kReduceThreads);
+    SumPartialsKernel<<<grid, kReduceThreads, 0, stream>>>(o.partials, o.bias_grad, blocks, o.cols);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool BiasGradSupported(int64_t cols, FloatType type) {
+  return type != FloatType::kFloat32 && cols > 0 && cols % kVec == 0;
+}
+
+int64_t BiasGradBlocks(int64_t rows) {
+  return rows <= 0 ? 1 : (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+}
+
+cudaError_t LaunchGeluTanhBackward(const void* grad, const void* pre, const BiasGradOutput& out,
+                                   cudaStream_t stream) {
+  if (out.type == FloatType::kBFloat16) {
+    return Launch<__nv_bfloat16>(
+        GeluTanhBackwardOp<__nv_bfloat16>{static_cast<const __nv_bfloat16*>(grad),
+                                          static_cast<const __nv_bfloat16*>(pre), out.cols},
+        out, stream);
+  }
+  return Launch<__half>(GeluTanhBackwardOp<__half>{static_cast<const __half*>(grad),
+                                                   static_cast<const __half*>(pre), out.cols},
+                        out, stream);
+}
+
+cudaError_t LaunchStack3(const void* a, const void* b, const void* c, const BiasGradOutput& out,
+                         cudaStream_t stream) {
+  if (out.type == FloatType::kBFloat16) {
+    using T = __nv_bfloat16;
+    return Launch<T>(
+        Stack3Op<T>{{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(c)},
+                    out.cols / 3},
+        out, stream);
+  }
+  using T = __half;
+  return Launch<T>(
+      Stack3Op<T>{{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(c)},
+                  out.cols / 3},
+      out, stream);
+}
+
+}  // namespace padless::cuda::internal
