@@ -12,8 +12,9 @@ namespace {
 constexpr int kVec = 8;                // elements per 16-byte vector
 constexpr int kThreads = 128;          // vectors (columns / 8) per block
 constexpr int64_t kRowsPerBlock = 64;  // rows per block: 256 row blocks at T = 16384
-constexpr int kReduceThreads = 256;
-constexpr int kUnroll = 4;  // rows loaded ahead of their stores
+constexpr int kReduceCols = 32;        // columns per reduction block
+constexpr int kReduceRows = 16;        // threads per column
+constexpr int kUnroll = 4;             // rows loaded ahead of their stores
 
 template <typename T>
 using Vec = Pack<T, kVec>;
@@ -98,15 +99,26 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < kVec; ++i) partials[blockIdx.x * cols + col + i] = sum[i];
 }
 
-// bias_grad[j] = sum over the row blocks b (in order) of partials[b, j].
-__global__ void __launch_bounds__(kReduceThreads)
+// bias_grad[j] = the sum of partials[b, j] over the row blocks b, in a fixed order: thread (x, y)
+// of a block sums rows y, y + kReduceRows, ... of column tile * kReduceCols + x, then row 0 adds
+// the kReduceRows sums in order. Enough threads per column to keep many loads in flight (a thread
+// per column, looping over every block, was latency-bound).
+__global__ void __launch_bounds__(kReduceCols* kReduceRows)
     SumPartialsKernel(const float* __restrict__ partials, float* __restrict__ bias_grad,
                       int64_t blocks, int64_t cols) {
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
-  if (col >= cols) return;
+  __shared__ float tile[kReduceRows][kReduceCols + 1];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
   float total = 0.f;
-  for (int64_t b = 0; b < blocks; ++b) total += partials[b * cols + col];
-  bias_grad[col] = total;
+  if (col < cols) {
+    for (int64_t b = threadIdx.y; b < blocks; b += kReduceRows) total += partials[b * cols + col];
+  }
+  tile[threadIdx.y][threadIdx.x] = total;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= cols) return;
+  float sum = 0.f;
+#pragma unroll
+  for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
+  bias_grad[col] = sum;
 }
 
 template <typename T, typename Op>
@@ -124,8 +136,9 @@ cudaError_t Launch(const Op& op, const BiasGradOutput& o, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
   }
   if (o.partials != nullptr) {
-    const auto grid = static_cast<unsigned>((o.cols + kReduceThreads - 1) / kReduceThreads);
-    SumPartialsKernel<<<grid, kReduceThreads, 0, stream>>>(o.partials, o.bias_grad, blocks, o.cols);
+    const auto grid = static_cast<unsigned>((o.cols + kReduceCols - 1) / kReduceCols);
+    SumPartialsKernel<<<grid, dim3(kReduceCols, kReduceRows), 0, stream>>>(o.partials, o.bias_grad,
+                                                                           blocks, o.cols);
   }
   return cudaGetLastError();
 }
