@@ -97,17 +97,16 @@ at::Tensor BiasGrad(const at::Tensor& grad) {
   return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
-// The activation's backward and, when asked, the FFN-in bias gradient (its row sum): one pass for
-// tanh GELU (cuda::GeluTanhBackwardWithBiasGrad), else the ATen backward and a row sum.
-cuda::GradWithBiasGrad ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a,
-                                          bool need_bias_grad) {
-  if (a == Activation::kGeluTanh) {
-    return cuda::GeluTanhBackwardWithBiasGrad(grad, f, need_bias_grad);
+at::Tensor ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a) {
+  switch (a) {
+    case Activation::kRelu:
+      return at::threshold_backward(grad, f, 0);
+    case Activation::kGeluTanh:
+      return at::gelu_backward(grad, f, "tanh");
+    case Activation::kGelu:
+      break;
   }
-  cuda::GradWithBiasGrad r;
-  r.grad = a == Activation::kRelu ? at::threshold_backward(grad, f, 0) : at::gelu_backward(grad, f);
-  if (need_bias_grad) r.bias_grad = BiasGrad(r.grad);
-  return r;
+  return at::gelu_backward(grad, f);
 }
 
 // FFN in and its activation: one GEMM with a GELU epilogue for tanh GELU, else addmm + activation.
@@ -319,15 +318,14 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kFfnOutBias, n2.d_bias);
     if (need(kFfnOutWeight)) set(kFfnOutWeight, cuda::LinearWeightGrad(n2.d_input, a.g));
     a.g = at::Tensor();
-    // Activation, FFN in; the bias gradient is summed in the activation's backward pass.
-    // (cuBLASLt's DGELU_BGRAD epilogue would fuse both into the GEMM, but on the H200 it ran about
-    // twice as long as the GEMM and the unfused passes: bench/cuda/FUSED_KERNELS.md.)
-    const cuda::GradWithBiasGrad f1 =
-        ActivationBackward(cuda::LinearInputGrad(n2.d_input, w[kFfnOutWeight]), a.f1,
-                           EffectiveActivation(spec, x), need(kFfnInBias));
-    const at::Tensor& df1 = f1.grad;
+    // Activation, FFN in. (cuBLASLt's DGELU_BGRAD epilogue would fuse the activation's backward
+    // and this bias gradient into the GEMM, but on the H200 it ran about twice as long as the
+    // GEMM, gelu_backward and the row sum apart; a kernel doing the activation's backward and the
+    // row sum in one pass lost too: bench/cuda/FUSED_KERNELS.md.)
+    const at::Tensor df1 = ActivationBackward(cuda::LinearInputGrad(n2.d_input, w[kFfnOutWeight]),
+                                              a.f1, EffectiveActivation(spec, x));
     if (need(kFfnInWeight)) set(kFfnInWeight, cuda::LinearWeightGrad(df1, a.h));
-    set(kFfnInBias, f1.bias_grad);
+    if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
         cuda::LinearInputGrad(df1, w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1,

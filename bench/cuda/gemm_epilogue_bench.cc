@@ -17,23 +17,19 @@
 #include <benchmark/benchmark.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
-#include <torch/cuda.h>
 
-#include <cstdio>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "gpu_bench_main.h"
 #include "gpu_event_timer.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
-#include "padless/cuda/kernels/kernel_support.h"
 
 namespace padless::cuda {
 namespace {
 
-bool g_smoke = false;
 constexpr int kWarmup = 3;
 
 struct Shape {
@@ -136,10 +132,10 @@ void BM_WeightGradUnfused(benchmark::State& state, Shape s) {
       state, [&] { benchmark::DoNotOptimize(at::mm(in.dy.t(), in.x, at::kFloat)); }, GemmFlops(s));
 }
 
-void RegisterAll() {
+void RegisterAll(bool smoke) {
   std::vector<Shape> shapes = {{"T16384_H768_F3072", 16384, 768, 3072},
                                {"T16384_H1024_F4096", 16384, 1024, 4096}};
-  if (g_smoke) shapes = {{"T512_H64_F256", 512, 64, 256}};
+  if (smoke) shapes = {{"T512_H64_F256", 512, 64, 256}};
   using Fn = void (*)(benchmark::State&, Shape);
   const std::vector<std::pair<const char*, Fn>> benches = {
       {"FfnIn/fused", BM_FfnInFused},
@@ -163,26 +159,6 @@ void RegisterAll() {
 }  // namespace padless::cuda
 
 int main(int argc, char** argv) {
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--smoke") == 0) {
-      padless::cuda::g_smoke = true;
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
-  if (!torch::cuda::is_available()) {
-    std::printf("gemm_epilogue_bench: no CUDA device; nothing to measure.\n");
-    return 0;
-  }
-  if (!padless::cuda::CudaKernelsBuilt()) {
-    std::printf("gemm_epilogue_bench: built without the CUDA kernels; fused = reference.\n");
-  }
-  padless::cuda::RegisterAll();
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return padless::bench::RunGpuBenchmarks(argc, argv, "gemm_epilogue_bench",
+                                          padless::cuda::RegisterAll);
 }

@@ -40,13 +40,6 @@ at::Tensor ColumnSums(const at::Tensor& grad) {
   return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
-GradWithBiasGrad ReferenceGelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad) {
-  GradWithBiasGrad r;
-  r.grad = at::gelu_backward(dy, pre, "tanh").contiguous();
-  if (need_bias_grad) r.bias_grad = ColumnSums(r.grad);
-  return r;
-}
-
 GradWithBiasGrad ReferenceStack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                                 bool need_bias_grad) {
   GradWithBiasGrad r;
@@ -90,20 +83,6 @@ KernelOutputs MakeOutputs(const at::Tensor& like, int64_t cols, internal::FloatT
   return o;
 }
 
-std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor& dy_in, const at::Tensor& pre_in,
-                                           bool need_bias_grad) {
-  const std::optional<internal::FloatType> type = KernelType(dy_in, dy_in.size(1));
-  if (!type) return std::nullopt;
-  const at::Tensor dy = dy_in.contiguous(), pre = pre_in.contiguous();
-  if (!internal::Aligned16({&dy, &pre})) return std::nullopt;
-  const c10::cuda::CUDAGuard guard(dy.device());
-  KernelOutputs o = MakeOutputs(dy, dy.size(1), *type, need_bias_grad);
-  internal::CheckLaunch(internal::LaunchGeluTanhBackward(dy.data_ptr(), pre.data_ptr(), o.args,
-                                                         c10::cuda::getCurrentCUDAStream()),
-                        "GeluTanhBackwardWithBiasGrad");
-  return o.result;
-}
-
 std::optional<GradWithBiasGrad> StackKernel(const at::Tensor& dq_in, const at::Tensor& dk_in,
                                             const at::Tensor& dv_in, bool need_bias_grad) {
   const std::optional<internal::FloatType> type = KernelType(dq_in, dq_in.size(1));
@@ -118,25 +97,6 @@ std::optional<GradWithBiasGrad> StackKernel(const at::Tensor& dq_in, const at::T
   return o.result;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
-
-GradWithBiasGrad Gelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad,
-                      bool allow_kernel) {
-  const char* kOp = "GeluTanhBackwardWithBiasGrad";
-  CheckRows(dy, "dy", dy, kOp);
-  CheckRows(pre, "pre", dy, kOp);
-  const at::NoGradGuard no_grad;
-  g_last_kernel = false;
-#ifdef PADLESS_HAVE_CUDA_KERNELS
-  if (allow_kernel) {
-    if (auto r = GeluKernel(dy, pre, need_bias_grad)) {
-      g_last_kernel = true;
-      return *std::move(r);
-    }
-  }
-#endif
-  (void)allow_kernel;
-  return ReferenceGelu(dy, pre, need_bias_grad);
-}
 
 GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                        bool need_bias_grad, bool allow_kernel) {
@@ -160,11 +120,6 @@ GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Ten
 
 }  // namespace
 
-GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
-                                              bool need_bias_grad) {
-  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/true);
-}
-
 GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                                    bool need_bias_grad) {
   return Stack(dq, dk, dv, need_bias_grad, /*allow_kernel=*/true);
@@ -173,11 +128,6 @@ GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, c
 bool LastBiasGradRanKernel() { return g_last_kernel; }
 
 namespace reference {
-
-GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
-                                              bool need_bias_grad) {
-  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/false);
-}
 
 GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                                    bool need_bias_grad) {

@@ -26,19 +26,8 @@
 namespace padless::cuda {
 namespace {
 
+using testing::ExpectC10Error;
 using testing::PoisonFreeMemory;
-
-// Runs f, which must throw c10::Error whose message contains `needle`.
-template <typename F>
-void ExpectError(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no c10::Error; expected one mentioning '" << needle << "'";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what_without_backtrace()).find(needle), std::string::npos)
-        << e.what_without_backtrace();
-  }
-}
 
 void ExpectClose(const at::Tensor& got, const at::Tensor& want, const char* what) {
   ASSERT_TRUE(got.defined()) << what;
@@ -120,28 +109,32 @@ TEST(GemmEpilogueTest, NonContiguousAndEmptyInputs) {
 
 TEST(GemmEpilogueTest, BrokenInputThrowsAClearError) {
   const at::Tensor x = at::randn({4, 8}), w = at::randn({16, 8}), b = at::randn({16});
-  ExpectError([&] { LinearGelu(x, at::randn({16, 9}), b); }, "need x [T, K] and weight [N, K]");
-  ExpectError([&] { LinearGelu(x, w, at::randn({15})); }, "bias has 15 elements");
-  ExpectError([&] { LinearGelu(x, w, at::randn({16, 1})); }, "bias must be 1-D");
-  ExpectError([&] { LinearGelu(x.unsqueeze(0), w, b); }, "x must be 2-D");
-  ExpectError([&] { LinearGelu(x.to(at::kDouble), w, b); }, "must share one dtype");
-  ExpectError([&] { LinearGelu(x.to(at::kInt), w.to(at::kInt), b.to(at::kInt)); },
-              "floating-point");
-  ExpectError([&] { LinearGelu(at::Tensor(), w, b); }, "x is undefined");
-  ExpectError([&] { LinearBias(x, w, at::randn({15})); }, "LinearBias: bias has 15 elements");
-  ExpectError([&] { Linear(x, at::randn({16, 9})); }, "Linear: x is");
-  ExpectError([&] { Linear(at::Tensor(), w); }, "Linear: x is undefined");
-  ExpectError([&] { Linear(x.to(at::kDouble), w); }, "must share one dtype");
+  ExpectC10Error([&] { LinearGelu(x, at::randn({16, 9}), b); }, "need x [T, K] and weight [N, K]");
+  ExpectC10Error([&] { LinearGelu(x, w, at::randn({15})); }, "bias has 15 elements");
+  ExpectC10Error([&] { LinearGelu(x, w, at::randn({16, 1})); }, "bias must be 1-D");
+  ExpectC10Error([&] { LinearGelu(x.unsqueeze(0), w, b); }, "x must be 2-D");
+  ExpectC10Error([&] { LinearGelu(x.to(at::kDouble), w, b); }, "must share one dtype");
+  ExpectC10Error([&] { LinearGelu(x.to(at::kInt), w.to(at::kInt), b.to(at::kInt)); },
+                 "floating-point");
+  ExpectC10Error([&] { LinearGelu(at::Tensor(), w, b); }, "x is undefined");
+  ExpectC10Error([&] { LinearBias(x, w, at::randn({15})); }, "LinearBias: bias has 15 elements");
+  ExpectC10Error([&] { Linear(x, at::randn({16, 9})); }, "Linear: x is");
+  ExpectC10Error([&] { Linear(at::Tensor(), w); }, "Linear: x is undefined");
+  ExpectC10Error([&] { Linear(x.to(at::kDouble), w); }, "must share one dtype");
   const at::Tensor dy = at::randn({4, 16});
-  ExpectError([&] { LinearInputGrad(dy, at::randn({15, 8})); }, "need dy [T, N] and weight [N, K]");
-  ExpectError([&] { LinearInputGrad(dy, w, at::randn({4, 9})); }, "accumulate is");
-  ExpectError(
+  ExpectC10Error(
+      [&] {
+        LinearInputGrad(dy, at::randn({15, 8}));
+      },
+      "need dy [T, N] and weight [N, K]");
+  ExpectC10Error([&] { LinearInputGrad(dy, w, at::randn({4, 9})); }, "accumulate is");
+  ExpectC10Error(
       [&] {
         LinearInputGrad(dy, w, at::randn({4, 8}).to(at::kDouble));
       },
       "must share one dtype");
-  ExpectError([&] { LinearWeightGrad(dy, at::randn({5, 8})); }, "need dy [T, N] and x [T, K]");
-  ExpectError([&] { LinearWeightGrad(at::Tensor(), x); }, "dy is undefined");
+  ExpectC10Error([&] { LinearWeightGrad(dy, at::randn({5, 8})); }, "need dy [T, N] and x [T, K]");
+  ExpectC10Error([&] { LinearWeightGrad(at::Tensor(), x); }, "dy is undefined");
 }
 
 // --- GPU: the cuBLASLt path.
@@ -357,7 +350,7 @@ TEST_F(GemmEpilogueCudaTest, WeightGradCacheAcrossTokenCounts) {
 
 TEST_F(GemmEpilogueCudaTest, DeviceMismatchIsRejected) {
   const at::Tensor x = Randn({4, 8}, at::kBFloat16);
-  ExpectError(
+  ExpectC10Error(
       [&] {
         LinearGelu(x, at::randn({16, 8}).to(at::kBFloat16), Randn({16}, at::kBFloat16));
       },

@@ -1,12 +1,16 @@
-// Random varlen batches for the cuda/ op tests: lengths (including empty and full-length
-// sequences) drawn with a fixed seed, and their cu_seqlens.
+// Helpers of the cuda/ op tests: random varlen batches (lengths including empty and full-length
+// sequences, drawn with a fixed seed, and their cu_seqlens), poisoned free GPU memory, and the
+// check that broken input throws a c10::Error saying what is wrong.
 #ifndef PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
 #define PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
 
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace padless::cuda::testing {
@@ -42,6 +46,18 @@ inline int64_t Total(const std::vector<int32_t>& lengths) {
 inline void PoisonFreeMemory(const c10::Device& device, int64_t bytes) {
   at::Tensor junk = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
   junk.fill_(0xFF);
+}
+
+// Runs f, which must throw c10::Error whose message contains `needle`.
+template <typename F>
+void ExpectC10Error(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no c10::Error; expected one mentioning '" << needle << "'";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what_without_backtrace()).find(needle), std::string::npos)
+        << e.what_without_backtrace();
+  }
 }
 
 }  // namespace padless::cuda::testing

@@ -1,4 +1,4 @@
-// Gradient passes that also sum their output's columns (bias gradients): see bias_grad_kernels.h.
+// A gradient pass that also sums its output's columns (a bias gradient): see bias_grad_kernels.h.
 #include "bias_grad_kernels.h"
 
 #include <cuda_bf16.h>
@@ -23,39 +23,6 @@ template <typename T>
 __device__ __forceinline__ Vec<T> Load(const T* p) {
   return *reinterpret_cast<const Vec<T>*>(p);
 }
-
-// d/dx of 0.5 x (1 + tanh(beta (x + kappa x^3))) times dy, in the order of ATen's
-// GeluBackwardCUDAKernelImpl (tanh approximation), so both round alike.
-__device__ __forceinline__ float GeluTanhGrad(float dy, float x) {
-  constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
-  constexpr float kKappa = 0.044715f;
-  const float x_sq = x * x;
-  const float x_cube = x_sq * x;
-  const float inner = kBeta * (x + kKappa * x_cube);
-  const float tanh_inner = tanhf(inner);
-  const float left = 0.5f * x;
-  const float right = 1.f + tanh_inner;
-  const float left_derivative = 0.5f * right;
-  const float right_derivative =
-      left * (1.f - tanh_inner * tanh_inner) * kBeta * (1.f + 3.f * kKappa * x_sq);
-  return dy * (left_derivative + right_derivative);
-}
-
-template <typename T>
-struct GeluTanhBackwardOp {
-  const T* grad;
-  const T* pre;
-  int64_t cols;
-  __device__ Vec<T> operator()(int64_t row, int64_t col) const {
-    const Vec<T> g = Load(grad + row * cols + col);
-    const Vec<T> x = Load(pre + row * cols + col);
-    Vec<T> out;
-#pragma unroll
-    for (int i = 0; i < kVec; ++i)
-      out.v[i] = FromFloat<T>(GeluTanhGrad(ToFloat(g.v[i]), ToFloat(x.v[i])));
-    return out;
-  }
-};
 
 template <typename T>
 struct Stack3Op {
@@ -151,19 +118,6 @@ bool BiasGradSupported(int64_t cols, FloatType type) {
 
 int64_t BiasGradBlocks(int64_t rows) {
   return rows <= 0 ? 1 : (rows + kRowsPerBlock - 1) / kRowsPerBlock;
-}
-
-cudaError_t LaunchGeluTanhBackward(const void* grad, const void* pre, const BiasGradOutput& out,
-                                   cudaStream_t stream) {
-  if (out.type == FloatType::kBFloat16) {
-    return Launch<__nv_bfloat16>(
-        GeluTanhBackwardOp<__nv_bfloat16>{static_cast<const __nv_bfloat16*>(grad),
-                                          static_cast<const __nv_bfloat16*>(pre), out.cols},
-        out, stream);
-  }
-  return Launch<__half>(GeluTanhBackwardOp<__half>{static_cast<const __half*>(grad),
-                                                   static_cast<const __half*>(pre), out.cols},
-                        out, stream);
 }
 
 cudaError_t LaunchStack3(const void* a, const void* b, const void* c, const BiasGradOutput& out,
