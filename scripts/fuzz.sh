@@ -53,6 +53,11 @@ if [[ ! -f $build/build.ninja ]]; then
     -DPADLESS_FUZZ=ON -DPADLESS_BUILD_TESTS=OFF -DPADLESS_BUILD_BENCH=OFF -DPADLESS_CUDA=OFF \
     >/dev/null
 fi
+# A ccache launcher (the CMAKE_CXX_COMPILER_LAUNCHER environment variable) caches the files that
+# use the precompiled LibTorch header only with this sloppiness (as in scripts/setup.sh).
+if grep -qs '^CMAKE_CXX_COMPILER_LAUNCHER:.*ccache' "$build/CMakeCache.txt"; then
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros
+fi
 step "building ${targets[*]} ($jobs jobs)"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 build_s=$(( $(date +%s) - start ))

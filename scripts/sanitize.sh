@@ -4,7 +4,8 @@
 #   scripts/sanitize.sh address [extra ctest args]   build-asan: the whole CPU suite, except tests
 #                                                    labelled sanitizer_slow and install_consumer
 #   scripts/sanitize.sh thread  [extra ctest args]   build-tsan: the loader and every multi-threaded
-#                                                    test (encode, inference, memory meter)
+#                                                    test (encode, inference, memory meter), from
+#                                                    padless_tsan_tests (tests/CMakeLists.txt)
 # Environment: PADLESS_JOBS (default nproc), PADLESS_SANITIZE_BUILD_DIR (default build-asan /
 # build-tsan under the repository root).
 set -euo pipefail
@@ -22,8 +23,9 @@ case $kind in
     ;;
   thread)
     build=${PADLESS_SANITIZE_BUILD_DIR:-$root/build-tsan}
-    # The binaries that hold threaded tests (padless_cuda_tests pulls in the CLI it runs).
-    targets="padless_batching_tests padless_tokenize_tests padless_models_tests padless_cuda_tests"
+    # The one binary, defined in TSan builds only, that holds the test files of the threaded tests
+    # (built from the suites' own files; no CLI, no other test).
+    targets="padless_tsan_tests"
     ;;
   *)
     echo "usage: scripts/sanitize.sh address|thread [extra ctest args]" >&2

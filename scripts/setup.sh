@@ -90,6 +90,11 @@ if [[ ! -f $build/build.ninja ]]; then
   # shellcheck disable=SC2086
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${PADLESS_CMAKE_ARGS:-}
 fi
+# ccache as the compiler launcher (PADLESS_CMAKE_ARGS=-DCMAKE_CXX_COMPILER_LAUNCHER=ccache) caches
+# the files that use the precompiled LibTorch header (PADLESS_PCH) only with this sloppiness.
+if grep -qs '^CMAKE_CXX_COMPILER_LAUNCHER:.*ccache' "$build/CMakeCache.txt"; then
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros
+fi
 step "building ($jobs jobs)"
 # shellcheck disable=SC2086
 cmake --build "$build" -j "$jobs" ${PADLESS_TARGETS:+--target $PADLESS_TARGETS}
