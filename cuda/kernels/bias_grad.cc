@@ -18,7 +18,7 @@ namespace {
 
 thread_local bool g_last_kernel = false;
 
-bool IsHalf(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+using internal::Is16BitFloat;
 
 // A [T, N] floating tensor with `like`'s shape, dtype and device.
 void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, const char* op) {
@@ -37,7 +37,8 @@ void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, co
 
 // The column sums of a written gradient, as the kernels give them.
 at::Tensor ColumnSums(const at::Tensor& grad) {
-  return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
+  return at::sum(grad, {0}, false,
+                 Is16BitFloat(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
 GradWithBiasGrad ReferenceStack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
@@ -50,7 +51,7 @@ GradWithBiasGrad ReferenceStack(const at::Tensor& dq, const at::Tensor& dk, cons
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 std::optional<internal::FloatType> KernelType(const at::Tensor& t, int64_t width) {
-  if (!internal::UseKernel(t) || !IsHalf(t.scalar_type())) return std::nullopt;
+  if (!internal::UseKernel(t) || !Is16BitFloat(t.scalar_type())) return std::nullopt;
   const internal::FloatType type = t.scalar_type() == at::kBFloat16 ? internal::FloatType::kBFloat16
                                                                     : internal::FloatType::kFloat16;
   if (!internal::BiasGradSupported(width, type)) return std::nullopt;

@@ -35,9 +35,9 @@
 namespace padless::cuda {
 namespace {
 
-thread_local bool g_last_fused = false;
+using internal::Is16BitFloat;
 
-bool Is16BitFloat(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+thread_local bool g_last_fused = false;
 
 // --- Argument checks (shared by both paths, so that broken input fails the same way everywhere).
 

@@ -63,6 +63,8 @@ int64_t RowBytes(const at::Tensor& t, int64_t token_dims) {
   return n;
 }
 
+bool Is16BitFloat(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
+
 bool UseKernel(const at::Tensor& t) {
 #ifdef PADLESS_HAVE_CUDA_KERNELS
   return t.is_cuda();

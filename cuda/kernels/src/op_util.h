@@ -48,6 +48,9 @@ int64_t RowBytes(const at::Tensor& t, int64_t token_dims);
 // True when `t` is on a CUDA device and the kernels were compiled in.
 bool UseKernel(const at::Tensor& t);
 
+// bf16 or fp16: the storage types of the fused kernels' and cuBLASLt epilogues' fast paths.
+bool Is16BitFloat(at::ScalarType t);
+
 // True when every defined tensor's data starts on a 16-byte boundary (the vector width of the
 // fused kernels, and what cuBLASLt's epilogues need); undefined tensors pass.
 bool Aligned16(std::initializer_list<const at::Tensor*> tensors);

@@ -1,6 +1,7 @@
-// The encoder feed-forward block's FFN-in GEMM with its bias and GELU fused into the cuBLASLt
-// epilogue (CUBLASLT_EPILOGUE_GELU_AUX_BIAS), the pre-activation kept as the aux output for the
-// backward:
+// The encoder layer's GEMMs on cuBLASLt with a cached algorithm choice: Linear, LinearBias and the
+// two backward GEMMs (declared below with their own notes), and the feed-forward block's FFN-in
+// GEMM with its bias and GELU fused into the cuBLASLt epilogue (CUBLASLT_EPILOGUE_GELU_AUX_BIAS),
+// the pre-activation kept as the aux output for the backward:
 //   pre = x @ W1^T + b1, act = gelu_tanh(pre)                                LinearGelu
 // One cuBLASLt matmul for bf16 / fp16 CUDA tensors that meet cuBLASLt's alignment rules (see "When
 // the fused path runs" below); everything else runs the unfused ATen ops, which are also
