@@ -13,7 +13,6 @@
 #include <benchmark/benchmark.h>
 
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -36,15 +35,13 @@ struct Inputs {
 };
 
 const Inputs& InputsFor(const Shape& s) {
-  static std::map<std::string, Inputs> cache;
-  auto it = cache.find(s.name);
-  if (it != cache.end()) return it->second;
-  at::manual_seed(9);
-  const auto randn = [&] {
-    return at::randn({s.t, s.h}, at::TensorOptions(at::kCUDA)).to(at::kBFloat16);
-  };
-  Inputs in{randn(), randn(), randn()};
-  return cache.emplace(s.name, std::move(in)).first->second;
+  return bench::OncePerShape<Inputs>(s.name, [&] {
+    at::manual_seed(9);
+    const auto randn = [&] {
+      return at::randn({s.t, s.h}, at::TensorOptions(at::kCUDA)).to(at::kBFloat16);
+    };
+    return Inputs{randn(), randn(), randn()};
+  });
 }
 
 void TimeOnGpu(benchmark::State& state, const std::function<void()>& fn, const Shape& s) {
@@ -78,13 +75,7 @@ void RegisterAll(bool smoke) {
   using Fn = void (*)(benchmark::State&, Shape);
   const std::vector<std::pair<const char*, Fn>> benches = {{"StackQkv/fused", BM_StackFused},
                                                            {"StackQkv/unfused", BM_StackUnfused}};
-  for (const Shape& s : shapes) {
-    for (const auto& [name, fn] : benches) {
-      benchmark::RegisterBenchmark((std::string(name) + "/" + s.name).c_str(), fn, s)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-    }
-  }
+  bench::RegisterForShapes(benches, shapes);
 }
 
 }  // namespace

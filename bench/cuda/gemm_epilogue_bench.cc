@@ -19,7 +19,6 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -45,21 +44,20 @@ struct Inputs {
 };
 
 const Inputs& InputsFor(const Shape& s) {
-  static std::map<std::string, Inputs> cache;
-  auto it = cache.find(s.name);
-  if (it != cache.end()) return it->second;
-  at::manual_seed(7);
-  const auto opts = at::TensorOptions(at::kCUDA).dtype(at::kBFloat16);
-  const auto randn = [&](std::vector<int64_t> shape, double scale) {
-    return (at::randn(shape, at::TensorOptions(at::kCUDA)) * scale).to(opts);
-  };
-  Inputs in;
-  in.x = randn({s.t, s.h}, 1.0);
-  in.w1 = randn({s.f, s.h}, 1.0 / 32);
-  in.b1 = randn({s.f}, 1.0);
-  in.dy = randn({s.t, s.f}, 1.0);
-  in.acc = randn({s.t, s.h}, 1.0);
-  return cache.emplace(s.name, std::move(in)).first->second;
+  return bench::OncePerShape<Inputs>(s.name, [&] {
+    at::manual_seed(7);
+    const auto opts = at::TensorOptions(at::kCUDA).dtype(at::kBFloat16);
+    const auto randn = [&](std::vector<int64_t> shape, double scale) {
+      return (at::randn(shape, at::TensorOptions(at::kCUDA)) * scale).to(opts);
+    };
+    Inputs in;
+    in.x = randn({s.t, s.h}, 1.0);
+    in.w1 = randn({s.f, s.h}, 1.0 / 32);
+    in.b1 = randn({s.f}, 1.0);
+    in.dy = randn({s.t, s.f}, 1.0);
+    in.acc = randn({s.t, s.h}, 1.0);
+    return in;
+  });
 }
 
 // Times each call of `fn` with CUDA events; `flops` per call feeds the TFLOPS counter.
@@ -146,13 +144,7 @@ void RegisterAll(bool smoke) {
       {"InputGradAcc/unfused", BM_InputGradAccUnfused},
       {"WeightGrad/fused", BM_WeightGradFused},
       {"WeightGrad/unfused", BM_WeightGradUnfused}};
-  for (const Shape& s : shapes) {
-    for (const auto& [name, fn] : benches) {
-      benchmark::RegisterBenchmark((std::string(name) + "/" + s.name).c_str(), fn, s)
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-    }
-  }
+  bench::RegisterForShapes(benches, shapes);
 }
 
 }  // namespace
