@@ -24,7 +24,7 @@ run() {  # name command...: runs, logs to $out/name.log, prints the tail, packs 
   pack
 }
 if want tests; then
-  run cuda_tests "$b/tests/cuda/padless_cuda_tests" --gtest_filter='*ResidualLayerNorm*:*GemmEpilogue*:*BiasGrad*:*CudaKernel*'
+  run cuda_tests "$b/tests/cuda/padless_cuda_tests" --gtest_filter='*ResidualLayerNorm*:*GemmEpilogue*:*BiasGrad*:*Fp8Quantize*:*CudaKernel*'
   run fused_layer_tests "$b/tests/models/padless_models_tests" --gtest_filter='*Fused*:*EncoderGpu*:*Gpu*'
 fi
 if want gpu_suites; then
@@ -35,7 +35,7 @@ if want gpu_suites; then
   run suite_batching "$b/tests/batching/padless_batching_tests"
 fi
 if want micro; then
-  for bench in residual_layer_norm_bench gemm_epilogue_bench bias_grad_bench; do
+  for bench in residual_layer_norm_bench gemm_epilogue_bench bias_grad_bench fp8_quantize_bench; do
     [[ -x $b/bench/cuda/$bench ]] && run "$bench" "$b/bench/cuda/$bench" --benchmark_min_time=0.2 \
       --benchmark_out="$out/$bench.json" --benchmark_out_format=json
   done

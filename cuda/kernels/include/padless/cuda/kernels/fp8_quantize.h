@@ -1,0 +1,67 @@
+// The cast of an FP8 training path with per-tensor delayed scaling (as NVIDIA Transformer Engine
+// does it): one memory-bound pass that turns a 16-bit (or fp32) activation, gradient or weight
+// into FP8 for at::_scaled_mm, optionally also its transpose ("cast-transpose": the GEMMs of the
+// backward need the other operand layout), while recording the tensor's absolute maximum for the
+// next step's scale:
+//   Fp8Quantize   rows = fp8(saturate(x * scale)), transposed = rows^T, amax = max(amax, max |x|)
+// On a GPU with the kernels built, for contiguous bf16 / fp16 / fp32 [R, C] input with C a
+// multiple of 16 and 16-byte aligned data (and, when the transpose is asked for, R_pad a multiple
+// of 4): one kernel, which reads the scale and updates amax on the device (no host sync).
+// Strided input is copied to contiguous first. Otherwise, and as reference::Fp8Quantize, the
+// unfused ATen ops: a multiply, at::clamp, the dtype cast, a zero pad, .t().contiguous(), and a
+// NaN-masked abs-max. Both paths give the same bytes.
+//
+// Values: saturate(x * scale) with the multiply in fp32, rounded to nearest-even in the format;
+// |v| > Fp8Max clamps to +-Fp8Max (+-inf included); NaN stays NaN (torch's byte: 0x7f with v's
+// sign). amax is the unscaled max |x| over the real rows, ignoring NaN (+-inf makes it inf),
+// folded into the old value with max; it is meant to hold an amax (>= 0).
+//
+// Not differentiable (no autograd history). Broken input (undefined or non-2-D x, non-float x, a
+// scale or amax that is not one fp32 element on x's device, pad_rows_to < 1, neither output asked
+// for) throws c10::Error naming the function.
+#ifndef PADLESS_CUDA_KERNELS_FP8_QUANTIZE_H_
+#define PADLESS_CUDA_KERNELS_FP8_QUANTIZE_H_
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+
+namespace padless::cuda {
+
+enum class Fp8Format { kE4M3, kE5M2 };  // at::kFloat8_e4m3fn / at::kFloat8_e5m2
+
+at::ScalarType Fp8ScalarType(Fp8Format format);
+
+// The largest finite value of the format: 448 (E4M3), 57344 (E5M2).
+double Fp8Max(Fp8Format format);
+
+struct Fp8QuantizeOptions {
+  bool rows = true;          // write `rows`: [R_pad, C] row-major
+  bool transposed = false;   // write `transposed`: [C, R_pad] row-major (= rows^T)
+  int64_t pad_rows_to = 16;  // R_pad = R rounded up to a multiple of this (>= 1); padded rows are 0
+};
+
+struct Fp8Quantized {
+  at::Tensor rows;        // [R_pad, C] in Fp8ScalarType(format); undefined unless asked for
+  at::Tensor transposed;  // [C, R_pad] in Fp8ScalarType(format); undefined unless asked for
+};
+
+// x: [R, C] floating (R == 0 allowed: empty outputs, amax unchanged). scale: one fp32 element on
+// x's device, of any shape (a 0-dim view such as scales.select(0, i) works). amax: one fp32
+// element on x's device, updated in place, or undefined.
+Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
+                         const Fp8QuantizeOptions& options, const at::Tensor& amax);
+
+namespace reference {
+Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
+                         const Fp8QuantizeOptions& options, const at::Tensor& amax);
+}  // namespace reference
+
+// Diagnostics for tests and benchmarks: whether the calling thread's last Fp8Quantize ran the
+// kernel (false after the reference path).
+bool LastFp8QuantizeRanKernel();
+
+}  // namespace padless::cuda
+
+#endif  // PADLESS_CUDA_KERNELS_FP8_QUANTIZE_H_

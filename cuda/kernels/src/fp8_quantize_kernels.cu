@@ -1,0 +1,267 @@
+// The FP8 cast and cast-transpose with the amax of the input: see fp8_quantize_kernels.h.
+//
+// The bytes match the reference's (clamp to +-max in fp32, then torch's float -> float8 cast):
+// cvt.rn.satfinite (what __nv_cvt_float2_to_fp8x2 emits on sm_89+) rounds to nearest-even like
+// c10's Float8_e4m3fn / Float8_e5m2 constructors, and saturates +-inf and everything beyond the
+// largest finite value to it, which is what the clamp does first. Only NaN differs: cvt writes the
+// canonical 0x7f whatever the sign, c10 writes 0x7f | sign (both formats), so NaN is patched to
+// c10's byte here (the sign of a NaN product is whatever the GPU's multiply gives, the same
+// instruction at::mul uses on the device).
+#include "fp8_quantize_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+
+#include "float_pack.cuh"
+
+namespace padless::cuda::internal {
+namespace {
+
+constexpr int kVec = 8;          // elements a thread converts at once: one 8-byte store
+constexpr int kThreads = 256;    // per block, both kernels
+constexpr int kBlocksPerSm = 8;  // rows-only grid: 2048 resident threads per SM
+constexpr int kUnroll = 4;       // rows-only: vectors loaded ahead of their stores
+constexpr int kTile = 64;        // cast-transpose: a block's tile is kTile x kTile elements
+constexpr int kTileVecs = kTile * kTile / kVec / kThreads;  // vectors per thread in a tile
+// Shared row stride of the tile in 4-byte words: 16 words of bytes plus one, so that the 4 x 4
+// byte blocks one warp reads (8 row groups x 4 column groups) fall in 32 different banks.
+constexpr int kTileWords = kTile / 4 + 1;
+
+static_assert(kTileVecs * kVec * kThreads == kTile * kTile, "the tile splits into whole vectors");
+
+// x[0..8) as fp32: one 16-byte load of a 16-bit type, two of fp32.
+template <typename T>
+__device__ __forceinline__ void LoadFloats(const T* __restrict__ p, float (&f)[kVec]) {
+  const Pack<T, kVec> v = *reinterpret_cast<const Pack<T, kVec>*>(p);
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) f[i] = ToFloat(v.v[i]);
+}
+
+template <>
+__device__ __forceinline__ void LoadFloats<float>(const float* __restrict__ p, float (&f)[kVec]) {
+#pragma unroll
+  for (int h = 0; h < kVec; h += 4) {
+    const Pack<float, 4> v = *reinterpret_cast<const Pack<float, 4>*>(p + h);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[h + i] = v.v[i];
+  }
+}
+
+// Four scaled values as four fp8 bytes, v[0] in the lowest (the first in memory).
+template <Fp8Type F>
+__device__ __forceinline__ uint32_t Fp8x4(const float* v) {
+  constexpr __nv_fp8_interpretation_t kFormat = F == Fp8Type::kE4M3 ? __NV_E4M3 : __NV_E5M2;
+  uint32_t word = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, kFormat);
+  word |= static_cast<uint32_t>(
+              __nv_cvt_float2_to_fp8x2(make_float2(v[2], v[3]), __NV_SATFINITE, kFormat))
+          << 16;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if (isnan(v[i])) {  // c10's NaN byte: 0x7f with the value's sign (see the top of the file)
+      const uint32_t nan = 0x7fu | ((__float_as_uint(v[i]) >> 24) & 0x80u);
+      word = (word & ~(0xffu << (8 * i))) | (nan << (8 * i));
+    }
+  }
+  return word;
+}
+
+// x * scale (fp32 multiply, as the reference's) as 8 fp8 bytes; folds max |x| into `m`.
+template <Fp8Type F>
+__device__ __forceinline__ uint2 Quantize8(const float (&x)[kVec], float scale, float& m) {
+  float v[kVec];
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) {
+    m = fmaxf(m, fabsf(x[i]));  // fmaxf returns the other operand for NaN: NaN is ignored
+    v[i] = __fmul_rn(x[i], scale);
+  }
+  return make_uint2(Fp8x4<F>(v), Fp8x4<F>(v + 4));
+}
+
+// amax = max(amax, the block's max of `m`). Every thread of the block calls it. atomicMax on the
+// bits orders non-negative floats (m >= 0) correctly, and any negative old value is below them.
+__device__ __forceinline__ void BlockMaxToAmax(float m, float* amax) {
+  __shared__ float warp_max[kThreads / 32];
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, offset));
+  }
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+#pragma unroll
+  for (int w = 1; w < kThreads / 32; ++w) m = fmaxf(m, warp_max[w]);
+  atomicMax(reinterpret_cast<int*>(amax), __float_as_int(m));
+}
+
+// Rows only: vector v (8 elements) of the [padded_rows, cols] output, grid-stride; vectors from
+// real_vecs on are padding (zero).
+template <typename T, Fp8Type F>
+__global__ void __launch_bounds__(kThreads)
+    CastRowsKernel(const T* __restrict__ x, const float* __restrict__ scale,
+                   float* __restrict__ amax, uint2* __restrict__ out, int64_t real_vecs,
+                   int64_t total_vecs) {
+  const float s = *scale;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  int64_t v = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  float m = 0.f;
+  // kUnroll vectors' loads before their stores: enough bytes in flight for the bandwidth.
+  for (; v + (kUnroll - 1) * stride < real_vecs; v += kUnroll * stride) {
+    float f[kUnroll][kVec];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) LoadFloats(x + (v + u * stride) * kVec, f[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) out[v + u * stride] = Quantize8<F>(f[u], s, m);
+  }
+  for (; v < real_vecs; v += stride) {
+    float f[kVec];
+    LoadFloats(x + v * kVec, f);
+    out[v] = Quantize8<F>(f, s, m);
+  }
+  for (; v < total_vecs; v += stride) out[v] = make_uint2(0u, 0u);
+  if (amax != nullptr) BlockMaxToAmax(m, amax);
+}
+
+// Four 4-byte rows of a 4 x 4 byte block -> its four columns (o[j] byte i = a[i] byte j).
+__device__ __forceinline__ void Transpose4x4(const uint32_t (&a)[4], uint32_t (&o)[4]) {
+  const uint32_t lo01 = __byte_perm(a[0], a[1], 0x5140), hi01 = __byte_perm(a[0], a[1], 0x7362);
+  const uint32_t lo23 = __byte_perm(a[2], a[3], 0x5140), hi23 = __byte_perm(a[2], a[3], 0x7362);
+  o[0] = __byte_perm(lo01, lo23, 0x5410);
+  o[1] = __byte_perm(lo01, lo23, 0x7632);
+  o[2] = __byte_perm(hi01, hi23, 0x5410);
+  o[3] = __byte_perm(hi01, hi23, 0x7632);
+}
+
+struct TileArgs {
+  const float* scale;
+  float* amax;
+  uint8_t* out;    // null: rows not written
+  uint8_t* out_t;  // [cols, padded_rows]
+  int64_t rows, padded_rows, cols;
+};
+
+// Phase 1 of a tile: the block's rows [row0, row0 + kTile) x columns [col0, col0 + kTile), read
+// along the rows (a warp reads 4 rows of 64 elements), converted, written to `out` when asked for
+// and to the shared tile. Rows from a.rows on are zero; nothing beyond padded_rows is written.
+template <typename T, Fp8Type F>
+__device__ __forceinline__ float CastTile(const T* __restrict__ x, const TileArgs& a, int64_t row0,
+                                          int64_t col0, uint32_t (*tile)[kTileWords]) {
+  const float s = *a.scale;
+  float f[kTileVecs][kVec];
+  bool real[kTileVecs];
+  // Every load of the thread before its first store.
+#pragma unroll
+  for (int k = 0; k < kTileVecs; ++k) {
+    const int i = threadIdx.x + k * kThreads, r = i / (kTile / kVec), c = i % (kTile / kVec) * kVec;
+    real[k] = row0 + r < a.rows && col0 + c < a.cols;
+    if (real[k]) LoadFloats(x + (row0 + r) * a.cols + col0 + c, f[k]);
+  }
+  float m = 0.f;
+#pragma unroll
+  for (int k = 0; k < kTileVecs; ++k) {
+    const int i = threadIdx.x + k * kThreads, r = i / (kTile / kVec), c = i % (kTile / kVec) * kVec;
+    const uint2 bytes = real[k] ? Quantize8<F>(f[k], s, m) : make_uint2(0u, 0u);
+    const int64_t row = row0 + r, col = col0 + c;
+    if (a.out != nullptr && row < a.padded_rows && col < a.cols) {
+      *reinterpret_cast<uint2*>(a.out + row * a.cols + col) = bytes;
+    }
+    tile[r][c / 4] = bytes.x;
+    tile[r][c / 4 + 1] = bytes.y;
+  }
+  return m;
+}
+
+// Phase 2: thread (lane, warp) owns the 4 x 4 byte block at row group lane % 8 + 8 (warp % 2),
+// column group lane / 8 + 4 (warp / 2) of the tile; its 4 transposed rows get one word each, so a
+// warp writes 32 contiguous bytes of each of 4 transposed rows per store.
+__device__ __forceinline__ void WriteTransposedTile(const TileArgs& a, int64_t row0, int64_t col0,
+                                                    const uint32_t (*tile)[kTileWords]) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int rg = lane % 8 + 8 * (warp % 2), cg = lane / 8 + 4 * (warp / 2);
+  const int64_t row = row0 + 4 * rg, col = col0 + 4 * cg;
+  if (row >= a.padded_rows || col >= a.cols) return;  // padded_rows, cols: multiples of 4
+  uint32_t in[4], t[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) in[i] = tile[4 * rg + i][cg];
+  Transpose4x4(in, t);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    *reinterpret_cast<uint32_t*>(a.out_t + (col + j) * a.padded_rows + row) = t[j];
+  }
+}
+
+// Cast-transpose: block (x, y) owns rows [x kTile, ...) and columns [y kTile, ...).
+template <typename T, Fp8Type F>
+__global__ void __launch_bounds__(kThreads)
+    CastTransposeKernel(const T* __restrict__ x, const TileArgs a) {
+  __shared__ uint32_t tile[kTile][kTileWords];
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  const float m = CastTile<T, F>(x, a, row0, col0, tile);
+  __syncthreads();
+  if (a.amax != nullptr) BlockMaxToAmax(m, a.amax);
+  WriteTransposedTile(a, row0, col0, tile);
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+template <typename T, Fp8Type F>
+cudaError_t LaunchRows(const Fp8QuantizeArgs& a, cudaStream_t stream) {
+  const int64_t total_vecs = a.padded_rows * a.cols / kVec;
+  int device = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) {
+    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  }
+  if (err != cudaSuccess) return err;
+  const int64_t blocks =
+      std::min<int64_t>(CeilDiv(total_vecs, kThreads), static_cast<int64_t>(sms) * kBlocksPerSm);
+  CastRowsKernel<T, F><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      static_cast<const T*>(a.x), a.scale, a.amax, reinterpret_cast<uint2*>(a.out),
+      a.rows * a.cols / kVec, total_vecs);
+  return cudaGetLastError();
+}
+
+template <typename T, Fp8Type F>
+cudaError_t LaunchTiles(const Fp8QuantizeArgs& a, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(CeilDiv(a.padded_rows, kTile)),
+                  static_cast<unsigned>(CeilDiv(a.cols, kTile)));
+  const TileArgs t{a.scale, a.amax, a.out, a.out_t, a.rows, a.padded_rows, a.cols};
+  CastTransposeKernel<T, F><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(a.x), t);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchTyped(const Fp8QuantizeArgs& a, cudaStream_t stream) {
+  if (a.out_t == nullptr) {
+    return a.fp8 == Fp8Type::kE4M3 ? LaunchRows<T, Fp8Type::kE4M3>(a, stream)
+                                   : LaunchRows<T, Fp8Type::kE5M2>(a, stream);
+  }
+  return a.fp8 == Fp8Type::kE4M3 ? LaunchTiles<T, Fp8Type::kE4M3>(a, stream)
+                                 : LaunchTiles<T, Fp8Type::kE5M2>(a, stream);
+}
+
+}  // namespace
+
+bool Fp8QuantizeSupported(int64_t padded_rows, int64_t cols, bool transposed) {
+  if (cols % 16 != 0) return false;
+  // The cast-transpose grid has the column tiles in y (at most 65535).
+  return !transposed || (padded_rows % 4 == 0 && CeilDiv(cols, kTile) <= 65535);
+}
+
+cudaError_t LaunchFp8Quantize(const Fp8QuantizeArgs& a, cudaStream_t stream) {
+  if (a.padded_rows == 0 || a.cols == 0) return cudaSuccess;
+  switch (a.type) {
+    case FloatType::kBFloat16:
+      return LaunchTyped<__nv_bfloat16>(a, stream);
+    case FloatType::kFloat16:
+      return LaunchTyped<__half>(a, stream);
+    case FloatType::kFloat32:
+      return LaunchTyped<float>(a, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace padless::cuda::internal
