@@ -48,7 +48,8 @@ ABSL_FLAG(std::string, preset, "",
           "a preset that differs from the --init-from model is an error)");
 ABSL_FLAG(std::string, batching, "packed",
           "train: batching strategy: packed, varlen, buckets, padded, or any bench-padding name");
-ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16 or fp16 (fp16 needs CUDA)");
+ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16, fp16 or fp8 (fp16 needs CUDA; fp8 trains the "
+          "encoder's GEMMs in FP8 on GPUs of compute capability 8.9+, and evaluates in bf16)");
 ABSL_FLAG(std::string, checkpoint, "none",
           "train: activation checkpointing: none, all, every:K, keep_last:K, selective, ffn or "
           "attn (the last three optionally /every:K or /keep_last:K)");
@@ -463,7 +464,7 @@ const Subcommand kTrainCommand = {
     "usage: padless train --data FILE [--dev FILE | --dev-fraction F] --out DIR [--preset "
     "tiny|small|base]\n  [--batching packed|varlen|buckets|padded|...] [--max-len N] [--max-tokens "
     "N]"
-    " [--amp off|bf16|fp16]\n  [--checkpoint none|all|every:K] [--epochs N] [--seed S] "
+    " [--amp off|bf16|fp16|fp8]\n  [--checkpoint none|all|every:K] [--epochs N] [--seed S] "
     "[--vocab-size N] [--metrics-json PATH]\n  [--memory-budget 40GiB]\n\nTrains a SentencePiece "
     "tokenizer when DIR has none, "
     "then the encoder; writes DIR/{config.json,model.safetensors,tokenizer.model,labels.json},\n"

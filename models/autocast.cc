@@ -10,8 +10,9 @@ absl::StatusOr<AmpMode> ParseAmpMode(const std::string& name) {
   if (name == "off" || name == "fp32") return AmpMode::kOff;
   if (name == "bf16") return AmpMode::kBf16;
   if (name == "fp16") return AmpMode::kFp16;
+  if (name == "fp8") return AmpMode::kFp8;
   return absl::InvalidArgumentError(
-      absl::StrCat("amp: unknown mode '", name, "' (expected off, bf16 or fp16)"));
+      absl::StrCat("amp: unknown mode '", name, "' (expected off, bf16, fp16 or fp8)"));
 }
 
 std::string AmpModeName(AmpMode mode) {
@@ -22,6 +23,8 @@ std::string AmpModeName(AmpMode mode) {
       return "bf16";
     case AmpMode::kFp16:
       return "fp16";
+    case AmpMode::kFp8:
+      return "fp8";
   }
   return "off";
 }

@@ -50,6 +50,7 @@ void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
   for (size_t i = 0; i < state.best_params.size(); ++i)
     a.write(absl::StrCat("best.", i), state.best_params[i].cpu());
   a.write("scaler", scaler.state());
+  if (model->runtime().fp8) a.write("fp8", model->runtime().fp8->state());
   a.write("meta", at::tensor(std::vector<int64_t>{state.epoch, state.next_batch, state.global_step,
                                                   state.evals_since_best, state.best_step,
                                                   static_cast<int64_t>(state.best_params.size())}));
@@ -182,6 +183,9 @@ absl::StatusOr<std::optional<TrainProgress>> CheckpointStore::Resume(
     absl::Status loaded = ReadModelAndOptimizer(a, path, model, optimizer);
     if (!loaded.ok()) return loaded;
     state = ReadProgress(a, scaler, device);
+    // FP8 scales of a run that trains in FP8; a bf16 checkpoint resumed in FP8 calibrates anew.
+    at::Tensor fp8;
+    if (model->runtime().fp8 && a.try_read("fp8", fp8)) model->runtime().fp8->load_state(fp8);
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": corrupt checkpoint: ", e.what_without_backtrace()));

@@ -159,12 +159,14 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
         recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers());
     const CheckpointScope scope = runtime_.checkpoint.scope;
     const std::vector<at::Tensor>* cast = fused ? &compute[i] : nullptr;
+    const FusedLayerFp8 fp8{.scaling = runtime_.fp8.get(), .first_gemm = i * kFusedLayerGemms};
     if (fused && !checkpointed) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll, cast);
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll, cast, fp8);
     } else if (fused && scope == CheckpointScope::kLayer) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeAll, cast);
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeAll, cast, fp8);
     } else if (fused && scope == CheckpointScope::kSelective) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation, cast);
+      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation, cast,
+                                   fp8);
     } else if (checkpointed) {
       x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
     } else {

@@ -6,9 +6,11 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <array>
+#include <optional>
 #include <tuple>
 #include <vector>
 
+#include "fp8_gemm.h"
 #include "layer_call.h"
 #include "padless/cuda/kernels/bias_grad.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
@@ -63,12 +65,6 @@ std::vector<at::Tensor> ComputeWeights(at::TensorList w, at::ScalarType dtype) {
 // send a layer to the unaligned fallbacks).
 int64_t AlignedOffset(int64_t offset) { return (offset + 7) / 8 * 8; }
 
-// x @ W^T + b, the bias in the GEMM's epilogue (cuda::LinearBias: LibTorch's addmm asks
-// cuBLASLt's heuristic on every call, the most expensive host call of the forward).
-at::Tensor Linear(const at::Tensor& x, const std::vector<at::Tensor>& w, int weight) {
-  return cuda::LinearBias(x, w[weight], w[weight + 1]);
-}
-
 // The activation the layer computes. Erf-GELU models computing in bf16/fp16 on a GPU use the
 // tanh form, which the FFN-in GEMM's cuBLASLt epilogue computes: the two differ by at most 4.7e-4
 // (near |x| = 2.7, where a bf16 step is 0.016) and their slopes by at most 8.7e-4, far below the
@@ -109,17 +105,75 @@ at::Tensor ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activ
   return at::gelu_backward(grad, f);
 }
 
-// FFN in and its activation: one GEMM with a GELU epilogue for tanh GELU, else addmm + activation.
-void FfnIn(const std::vector<at::Tensor>& w, Activation activation, Activations* a) {
-  if (activation == Activation::kGeluTanh) {
-    cuda::LinearGeluResult r = cuda::LinearGelu(a->h, w[kFfnInWeight], w[kFfnInBias]);
-    a->f1 = std::move(r.pre);
-    a->g = std::move(r.act);
-    return;
+// The layer's four GEMMs, in order. Each one's weight is followed by its bias in the weights.
+enum LayerGemm { kQkvGemm, kOutGemm, kFfnInGemm, kFfnOutGemm };
+constexpr std::array<int, kFusedLayerGemms> kGemmWeight = {kQkvWeight, kOutWeight, kFfnInWeight,
+                                                          kFfnOutWeight};
+
+// The gradient of a GEMM's output, as its backward GEMMs take it.
+struct OutputGrad {
+  LayerGemm gemm;
+  at::Tensor dy;                     // compute dtype
+  std::optional<internal::Fp8OutputGrad> fp8;  // its FP8 copies, for a GEMM that runs in FP8
+};
+
+// The layer's GEMMs in the compute dtype on cuBLASLt (gemm_epilogue.h: LibTorch's addmm asks
+// cuBLASLt's heuristic on every call, the most expensive host call of the forward), or in FP8
+// (fp8_gemm.h) for those that fit when the layer has FP8 scales.
+class LayerGemms {
+ public:
+  LayerGemms(const std::vector<at::Tensor>& w, const FusedLayerFp8& fp8) : w_(w), fp8_(fp8) {}
+
+  // x @ W^T, plus the bias when `bias`.
+  at::Tensor Forward(LayerGemm g, const at::Tensor& x, bool bias) const {
+    const at::Tensor& weight = Weight(g);
+    const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
+    if (Fp8(g)) return internal::Fp8Linear(x, weight, b, Fp8Slots(g));
+    return bias ? cuda::LinearBias(x, weight, b) : cuda::Linear(x, weight);
   }
-  a->f1 = Linear(a->h, w, kFfnInWeight);
-  a->g = Activate(a->f1, activation);
-}
+
+  // FFN in and its activation: in the compute dtype and for tanh GELU one GEMM with a GELU
+  // epilogue; else the GEMM with its bias, then the activation.
+  void FfnIn(Activation activation, Activations* a) const {
+    if (activation == Activation::kGeluTanh && !Fp8(kFfnInGemm)) {
+      cuda::LinearGeluResult r = cuda::LinearGelu(a->h, Weight(kFfnInGemm), w_[kFfnInBias]);
+      a->f1 = std::move(r.pre);
+      a->g = std::move(r.act);
+      return;
+    }
+    a->f1 = Forward(kFfnInGemm, a->h, /*bias=*/true);
+    a->g = Activate(a->f1, activation);
+  }
+
+  // dy as GEMM g's backward takes it; `weight_grad`: whether WeightGrad will be asked for.
+  OutputGrad Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {
+    OutputGrad d{.gemm = g, .dy = dy, .fp8 = std::nullopt};
+    if (Fp8(g)) d.fp8 = internal::QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad);
+    return d;
+  }
+
+  // dy @ W, added in place into `accumulate` (and returned) when that is defined.
+  at::Tensor InputGrad(const OutputGrad& d, const at::Tensor& accumulate = at::Tensor()) const {
+    if (d.fp8) return internal::Fp8LinearInputGrad(*d.fp8, Weight(d.gemm), accumulate);
+    return cuda::LinearInputGrad(d.dy, Weight(d.gemm), accumulate);
+  }
+
+  // dy^T @ x in fp32, x the GEMM's forward input.
+  at::Tensor WeightGrad(const OutputGrad& d, const at::Tensor& x) const {
+    if (d.fp8) return internal::Fp8LinearWeightGrad(*d.fp8, x);
+    return cuda::LinearWeightGrad(d.dy, x);
+  }
+
+ private:
+  const at::Tensor& Weight(LayerGemm g) const { return w_[kGemmWeight[g]]; }
+  bool Fp8(LayerGemm g) const {
+    return fp8_.scaling != nullptr && internal::Fp8GemmFits(Weight(g));
+  }
+  internal::Fp8Gemm Fp8Slots(LayerGemm g) const { return {fp8_.scaling, fp8_.first_gemm + g}; }
+
+  const std::vector<at::Tensor>& w_;
+  FusedLayerFp8 fp8_;
+};
 
 void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx,
                    double dropout_p, Activations* a) {
@@ -160,27 +214,29 @@ std::array<at::Tensor, 3> AttendBackward(const at::Tensor& grad, const Activatio
 
 // The layer's forward from x. With `through_ffn_out` false it stops after the FFN activation
 // (what a selective recompute needs; the caller kept LayerNorm 2's input, statistics and mask).
-Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const LayerSpec& spec,
-                    const AttentionContext& ctx, bool through_ffn_out, at::Tensor* y) {
+Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const LayerGemms& gemms,
+                    const LayerSpec& spec, const AttentionContext& ctx, bool through_ffn_out,
+                    at::Tensor* y) {
   const int64_t tokens = x.size(0);
   const int64_t hidden = x.size(1);
   Activations a;
   a.x = x;
-  a.qkv = Linear(x, w, kQkvWeight);
+  a.qkv = gemms.Forward(kQkvGemm, x, /*bias=*/true);
   AttendForward(a.qkv.view({tokens, 3, spec.heads, hidden / spec.heads}).unbind(1), ctx,
                 spec.attention_dropout, &a);
   cuda::DropoutResidualLayerNormResult n1 = cuda::DropoutResidualLayerNorm(
-      cuda::Linear(a.attended.view({tokens, hidden}), w[kOutWeight]), w[kOutBias], x,
+      gemms.Forward(kOutGemm, a.attended.view({tokens, hidden}), /*bias=*/false), w[kOutBias], x,
       w[kAttnNormWeight], w[kAttnNormBias], spec.dropout, spec.eps);
   a.h = std::move(n1.out);
   a.s1 = std::move(n1.sum);
   a.mean1 = std::move(n1.mean);
   a.rstd1 = std::move(n1.rstd);
   a.mask1 = std::move(n1.mask);
-  FfnIn(w, EffectiveActivation(spec, x), &a);
+  gemms.FfnIn(EffectiveActivation(spec, x), &a);
   if (!through_ffn_out) return a;
   cuda::DropoutResidualLayerNormResult n2 =
-      cuda::DropoutResidualLayerNorm(cuda::Linear(a.g, w[kFfnOutWeight]), w[kFfnOutBias], a.h,
+      cuda::DropoutResidualLayerNorm(gemms.Forward(kFfnOutGemm, a.g, /*bias=*/false),
+                                     w[kFfnOutBias], a.h,
                                      w[kFfnNormWeight], w[kFfnNormBias], spec.dropout, spec.eps);
   *y = std::move(n2.out);
   a.s2 = std::move(n2.sum);
@@ -223,7 +279,8 @@ std::vector<at::Tensor> KeptActivations(FusedSaving mode, const Activations& a, 
 // stream (same attention dropout and masks), which is then given back to the rest of backward.
 Activations Recover(torch::autograd::AutogradContext* actx,
                     const torch::autograd::variable_list& saved, const std::vector<at::Tensor>& w,
-                    const LayerSpec& spec, const AttentionContext& ctx, FusedSaving mode) {
+                    const LayerGemms& gemms, const LayerSpec& spec, const AttentionContext& ctx,
+                    FusedSaving mode) {
   Activations a;
   if (mode == FusedSaving::kSaveAll) {
     a = {saved[0],  saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
@@ -237,7 +294,7 @@ Activations Recover(torch::autograd::AutogradContext* actx,
   RngState stash = CaptureRng(device);
   RestoreRng(internal::LoadForwardRng(actx), device);
   at::Tensor y;
-  a = Forward(saved[0], w, spec, ctx, /*through_ffn_out=*/whole, &y);
+  a = Forward(saved[0], w, gemms, spec, ctx, /*through_ffn_out=*/whole, &y);
   RestoreRng(stash, device);
   if (!whole) {
     a.mask2 = saved[1];
@@ -248,6 +305,18 @@ Activations Recover(torch::autograd::AutogradContext* actx,
   return a;
 }
 
+// The layer's FP8 scales, for backward (the scaling state outlives the step: fused_layer.h).
+void SaveFp8(torch::autograd::AutogradContext* actx, const FusedLayerFp8& fp8) {
+  actx->saved_data["fp8_scaling"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(fp8.scaling));
+  actx->saved_data["fp8_first_gemm"] = fp8.first_gemm;
+}
+
+FusedLayerFp8 LoadFp8(torch::autograd::AutogradContext* actx) {
+  return {.scaling = reinterpret_cast<Fp8Scaling*>(
+              static_cast<intptr_t>(actx->saved_data["fp8_scaling"].toInt())),
+          .first_gemm = actx->saved_data["fp8_first_gemm"].toInt()};
+}
+
 class FusedLayer : public torch::autograd::Function<FusedLayer> {
  public:
   // Variables seen by autograd: x, then every tensor of `weights`. The rest is context
@@ -255,7 +324,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
   static at::Tensor forward(torch::autograd::AutogradContext* actx, const at::Tensor& x,
                             const at::TensorList& weights, const LayerSpec* spec,
                             const AttentionContext* ctx, int64_t saving,
-                            const std::vector<at::Tensor>* compute_weights) {
+                            const std::vector<at::Tensor>* compute_weights,
+                            const FusedLayerFp8* fp8) {
     const at::Device device = x.device();
     const at::ScalarType dtype = x.scalar_type();
     // The function computes in x's dtype on its own; autocast must not re-cast (LayerNorm would
@@ -265,11 +335,12 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     if (mode != FusedSaving::kSaveAll) internal::SaveForwardRng(actx, CaptureRng(device));
     internal::SaveLayerCall(actx, *spec, *ctx);
     actx->saved_data["saving"] = saving;
+    SaveFp8(actx, *fp8);
 
     at::Tensor y;
     const std::vector<at::Tensor> w =
         compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
-    Activations a = Forward(x, w, *spec, *ctx, true, &y);
+    Activations a = Forward(x, w, LayerGemms(w, *fp8), *spec, *ctx, true, &y);
     std::vector<at::Tensor> saved = KeptActivations(mode, a, spec->lean);
     actx->saved_data["num_activations"] = static_cast<int64_t>(saved.size());
     // Saving everything also keeps the compute-dtype weights, so that backward need not cast them
@@ -300,9 +371,10 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const std::vector<at::Tensor> w =
         ComputeWeights(at::TensorList(saved).slice(num_activations, kNumLayerWeights), dtype);
     const FusedSaving mode = static_cast<FusedSaving>(actx->saved_data["saving"].toInt());
-    Activations a = Recover(actx, saved, w, spec, ctx, mode);
+    const LayerGemms gemms(w, LoadFp8(actx));
+    Activations a = Recover(actx, saved, w, gemms, spec, ctx, mode);
     auto need = [&](int weight) { return actx->needs_input_grad(1 + weight); };
-    torch::autograd::variable_list result(1 + kNumLayerWeights + 4);
+    torch::autograd::variable_list result(1 + kNumLayerWeights + 5);
     // Frozen weights get no gradient, even where a fused kernel computed one on the way.
     auto set = [&](int weight, const at::Tensor& g) {
       if (need(weight)) result[1 + weight] = g;
@@ -316,36 +388,39 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kFfnNormWeight, n2.d_gamma);
     set(kFfnNormBias, n2.d_beta);
     set(kFfnOutBias, n2.d_bias);
-    if (need(kFfnOutWeight)) set(kFfnOutWeight, cuda::LinearWeightGrad(n2.d_input, a.g));
+    const OutputGrad d_ffn_out = gemms.Grad(kFfnOutGemm, n2.d_input, need(kFfnOutWeight));
+    if (need(kFfnOutWeight)) set(kFfnOutWeight, gemms.WeightGrad(d_ffn_out, a.g));
     a.g = at::Tensor();
     // Activation, FFN in. (cuBLASLt's DGELU_BGRAD epilogue would fuse the activation's backward
     // and this bias gradient into the GEMM, but on the H200 it ran about twice as long as the
     // GEMM, gelu_backward and the row sum apart; a kernel doing the activation's backward and the
     // row sum in one pass lost too: bench/cuda/FUSED_KERNELS.md.)
-    const at::Tensor df1 = ActivationBackward(cuda::LinearInputGrad(n2.d_input, w[kFfnOutWeight]),
-                                              a.f1, EffectiveActivation(spec, x));
-    if (need(kFfnInWeight)) set(kFfnInWeight, cuda::LinearWeightGrad(df1, a.h));
+    const at::Tensor df1 = ActivationBackward(gemms.InputGrad(d_ffn_out), a.f1,
+                                              EffectiveActivation(spec, x));
+    const OutputGrad d_ffn_in = gemms.Grad(kFfnInGemm, df1, need(kFfnInWeight));
+    if (need(kFfnInWeight)) set(kFfnInWeight, gemms.WeightGrad(d_ffn_in, a.h));
     if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
-        cuda::LinearInputGrad(df1, w[kFfnInWeight]), n2.d_sum, a.s1, a.mean1, a.rstd1,
-        w[kAttnNormWeight], a.mask1, spec.dropout, need(kOutBias));
+        gemms.InputGrad(d_ffn_in), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight], a.mask1,
+        spec.dropout, need(kOutBias));
     set(kAttnNormWeight, n1.d_gamma);
     set(kAttnNormBias, n1.d_beta);
     set(kOutBias, n1.d_bias);
     const at::Tensor attended = a.attended.view({x.size(0), x.size(1)});
-    if (need(kOutWeight)) set(kOutWeight, cuda::LinearWeightGrad(n1.d_input, attended));
+    const OutputGrad d_out = gemms.Grad(kOutGemm, n1.d_input, need(kOutWeight));
+    if (need(kOutWeight)) set(kOutWeight, gemms.WeightGrad(d_out, attended));
     // Attention, QKV.
-    const std::array<at::Tensor, 3> d = AttendBackward(
-        cuda::LinearInputGrad(n1.d_input, w[kOutWeight]).view(a.attended.sizes()), a, ctx, spec);
+    const std::array<at::Tensor, 3> d =
+        AttendBackward(gemms.InputGrad(d_out).view(a.attended.sizes()), a, ctx, spec);
     const cuda::GradWithBiasGrad qkv = cuda::StackWithBiasGrad(d[0], d[1], d[2], need(kQkvBias));
-    const at::Tensor& dqkv = qkv.grad;
-    if (need(kQkvWeight)) set(kQkvWeight, cuda::LinearWeightGrad(dqkv, x));
+    const OutputGrad d_qkv = gemms.Grad(kQkvGemm, qkv.grad, need(kQkvWeight));
+    if (need(kQkvWeight)) set(kQkvWeight, gemms.WeightGrad(d_qkv, x));
     set(kQkvBias, qkv.bias_grad);
     // The residual's gradient joins in place: d_sum is this function's own buffer, and the stream
     // runs every earlier read of it (d_input may alias it) before this write.
     if (actx->needs_input_grad(0)) {
-      result[0] = cuda::LinearInputGrad(dqkv, w[kQkvWeight], /*accumulate=*/n1.d_sum);
+      result[0] = gemms.InputGrad(d_qkv, /*accumulate=*/n1.d_sum);
     }
     return result;
   }
@@ -377,7 +452,8 @@ at::ScalarType FusedComputeDtype(const at::Tensor& x) {
 at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const LayerSpec& spec, const AttentionContext& ctx,
                                     FusedSaving saving,
-                                    const std::vector<at::Tensor>* compute_weights) {
+                                    const std::vector<at::Tensor>* compute_weights,
+                                    const FusedLayerFp8& fp8) {
   TORCH_CHECK(x.scalar_type() == FusedComputeDtype(x),
               "FusedEncoderLayerForward: x must be in the compute dtype");
   if (compute_weights != nullptr) {
@@ -385,7 +461,14 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                 "FusedEncoderLayerForward: ", compute_weights->size(), " compute weights for ",
                 weights.size(), " weights");
   }
-  return FusedLayer::apply(x, weights, &spec, &ctx, static_cast<int64_t>(saving), compute_weights);
+  if (fp8.scaling != nullptr) {
+    TORCH_CHECK(fp8.first_gemm >= 0 && fp8.first_gemm + kFusedLayerGemms <= fp8.scaling->gemms(),
+                "FusedEncoderLayerForward: FP8 GEMMs ", fp8.first_gemm, "..",
+                fp8.first_gemm + kFusedLayerGemms - 1, " outside the scaling's ",
+                fp8.scaling->gemms());
+  }
+  return FusedLayer::apply(x, weights, &spec, &ctx, static_cast<int64_t>(saving), compute_weights,
+                           &fp8);
 }
 
 std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,

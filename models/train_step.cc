@@ -5,9 +5,11 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "padless/models/fused_layer.h"
 
 namespace padless::models {
 
@@ -79,7 +81,13 @@ TrainStep::TrainStep(EncoderClassifier model, std::vector<at::Tensor> params, Fu
       scaler_(scaler),
       device_(device),
       options_(std::move(options)),
-      collator_(options_.collator) {}
+      collator_(options_.collator) {
+  if (options_.amp == AmpMode::kFp8) {
+    ModelRuntime runtime = model_->runtime();
+    runtime.fp8 = std::make_shared<Fp8Scaling>(model_->num_layers() * kFusedLayerGemms, device_);
+    model_->set_runtime(runtime);
+  }
+}
 
 absl::StatusOr<StepResult> TrainStep::Run(int64_t step, double lr,
                                           const std::vector<StepBatch>& batches) {
@@ -220,6 +228,7 @@ void TrainStep::OptimizerStep(StepResult& result) {
                                        at::isfinite(norm.to(at::kFloat))});
   optimizer_.Step(result.lr, /*skip=*/at::logical_not(finite.all()).to(at::kFloat));
   if (scaler_.enabled()) scaler_.Update();  // backs off the scale after inf/NaN gradients
+  if (model_->runtime().fp8) model_->runtime().fp8->Advance();
   optimizer_.ZeroGrad();
   result.outcome = StepOutcome::Copy(finite);
 }

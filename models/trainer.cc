@@ -54,6 +54,9 @@ absl::Status CheckInputs(const EncoderConfig& mc, const TrainConfig& config,
   if (config.amp() != AmpMode::kOff && device.is_cpu() && config.amp() == AmpMode::kFp16) {
     return absl::InvalidArgumentError("amp: fp16 needs a CUDA device (use bf16 on the CPU)");
   }
+  if (config.amp() == AmpMode::kFp8) {
+    if (absl::Status s = CheckFp8Device(device); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 

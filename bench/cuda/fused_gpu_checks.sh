@@ -4,8 +4,9 @@
 # kernels' micro-benchmarks against the unfused ops, and a short end-to-end run against the
 # plain-PyTorch packed peer with a profiler trace. Everything lands in $OUT/fused_checks.tar.gz
 # (the device tool returns at most 8 files); the summary table prints last.
-# usage: bash bench/cuda/fused_gpu_checks.sh [tests] [gpu_suites] [micro] [e2e] [e2e_quick] [dense] [full]
-#        (default: tests micro e2e)
+# usage: bash bench/cuda/fused_gpu_checks.sh [tests] [gpu_suites] [micro] [e2e] [e2e_quick] [e2e_fp8]
+#          [fp8_accuracy] [dense] [full]
+#        (default: tests micro e2e; MICRO="bench ..." picks the micro-benchmarks)
 set -uo pipefail
 out=${OUT:-/tmp/out}/fused
 mkdir -p "$out"
@@ -25,7 +26,7 @@ run() {  # name command...: runs, logs to $out/name.log, prints the tail, packs 
 }
 if want tests; then
   run cuda_tests "$b/tests/cuda/padless_cuda_tests" --gtest_filter='*ResidualLayerNorm*:*GemmEpilogue*:*BiasGrad*:*Fp8Quantize*:*CudaKernel*'
-  run fused_layer_tests "$b/tests/models/padless_models_tests" --gtest_filter='*Fused*:*EncoderGpu*:*Gpu*'
+  run fused_layer_tests "$b/tests/models/padless_models_tests" --gtest_filter='*Fused*:*EncoderGpu*:*Gpu*:*Fp8*'
 fi
 if want gpu_suites; then
   # Every suite with GPU tests, whole (their CPU tests run too).
@@ -35,7 +36,7 @@ if want gpu_suites; then
   run suite_batching "$b/tests/batching/padless_batching_tests"
 fi
 if want micro; then
-  for bench in residual_layer_norm_bench gemm_epilogue_bench bias_grad_bench fp8_quantize_bench; do
+  for bench in ${MICRO:-residual_layer_norm_bench gemm_epilogue_bench bias_grad_bench fp8_quantize_bench}; do
     [[ -x $b/bench/cuda/$bench ]] && run "$bench" "$b/bench/cuda/$bench" --benchmark_min_time=0.2 \
       --benchmark_out="$out/$bench.json" --benchmark_out_format=json
   done
@@ -54,6 +55,14 @@ fi
 if want e2e_quick; then
   run e2e_quick "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
     --checkpoint none --fp32_strategies "" --hf_strategies pad_longest
+fi
+if want e2e_fp8; then
+  # bf16 and FP8 GEMMs in one run, against the plain-PyTorch peer of the same run.
+  run e2e_fp8 "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
+    --precisions bf16,fp8 --checkpoint none --fp32_strategies "" --hf_strategies ""
+fi
+if want fp8_accuracy; then
+  run fp8_accuracy bash bench/fp8_accuracy.sh "$b/cli/padless" .gpu/data/imdb_train.tsv "$out/fp8_accuracy"
 fi
 if want dense; then
   # Dense batches of varying shape: cuDNN attention (a plan per new shape) against SDPA without it.

@@ -138,18 +138,19 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   runtime.attention = config.strategy == Strategy::kPackedDense ? models::AttentionBackend::kDense
                                                                 : models::AttentionBackend::kAuto;
   model->set_runtime(runtime);
-  const bool bf16 = config.precision == Precision::kBf16;
   // The step users run: `padless train`'s TrainStep with the trainer's optimizer (the fused
   // multi-tensor AdamW, no decay of biases and norms) and clipping as RunOptions says (none by
   // default, like the anchors: `padless train --clip-norm 0`). That includes its non-finite check,
   // decided on the device (no host sync per step; the bench never reads the outcome). The loss
-  // stays on the device too. No loss scaling: the bench runs fp32 or bf16.
+  // stays on the device too. No loss scaling: the bench runs fp32, bf16 or fp8 (bf16 with FP8 GEMMs).
   models::AdamWParameters params = models::ParametersForAdamW(model);
   models::FusedAdamW optimizer(params.params, params.decay,
                                models::AdamWOptions{.weight_decay = kWeightDecay});
   models::GradScaler scaler(models::GradScalerOptions{.enabled = false});
   models::TrainStepOptions step_options;
-  step_options.amp = bf16 ? models::AmpMode::kBf16 : models::AmpMode::kOff;
+  step_options.amp = config.precision == Precision::kFp8   ? models::AmpMode::kFp8
+                     : config.precision == Precision::kBf16 ? models::AmpMode::kBf16
+                                                            : models::AmpMode::kOff;
   step_options.clip_norm = o.clip_norm;
   models::TrainStep train_step(model, params.params, optimizer, scaler, o.device, step_options);
 

@@ -91,13 +91,24 @@ std::vector<Strategy> AllStrategies() {
   return out;
 }
 
-std::string PrecisionName(Precision p) { return p == Precision::kFp32 ? "fp32" : "bf16"; }
+std::string PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp8:
+      return "fp8";
+  }
+  return "bf16";
+}
 
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   if (name == "fp32") return Precision::kFp32;
   if (name == "bf16") return Precision::kBf16;
+  if (name == "fp8") return Precision::kFp8;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown precision '", name, "' (expected fp32 or bf16)"));
+      absl::StrCat("unknown precision '", name, "' (expected fp32, bf16 or fp8)"));
 }
 
 std::string RunConfig::Name() const {

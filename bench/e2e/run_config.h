@@ -24,7 +24,8 @@ enum class Strategy {
   kPackedVarlen,        // flat batches of real tokens only, varlen (flash) attention
 };
 
-enum class Precision { kFp32, kBf16 };
+// kFp8: bf16 with the encoder's GEMMs in FP8 (`padless train --amp fp8`).
+enum class Precision { kFp32, kBf16, kFp8 };
 
 std::string StrategyName(Strategy s);
 absl::StatusOr<Strategy> ParseStrategy(absl::string_view name);

@@ -20,6 +20,7 @@
 
 #include "batch_factory.h"
 #include "gpu_test_util.h"
+#include "layer_test_util.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint.h"
@@ -32,75 +33,18 @@ namespace {
 using testing::ChangeRuntime;
 using testing::GpuTestConfig;
 using testing::HasCuda;
+using testing::kHeads;
+using testing::kHidden;
+using testing::LayerRun;
+using testing::RandomLayerWeights;
+using testing::ReferenceContext;
+using testing::Relative;
+using testing::RunLayer;
+using testing::ExpectClose;
 using testing::MakePacked;
 using testing::MakeVarlen;
 using testing::RandomSequences;
 using testing::ToDevice;
-
-constexpr int64_t kHidden = 32;
-constexpr int64_t kHeads = 4;
-
-// A layer with weights away from their initial values (non-trivial LayerNorm gains and biases).
-std::vector<at::Tensor> RandomLayerWeights(at::ScalarType dtype) {
-  EncoderLayer layer(EncoderConfig().hidden(kHidden).heads(kHeads).ffn(64));
-  std::vector<at::Tensor> w;
-  for (const at::Tensor& t : layer->weights()) {
-    w.push_back((t.to(dtype) + at::randn_like(t, dtype) * 0.2).detach().requires_grad_(true));
-  }
-  return w;
-}
-
-AttentionContext ReferenceContext(const std::vector<int64_t>& lengths) {
-  AttentionContext ctx;
-  ctx.backend = AttentionBackend::kVarlenReference;
-  ctx.host_offsets = {0};
-  for (int64_t n : lengths) {
-    ctx.host_offsets.push_back(ctx.host_offsets.back() + n);
-    ctx.max_seqlen = std::max(ctx.max_seqlen, n);
-  }
-  ctx.cu_seqlens = at::tensor(ctx.host_offsets, at::kInt);
-  return ctx;
-}
-
-struct LayerRun {
-  at::Tensor out;
-  std::vector<at::Tensor> grads;  // x, then the weights (undefined where none)
-};
-
-// out and d(sum(out * probe)) / d(x, weights); `fused` picks the implementation.
-// `compute`: the fused layer's precomputed compute-dtype weights (null: it casts them itself).
-LayerRun RunLayer(bool fused, FusedSaving saving, const at::Tensor& x0,
-                  const std::vector<at::Tensor>& w, const LayerSpec& spec,
-                  const AttentionContext& ctx, const at::Tensor& probe,
-                  const std::vector<at::Tensor>* compute = nullptr) {
-  const at::Tensor x = x0.detach().requires_grad_(true);
-  LayerRun r;
-  r.out = fused ? FusedEncoderLayerForward(x, w, spec, ctx, saving, compute)
-                : EncoderLayerForward(x, w, spec, ctx);
-  std::vector<at::Tensor> wrt = {x};
-  for (const at::Tensor& t : w) {
-    if (t.requires_grad()) wrt.push_back(t);
-  }
-  std::vector<at::Tensor> g = torch::autograd::grad({(r.out * probe).sum()}, wrt);
-  size_t next = 0;
-  r.grads.push_back(g[next++]);
-  for (const at::Tensor& t : w) r.grads.push_back(t.requires_grad() ? g[next++] : at::Tensor());
-  r.out = r.out.detach();
-  return r;
-}
-
-void ExpectClose(const LayerRun& want, const LayerRun& got, double tol) {
-  EXPECT_LE((want.out - got.out).abs().max().item<double>(), tol);
-  ASSERT_EQ(want.grads.size(), got.grads.size());
-  for (size_t i = 0; i < want.grads.size(); ++i) {
-    ASSERT_EQ(want.grads[i].defined(), got.grads[i].defined()) << "gradient " << i;
-    if (!want.grads[i].defined()) continue;
-    ASSERT_EQ(got.grads[i].sizes(), want.grads[i].sizes()) << "gradient " << i;
-    const double scale = std::max(1.0, want.grads[i].abs().max().item<double>());
-    EXPECT_LE((want.grads[i] - got.grads[i]).abs().max().item<double>(), tol * scale)
-        << "gradient " << i;
-  }
-}
 
 using LayerCase = std::tuple<Activation, bool /*lean*/, FusedSaving>;
 
@@ -374,13 +318,6 @@ TEST(FusedModelTest, BackwardUnderCpuAutocast) {
       EXPECT_TRUE(s.grads[i].isfinite().all().item<bool>()) << policy << " " << i;
     }
   }
-}
-
-// Relative L2 distance, the measure for tensors computed along different bf16 roundings.
-double Relative(const at::Tensor& want, const at::Tensor& got) {
-  return ((want.to(at::kFloat) - got.to(at::kFloat)).norm() /
-          want.to(at::kFloat).norm().clamp_min(1e-12))
-      .item<double>();
 }
 
 // One bf16 training step of `model` on `b` with the given layers, checkpoint policy and seed.

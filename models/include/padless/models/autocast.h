@@ -1,5 +1,8 @@
 // AutocastGuard: scoped mixed precision for CUDA or the CPU (LibTorch has only the thread-local
 // switches). Also the AMP mode names the CLI and the trainer share.
+//
+// kFp8 autocasts to bf16 like kBf16, and training steps' fused encoder layers also run their GEMMs
+// in FP8 with delayed scaling (TrainStep, fp8_scaling.h). Evaluation and prediction run in bf16.
 #ifndef PADLESS_MODELS_AUTOCAST_H_
 #define PADLESS_MODELS_AUTOCAST_H_
 
@@ -12,7 +15,7 @@
 
 namespace padless::models {
 
-enum class AmpMode { kOff, kBf16, kFp16 };
+enum class AmpMode { kOff, kBf16, kFp16, kFp8 };
 
 absl::StatusOr<AmpMode> ParseAmpMode(const std::string& name);
 std::string AmpModeName(AmpMode mode);

@@ -12,6 +12,10 @@
 //    fused_layer.cc);
 //  - weight gradients come out of their GEMMs in fp32, the parameters' dtype, and the residual
 //    gradient is accumulated in place into the input gradient.
+//  - with FP8 scales (FusedLayerFp8), its four GEMMs run in FP8 (fp8_scaling.h, fp8_gemm.h): the
+//    inputs and weights in E4M3, the output gradients in E5M2, attention and LayerNorm as before.
+//    It keeps what the compute-dtype layer keeps; backward holds the FP8 copies of one output
+//    gradient (two bytes per element) until that GEMM's backward is done.
 // Off the GPU (or for shapes the kernels do not take) the same functions run unfused ATen ops.
 // What it keeps:
 //  - kSaveAll keeps 13 [T, H] tensors' worth per layer in the compute dtype (x, q/k/v, the
@@ -36,6 +40,7 @@
 
 #include "padless/models/attention.h"
 #include "padless/models/encoder_layer.h"
+#include "padless/models/fp8_scaling.h"
 
 namespace padless::models {
 
@@ -58,13 +63,24 @@ at::ScalarType FusedComputeDtype(const at::Tensor& x);
 std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,
                                                          at::ScalarType dtype);
 
-// EncoderLayerForward's result (to the compute dtype's rounding) for x already in the compute
-// dtype. Weights that do not require grad get none. `compute_weights`: FusedComputeWeights' copies
-// of `weights`, made for this forward from their current values; null: the layer casts them.
+// The layer's four GEMMs in FP8: QKV, output projection, FFN in and FFN out are GEMMs
+// first_gemm .. first_gemm + 3 of `scaling`, which must outlive the backward of the layer. A GEMM
+// whose weight's sides are not multiples of 16 stays in the compute dtype. Null: no FP8.
+inline constexpr int64_t kFusedLayerGemms = 4;
+struct FusedLayerFp8 {
+  Fp8Scaling* scaling = nullptr;
+  int64_t first_gemm = 0;
+};
+
+// EncoderLayerForward's result (to the compute dtype's rounding, or FP8's with `fp8`) for x already
+// in the compute dtype. Weights that do not require grad get none. `compute_weights`:
+// FusedComputeWeights' copies of `weights`, made for this forward from their current values;
+// null: the layer casts them.
 at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const LayerSpec& spec, const AttentionContext& ctx,
                                     FusedSaving saving,
-                                    const std::vector<at::Tensor>* compute_weights = nullptr);
+                                    const std::vector<at::Tensor>* compute_weights = nullptr,
+                                    const FusedLayerFp8& fp8 = {});
 
 }  // namespace padless::models
 

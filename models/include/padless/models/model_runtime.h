@@ -5,8 +5,11 @@
 #ifndef PADLESS_MODELS_MODEL_RUNTIME_H_
 #define PADLESS_MODELS_MODEL_RUNTIME_H_
 
+#include <memory>
+
 #include "padless/models/attention.h"
 #include "padless/models/checkpoint_policy.h"
+#include "padless/models/fp8_scaling.h"
 
 namespace padless::models {
 
@@ -27,6 +30,11 @@ struct ModelRuntime {
   // without. false steers those calls to the flash or memory-efficient kernels.
   bool dense_attention_cudnn = false;
   CheckpointPolicy checkpoint = CheckpointPolicy::None();
+  // Non-null: the fused layers run their GEMMs in FP8 with these scales, layer i's four GEMMs
+  // being 4i .. 4i + 3 (fused_layer.h). TrainStep sets it for AmpMode::kFp8 and advances it after
+  // every optimizer step; training checkpoints keep its state. Layers the generic path runs (the
+  // attn/ffn checkpoint scopes, pre-LN models) and evaluation stay in the compute dtype.
+  std::shared_ptr<Fp8Scaling> fp8;
 };
 
 }  // namespace padless::models

@@ -5,7 +5,8 @@
 //   (weight: the batch's share of the step's sequences, so accumulation averages);
 //   GradScaler::Unscale (fp16), ClipGradNorm, "loss and gradient norm finite" on the device;
 //   FusedAdamW::Step, which leaves everything alone when they are not (the step is skipped),
-//   GradScaler::Update, ZeroGrad. The step never waits for the device: the finite flags follow
+//   GradScaler::Update, ZeroGrad; with AmpMode::kFp8, Fp8Scaling::Advance (the FP8 scales, which
+//   the constructor installs in the model's runtime, fp8_scaling.h). The step never waits for the device: the finite flags follow
 //   to the host asynchronously (StepResult::outcome, step_outcome.h).
 // A CUDA out-of-memory error in forward/backward clears the gradients, splits the failing batch in
 // two (again if needed) and replays the whole step, so the accumulated gradient is that of the

@@ -1,0 +1,81 @@
+#include "fp8_gemm.h"
+
+#include <ATen/ATen.h>
+
+namespace padless::models::internal {
+
+namespace {
+
+// cuBLASLt's FP8 GEMMs want every dimension, the token count included, a multiple of 16.
+constexpr int64_t kFp8Align = 16;
+
+struct Quantize {
+  bool rows = false;
+  bool transposed = false;
+  bool record_amax = false;  // false: a second quantization of an operand already recorded
+  int64_t pad_rows_to = kFp8Align;
+};
+
+cuda::Fp8Quantized QuantizeOperand(const at::Tensor& v, const Fp8Gemm& gemm, Fp8Operand operand,
+                                   const Quantize& q) {
+  Fp8Scaling& s = *gemm.scaling;
+  if (q.record_amax && s.calibrating()) s.Calibrate(gemm.index, operand, at::abs(v).amax());
+  return cuda::Fp8Quantize(v, s.scale(gemm.index, operand), Fp8FormatOf(operand),
+                           {.rows = q.rows, .transposed = q.transposed, .pad_rows_to = q.pad_rows_to},
+                           q.record_amax ? s.amax(gemm.index, operand) : at::Tensor());
+}
+
+at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const Fp8Gemm& gemm, Fp8Operand a_op,
+                    Fp8Operand b_op, const at::Tensor& bias, at::ScalarType out, bool fast) {
+  const Fp8Scaling& s = *gemm.scaling;
+  return at::_scaled_mm(a, b, s.scale_inv(gemm.index, a_op), s.scale_inv(gemm.index, b_op),
+                        bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
+                        std::nullopt, out, fast);
+}
+
+}  // namespace
+
+bool Fp8GemmFits(const at::Tensor& weight) {
+  return weight.dim() == 2 && weight.size(0) % kFp8Align == 0 && weight.size(1) % kFp8Align == 0;
+}
+
+at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                     const Fp8Gemm& gemm) {
+  const cuda::Fp8Quantized xq = QuantizeOperand(x, gemm, Fp8Operand::kInput,
+                                                {.rows = true, .record_amax = true});
+  const cuda::Fp8Quantized wq = QuantizeOperand(
+      weight, gemm, Fp8Operand::kWeight, {.rows = true, .record_amax = true, .pad_rows_to = 1});
+  return ScaledMm(xq.rows, wq.rows.t(), gemm, Fp8Operand::kInput, Fp8Operand::kWeight, bias,
+                  x.scalar_type(), /*fast=*/true)
+      .narrow(0, 0, x.size(0));
+}
+
+Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad) {
+  cuda::Fp8Quantized q = QuantizeOperand(
+      dy, gemm, Fp8Operand::kGrad, {.rows = true, .transposed = weight_grad, .record_amax = true});
+  return {.rows = std::move(q.rows),
+          .transposed = std::move(q.transposed),
+          .tokens = dy.size(0),
+          .dtype = dy.scalar_type(),
+          .gemm = gemm};
+}
+
+at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
+                              const at::Tensor& accumulate) {
+  const cuda::Fp8Quantized wq = QuantizeOperand(weight, dy.gemm, Fp8Operand::kWeight,
+                                                {.transposed = true, .pad_rows_to = 1});
+  at::Tensor dx = ScaledMm(dy.rows, wq.transposed.t(), dy.gemm, Fp8Operand::kGrad,
+                           Fp8Operand::kWeight, at::Tensor(), dy.dtype, /*fast=*/false)
+                      .narrow(0, 0, dy.tokens);
+  if (!accumulate.defined()) return dx;
+  return accumulate.add_(dx);
+}
+
+at::Tensor Fp8LinearWeightGrad(const Fp8OutputGrad& dy, const at::Tensor& x) {
+  const cuda::Fp8Quantized xq =
+      QuantizeOperand(x, dy.gemm, Fp8Operand::kInput, {.transposed = true});
+  return ScaledMm(dy.transposed, xq.transposed.t(), dy.gemm, Fp8Operand::kGrad,
+                  Fp8Operand::kInput, at::Tensor(), at::kFloat, /*fast=*/false);
+}
+
+}  // namespace padless::models::internal

@@ -1,0 +1,59 @@
+// Internal: the fused encoder layer's GEMMs in FP8 (padless/models/fp8_scaling.h has the recipe).
+// Each operand is quantized with its slot's delayed scale in one pass (cuda::Fp8Quantize, which
+// also records the amax), and at::_scaled_mm multiplies with the inverse scales:
+//   forward      y  = x @ w^T (+ bias)   x: E4M3 rows,          w: E4M3 rows
+//   input grad   dx = dy @ w             dy: E5M2 rows,         w: E4M3 transposed
+//   weight grad  dw = dy^T @ x (fp32)    dy: E5M2 transposed,   x: E4M3 transposed
+// The gradient of the output is quantized once for both backward GEMMs; the input and the weight
+// are quantized again in backward from what the layer kept in the compute dtype (with the scales
+// of the forward: scales change only between steps), so FP8 keeps the memory of the compute-dtype
+// layer. The token dimension is padded to a multiple of 16 in the FP8 copies only (cuBLASLt's FP8
+// GEMMs want it; zero rows add nothing to a weight gradient); results are views of the real rows.
+// Forward accumulates with cuBLASLt's fast accumulation, backward without (Transformer Engine's
+// choice: gradients are summed over far more products).
+#ifndef PADLESS_MODELS_FP8_GEMM_H_
+#define PADLESS_MODELS_FP8_GEMM_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "padless/models/fp8_scaling.h"
+
+namespace padless::models::internal {
+
+// One GEMM's slots in a scaling state.
+struct Fp8Gemm {
+  Fp8Scaling* scaling;
+  int64_t index;
+};
+
+// Whether a GEMM with weight [N, K] can run in FP8 (cuBLASLt needs N and K multiples of 16).
+bool Fp8GemmFits(const at::Tensor& weight);
+
+// x [T, K] in the compute dtype, weight [N, K], bias [N] in x's dtype or undefined: [T, N].
+at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                     const Fp8Gemm& gemm);
+
+// The gradient of a GEMM's output [T, N], quantized for both backward GEMMs.
+struct Fp8OutputGrad {
+  at::Tensor rows;        // [T_pad, N] E5M2
+  at::Tensor transposed;  // [N, T_pad] E5M2
+  int64_t tokens = 0;
+  at::ScalarType dtype = at::kBFloat16;  // the compute dtype it came in
+  Fp8Gemm gemm;
+};
+// `weight_grad` false: only the rows, for a frozen weight.
+Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad);
+
+// dy @ weight [T, K] in the compute dtype; added in place into `accumulate` (and returned) when
+// that is defined.
+at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
+                              const at::Tensor& accumulate);
+
+// dy^T @ x [N, K] in fp32 (the parameters' dtype); x is the forward's input [T, K].
+at::Tensor Fp8LinearWeightGrad(const Fp8OutputGrad& dy, const at::Tensor& x);
+
+}  // namespace padless::models::internal
+
+#endif  // PADLESS_MODELS_FP8_GEMM_H_
