@@ -11,6 +11,12 @@
 // unfused ATen ops: a multiply, at::clamp, the dtype cast, a zero pad, .t().contiguous(), and a
 // NaN-masked abs-max. Both paths give the same bytes.
 //
+// Measured on the H200 (bench/cuda/fp8_quantize_bench, bf16 to E4M3 with amax, T = 16384,
+// 2026-12-01): rows only 17 against 282 us unfused at C = 768, 46 against 988 us at C = 3072;
+// rows and transpose 27 against 357 us, 71 against 1289 us. Launched back to back (no host time
+// in between) the kernel moves 2.7 / 3.7 TB/s rows only and 2.7 / 3.1 TB/s with the transpose at
+// C = 768 / 3072, where a bf16 clone moves 3.6 / 4.0 TB/s.
+//
 // Values: saturate(x * scale) with the multiply in fp32, rounded to nearest-even in the format;
 // |v| > Fp8Max clamps to +-Fp8Max (+-inf included); NaN stays NaN (torch's byte: 0x7f with v's
 // sign). amax is the unscaled max |x| over the real rows, ignoring NaN (+-inf makes it inf),
