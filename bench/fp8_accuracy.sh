@@ -35,4 +35,4 @@ print(f"{sys.argv[2]},{sys.argv[3]},{m['accuracy']:.4f},{m['macro_f1']:.4f},{sys
 EOF
   done
 done
-column -s, -t "$csv"
+tr , "\t" < "$csv"

@@ -13,6 +13,10 @@
 
 namespace padless::models {
 
+namespace {
+constexpr int64_t kSlotFloats = 4;
+}  // namespace
+
 cuda::Fp8Format Fp8FormatOf(Fp8Operand operand) {
   return operand == Fp8Operand::kGrad ? cuda::Fp8Format::kE5M2 : cuda::Fp8Format::kE4M3;
 }
@@ -39,9 +43,11 @@ Fp8Scaling::Fp8Scaling(int64_t gemms, c10::Device device, Fp8ScalingOptions opti
               options.margin);
   const int64_t slots = gemms * kFp8OperandsPerGemm;
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
-  scale_ = at::ones({slots}, f32);
-  scale_inv_ = at::ones({slots}, f32);
-  amax_ = at::zeros({slots}, f32);
+  // One 16-byte row per slot: cuBLASLt wants every pointer of an FP8 GEMM 16-byte aligned, the
+  // scale pointers included. The slots are column 0.
+  scale_ = at::ones({slots, kSlotFloats}, f32).select(1, 0);
+  scale_inv_ = at::ones({slots, kSlotFloats}, f32).select(1, 0);
+  amax_ = at::zeros({slots, kSlotFloats}, f32).select(1, 0);
   history_ = at::zeros({options.history, slots}, f32);
   at::Tensor max = at::empty({kFp8OperandsPerGemm});
   for (int64_t o = 0; o < kFp8OperandsPerGemm; ++o) {
@@ -85,15 +91,15 @@ void Fp8Scaling::Advance() {
   amax_.zero_();
   const at::Tensor m = std::get<0>(history_.max(0));
   scale_.copy_(at::where(m > 0, fp8_max_ / m, scale_));
-  at::reciprocal_out(scale_inv_, scale_);
+  scale_inv_.copy_(at::reciprocal(scale_));
   calibrating_ = false;
 }
 
 at::Tensor Fp8Scaling::state() const {
-  at::Tensor meta = at::zeros_like(scale_);
+  at::Tensor meta = at::zeros({scale_.size(0)});
   meta[0] = static_cast<double>(position_);
   meta[1] = calibrating_ ? 1.0 : 0.0;
-  return at::cat({scale_.unsqueeze(0), meta.unsqueeze(0), history_}).cpu();
+  return at::cat({scale_.cpu().unsqueeze(0), meta.unsqueeze(0), history_.cpu()});
 }
 
 void Fp8Scaling::load_state(const at::Tensor& state) {
@@ -109,7 +115,7 @@ void Fp8Scaling::load_state(const at::Tensor& state) {
               position, " out of range");
   const at::NoGradGuard no_grad;
   scale_.copy_(s[0]);
-  at::reciprocal_out(scale_inv_, scale_);
+  scale_inv_.copy_(at::reciprocal(scale_));
   history_.copy_(s.narrow(0, 2, history_.size(0)));
   amax_.zero_();
   position_ = position;

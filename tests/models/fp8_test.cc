@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
@@ -64,6 +65,9 @@ TEST(Fp8ScalingTest, StartsCalibratingWithUnitScales) {
       EXPECT_EQ(At(s.scale_inv(g, o)), 1.0f);
       EXPECT_EQ(At(s.amax(g, o)), 0.0f);
       EXPECT_EQ(s.scale(g, o).numel(), 1);
+      // cuBLASLt's FP8 GEMMs want 16-byte aligned pointers, the scales' included.
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(s.scale_inv(g, o).data_ptr()) % 16, 0u);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(s.amax(g, o).data_ptr()) % 16, 0u);
     }
   }
 }

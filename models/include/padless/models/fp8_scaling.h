@@ -81,9 +81,9 @@ class Fp8Scaling {
 
   int64_t gemms_;
   Fp8ScalingOptions options_;
-  at::Tensor scale_;      // [slots]
-  at::Tensor scale_inv_;  // [slots]
-  at::Tensor amax_;       // [slots], this step
+  at::Tensor scale_;      // [slots], column 0 of [slots, 4]: 16-byte aligned slots
+  at::Tensor scale_inv_;  // [slots], likewise
+  at::Tensor amax_;       // [slots], likewise; this step
   at::Tensor history_;    // [history, slots]
   at::Tensor fp8_max_;    // [slots], each slot's format's largest finite value / 2^margin
   int64_t position_ = 0;  // the history row the next Advance() writes
