@@ -4,6 +4,7 @@
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "padless/models/autocast.h"
@@ -34,7 +35,21 @@ TEST(AutocastGuardTest, ParsesModes) {
   EXPECT_EQ(*ParseAmpMode("off"), AmpMode::kOff);
   EXPECT_EQ(*ParseAmpMode("bf16"), AmpMode::kBf16);
   EXPECT_EQ(*ParseAmpMode("fp16"), AmpMode::kFp16);
-  EXPECT_FALSE(ParseAmpMode("fp8").ok());
+  EXPECT_EQ(*ParseAmpMode("fp8"), AmpMode::kFp8);
+  for (AmpMode m : {AmpMode::kOff, AmpMode::kBf16, AmpMode::kFp16, AmpMode::kFp8}) {
+    EXPECT_EQ(*ParseAmpMode(AmpModeName(m)), m);
+  }
+  const absl::StatusOr<AmpMode> bad = ParseAmpMode("fp4");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("off, bf16, fp16 or fp8"), std::string::npos);
+}
+
+// FP8 GEMMs run inside a bf16 autocast region (the rest of the model computes in bf16).
+TEST(AutocastGuardTest, Fp8AutocastsToBf16) {
+  const at::Tensor a = at::randn({4, 8});
+  const at::Tensor w = at::randn({3, 8});
+  AutocastGuard guard(at::kCPU, AmpMode::kFp8);
+  EXPECT_EQ(at::linear(a, w).scalar_type(), at::kBFloat16);
 }
 
 struct Params {

@@ -76,6 +76,33 @@ TEST(TrainerTest, ResumeEqualsUninterruptedRun) {
   }
 }
 
+// FP8 (on the CPU, with the reference attention so that the fused layers and their FP8 GEMMs run):
+// the checkpoint carries the FP8 scales and amax history, so the resumed run ends where the
+// uninterrupted one does.
+TEST(TrainerTest, Fp8ResumeEqualsUninterruptedRun) {
+  const auto data = SyntheticCorpus(1, 48);
+  TrainConfig config = Quiet().epochs(2).lr(1e-3).amp(AmpMode::kFp8);
+  config.runtime(ModelRuntime{.attention = AttentionBackend::kVarlenReference});
+  auto train = [&](uint64_t seed, const TrainConfig& c) {
+    at::manual_seed(seed);
+    EncoderClassifier model(TinyConfig(0.0));
+    absl::StatusOr<TrainResult> r =
+        Trainer(model, c, Plan(batching::Sampler::kPacked), at::kCPU).Train(data, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return model;
+  };
+  EncoderClassifier full = train(5, config);
+  ASSERT_NE(full->runtime().fp8, nullptr);
+  // Every GEMM operand's amax entered the history: FP8 did run.
+  EXPECT_GT(full->runtime().fp8->state().narrow(0, 2, 1).min().item<float>(), 0.0f);
+  TempDir dir;
+  train(5, TrainConfig(config).checkpoint_dir(dir.str()).stop_after(4));
+  EncoderClassifier resumed =
+      train(999, TrainConfig(config).checkpoint_dir(dir.str()).resume(true));
+  EXPECT_LE(MaxDiff(Params(full), Params(resumed)), 1e-6);
+  EXPECT_TRUE(at::equal(full->runtime().fp8->state(), resumed->runtime().fp8->state()));
+}
+
 TEST(TrainerTest, OutOfMemoryStepIsSplitAndEqualsTheUnsplitStep) {
   const auto data = SyntheticCorpus(3, 32);
   const TrainConfig config = Quiet().epochs(1).lr(1e-3);
