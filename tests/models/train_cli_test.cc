@@ -298,7 +298,7 @@ TEST_F(TrainCliTest, InitFromWithAnotherPresetOrVocabularyIsAClearError) {
 TEST(TrainCliFlagsTest, BadFlagsAreUsageErrors) {
   EXPECT_EQ(RunPadless({"train", "--out", "/tmp/x"}).exit_code, 2);
   EXPECT_EQ(RunPadless({"train", "--data", "x.tsv"}).exit_code, 2);
-  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--amp", "fp8"},
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--amp", "fp4"},
                                                 {"--checkpoint", "every:0"},
                                                 {"--preset", "huge"},
                                                 {"--batching", "magic"},
