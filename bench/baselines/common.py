@@ -24,7 +24,12 @@ def parse_args(description, strategies):
     p.add_argument("--checkpoint", action="store_true", help="per-layer activation checkpointing")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--json", default="", help="append one JSON line per strategy here")
-    return p.parse_args()
+    args = p.parse_args()
+    # An unknown or empty name would silently run the default padding (e.g. "" from "a,,b").
+    unknown = [s for s in args.strategies.split(",") if s not in strategies]
+    if unknown:
+        p.error(f"--strategies: unknown {unknown}; expected a comma list of {', '.join(strategies)}")
+    return args
 
 
 def load_lengths(path, max_len):

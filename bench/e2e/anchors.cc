@@ -120,10 +120,13 @@ std::vector<AnchorRun> RunAnchors(const AnchorOptions& o) {
     std::vector<std::string> extra;
     if (checkpoint) extra.push_back("--checkpoint");
     const std::string suffix = checkpoint ? "_ckpt" : "";
-    std::vector<std::string> hf_extra = extra;
-    hf_extra.push_back("--strategies");
-    hf_extra.push_back(o.hf_strategies);
-    runs.push_back(RunScript(o, "hf_bert.py", "hf" + suffix, hf_extra));
+    // An empty list: no Hugging Face anchor (the plain-PyTorch peer alone).
+    if (!o.hf_strategies.empty()) {
+      std::vector<std::string> hf_extra = extra;
+      hf_extra.push_back("--strategies");
+      hf_extra.push_back(o.hf_strategies);
+      runs.push_back(RunScript(o, "hf_bert.py", "hf" + suffix, hf_extra));
+    }
     runs.push_back(RunScript(o, "torch_packed.py", "torch_packed" + suffix, extra));
   }
   return runs;

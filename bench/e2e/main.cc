@@ -67,7 +67,7 @@ ABSL_FLAG(std::string, python, "python3", "interpreter for the anchors");
 ABSL_FLAG(std::string, baselines_dir, PADLESS_SOURCE_DIR "/bench/baselines",
           "folder of hf_bert.py and torch_packed.py");
 ABSL_FLAG(std::string, hf_strategies, "pad_to_max,pad_longest,group_by_length",
-          "strategies of the Hugging Face anchor");
+          "strategies of the Hugging Face anchor (empty: no Hugging Face anchor)");
 ABSL_FLAG(std::string, trace_dir, "",
           "write a PyTorch profiler trace of --trace_steps steps run after each configuration's "
           "timed steps to DIR/<configuration>.json (summarise with bench/e2e/trace_summary.py)");
