@@ -6,12 +6,11 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <array>
-#include <optional>
 #include <tuple>
 #include <vector>
 
-#include "fp8_gemm.h"
 #include "layer_call.h"
+#include "layer_gemms.h"
 #include "padless/cuda/kernels/bias_grad.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/cuda/kernels/residual_layer_norm.h"
@@ -23,6 +22,12 @@ namespace padless::models {
 namespace {
 
 using internal::CaptureRng;
+using internal::LayerGemms;
+using internal::OutputGrad;
+using internal::kFfnInGemm;
+using internal::kFfnOutGemm;
+using internal::kOutGemm;
+using internal::kQkvGemm;
 using internal::RestoreRng;
 using internal::RngState;
 
@@ -105,75 +110,19 @@ at::Tensor ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activ
   return at::gelu_backward(grad, f);
 }
 
-// The layer's four GEMMs, in order. Each one's weight is followed by its bias in the weights.
-enum LayerGemm { kQkvGemm, kOutGemm, kFfnInGemm, kFfnOutGemm };
-constexpr std::array<int, kFusedLayerGemms> kGemmWeight = {kQkvWeight, kOutWeight, kFfnInWeight,
-                                                          kFfnOutWeight};
-
-// The gradient of a GEMM's output, as its backward GEMMs take it.
-struct OutputGrad {
-  LayerGemm gemm;
-  at::Tensor dy;                     // compute dtype
-  std::optional<internal::Fp8OutputGrad> fp8;  // its FP8 copies, for a GEMM that runs in FP8
-};
-
-// The layer's GEMMs in the compute dtype on cuBLASLt (gemm_epilogue.h: LibTorch's addmm asks
-// cuBLASLt's heuristic on every call, the most expensive host call of the forward), or in FP8
-// (fp8_gemm.h) for those that fit when the layer has FP8 scales.
-class LayerGemms {
- public:
-  LayerGemms(const std::vector<at::Tensor>& w, const FusedLayerFp8& fp8) : w_(w), fp8_(fp8) {}
-
-  // x @ W^T, plus the bias when `bias`.
-  at::Tensor Forward(LayerGemm g, const at::Tensor& x, bool bias) const {
-    const at::Tensor& weight = Weight(g);
-    const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
-    if (Fp8(g)) return internal::Fp8Linear(x, weight, b, Fp8Slots(g));
-    return bias ? cuda::LinearBias(x, weight, b) : cuda::Linear(x, weight);
+// FFN in and its activation: in the compute dtype and for tanh GELU one GEMM with a GELU
+// epilogue (gemm_epilogue.h); else the GEMM with its bias, then the activation.
+void FfnIn(const LayerGemms& gemms, const std::vector<at::Tensor>& w,
+           Activation activation, Activations* a) {
+  if (activation == Activation::kGeluTanh && !gemms.InFp8(kFfnInGemm)) {
+    cuda::LinearGeluResult r = cuda::LinearGelu(a->h, w[kFfnInWeight], w[kFfnInBias]);
+    a->f1 = std::move(r.pre);
+    a->g = std::move(r.act);
+    return;
   }
-
-  // FFN in and its activation: in the compute dtype and for tanh GELU one GEMM with a GELU
-  // epilogue; else the GEMM with its bias, then the activation.
-  void FfnIn(Activation activation, Activations* a) const {
-    if (activation == Activation::kGeluTanh && !Fp8(kFfnInGemm)) {
-      cuda::LinearGeluResult r = cuda::LinearGelu(a->h, Weight(kFfnInGemm), w_[kFfnInBias]);
-      a->f1 = std::move(r.pre);
-      a->g = std::move(r.act);
-      return;
-    }
-    a->f1 = Forward(kFfnInGemm, a->h, /*bias=*/true);
-    a->g = Activate(a->f1, activation);
-  }
-
-  // dy as GEMM g's backward takes it; `weight_grad`: whether WeightGrad will be asked for.
-  OutputGrad Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {
-    OutputGrad d{.gemm = g, .dy = dy, .fp8 = std::nullopt};
-    if (Fp8(g)) d.fp8 = internal::QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad);
-    return d;
-  }
-
-  // dy @ W, added in place into `accumulate` (and returned) when that is defined.
-  at::Tensor InputGrad(const OutputGrad& d, const at::Tensor& accumulate = at::Tensor()) const {
-    if (d.fp8) return internal::Fp8LinearInputGrad(*d.fp8, Weight(d.gemm), accumulate);
-    return cuda::LinearInputGrad(d.dy, Weight(d.gemm), accumulate);
-  }
-
-  // dy^T @ x in fp32, x the GEMM's forward input.
-  at::Tensor WeightGrad(const OutputGrad& d, const at::Tensor& x) const {
-    if (d.fp8) return internal::Fp8LinearWeightGrad(*d.fp8, x);
-    return cuda::LinearWeightGrad(d.dy, x);
-  }
-
- private:
-  const at::Tensor& Weight(LayerGemm g) const { return w_[kGemmWeight[g]]; }
-  bool Fp8(LayerGemm g) const {
-    return fp8_.scaling != nullptr && internal::Fp8GemmFits(Weight(g));
-  }
-  internal::Fp8Gemm Fp8Slots(LayerGemm g) const { return {fp8_.scaling, fp8_.first_gemm + g}; }
-
-  const std::vector<at::Tensor>& w_;
-  FusedLayerFp8 fp8_;
-};
+  a->f1 = gemms.Forward(kFfnInGemm, a->h, /*bias=*/true);
+  a->g = Activate(a->f1, activation);
+}
 
 void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx,
                    double dropout_p, Activations* a) {
@@ -232,7 +181,7 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   a.mean1 = std::move(n1.mean);
   a.rstd1 = std::move(n1.rstd);
   a.mask1 = std::move(n1.mask);
-  gemms.FfnIn(EffectiveActivation(spec, x), &a);
+  FfnIn(gemms, w, EffectiveActivation(spec, x), &a);
   if (!through_ffn_out) return a;
   cuda::DropoutResidualLayerNormResult n2 =
       cuda::DropoutResidualLayerNorm(gemms.Forward(kFfnOutGemm, a.g, /*bias=*/false),

@@ -1,0 +1,34 @@
+#include "layer_gemms.h"
+
+#include "padless/cuda/kernels/gemm_epilogue.h"
+
+namespace padless::models::internal {
+
+bool LayerGemms::InFp8(LayerGemm g) const {
+  return fp8_.scaling != nullptr && Fp8GemmFits(Weight(g));
+}
+
+at::Tensor LayerGemms::Forward(LayerGemm g, const at::Tensor& x, bool bias) const {
+  const at::Tensor& weight = Weight(g);
+  const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
+  if (InFp8(g)) return Fp8Linear(x, weight, b, Fp8Slots(g));
+  return bias ? cuda::LinearBias(x, weight, b) : cuda::Linear(x, weight);
+}
+
+OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {
+  OutputGrad d{.gemm = g, .dy = dy, .fp8 = std::nullopt};
+  if (InFp8(g)) d.fp8 = QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad);
+  return d;
+}
+
+at::Tensor LayerGemms::InputGrad(const OutputGrad& d, const at::Tensor& accumulate) const {
+  if (d.fp8) return Fp8LinearInputGrad(*d.fp8, Weight(d.gemm), accumulate);
+  return cuda::LinearInputGrad(d.dy, Weight(d.gemm), accumulate);
+}
+
+at::Tensor LayerGemms::WeightGrad(const OutputGrad& d, const at::Tensor& x) const {
+  if (d.fp8) return Fp8LinearWeightGrad(*d.fp8, x);
+  return cuda::LinearWeightGrad(d.dy, x);
+}
+
+}  // namespace padless::models::internal

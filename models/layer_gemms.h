@@ -1,0 +1,64 @@
+// Internal: the fused encoder layer's four GEMMs (fused_layer.h), forward and backward, each either
+// in the compute dtype on the cached cuBLASLt path (padless/cuda/kernels/gemm_epilogue.h: LibTorch's
+// addmm asks cuBLASLt's heuristic on every call, the most expensive host call of the forward) or,
+// when the layer has FP8 scales and the GEMM's weight fits, in FP8 (fp8_gemm.h). The fused layer
+// calls the same functions either way.
+#ifndef PADLESS_MODELS_LAYER_GEMMS_H_
+#define PADLESS_MODELS_LAYER_GEMMS_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "fp8_gemm.h"
+#include "padless/models/encoder_layer.h"
+#include "padless/models/fused_layer.h"
+
+namespace padless::models::internal {
+
+// The layer's four GEMMs, in order. Each one's weight is followed by its bias in the weights.
+enum LayerGemm { kQkvGemm, kOutGemm, kFfnInGemm, kFfnOutGemm };
+inline constexpr std::array<int, kFusedLayerGemms> kGemmWeight = {kQkvWeight, kOutWeight,
+                                                                  kFfnInWeight, kFfnOutWeight};
+
+// The gradient of a GEMM's output, as its backward GEMMs take it.
+struct OutputGrad {
+  LayerGemm gemm;
+  at::Tensor dy;                     // compute dtype
+  std::optional<Fp8OutputGrad> fp8;  // its FP8 copies, for a GEMM that runs in FP8
+};
+
+class LayerGemms {
+ public:
+  // `w`: the layer's weights as it computes with them (fused_layer.cc); must outlive this object.
+  LayerGemms(const std::vector<at::Tensor>& w, const FusedLayerFp8& fp8) : w_(w), fp8_(fp8) {}
+
+  // Whether GEMM g runs in FP8.
+  bool InFp8(LayerGemm g) const;
+
+  // x @ W^T, plus the bias when `bias`.
+  at::Tensor Forward(LayerGemm g, const at::Tensor& x, bool bias) const;
+
+  // dy as GEMM g's backward takes it (quantized once in FP8); `weight_grad`: whether WeightGrad
+  // will be asked for.
+  OutputGrad Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const;
+
+  // dy @ W, added in place into `accumulate` (and returned) when that is defined.
+  at::Tensor InputGrad(const OutputGrad& d, const at::Tensor& accumulate = at::Tensor()) const;
+
+  // dy^T @ x in fp32, x the GEMM's forward input.
+  at::Tensor WeightGrad(const OutputGrad& d, const at::Tensor& x) const;
+
+ private:
+  const at::Tensor& Weight(LayerGemm g) const { return w_[kGemmWeight[g]]; }
+  Fp8Gemm Fp8Slots(LayerGemm g) const { return {fp8_.scaling, fp8_.first_gemm + g}; }
+
+  const std::vector<at::Tensor>& w_;
+  FusedLayerFp8 fp8_;
+};
+
+}  // namespace padless::models::internal
+
+#endif  // PADLESS_MODELS_LAYER_GEMMS_H_
