@@ -95,6 +95,12 @@ void Fp8Scaling::Advance() {
   calibrating_ = false;
 }
 
+int64_t Fp8Scaling::GemmsInHistory() const {
+  const at::Tensor inputs = history_.view({history_.size(0), gemms_, kFp8OperandsPerGemm})
+                                .select(2, static_cast<int64_t>(Fp8Operand::kInput));
+  return (inputs > 0).any(0).sum().item<int64_t>();
+}
+
 at::Tensor Fp8Scaling::state() const {
   at::Tensor meta = at::zeros({scale_.size(0)});
   meta[0] = static_cast<double>(position_);

@@ -22,6 +22,7 @@
 #include "padless/batching/shard_balance.h"
 #include "padless/cuda/memory/device_memory_cap.h"
 #include "padless/cuda/memory/memory_meter.h"
+#include "padless/models/fp8_scaling.h"
 #include "padless/models/grad_scaler.h"
 #include "padless/models/optimizer.h"
 #include "padless/models/sharded_evaluation.h"
@@ -169,9 +170,11 @@ class TrainingRun {
     const absl::Status read = ReadOutcomes(/*all=*/true);
     const absl::Status written = log_->Flush(state_.global_step, result_.skipped_steps);
     CheckChanceLevel();
+    CheckFp8Ran();
     return read.ok() ? written : read;
   }
   void CheckChanceLevel();
+  void CheckFp8Ran();
   absl::Status SaveCheckpoint() {
     if (config_.data_parallel().rank() != 0) return absl::OkStatus();  // rank 0 writes them
     const PauseClock clock(device_, paused_seconds_);
@@ -207,6 +210,7 @@ class TrainingRun {
   bool stop_ = false;
   double paused_seconds_ = 0;  // dev evaluations and checkpoint writes (PauseClock)
   bool chance_checked_ = false;
+  bool fp8_checked_ = false;
 };
 
 // The cross-entropy of predicting the label frequencies of `labels`: what a model that learned
@@ -247,6 +251,24 @@ void TrainingRun::CheckChanceLevel() {
                 "If it stays there, try a --lr below the current %g, more steps per epoch "
                 "(smaller --max-tokens; %d steps in all) or more epochs\n",
                 state_.global_step, log_->final_loss(), chance, config_.lr(), total_steps_);
+}
+
+// Once, at the first flush: whether --amp fp8 ran the GEMMs in FP8. They are in the fused layers,
+// which only some runs use; a run that asked for FP8 and trained in bf16 is told so.
+void TrainingRun::CheckFp8Ran() {
+  const std::shared_ptr<Fp8Scaling>& fp8 = model_->runtime().fp8;
+  if (fp8_checked_ || !fp8 || state_.global_step < 1) return;
+  fp8_checked_ = true;
+  result_.fp8_gemms = fp8->GemmsInHistory();
+  result_.fp8_gemms_total = fp8->gemms();
+  if (result_.fp8_gemms == result_.fp8_gemms_total || !config_.progress()) return;
+  log_->EndLine();
+  absl::FPrintF(stderr,
+                "warning: --amp fp8: %d of the encoder's %d GEMMs ran in FP8, the rest in bf16. "
+                "FP8 runs in the fused encoder layers: post-LN models on varlen batches (--batching "
+                "packed or varlen on a GPU) with --layers fused, not in the layers the attn/ffn "
+                "checkpoint scopes recompute, and for weights whose sides are multiples of 16\n",
+                result_.fp8_gemms, result_.fp8_gemms_total);
 }
 
 absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {

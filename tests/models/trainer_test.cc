@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "padless/models/fused_layer.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/metrics.h"
 #include "padless/tokenize/special_tokens.h"
@@ -101,6 +102,31 @@ TEST(TrainerTest, Fp8ResumeEqualsUninterruptedRun) {
       train(999, TrainConfig(config).checkpoint_dir(dir.str()).resume(true));
   EXPECT_LE(MaxDiff(Params(full), Params(resumed)), 1e-6);
   EXPECT_TRUE(at::equal(full->runtime().fp8->state(), resumed->runtime().fp8->state()));
+}
+
+// --amp fp8 reports how many GEMMs ran in FP8: all of them through the fused layers, none when the
+// run takes the generic layers (and then it says so).
+TEST(TrainerTest, Fp8SaysHowManyGemmsRanInFp8) {
+  const auto data = SyntheticCorpus(1, 16);
+  for (const bool fused : {true, false}) {
+    TrainConfig config = Quiet().max_steps(1).amp(AmpMode::kFp8);
+    config.runtime(ModelRuntime{.attention = AttentionBackend::kVarlenReference,
+                                .fused_layers = fused});
+    at::manual_seed(5);
+    EncoderClassifier model(TinyConfig(0.0));
+    absl::StatusOr<TrainResult> r =
+        Trainer(model, config, Plan(batching::Sampler::kPacked), at::kCPU).Train(data, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->fp8_gemms_total, 2 * kFusedLayerGemms);
+    EXPECT_EQ(r->fp8_gemms, fused ? 2 * kFusedLayerGemms : 0) << "fused " << fused;
+  }
+  at::manual_seed(5);
+  EncoderClassifier bf16(TinyConfig(0.0));
+  absl::StatusOr<TrainResult> r =
+      Trainer(bf16, Quiet().max_steps(1), Plan(batching::Sampler::kPacked), at::kCPU)
+          .Train(data, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->fp8_gemms_total, 0);
 }
 
 TEST(TrainerTest, OutOfMemoryStepIsSplitAndEqualsTheUnsplitStep) {

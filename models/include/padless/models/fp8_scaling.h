@@ -71,6 +71,10 @@ class Fp8Scaling {
   // are reset. Call once per optimizer step, skipped steps included.
   void Advance();
 
+  // How many GEMMs quantized their input in the steps the history holds: those that ran in FP8.
+  // Reads the device (one sync): for a check after the first step, not for every step.
+  int64_t GemmsInHistory() const;
+
   // For checkpoints: [2 + history, slots] fp32 (scales, history position and calibrating flag,
   // history rows). load_state throws c10::Error on a state of another shape.
   at::Tensor state() const;

@@ -34,7 +34,7 @@ struct ModelRuntime {
   // being 4i .. 4i + 3 (fused_layer.h). TrainStep sets it for AmpMode::kFp8 and advances it after
   // every optimizer step; training checkpoints keep its state. Layers the generic path runs (the
   // attn/ffn checkpoint scopes, pre-LN models) and evaluation stay in the compute dtype.
-  std::shared_ptr<Fp8Scaling> fp8;
+  std::shared_ptr<Fp8Scaling> fp8 = nullptr;
 };
 
 }  // namespace padless::models

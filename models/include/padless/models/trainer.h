@@ -47,6 +47,10 @@ struct TrainResult {
   bool stopped_early = false;
   // The training loss was still at chance level at TrainConfig::chance_check_step (see there).
   bool loss_at_chance = false;
+  // --amp fp8: how many of the encoder's GEMMs ran in FP8 in the first step (of fp8_gemms_total);
+  // fewer than all is warned about. Both 0 without FP8.
+  int64_t fp8_gemms = 0;
+  int64_t fp8_gemms_total = 0;
   bool interrupted = false;  // stop_after reached
   std::optional<EvalResult> best_dev;
   int64_t best_step = -1;
