@@ -108,6 +108,21 @@ TEST(Fp8ScalingTest, AdvanceScalesFromTheLargestAmaxOfTheHistory) {
   EXPECT_FLOAT_EQ(At(s.scale_inv(0, Fp8Operand::kInput)), 1.0f / 224.0f);
 }
 
+TEST(Fp8ScalingTest, CountsTheGemmsThatQuantizedTheirInput) {
+  Fp8Scaling s(3, at::kCPU, {.history = 2});
+  EXPECT_EQ(s.GemmsInHistory(), 0);
+  s.amax(1, Fp8Operand::kInput).fill_(1.0);
+  s.amax(2, Fp8Operand::kWeight).fill_(1.0);  // a weight alone: its GEMM did not run
+  s.Advance();
+  EXPECT_EQ(s.GemmsInHistory(), 1);
+  s.amax(0, Fp8Operand::kInput).fill_(1.0);
+  s.Advance();
+  EXPECT_EQ(s.GemmsInHistory(), 2);
+  s.Advance();
+  s.Advance();  // both steps left the history
+  EXPECT_EQ(s.GemmsInHistory(), 0);
+}
+
 TEST(Fp8ScalingTest, NonFiniteAmaxesDoNotEnterTheHistory) {
   Fp8Scaling s(1, at::kCPU, {.history = 4});
   s.amax(0, Fp8Operand::kInput).fill_(4.0);
