@@ -81,8 +81,10 @@ void Fp8Scaling::Calibrate(int64_t gemm, Fp8Operand operand, const at::Tensor& a
   const at::Tensor usable = at::isfinite(m).logical_and(m > 0);
   at::Tensor s = scale_.select(0, slot);
   s.copy_(at::where(usable, fp8_max_.select(0, slot) / m, s));
-  scale_inv_.select(0, slot).copy_(at::reciprocal(s));
+  UpdateInverses();
 }
+
+void Fp8Scaling::UpdateInverses() { scale_inv_.copy_(at::reciprocal(scale_)); }
 
 void Fp8Scaling::Advance() {
   const at::NoGradGuard no_grad;
@@ -91,7 +93,7 @@ void Fp8Scaling::Advance() {
   amax_.zero_();
   const at::Tensor m = std::get<0>(history_.max(0));
   scale_.copy_(at::where(m > 0, fp8_max_ / m, scale_));
-  scale_inv_.copy_(at::reciprocal(scale_));
+  UpdateInverses();
   calibrating_ = false;
 }
 
@@ -121,7 +123,7 @@ void Fp8Scaling::load_state(const at::Tensor& state) {
               position, " out of range");
   const at::NoGradGuard no_grad;
   scale_.copy_(s[0]);
-  scale_inv_.copy_(at::reciprocal(scale_));
+  UpdateInverses();
   history_.copy_(s.narrow(0, 2, history_.size(0)));
   amax_.zero_();
   position_ = position;

@@ -7,7 +7,6 @@
 //   not move within a step;
 // - TrainStep installs the scales, advances them every step, and a small model learns.
 #include <ATen/ATen.h>
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,10 +24,12 @@
 #include "padless/models/fp8_scaling.h"
 #include "padless/models/fused_layer.h"
 #include "padless/models/train_step.h"
+#include "packing_test_util.h"
 
 namespace padless::models {
 namespace {
 
+using cuda::testing::ExpectC10Error;
 using testing::ChangeRuntime;
 using testing::HasCuda;
 using testing::kHidden;
@@ -43,11 +44,6 @@ using testing::ToDevice;
 
 float At(const at::Tensor& t) { return t.item<float>(); }
 
-// Runs f, which must throw c10::Error whose message contains `needle`.
-template <typename F>
-void ExpectC10Error(F&& f, const std::string& needle) {
-  EXPECT_THAT(f, ::testing::ThrowsMessage<c10::Error>(::testing::HasSubstr(needle)));
-}
 
 TEST(Fp8ScalingTest, FormatsPerOperand) {
   EXPECT_EQ(Fp8FormatOf(Fp8Operand::kInput), cuda::Fp8Format::kE4M3);

@@ -82,6 +82,8 @@ class Fp8Scaling {
 
  private:
   int64_t Slot(int64_t gemm, Fp8Operand operand) const;
+  // scale_inv_ = 1 / scale_: the one place the GEMMs' copy of the scales is derived.
+  void UpdateInverses();
 
   int64_t gemms_;
   Fp8ScalingOptions options_;
