@@ -265,7 +265,8 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   const auto float_opts = sum.options().dtype(at::kFloat);
   const int64_t quantities = need_bias_grad ? 3 : 2;
   const int64_t blocks =
-      internal::ResidualLayerNormBackwardBlocks(rows, hidden, SmCount(sum.device()));
+      internal::ResidualLayerNormBackwardBlocks(rows, hidden, *type, need_bias_grad,
+                                                SmCount(sum.device()));
   const at::Tensor partials = at::empty({blocks, quantities, hidden}, float_opts);
   DropoutResidualLayerNormGrads grads;
   grads.d_sum = at::empty_like(sum);

@@ -6,7 +6,15 @@
 // the `sum` tensor the backward reads (as at::native_layer_norm on that tensor would).
 //
 // Dropout: Philox subsequence row * 32 + lane at the generator's offset, so the mask is a pure
-// function of (seed, offset, row, column): restoring the generator state reproduces it.
+// function of (seed, offset, row, column): restoring the generator state reproduces it. One Philox
+// draw (four 32-bit words) covers a vector of up to 8 elements: each word gives two 16-bit
+// uniforms, and an element is kept when its uniform is below round((1 - p) * 65536). The keep
+// probability is thus 1 - p to within 2^-17 (p = 0.1: 0.899994), for half the Philox work of one
+// draw per element, which was a third of the forward kernel's instructions.
+//
+// Both kernels issue every load of a row before its first store: the compiler may not move a load
+// above a store through pointers that could alias, so loads and stores would otherwise alternate,
+// one memory round trip per vector.
 //
 // Backward: per row, d_sum = rstd * (g*gamma - mean(g*gamma) - xhat * mean(g*gamma*xhat)); the
 // column sums (d_gamma, d_beta, d_bias) go to per-warp fp32 accumulators in shared memory, then to
@@ -17,6 +25,7 @@
 #include <curand_kernel.h>
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "float_pack.cuh"
@@ -34,28 +43,79 @@ constexpr int kMaxIters = 16;
 constexpr int kMaxBackwardWarps = 4;
 // The backward's shared accumulators stay within the default 48 KiB of one block.
 constexpr int64_t kBackwardSharedFloats = 48 * 1024 / 4;
-// Backward warps per SM (in blocks of BackwardWarps(H)): more hide more latency but add
-// [blocks, 3, H] fp32 partials traffic (~4% of the row traffic at H = 1024 with 8). Worth tuning
-// on the H200.
-constexpr int64_t kBackwardWarpsPerSm = 8;
 constexpr int kReduceCols = 32;
-constexpr int kReduceRows = 8;
+constexpr int kReduceRows = 32;
+
+// Resident blocks of 4 warps per SM that the kernels' register budgets aim at (__launch_bounds__):
+// a warp works on one row at a time, so latency is hidden by warps alone. The values are the
+// largest at which ptxas still keeps the row in registers (sm_90, bf16: H <= 768 in 64 forward and
+// 96 backward registers, H = 1024 in 128 backward ones); wider rows get what they need. The
+// backward sizes its grid by what the device reports (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+constexpr int ForwardMinBlocks(int iters) { return iters <= 3 ? 8 : 1; }
+constexpr int BackwardMinBlocks(int iters) { return iters <= 3 ? 5 : (iters == 4 ? 4 : 1); }
 
 // Elements of T in one 16-byte vector.
 template <typename T>
 constexpr int kVecOf = static_cast<int>(16 / sizeof(T));
 
-// kVec mask bytes (bool is one byte holding 0 or 1).
+// kVec mask bytes (bool is one byte holding 0 or 1) as one register-sized word: byte k is
+// element k's keep flag.
 template <int kVec>
-struct alignas(kVec) MaskPack {
-  uint8_t v[kVec];
-};
+using MaskBits = std::conditional_t<kVec == 8, uint64_t, uint32_t>;
+
+template <int kVec>
+__device__ __forceinline__ bool Kept(MaskBits<kVec> bits, int k) {
+  return ((bits >> (8 * k)) & 0xffu) != 0;
+}
+
+// A 16-byte vector of a row as loaded: four 32-bit words. Held in this form between a load and its
+// use it takes 4 registers, where a Pack<bf16, 8> would be split into 8.
+using Words = uint4;
+
+template <typename T>
+__device__ __forceinline__ Words LoadWords(const T* p) {
+  return *reinterpret_cast<const Words*>(p);
+}
+
+template <typename T, int kVec>
+__device__ __forceinline__ void Unpack(const Words& words, float (&out)[kVec]) {
+  static_assert(sizeof(Pack<T, kVec>) == sizeof(Words), "a vector is 16 bytes");
+  Pack<T, kVec> pack;
+  memcpy(&pack, &words, sizeof(pack));
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) out[k] = ToFloat(pack.v[k]);
+}
+
+// Rounds `in` to T.
+template <typename T, int kVec>
+__device__ __forceinline__ Words PackWords(const float (&in)[kVec]) {
+  Pack<T, kVec> pack;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) pack.v[k] = FromFloat<T>(in[k]);
+  Words words;
+  memcpy(&words, &pack, sizeof(words));
+  return words;
+}
 
 template <typename T, int kVec>
 __device__ __forceinline__ void Load(const T* p, float (&out)[kVec]) {
-  const Pack<T, kVec> pack = *reinterpret_cast<const Pack<T, kVec>*>(p);
+  Unpack<T, kVec>(LoadWords(p), out);
+}
+
+// Keep decisions for one vector of kVec <= 8 elements from one Philox draw (see the file comment).
+template <int kVec>
+__device__ __forceinline__ MaskBits<kVec> DrawKeep(curandStatePhilox4_32_10_t& rng,
+                                                   uint32_t keep_below) {
+  static_assert(kVec <= 8, "one draw holds 8 16-bit uniforms");
+  const uint4 r = curand4(&rng);
+  const uint32_t words[4] = {r.x, r.y, r.z, r.w};
+  MaskBits<kVec> keep = 0;
 #pragma unroll
-  for (int k = 0; k < kVec; ++k) out[k] = ToFloat(pack.v[k]);
+  for (int k = 0; k < kVec; ++k) {
+    const uint32_t uniform = (words[k / 2] >> (16 * (k % 2))) & 0xffffu;
+    keep |= static_cast<MaskBits<kVec>>(uniform < keep_below ? 1 : 0) << (8 * k);
+  }
+  return keep;
 }
 
 // fp32 parameters as float4 loads (their vectors are 16-byte aligned whatever T is).
@@ -73,10 +133,7 @@ __device__ __forceinline__ void LoadParams(const float* p, float (&out)[kVec]) {
 
 template <typename T, int kVec>
 __device__ __forceinline__ void Store(T* p, const float (&in)[kVec]) {
-  Pack<T, kVec> pack;
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) pack.v[k] = FromFloat<T>(in[k]);
-  *reinterpret_cast<Pack<T, kVec>*>(p) = pack;
+  *reinterpret_cast<Words*>(p) = PackWords<T, kVec>(in);
 }
 
 // p[k] += in[k] on this lane's slice of the shared accumulators.
@@ -103,7 +160,7 @@ __device__ __forceinline__ float WarpSum(float v) {
 }
 
 template <typename T, int kIters>
-__global__ void __launch_bounds__(kForwardWarps* kLanes)
+__global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters))
     ForwardKernel(const ResidualLayerNormForwardArgs a) {
   constexpr int kVec = kVecOf<T>;
   const int lane = threadIdx.x % kLanes;
@@ -111,29 +168,37 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
   if (row >= a.rows) return;  // the whole warp: the shuffles below see full warps only
   const int64_t vecs = a.hidden / kVec;
   const int64_t base = row * a.hidden;
-  const T* input = static_cast<const T*>(a.input) + base;
-  const T* residual = static_cast<const T*>(a.residual) + base;
-  const T* bias = static_cast<const T*>(a.bias);
-  T* sum = static_cast<T*>(a.sum) + base;
-  T* out = static_cast<T*>(a.out) + base;
+  const T* __restrict__ input = static_cast<const T*>(a.input) + base;
+  const T* __restrict__ residual = static_cast<const T*>(a.residual) + base;
+  const T* __restrict__ bias = static_cast<const T*>(a.bias);
+  T* __restrict__ sum = static_cast<T*>(a.sum) + base;
+  T* __restrict__ out = static_cast<T*>(a.out) + base;
   const bool dropout = a.p > 0.f;
   const float keep_prob = 1.f - a.p;
   const float scale = 1.f / keep_prob;
+  const uint32_t keep_below = __float2uint_rn(keep_prob * 65536.f);
 
   curandStatePhilox4_32_10_t rng;
   if (dropout) curand_init(a.seed, static_cast<uint64_t>(row) * kLanes + lane, a.offset, &rng);
 
-  // The row as stored: T holds the rounded sum exactly, in half the registers of fp32 for
-  // bf16/fp16.
-  Pack<T, kVec> x[kIters];
+  // The row's loads first (file comment). x becomes the row as stored: T holds the rounded sum
+  // exactly, in half the registers of fp32 for bf16/fp16.
+  Words in_raw[kIters], x[kIters];
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
+    if (v >= vecs) continue;
+    in_raw[i] = LoadWords(input + v * kVec);
+    x[i] = LoadWords(residual + v * kVec);
+  }
   float total = 0.f;
 #pragma unroll
   for (int i = 0; i < kIters; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
     if (v >= vecs) continue;
     float in[kVec], res[kVec];
-    Load<T, kVec>(input + v * kVec, in);
-    Load<T, kVec>(residual + v * kVec, res);
+    Unpack<T, kVec>(in_raw[i], in);
+    Unpack<T, kVec>(x[i], res);
     if (bias != nullptr) {
       float b[kVec];
       Load<T, kVec>(bias + v * kVec, b);
@@ -141,26 +206,18 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
       for (int k = 0; k < kVec; ++k) in[k] += b[k];
     }
     if (dropout) {
-      MaskPack<kVec> keep;
+      const MaskBits<kVec> keep = DrawKeep<kVec>(rng, keep_below);
 #pragma unroll
-      for (int q = 0; q < kVec / 4; ++q) {
-        const float4 u = curand_uniform4(&rng);  // in (0, 1]: P(u < 1 - p) = 1 - p
-        const float us[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const bool kept = us[e] < keep_prob;
-          keep.v[4 * q + e] = kept ? 1 : 0;
-          in[4 * q + e] = kept ? in[4 * q + e] * scale : 0.f;
-        }
-      }
-      *reinterpret_cast<MaskPack<kVec>*>(a.mask + base + v * kVec) = keep;
+      for (int k = 0; k < kVec; ++k) in[k] = Kept<kVec>(keep, k) ? in[k] * scale : 0.f;
+      *reinterpret_cast<MaskBits<kVec>*>(a.mask + base + v * kVec) = keep;
     }
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      x[i].v[k] = FromFloat<T>(res[k] + in[k]);
-      total += ToFloat(x[i].v[k]);  // statistics of the stored (rounded) sum
-    }
-    *reinterpret_cast<Pack<T, kVec>*>(sum + v * kVec) = x[i];
+    for (int k = 0; k < kVec; ++k) res[k] += in[k];
+    x[i] = PackWords<T, kVec>(res);
+    Unpack<T, kVec>(x[i], res);  // statistics of the stored (rounded) sum
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) total += res[k];
+    *reinterpret_cast<Words*>(sum + v * kVec) = x[i];
   }
   const float inv_hidden = 1.f / static_cast<float>(a.hidden);
   const float mean = WarpSum(total) * inv_hidden;
@@ -171,9 +228,11 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
 #pragma unroll
   for (int i = 0; i < kIters; ++i) {
     if (lane + static_cast<int64_t>(i) * kLanes >= vecs) continue;
+    float xs[kVec];
+    Unpack<T, kVec>(x[i], xs);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const float d = ToFloat(x[i].v[k]) - mean;
+      const float d = xs[k] - mean;
       squares += d * d;
     }
   }
@@ -188,18 +247,32 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes)
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
     if (v >= vecs) continue;
     float g[kVec], b[kVec], y[kVec];
+    Unpack<T, kVec>(x[i], y);
     LoadParams<kVec>(a.gamma + v * kVec, g);
     LoadParams<kVec>(a.beta + v * kVec, b);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) y[k] = (ToFloat(x[i].v[k]) - mean) * rstd * g[k] + b[k];
+    for (int k = 0; k < kVec; ++k) y[k] = (y[k] - mean) * rstd * g[k] + b[k];
     Store<T, kVec>(out + v * kVec, y);
   }
 }
 
 // Shared memory: [warps][quantities][hidden] fp32 accumulators; each lane only touches its own
 // columns of its own warp's slice until the final cross-warp sum.
+// g = d_out (+ extra) for one vector, in fp32.
+template <typename T, int kVec>
+__device__ __forceinline__ void IncomingGrad(const Words& d_out, const Words& extra, bool has_extra,
+                                             float (&g)[kVec]) {
+  Unpack<T, kVec>(d_out, g);
+  if (has_extra) {
+    float e[kVec];
+    Unpack<T, kVec>(extra, e);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) g[k] += e[k];
+  }
+}
+
 template <typename T, int kIters>
-__global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
+__global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(kIters))
     BackwardKernel(const ResidualLayerNormBackwardArgs a) {
   constexpr int kVec = kVecOf<T>;
   extern __shared__ float4 shared_raw[];
@@ -219,42 +292,49 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
   float* d_bias_acc = d_beta_acc + hidden;  // used only when need_bias_grad
   const float inv_hidden = 1.f / static_cast<float>(hidden);
   const float scale = a.p > 0.f ? 1.f / (1.f - a.p) : 1.f;
+  const bool has_extra = a.extra != nullptr;
+  const bool has_mask = a.mask != nullptr;
 
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * warps + warp; row < a.rows;
        row += static_cast<int64_t>(gridDim.x) * warps) {
     const int64_t base = row * hidden;
-    const T* d_out = static_cast<const T*>(a.d_out) + base;
-    const T* extra = a.extra != nullptr ? static_cast<const T*>(a.extra) + base : nullptr;
-    const T* sum = static_cast<const T*>(a.sum) + base;
+    const T* __restrict__ d_out = static_cast<const T*>(a.d_out) + base;
+    const T* __restrict__ extra = has_extra ? static_cast<const T*>(a.extra) + base : nullptr;
+    const T* __restrict__ sum = static_cast<const T*>(a.sum) + base;
+    const bool* __restrict__ mask = has_mask ? a.mask + base : nullptr;
     const float mean = __ldg(a.mean + row);
     const float rstd = __ldg(a.rstd + row);
 
-    // g * gamma in fp32 and the row of `sum` as stored (xhat is recomputed from it).
-    float gg[kIters][kVec];
-    Pack<T, kVec> sum_row[kIters];
+    // The row's loads first (file comment); g * gamma is recomputed in the second pass rather
+    // than held, which keeps the register count (and so the occupancy) up.
+    Words g_raw[kIters], e_raw[kIters], sum_row[kIters];
+    MaskBits<kVec> keep[kIters];
+#pragma unroll
+    for (int i = 0; i < kIters; ++i) {
+      const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
+      if (v >= vecs) continue;
+      g_raw[i] = LoadWords(d_out + v * kVec);
+      e_raw[i] = has_extra ? LoadWords(extra + v * kVec) : Words{};
+      sum_row[i] = LoadWords(sum + v * kVec);
+      keep[i] = has_mask ? *reinterpret_cast<const MaskBits<kVec>*>(mask + v * kVec) : 0;
+    }
+
     float sum_gg = 0.f, sum_gg_xhat = 0.f;
 #pragma unroll
     for (int i = 0; i < kIters; ++i) {
       const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
       if (v >= vecs) continue;
-      float g[kVec], gamma[kVec];
-      Load<T, kVec>(d_out + v * kVec, g);
-      if (extra != nullptr) {
-        float e[kVec];
-        Load<T, kVec>(extra + v * kVec, e);
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) g[k] += e[k];
-      }
-      sum_row[i] = *reinterpret_cast<const Pack<T, kVec>*>(sum + v * kVec);
+      float g[kVec], gamma[kVec], x[kVec], g_xhat[kVec];
+      IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
       LoadParams<kVec>(a.gamma + v * kVec, gamma);
-      float g_xhat[kVec];
+      Unpack<T, kVec>(sum_row[i], x);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        const float xhat = (ToFloat(sum_row[i].v[k]) - mean) * rstd;
-        gg[i][k] = g[k] * gamma[k];
+        const float xhat = (x[k] - mean) * rstd;
+        const float gg = g[k] * gamma[k];
         g_xhat[k] = g[k] * xhat;
-        sum_gg += gg[i][k];
-        sum_gg_xhat += gg[i][k] * xhat;
+        sum_gg += gg;
+        sum_gg_xhat += gg * xhat;
       }
       AddShared<kVec>(d_gamma_acc + v * kVec, g_xhat);
       AddShared<kVec>(d_beta_acc + v * kVec, g);
@@ -266,18 +346,19 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
     for (int i = 0; i < kIters; ++i) {
       const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
       if (v >= vecs) continue;
-      float d[kVec];
+      float g[kVec], gamma[kVec], x[kVec], d[kVec];
+      IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
+      LoadParams<kVec>(a.gamma + v * kVec, gamma);
+      Unpack<T, kVec>(sum_row[i], x);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        const float xhat = (ToFloat(sum_row[i].v[k]) - mean) * rstd;
-        d[k] = rstd * (gg[i][k] - mean_gg - xhat * mean_gg_xhat);
+        const float xhat = (x[k] - mean) * rstd;
+        d[k] = rstd * (g[k] * gamma[k] - mean_gg - xhat * mean_gg_xhat);
       }
       Store<T, kVec>(static_cast<T*>(a.d_sum) + base + v * kVec, d);
-      if (a.mask != nullptr) {
-        const MaskPack<kVec> keep =
-            *reinterpret_cast<const MaskPack<kVec>*>(a.mask + base + v * kVec);
+      if (has_mask) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) d[k] = keep.v[k] != 0 ? d[k] * scale : 0.f;
+        for (int k = 0; k < kVec; ++k) d[k] = Kept<kVec>(keep[i], k) ? d[k] * scale : 0.f;
         Store<T, kVec>(static_cast<T*>(a.d_input) + base + v * kVec, d);
       }
       if (a.need_bias_grad) AddShared<kVec>(d_bias_acc + v * kVec, d);
@@ -294,8 +375,9 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes)
 }
 
 // Column j of the partials [blocks, quantities * hidden] summed over the blocks, written to
-// d_gamma / d_beta / d_bias (quantity j / hidden): a 32-column tile per block, 8 threads per column
-// each striding over the blocks, then a fixed-order sum of the 8.
+// d_gamma / d_beta / d_bias (quantity j / hidden): a 32-column tile per block, 32 threads per column
+// each striding over the blocks (the backward runs hundreds of blocks), then a fixed-order sum of
+// the 32.
 __global__ void __launch_bounds__(kReduceCols* kReduceRows)
     ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ d_gamma,
                          float* __restrict__ d_beta, float* __restrict__ d_bias, int64_t blocks,
@@ -413,10 +495,6 @@ int ItersForType(int64_t hidden, FloatType type) {
                       [&](auto tag) { return ItersFor<typename decltype(tag)::type>(hidden); });
 }
 
-int VecOfType(FloatType type) {
-  return DispatchType(type, 0, [](auto tag) { return kVecOf<typename decltype(tag)::type>; });
-}
-
 }  // namespace
 
 bool ResidualLayerNormSupported(int64_t hidden, FloatType type) {
@@ -424,8 +502,8 @@ bool ResidualLayerNormSupported(int64_t hidden, FloatType type) {
 }
 
 int64_t ResidualLayerNormRandomsPerThread(int64_t hidden, FloatType type) {
-  // kIters vectors of 4 or 8 elements (one per valid vector): already a multiple of 4.
-  return static_cast<int64_t>(ItersForType(hidden, type)) * VecOfType(type);
+  // One Philox draw of four 32-bit randoms per vector (DrawKeep), kIters vectors.
+  return static_cast<int64_t>(ItersForType(hidden, type)) * 4;
 }
 
 cudaError_t LaunchResidualLayerNormForward(const ResidualLayerNormForwardArgs& args,
@@ -439,10 +517,25 @@ cudaError_t LaunchResidualLayerNormForward(const ResidualLayerNormForwardArgs& a
   });
 }
 
-int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, int64_t sm_count) {
+int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, FloatType type,
+                                        bool need_bias_grad, int64_t sm_count) {
   const int64_t warps = BackwardWarps(hidden);
   const int64_t by_rows = (rows + warps - 1) / warps;
-  const int64_t by_device = (kBackwardWarpsPerSm / warps) * (sm_count < 1 ? 1 : sm_count);
+  int per_sm = 1;
+  DispatchType(type, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return DispatchIters<T>(hidden, [&](auto iters) {
+      const auto kernel = BackwardKernel<T, decltype(iters)::value>;
+      // The shared accumulators compete with L1 for the same memory: ask for the largest carveout.
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           cudaSharedmemCarveoutMaxShared);
+      const size_t shared = static_cast<size_t>(warps) * (need_bias_grad ? 3 : 2) * hidden * 4;
+      return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
+                                                           static_cast<int>(warps) * kLanes, shared);
+    });
+  });
+  cudaGetLastError();  // a failed query only costs occupancy: fall back to one block per SM
+  const int64_t by_device = (per_sm < 1 ? 1 : per_sm) * (sm_count < 1 ? 1 : sm_count);
   const int64_t blocks = by_rows < by_device ? by_rows : by_device;
   return blocks < 1 ? 1 : blocks;
 }

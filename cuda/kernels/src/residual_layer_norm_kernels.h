@@ -49,9 +49,11 @@ struct ResidualLayerNormForwardArgs {
 cudaError_t LaunchResidualLayerNormForward(const ResidualLayerNormForwardArgs& args,
                                            cudaStream_t stream);
 
-// Number of row blocks of the backward kernel (rows of the fp32 partials workspace) on a device
-// with `sm_count` multiprocessors; >= 1.
-int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, int64_t sm_count);
+// Number of row blocks of the backward kernel (rows of the fp32 partials workspace) on the current
+// device, which has `sm_count` multiprocessors: as many as can be resident at once (the CUDA
+// occupancy query), at most one per row group; >= 1.
+int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, FloatType type,
+                                        bool need_bias_grad, int64_t sm_count);
 
 struct ResidualLayerNormBackwardArgs {
   const void* d_out = nullptr;   // [rows, hidden] of `type`
