@@ -1,4 +1,4 @@
-// Launcher of the gradient pass with fused bias-gradient column sums behind bias_grad.h. Raw
+// Launchers of the gradient passes with fused bias-gradient column sums behind bias_grad.h. Raw
 // pointers only (the .cu file must not include torch headers). Every launcher enqueues on
 // `stream`, returns cudaGetLastError(), and assumes the caller checked what BiasGradSupported()
 // and the 16-byte alignment of every pointer require.
@@ -33,6 +33,11 @@ struct BiasGradOutput {
   int64_t cols = 0;
   FloatType type = FloatType::kBFloat16;
 };
+
+// out = grad * gelu_tanh'(pre) (grad, pre: [rows, cols] of `type`), computed in fp32 like
+// at::gelu_backward(..., "tanh") but with exp and a reciprocal in place of tanhf (see the .cu).
+cudaError_t LaunchGeluTanhBackward(const void* grad, const void* pre, const BiasGradOutput& out,
+                                   cudaStream_t stream);
 
 // out[r] = [a[r] | b[r] | c[r]] for three [rows, cols / 3] inputs of `type` (cols / 3 a multiple
 // of 8).
