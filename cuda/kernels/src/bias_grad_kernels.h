@@ -4,10 +4,10 @@
 // and the 16-byte alignment of every pointer require.
 //
 // Layout: a thread owns one 16-byte vector (8 bf16 / fp16 elements) of columns and a strip of
-// kBiasGradRowsPerBlock rows; it writes its outputs and sums them (as rounded to the storage type,
-// like a sum over the written gradient) in fp32 registers, then one row of fp32 partials per row
-// block. A second kernel sums the partials of each column in a fixed order: deterministic, no
-// atomics.
+// kBiasGradRowsPerBlock rows, which it loads a few rows ahead of its work; it writes its outputs
+// and sums them (as rounded to the storage type, like a sum over the written gradient) in fp32
+// registers, then one row of fp32 partials per row block. A second kernel sums the partials of
+// each column in a fixed order: deterministic, no atomics.
 #ifndef PADLESS_CUDA_SRC_BIAS_GRAD_KERNELS_H_
 #define PADLESS_CUDA_SRC_BIAS_GRAD_KERNELS_H_
 
