@@ -98,16 +98,17 @@ at::Tensor BiasGrad(const at::Tensor& grad) {
   return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
-at::Tensor ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return at::threshold_backward(grad, f, 0);
-    case Activation::kGeluTanh:
-      return at::gelu_backward(grad, f, "tanh");
-    case Activation::kGelu:
-      break;
+// The activation's backward and, when asked, the FFN-in bias gradient (its row sum): one pass for
+// tanh GELU (cuda::GeluTanhBackwardWithBiasGrad), else the ATen backward and a row sum.
+cuda::GradWithBiasGrad ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a,
+                                          bool need_bias_grad) {
+  if (a == Activation::kGeluTanh) {
+    return cuda::GeluTanhBackwardWithBiasGrad(grad, f, need_bias_grad);
   }
-  return at::gelu_backward(grad, f);
+  cuda::GradWithBiasGrad r;
+  r.grad = a == Activation::kRelu ? at::threshold_backward(grad, f, 0) : at::gelu_backward(grad, f);
+  if (need_bias_grad) r.bias_grad = BiasGrad(r.grad);
+  return r;
 }
 
 // FFN in and its activation: in the compute dtype and for tanh GELU one GEMM with a GELU
@@ -340,15 +341,17 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const OutputGrad d_ffn_out = gemms.Grad(kFfnOutGemm, n2.d_input, need(kFfnOutWeight));
     if (need(kFfnOutWeight)) set(kFfnOutWeight, gemms.WeightGrad(d_ffn_out, a.g));
     a.g = at::Tensor();
-    // Activation, FFN in. (cuBLASLt's DGELU_BGRAD epilogue would fuse the activation's backward
-    // and this bias gradient into the GEMM, but on the H200 it ran about twice as long as the
-    // GEMM, gelu_backward and the row sum apart; a kernel doing the activation's backward and the
-    // row sum in one pass lost too: bench/cuda/FUSED_KERNELS.md.)
-    const at::Tensor df1 = ActivationBackward(gemms.InputGrad(d_ffn_out), a.f1,
-                                              EffectiveActivation(spec, x));
+    // Activation, FFN in; for tanh GELU the bias gradient is summed in the activation's backward
+    // pass (a kernel with a cheaper slope than tanhf: the first one, with tanhf, lost to
+    // gelu_backward + the row sum). cuBLASLt's DGELU_BGRAD epilogue would fuse both into the
+    // GEMM, but on the H200 it ran about twice as long as the GEMM, gelu_backward and the row sum
+    // apart: bench/cuda/FUSED_KERNELS.md.
+    const cuda::GradWithBiasGrad f1 = ActivationBackward(
+        gemms.InputGrad(d_ffn_out), a.f1, EffectiveActivation(spec, x), need(kFfnInBias));
+    const at::Tensor& df1 = f1.grad;
     const OutputGrad d_ffn_in = gemms.Grad(kFfnInGemm, df1, need(kFfnInWeight));
     if (need(kFfnInWeight)) set(kFfnInWeight, gemms.WeightGrad(d_ffn_in, a.h));
-    if (need(kFfnInBias)) set(kFfnInBias, BiasGrad(df1));
+    set(kFfnInBias, f1.bias_grad);
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
         gemms.InputGrad(d_ffn_in), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight], a.mask1,

@@ -1,13 +1,13 @@
-// GPU micro-benchmark of the q/k/v gradient stack with its fused bias-gradient sum (bias_grad.h)
-// against the unfused ATen ops it replaces, in the same run and on the same inputs:
-//   StackQkv   StackWithBiasGrad(dq, dk, dv)   vs at::stack + at::sum(fp32)
-// (A tanh-GELU backward with the FFN-in bias sum in the same pass, once measured here, lost to
-// at::gelu_backward + at::sum; see bias_grad.h.)
-// Shapes: BERT-base (T=16384 tokens, H=768) and BERT-large widths (H=1024), bf16; --smoke uses one
-// tiny shape (proves the suite runs, measures nothing).
-// Timing: CUDA events around each call (manual time). Counters: bytes_per_second of the stack
-// (three [T, H] reads, one [T, 3H] write; the unfused sum's extra read is not counted, so both
-// rates are for the same useful work), kernel = 1 when the kernel ran.
+// GPU micro-benchmark of the gradient passes with fused bias-gradient sums (bias_grad.h) against
+// the unfused ATen ops they replace, in the same run and on the same inputs:
+//   GeluBackward   GeluTanhBackwardWithBiasGrad(dy, pre)   vs at::gelu_backward(tanh) + at::sum
+//   StackQkv       StackWithBiasGrad(dq, dk, dv)           vs at::stack + at::sum
+// (the sums in fp32).
+// Shapes: BERT-base (T=16384 tokens, H=768, F=3072) and BERT-large widths (H=1024, F=4096), bf16;
+// --smoke uses one tiny shape (proves the suite runs, measures nothing).
+// Timing: CUDA events around each call (manual time). Counters: bytes_per_second of the gradient
+// pass (reads and writes of the [T, N] tensors; the unfused sum's extra read is not counted, so
+// both rates are for the same useful work), kernel = 1 when the kernel ran.
 // usage: bias_grad_bench [--smoke] [google benchmark flags]; exits 0 with a message without a GPU.
 #include <ATen/ATen.h>
 #include <benchmark/benchmark.h>
@@ -27,34 +27,58 @@ constexpr int kWarmup = 3;
 
 struct Shape {
   const char* name;
-  int64_t t, h;
+  int64_t t, h, f;
 };
 
 struct Inputs {
+  at::Tensor dy, pre;  // [T, F]
   at::Tensor q, k, v;  // [T, H] each
 };
 
 const Inputs& InputsFor(const Shape& s) {
   return bench::OncePerShape<Inputs>(s.name, [&] {
     at::manual_seed(9);
-    const auto randn = [&] {
-      return at::randn({s.t, s.h}, at::TensorOptions(at::kCUDA)).to(at::kBFloat16);
+    const auto randn = [&](int64_t cols) {
+      return at::randn({s.t, cols}, at::TensorOptions(at::kCUDA)).to(at::kBFloat16);
     };
-    return Inputs{randn(), randn(), randn()};
+    return Inputs{randn(s.f), randn(s.f), randn(s.h), randn(s.h), randn(s.h)};
   });
 }
 
-void TimeOnGpu(benchmark::State& state, const std::function<void()>& fn, const Shape& s) {
+void TimeOnGpu(benchmark::State& state, const std::function<void()>& fn, double bytes) {
   bench::TimeIterationsWithCudaEvents(state, fn, kWarmup);
-  const double bytes = 6.0 * s.t * s.h * 2;
   state.counters["bytes_per_second"] =
       benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Two [T, F] reads and one write; three [T, H] reads and one [T, 3H] write.
+double GeluBytes(const Shape& s) { return 3.0 * s.t * s.f * 2; }
+double StackBytes(const Shape& s) { return 6.0 * s.t * s.h * 2; }
+
+void BM_GeluFused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state, [&] { benchmark::DoNotOptimize(GeluTanhBackwardWithBiasGrad(in.dy, in.pre, true)); },
+      GeluBytes(s));
+  state.counters["kernel"] = LastBiasGradRanKernel();
+}
+
+void BM_GeluUnfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state,
+      [&] {
+        const at::Tensor d = at::gelu_backward(in.dy, in.pre, "tanh");
+        benchmark::DoNotOptimize(at::sum(d, {0}, false, at::kFloat));
+      },
+      GeluBytes(s));
 }
 
 void BM_StackFused(benchmark::State& state, Shape s) {
   const Inputs& in = InputsFor(s);
   TimeOnGpu(
-      state, [&] { benchmark::DoNotOptimize(StackWithBiasGrad(in.q, in.k, in.v, true)); }, s);
+      state, [&] { benchmark::DoNotOptimize(StackWithBiasGrad(in.q, in.k, in.v, true)); },
+      StackBytes(s));
   state.counters["kernel"] = LastBiasGradRanKernel();
 }
 
@@ -66,14 +90,17 @@ void BM_StackUnfused(benchmark::State& state, Shape s) {
         const at::Tensor d = at::stack({in.q, in.k, in.v}, 1).view({s.t, 3 * s.h});
         benchmark::DoNotOptimize(at::sum(d, {0}, false, at::kFloat));
       },
-      s);
+      StackBytes(s));
 }
 
 void RegisterAll(bool smoke) {
-  std::vector<Shape> shapes = {{"T16384_H768", 16384, 768}, {"T16384_H1024", 16384, 1024}};
-  if (smoke) shapes = {{"T512_H64", 512, 64}};
+  std::vector<Shape> shapes = {{"T16384_H768_F3072", 16384, 768, 3072},
+                               {"T16384_H1024_F4096", 16384, 1024, 4096}};
+  if (smoke) shapes = {{"T512_H64_F256", 512, 64, 256}};
   using Fn = void (*)(benchmark::State&, Shape);
-  const std::vector<std::pair<const char*, Fn>> benches = {{"StackQkv/fused", BM_StackFused},
+  const std::vector<std::pair<const char*, Fn>> benches = {{"GeluBackward/fused", BM_GeluFused},
+                                                           {"GeluBackward/unfused", BM_GeluUnfused},
+                                                           {"StackQkv/fused", BM_StackFused},
                                                            {"StackQkv/unfused", BM_StackUnfused}};
   bench::RegisterForShapes(benches, shapes);
 }

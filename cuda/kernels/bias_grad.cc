@@ -41,6 +41,13 @@ at::Tensor ColumnSums(const at::Tensor& grad) {
                  Is16BitFloat(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
+GradWithBiasGrad ReferenceGelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad) {
+  GradWithBiasGrad r;
+  r.grad = at::gelu_backward(dy, pre, "tanh").contiguous();
+  if (need_bias_grad) r.bias_grad = ColumnSums(r.grad);
+  return r;
+}
+
 GradWithBiasGrad ReferenceStack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                                 bool need_bias_grad) {
   GradWithBiasGrad r;
@@ -84,6 +91,20 @@ KernelOutputs MakeOutputs(const at::Tensor& like, int64_t cols, internal::FloatT
   return o;
 }
 
+std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor& dy_in, const at::Tensor& pre_in,
+                                           bool need_bias_grad) {
+  const std::optional<internal::FloatType> type = KernelType(dy_in, dy_in.size(1));
+  if (!type) return std::nullopt;
+  const at::Tensor dy = dy_in.contiguous(), pre = pre_in.contiguous();
+  if (!internal::Aligned16({&dy, &pre})) return std::nullopt;
+  const c10::cuda::CUDAGuard guard(dy.device());
+  KernelOutputs o = MakeOutputs(dy, dy.size(1), *type, need_bias_grad);
+  internal::CheckLaunch(internal::LaunchGeluTanhBackward(dy.data_ptr(), pre.data_ptr(), o.args,
+                                                         c10::cuda::getCurrentCUDAStream()),
+                        "GeluTanhBackwardWithBiasGrad");
+  return o.result;
+}
+
 std::optional<GradWithBiasGrad> StackKernel(const at::Tensor& dq_in, const at::Tensor& dk_in,
                                             const at::Tensor& dv_in, bool need_bias_grad) {
   const std::optional<internal::FloatType> type = KernelType(dq_in, dq_in.size(1));
@@ -97,7 +118,42 @@ std::optional<GradWithBiasGrad> StackKernel(const at::Tensor& dq_in, const at::T
                         "StackWithBiasGrad");
   return o.result;
 }
+#else
+// Without the kernels built, every input takes the reference path.
+std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor&, const at::Tensor&, bool) {
+  return std::nullopt;
+}
+
+std::optional<GradWithBiasGrad> StackKernel(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                            bool) {
+  return std::nullopt;
+}
 #endif  // PADLESS_HAVE_CUDA_KERNELS
+
+// The kernel when allowed and it takes the input (`kernel` returns nullopt where it does not),
+// else `reference`; records which ran for LastBiasGradRanKernel().
+template <typename Kernel, typename Reference>
+GradWithBiasGrad Dispatch(bool allow_kernel, const Kernel& kernel, const Reference& reference) {
+  const at::NoGradGuard no_grad;
+  g_last_kernel = false;
+  if (allow_kernel) {
+    if (std::optional<GradWithBiasGrad> r = kernel()) {
+      g_last_kernel = true;
+      return *std::move(r);
+    }
+  }
+  return reference();
+}
+
+GradWithBiasGrad Gelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad,
+                      bool allow_kernel) {
+  const char* kOp = "GeluTanhBackwardWithBiasGrad";
+  CheckRows(dy, "dy", dy, kOp);
+  CheckRows(pre, "pre", dy, kOp);
+  return Dispatch(
+      allow_kernel, [&] { return GeluKernel(dy, pre, need_bias_grad); },
+      [&] { return ReferenceGelu(dy, pre, need_bias_grad); });
+}
 
 GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                        bool need_bias_grad, bool allow_kernel) {
@@ -105,21 +161,17 @@ GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Ten
   CheckRows(dq, "dq", dq, kOp);
   CheckRows(dk, "dk", dq, kOp);
   CheckRows(dv, "dv", dq, kOp);
-  const at::NoGradGuard no_grad;
-  g_last_kernel = false;
-#ifdef PADLESS_HAVE_CUDA_KERNELS
-  if (allow_kernel) {
-    if (auto r = StackKernel(dq, dk, dv, need_bias_grad)) {
-      g_last_kernel = true;
-      return *std::move(r);
-    }
-  }
-#endif
-  (void)allow_kernel;
-  return ReferenceStack(dq, dk, dv, need_bias_grad);
+  return Dispatch(
+      allow_kernel, [&] { return StackKernel(dq, dk, dv, need_bias_grad); },
+      [&] { return ReferenceStack(dq, dk, dv, need_bias_grad); });
 }
 
 }  // namespace
+
+GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
+                                              bool need_bias_grad) {
+  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/true);
+}
 
 GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                                    bool need_bias_grad) {
@@ -129,6 +181,11 @@ GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, c
 bool LastBiasGradRanKernel() { return g_last_kernel; }
 
 namespace reference {
+
+GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
+                                              bool need_bias_grad) {
+  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/false);
+}
 
 GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                                    bool need_bias_grad) {

@@ -1,9 +1,12 @@
-// The q/k/v gradient stack with its fused bias-gradient sum (bias_grad.h).
-// CPU (everywhere): the reference path equals the unfused ATen ops (cat, then a row sum), the bias
-// gradient only when asked for, and broken input throws c10::Error naming the problem.
-// GPU (skipped without one): the kernel against the reference on poisoned memory, bf16 and fp16,
-// BERT-sized and tiny shapes (T = 0 included): stacks exact, bias gradients to fp32
-// summation-order tolerance; widths the kernel does not take fall back and are still right.
+// The gradient passes with fused bias-gradient sums (bias_grad.h).
+// CPU (everywhere): the reference path equals the unfused ATen ops (gelu_backward / cat, then a
+// row sum), the bias gradient only when asked for, and broken input throws c10::Error naming the
+// problem.
+// GPU (skipped without one): the kernels on poisoned memory, bf16 and fp16, BERT-sized and tiny
+// shapes (T = 0 included): GELU gradients within one rounding of the exact gradient and of
+// at::gelu_backward where that one is accurate (see GeluGradError), at the extremes of the input
+// too; stacks exact; bias gradients to fp32 summation-order tolerance; widths the kernels do not
+// take fall back and are still right.
 #include "padless/cuda/kernels/bias_grad.h"
 
 #include <ATen/ATen.h>
@@ -23,7 +26,26 @@ namespace {
 using testing::ExpectC10Error;
 using testing::PoisonFreeMemory;
 
-TEST(BiasGradTest, ReferenceIsTheUnfusedOps) {
+TEST(BiasGradTest, GeluReferenceIsTheUnfusedOps) {
+  at::manual_seed(1);
+  const at::Tensor dy = at::randn({13, 24}, at::kDouble), pre = at::randn({13, 24}, at::kDouble);
+  const GradWithBiasGrad g = GeluTanhBackwardWithBiasGrad(dy, pre, true);
+  EXPECT_FALSE(LastBiasGradRanKernel());
+  const at::Tensor want = at::gelu_backward(dy, pre, "tanh");
+  EXPECT_TRUE(at::equal(g.grad, want));
+  EXPECT_TRUE(at::allclose(g.bias_grad, want.sum(0), 1e-12, 1e-12));
+  EXPECT_EQ(g.bias_grad.scalar_type(), at::kDouble);
+  EXPECT_FALSE(GeluTanhBackwardWithBiasGrad(dy, pre, false).bias_grad.defined());
+  EXPECT_TRUE(at::equal(reference::GeluTanhBackwardWithBiasGrad(dy, pre, false).grad, want));
+  // bf16 inputs: the bias gradient comes in fp32, summed from the rounded gradient.
+  const at::Tensor dyb = dy.to(at::kBFloat16), preb = pre.to(at::kBFloat16);
+  const GradWithBiasGrad gb = GeluTanhBackwardWithBiasGrad(dyb, preb, true);
+  EXPECT_TRUE(at::equal(gb.grad, at::gelu_backward(dyb, preb, "tanh")));
+  EXPECT_EQ(gb.bias_grad.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::allclose(gb.bias_grad, gb.grad.to(at::kFloat).sum(0), 1e-6, 1e-6));
+}
+
+TEST(BiasGradTest, StackReferenceIsTheUnfusedOps) {
   at::manual_seed(1);
   const at::Tensor q = at::randn({5, 8}, at::kDouble), k = at::randn({5, 8}, at::kDouble),
                    v = at::randn({5, 8}, at::kDouble);
@@ -44,6 +66,16 @@ TEST(BiasGradTest, BrokenInputThrowsAClearError) {
   const at::Tensor a = at::randn({4, 8});
   ExpectC10Error(
       [&] {
+        GeluTanhBackwardWithBiasGrad(a, at::randn({4, 9}), true);
+      },
+      "GeluTanhBackwardWithBiasGrad: pre has shape");
+  ExpectC10Error([&] { GeluTanhBackwardWithBiasGrad(at::Tensor(), a, true); }, "dy is undefined");
+  ExpectC10Error([&] { GeluTanhBackwardWithBiasGrad(a.unsqueeze(0), a, true); }, "must be 2-D");
+  ExpectC10Error([&] { GeluTanhBackwardWithBiasGrad(a, a.to(at::kDouble), true); },
+                 "GeluTanhBackwardWithBiasGrad: pre is Double");
+  ExpectC10Error([&] { GeluTanhBackwardWithBiasGrad(a.to(at::kInt), a, true); }, "floating-point");
+  ExpectC10Error(
+      [&] {
         StackWithBiasGrad(a, at::randn({4, 9}), a, true);
       },
       "StackWithBiasGrad: dk has shape");
@@ -54,7 +86,7 @@ TEST(BiasGradTest, BrokenInputThrowsAClearError) {
   ExpectC10Error([&] { StackWithBiasGrad(a, a.to(at::kInt), a, true); }, "floating-point");
 }
 
-// --- GPU: the kernel.
+// --- GPU: the kernels.
 
 class BiasGradCudaTest : public ::testing::Test {
  public:
@@ -77,7 +109,91 @@ void ExpectBiasGrad(const at::Tensor& got, const at::Tensor& grad, const std::st
   EXPECT_LT((got.to(at::kDouble) - want).abs().max().item<double>() / scale, 1e-5) << what;
 }
 
-TEST_F(BiasGradCudaTest, KernelMatchesTheReference) {
+// Largest elementwise difference of `got` from `want` (both of `dtype`), over the elements where
+// `where` is true (all when undefined), in units of the dtype's relative rounding step of `want`,
+// plus 1e-6 absolute for values near zero (the slope's zero near pre = -0.75, and the tail where
+// it underflows).
+double UlpError(const at::Tensor& got, const at::Tensor& want, at::ScalarType dtype,
+                const at::Tensor& where = at::Tensor()) {
+  const double eps = dtype == at::kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
+  const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
+  at::Tensor err = (g - w).abs() / (w.abs() * eps + 1e-6);
+  if (where.defined()) err = err.masked_select(where);
+  return err.numel() == 0 ? 0.0 : err.max().item<double>();
+}
+
+// The kernel's GELU gradient against
+//   the exact gradient (fp64, rounded to the dtype): the kernel's fp32 slope is within a few 1e-7
+//   of the exact one (relative, plus about 1e-7 absolute at the slope's zero), far below a bf16 /
+//   fp16 step, so its one rounding may land on the neighbouring value and no further: <= 1.01;
+//   at::gelu_backward where pre >= -3: ATen's fp32 tanh form is as accurate there (1 + tanhf(u)
+//   keeps 2e-5 of itself or better), so both round the same value: <= 1.01. Below -3 that sum
+//   cancels (at pre = -5.2, 1 + tanhf(u) is one or two fp32 steps of tanh near -1) and ATen's
+//   result is off by up to about 4.5 of these units in an fp32 emulation of both formulas; the
+//   kernel, which avoids the cancellation, is held to the exact gradient there.
+void ExpectGeluGrad(const at::Tensor& got, const at::Tensor& dy, const at::Tensor& pre,
+                    const std::string& what) {
+  const at::ScalarType dtype = dy.scalar_type();
+  ASSERT_EQ(got.sizes(), dy.sizes()) << what;
+  ASSERT_EQ(got.scalar_type(), dtype) << what;
+  EXPECT_TRUE(at::isfinite(got).all().item<bool>()) << what;
+  const at::Tensor exact =
+      at::gelu_backward(dy.to(at::kDouble), pre.to(at::kDouble), "tanh").to(dtype);
+  EXPECT_LE(UlpError(got, exact, dtype), 1.01) << what << " against the exact gradient";
+  EXPECT_LE(UlpError(got, at::gelu_backward(dy, pre, "tanh"), dtype, pre >= -3), 1.01)
+      << what << " against at::gelu_backward";
+}
+
+TEST_F(BiasGradCudaTest, GeluKernelMatchesTheReference) {
+  at::manual_seed(2);
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    for (int64_t t : {0, 1, 7, 100, 16384}) {
+      for (int64_t n : {3072, 768, 8, 12}) {
+        const std::string name = std::string(c10::toString(dtype)) + " T=" + std::to_string(t) +
+                                 " N=" + std::to_string(n);
+        const at::Tensor dy = Randn({t, n}, dtype), pre = Randn({t, n}, dtype);
+        Poison();
+        const GradWithBiasGrad g = GeluTanhBackwardWithBiasGrad(dy, pre, true);
+        const bool kernel = n % 8 == 0;
+        EXPECT_EQ(LastBiasGradRanKernel(), kernel) << name;
+        if (kernel) {
+          ExpectGeluGrad(g.grad, dy, pre, name);
+        } else {  // the fallback is the ATen op itself
+          EXPECT_TRUE(at::equal(g.grad, at::gelu_backward(dy, pre, "tanh"))) << name;
+        }
+        ExpectBiasGrad(g.bias_grad, g.grad, name + " bias");
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Large |pre| (exp(2u) overflows to the clamp or underflows to 0) and zeros: finite, and at
+// pre = 0, +-20 exactly ATen's dy / 2, dy and 0.
+TEST_F(BiasGradCudaTest, GeluKernelAtTheExtremes) {
+  at::manual_seed(4);
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    const std::string name = c10::toString(dtype);
+    at::Tensor pre = at::linspace(-20, 20, 64 * 64, at::TensorOptions(gpu_)).view({64, 64});
+    pre.index_put_({0}, 0.0);
+    pre.index_put_({1}, -0.0);
+    pre.index_put_({2}, 20.0);
+    pre.index_put_({3}, -20.0);
+    pre = pre.to(dtype);
+    const at::Tensor dy = Randn({64, 64}, dtype);
+    const GradWithBiasGrad g = GeluTanhBackwardWithBiasGrad(dy, pre, true);
+    ASSERT_TRUE(LastBiasGradRanKernel()) << name;
+    ExpectGeluGrad(g.grad, dy, pre, name);
+    const at::Tensor rows = g.grad.slice(0, 0, 4);
+    EXPECT_TRUE(at::equal(rows, at::gelu_backward(dy, pre, "tanh").slice(0, 0, 4))) << name;
+    EXPECT_TRUE(at::equal(rows[0], dy[0] * 0.5)) << name;
+    EXPECT_TRUE(at::equal(rows[2], dy[2])) << name;
+    EXPECT_TRUE(at::equal(rows[3], at::zeros_like(dy[3]))) << name;
+    ExpectBiasGrad(g.bias_grad, g.grad, name + " bias");
+  }
+}
+
+TEST_F(BiasGradCudaTest, StackKernelMatchesTheReference) {
   at::manual_seed(2);
   for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     for (int64_t t : {0, 1, 7, 100, 16384}) {
@@ -99,6 +215,18 @@ TEST_F(BiasGradCudaTest, KernelMatchesTheReference) {
 
 TEST_F(BiasGradCudaTest, WithoutBiasGradAndOnViews) {
   at::manual_seed(3);
+  const at::Tensor dy = Randn({64, 256}, at::kBFloat16), pre = Randn({64, 256}, at::kBFloat16);
+  const GradWithBiasGrad d = GeluTanhBackwardWithBiasGrad(dy, pre, false);
+  EXPECT_TRUE(LastBiasGradRanKernel());
+  EXPECT_FALSE(d.bias_grad.defined());
+  ExpectGeluGrad(d.grad, dy, pre, "gelu without bias");
+  // A transposed view of pre is copied first.
+  const at::Tensor pre_t = Randn({256, 64}, at::kBFloat16);
+  const GradWithBiasGrad dt = GeluTanhBackwardWithBiasGrad(dy, pre_t.t(), true);
+  EXPECT_TRUE(LastBiasGradRanKernel());
+  ExpectGeluGrad(dt.grad, dy, pre_t.t(), "gelu on a view");
+  ExpectBiasGrad(dt.bias_grad, dt.grad, "gelu on a view");
+
   const at::Tensor q = Randn({64, 256}, at::kBFloat16);
   const GradWithBiasGrad g = StackWithBiasGrad(q, q, q, false);
   EXPECT_TRUE(LastBiasGradRanKernel());

@@ -1,10 +1,11 @@
-// A gradient pass that also sums its output's columns (a bias gradient): see bias_grad_kernels.h.
+// Gradient passes that also sum their output's columns (bias gradients): see bias_grad_kernels.h.
 #include "bias_grad_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "float_pack.cuh"
+#include <cstdint>
+#include <cstring>
 
 namespace padless::cuda::internal {
 namespace {
@@ -14,24 +15,146 @@ constexpr int kThreads = 128;          // vectors (columns / 8) per block
 constexpr int64_t kRowsPerBlock = 64;  // rows per block: 256 row blocks at T = 16384
 constexpr int kReduceCols = 32;        // columns per reduction block
 constexpr int kReduceRows = 16;        // threads per column
-constexpr int kUnroll = 4;             // rows loaded ahead of their stores
+
+// A 16-byte vector (kVec elements) as loaded and stored: four 32-bit words, each a pair of
+// elements (the first in the low half). Held in this form it takes 4 registers, and its copy is
+// one 16-byte load or store (a Pack<bf16, 8> was split into 8 registers and four 4-byte stores).
+using Words = uint4;
 
 template <typename T>
-using Vec = Pack<T, kVec>;
-
-template <typename T>
-__device__ __forceinline__ Vec<T> Load(const T* p) {
-  return *reinterpret_cast<const Vec<T>*>(p);
+__device__ __forceinline__ Words LoadWords(const T* p) {
+  return *reinterpret_cast<const Words*>(p);
 }
 
+// One 16-byte store (a plain assignment of the Words compiled to four 4-byte ones). No memory
+// clobber: nothing in the kernels reads what they store.
+template <typename T>
+__device__ __forceinline__ void StoreWords(T* p, const Words& w) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z),
+               "r"(w.w));
+}
+
+__device__ __forceinline__ void Split(const Words& w, uint32_t (&out)[kVec / 2]) {
+  out[0] = w.x;
+  out[1] = w.y;
+  out[2] = w.z;
+  out[3] = w.w;
+}
+
+// A word's two elements in fp32, and two fp32 values rounded into a word (one conversion
+// instruction for both).
+template <typename T>
+__device__ __forceinline__ float2 PairToFloat(uint32_t w);
+template <>
+__device__ __forceinline__ float2 PairToFloat<__nv_bfloat16>(uint32_t w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+template <>
+__device__ __forceinline__ float2 PairToFloat<__half>(uint32_t w) {
+  __half2 h;
+  memcpy(&h, &w, sizeof(w));
+  return __half22float2(h);
+}
+
+__device__ __forceinline__ __nv_bfloat162 RoundPair(float a, float b, __nv_bfloat16) {
+  return __floats2bfloat162_rn(a, b);
+}
+__device__ __forceinline__ __half2 RoundPair(float a, float b, __half) {
+  return __floats2half2_rn(a, b);
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t FloatsToPair(float a, float b) {
+  const auto pair = RoundPair(a, b, T());
+  uint32_t w;
+  memcpy(&w, &pair, sizeof(w));
+  return w;
+}
+
+// 2^x and 1 / x by the special function unit, one instruction each: relative errors of about
+// 2^-22 (ex2) and 1 ulp (rcp); results below 2^-126 flush to zero.
+__device__ __forceinline__ float Exp2Approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float RcpApprox(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// dy * gelu_tanh'(x) in fp32 in about a dozen instructions (the first version of this kernel,
+// with ATen's formula and tanhf, about 20 of its 55 in tanhf, was bound by instruction issue,
+// not memory). With u = beta (x + kappa x^3), u' = beta (1 + 3 kappa x^2),
+// e = exp(2u) and s = 1 / (1 + e): tanh u = 1 - 2s, 0.5 (1 + tanh u) = e s and
+// 1 - tanh^2 u = 4 e s^2, so
+//   gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u' = e s (1 + 2 x s u').
+// e s does not cancel where 1 + tanh u does (x < -3: ATen's 1 + tanhf(u) loses up to all of
+// itself there, at x = -5.2 it is one or two fp32 steps of tanh near -1). The slope is within a
+// few 1e-7 of itself, plus about 1e-7 absolute from the cancellation at its zero (x near -0.75),
+// far below a bf16 / fp16 rounding. 2u log2(e) is folded into the polynomial's constants. The
+// exponent is clamped at 64 so that e s stays finite for large x (e = inf would give inf * 0; at
+// 64, e s = 1 and 2 x s u' vanishes against 1); for large negative x, ex2 gives 0 and the slope
+// 0, as ATen's tanhf(u) = -1 does.
+__device__ __forceinline__ float GeluTanhGrad(float dy, float x) {
+  constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
+  constexpr float kKappa = 0.044715f;
+  constexpr float kLog2E = 1.4426950408889634f;
+  const float x2 = x * x;
+  const float exponent =
+      fminf(x * fmaf(2.f * kLog2E * kBeta * kKappa, x2, 2.f * kLog2E * kBeta), 64.f);
+  const float e = Exp2Approx(exponent);
+  const float s = RcpApprox(1.f + e);
+  const float two_du = fmaf(6.f * kBeta * kKappa, x2, 2.f * kBeta);  // 2 u'
+  return dy * (e * s) * fmaf(x * s, two_du, 1.f);
+}
+
+// The ops MapRowsKernel maps: Load(row, col) reads what one output vector needs, Compute(loaded)
+// gives that vector; kGroup rows are loaded together (see MapRowsKernel), as many as the
+// registers allow at the occupancy the grid needs.
+
+// out = grad * gelu_tanh'(pre).
+template <typename T>
+struct GeluTanhBackwardOp {
+  const T* grad;
+  const T* pre;
+  int64_t cols;
+  // Two rows (60 registers): with four it took 100, too many to keep all of the grid resident
+  // (768 blocks at F = 3072, 6 an SM).
+  static constexpr int kGroup = 2;
+  struct Loaded {
+    Words grad, pre;
+  };
+  __device__ Loaded Load(int64_t row, int64_t col) const {
+    return {LoadWords(grad + row * cols + col), LoadWords(pre + row * cols + col)};
+  }
+  __device__ Words Compute(const Loaded& in) const {
+    uint32_t g[kVec / 2], x[kVec / 2], out[kVec / 2];
+    Split(in.grad, g);
+    Split(in.pre, x);
+#pragma unroll
+    for (int k = 0; k < kVec / 2; ++k) {
+      const float2 gf = PairToFloat<T>(g[k]), xf = PairToFloat<T>(x[k]);
+      out[k] = FloatsToPair<T>(GeluTanhGrad(gf.x, xf.x), GeluTanhGrad(gf.y, xf.y));
+    }
+    return make_uint4(out[0], out[1], out[2], out[3]);
+  }
+};
+
+// out[r] = [a[r] | b[r] | c[r]].
 template <typename T>
 struct Stack3Op {
   const T* src[3];
   int64_t width;  // columns of each source
-  __device__ Vec<T> operator()(int64_t row, int64_t col) const {
+  static constexpr int kGroup = 4;
+  using Loaded = Words;
+  __device__ Words Load(int64_t row, int64_t col) const {
     const int64_t which = col / width;
-    return Load(src[which] + row * width + (col - which * width));
+    return LoadWords(src[which] + row * width + (col - which * width));
   }
+  __device__ Words Compute(const Words& in) const { return in; }
 };
 
 // Block (x, y): rows [x * kRowsPerBlock, ...), column vectors [y * kThreads, ...). Writes the
@@ -45,22 +168,45 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t begin = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
   const int64_t end = min(rows, begin + kRowsPerBlock);
   float sum[kVec] = {};
-  const auto emit = [&](int64_t row, const Vec<T>& v) {
-    *reinterpret_cast<Vec<T>*>(out + row * cols + col) = v;
+  const auto emit = [&](int64_t row, const Words& v) {
+    StoreWords(out + row * cols + col, v);
+    uint32_t w[kVec / 2];
+    Split(v, w);
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) sum[i] += ToFloat(v.v[i]);
+    for (int k = 0; k < kVec / 2; ++k) {
+      const float2 f = PairToFloat<T>(w[k]);
+      sum[2 * k] += f.x;
+      sum[2 * k + 1] += f.y;
+    }
   };
-  // kUnroll rows' loads before their stores: enough loads in flight to approach the bandwidth
-  // (one row at a time reached about half of it on the H200).
+  // Rows in groups of kGroup, the next group's loads issued before this group's work: enough
+  // loads in flight to approach the bandwidth (one row at a time reached about half of it on the
+  // H200). The loads' users are across the loop's back edge, so ptxas cannot sink them into the
+  // work (within one group it did: a row's loads just before that row's arithmetic).
+  constexpr int kGroup = Op::kGroup;
+  using Loaded = typename Op::Loaded;
+  const auto load = [&](int64_t first, Loaded(&in)[kGroup]) {
+#pragma unroll
+    for (int u = 0; u < kGroup; ++u) in[u] = op.Load(first + u, col);
+  };
   int64_t row = begin;
-  for (; row + kUnroll <= end; row += kUnroll) {
-    Vec<T> v[kUnroll];
+  if (row + kGroup <= end) {
+    Loaded in[kGroup];
+    load(row, in);
+    for (; row + 2 * kGroup <= end; row += kGroup) {
+      Loaded next[kGroup];
+      load(row + kGroup, next);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = op(row + u, col);
+      for (int u = 0; u < kGroup; ++u) {
+        emit(row + u, op.Compute(in[u]));
+        in[u] = next[u];
+      }
+    }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) emit(row + u, v[u]);
+    for (int u = 0; u < kGroup; ++u) emit(row + u, op.Compute(in[u]));
+    row += kGroup;
   }
-  for (; row < end; ++row) emit(row, op(row, col));
+  for (; row < end; ++row) emit(row, op.Compute(op.Load(row, col)));
   if (partials == nullptr) return;
 #pragma unroll
   for (int i = 0; i < kVec; ++i) partials[blockIdx.x * cols + col + i] = sum[i];
@@ -118,6 +264,20 @@ bool BiasGradSupported(int64_t cols, FloatType type) {
 
 int64_t BiasGradBlocks(int64_t rows) {
   return rows <= 0 ? 1 : (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+}
+
+cudaError_t LaunchGeluTanhBackward(const void* grad, const void* pre, const BiasGradOutput& out,
+                                   cudaStream_t stream) {
+  if (out.type == FloatType::kBFloat16) {
+    using T = __nv_bfloat16;
+    return Launch<T>(
+        GeluTanhBackwardOp<T>{static_cast<const T*>(grad), static_cast<const T*>(pre), out.cols},
+        out, stream);
+  }
+  using T = __half;
+  return Launch<T>(
+      GeluTanhBackwardOp<T>{static_cast<const T*>(grad), static_cast<const T*>(pre), out.cols}, out,
+      stream);
 }
 
 cudaError_t LaunchStack3(const void* a, const void* b, const void* c, const BiasGradOutput& out,
