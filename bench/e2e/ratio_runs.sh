@@ -1,0 +1,46 @@
+#!/bin/bash
+# The same-run ratio of padless's packed bf16 step to the plain-PyTorch packed peer
+# (bench/baselines/torch_packed.py), measured ROUNDS times in alternation: peer, padless, peer,
+# padless, ... The peer's own figure moves by 10-20% between runs on the shared H200 (388k-492k
+# real tok/s in sessions 5-7), and in padless_bench_e2e it always runs last, on a GPU the padless
+# configurations just heated; alternating gives each side both positions, and every round is a
+# ratio of neighbours. Prints one line per run and the median ratio of the rounds.
+# usage (on the GPU machine, after .gpu/remote.sh built build-gpu/):
+#   bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]
+set -euo pipefail
+data=$1
+out=$2
+rounds=${3:-3}
+b=${PADLESS_BUILD_DIR:-build-gpu}
+mkdir -p "$out"
+
+run_padless() {  # round
+  local log=$out/padless_$1.log
+  "$b/bench/e2e/padless_bench_e2e" --data "$data" --out_dir "$out/report" \
+    --results_md "$out/RESULTS_$1.md" --strategies packed_varlen --checkpoint none \
+    --fp32_strategies "" --anchors=false > "$log" 2>&1
+  grep -o 'flash: [0-9.]*k real tok/s' "$log" | grep -o '[0-9.]*k' | tr -d k
+}
+
+run_peer() {  # round; needs the lengths file the first padless run wrote
+  python3 bench/baselines/torch_packed.py --lengths "$out/report/imdb_lengths.txt" \
+    --budget 16384 --max-len 512 --vocab 16000 --warmup 10 --steps 50 --seed 1234 \
+    > "$out/peer_$1.log" 2>&1
+  python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print("%.1f" % (rows[-1]["real_tokens_per_s"] / 1e3))' "$out/peer_$1.log"
+}
+
+ratios=()
+run_padless 0 > /dev/null  # tokenizer and lengths file; also warms the build's data cache
+for ((r = 1; r <= rounds; ++r)); do
+  if ((r % 2)); then
+    peer=$(run_peer "$r"); mine=$(run_padless "$r")
+  else
+    mine=$(run_padless "$r"); peer=$(run_peer "$r")
+  fi
+  ratio=$(python3 -c "print(f'{$mine / $peer:.3f}')")
+  ratios+=("$ratio")
+  echo "round $r ($( ((r % 2)) && echo 'peer first' || echo 'padless first')): padless ${mine}k, peer ${peer}k real tok/s: ${ratio}x"
+done
+python3 -c "import statistics, sys; print(f'median ratio over {len(sys.argv) - 1} rounds: {statistics.median(map(float, sys.argv[1:])):.3f}x')" "${ratios[@]}"
