@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "float_pack.cuh"
+
 namespace padless::cuda::internal {
 namespace {
 
@@ -16,15 +18,8 @@ constexpr int64_t kRowsPerBlock = 64;  // rows per block: 256 row blocks at T = 
 constexpr int kReduceCols = 32;        // columns per reduction block
 constexpr int kReduceRows = 16;        // threads per column
 
-// A 16-byte vector (kVec elements) as loaded and stored: four 32-bit words, each a pair of
-// elements (the first in the low half). Held in this form it takes 4 registers, and its copy is
-// one 16-byte load or store (a Pack<bf16, 8> was split into 8 registers and four 4-byte stores).
-using Words = uint4;
-
-template <typename T>
-__device__ __forceinline__ Words LoadWords(const T* p) {
-  return *reinterpret_cast<const Words*>(p);
-}
+// Vectors of kVec elements travel as Words (float_pack.cuh): each word a pair of elements, the
+// first in the low half.
 
 // One 16-byte store (a plain assignment of the Words compiled to four 4-byte ones). No memory
 // clobber: nothing in the kernels reads what they store.

@@ -68,15 +68,6 @@ __device__ __forceinline__ bool Kept(MaskBits<kVec> bits, int k) {
   return ((bits >> (8 * k)) & 0xffu) != 0;
 }
 
-// A 16-byte vector of a row as loaded: four 32-bit words. Held in this form between a load and its
-// use it takes 4 registers, where a Pack<bf16, 8> would be split into 8.
-using Words = uint4;
-
-template <typename T>
-__device__ __forceinline__ Words LoadWords(const T* p) {
-  return *reinterpret_cast<const Words*>(p);
-}
-
 template <typename T, int kVec>
 __device__ __forceinline__ void Unpack(const Words& words, float (&out)[kVec]) {
   static_assert(sizeof(Pack<T, kVec>) == sizeof(Words), "a vector is 16 bytes");
