@@ -5,7 +5,7 @@
 # plain-PyTorch packed peer with a profiler trace. Everything lands in $OUT/fused_checks.tar.gz
 # (the device tool returns at most 8 files); the summary table prints last.
 # usage: bash bench/cuda/fused_gpu_checks.sh [tests] [gpu_suites] [micro] [e2e] [e2e_quick] [e2e_fp8]
-#          [fp8_accuracy] [dense] [full]
+#          [ratio] [fp8_accuracy] [dense] [full]
 #        (default: tests micro e2e; MICRO="bench ..." picks the micro-benchmarks)
 set -uo pipefail
 out=${OUT:-/tmp/out}/fused
@@ -60,6 +60,10 @@ if want e2e_fp8; then
   # bf16 and FP8 GEMMs in one run, against the plain-PyTorch peer of the same run.
   run e2e_fp8 "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
     --precisions bf16,fp8 --checkpoint none --fp32_strategies "" --hf_strategies ""
+fi
+if want ratio; then
+  # padless against the peer in alternation, ROUNDS (default 4) rounds: bench/e2e/ratio_runs.sh.
+  run ratio bash bench/e2e/ratio_runs.sh .gpu/data/imdb_train.tsv "$out/ratio" "${ROUNDS:-4}"
 fi
 if want fp8_accuracy; then
   run fp8_accuracy bash bench/fp8_accuracy.sh "$b/cli/padless" .gpu/data/imdb_train.tsv "$out/fp8_accuracy"
