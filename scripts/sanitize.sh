@@ -2,7 +2,10 @@
 # Sanitizer jobs: builds padless with ASan+UBSan or TSan in its own build folder (through
 # scripts/setup.sh, so it is idempotent and installs what is missing) and runs the tests under it.
 #   scripts/sanitize.sh address [extra ctest args]   build-asan: the whole CPU suite, except tests
-#                                                    labelled sanitizer_slow and install_consumer
+#                                                    labelled sanitizer_slow and install_consumer,
+#                                                    one ctest test per test binary (all its tests
+#                                                    in one process: PADLESS_CTEST_PER_BINARY,
+#                                                    tests/CMakeLists.txt)
 #   scripts/sanitize.sh thread  [extra ctest args]   build-tsan: the loader and every multi-threaded
 #                                                    test (encode, inference, memory meter), from
 #                                                    padless_tsan_tests (tests/CMakeLists.txt)
