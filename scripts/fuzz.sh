@@ -45,13 +45,13 @@ fi
 cc=$(command -v clang-14 || command -v clang)
 cxx=$(command -v clang++-14 || command -v clang++)
 
-# 2. Configure once (clang, PADLESS_FUZZ, no CUDA kernels, no tests or benchmarks), then build
-#    only the fuzz targets.
+# 2. Configure once (clang, PADLESS_FUZZ, no CUDA kernels, no tests or benchmarks, a unity build:
+#    PADLESS_UNITY, CMakeLists.txt), then build only the fuzz targets.
 if [[ ! -f $build/build.ninja ]]; then
   step "configuring $build"
   CC=$cc CXX=$cxx cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DPADLESS_FUZZ=ON -DPADLESS_BUILD_TESTS=OFF -DPADLESS_BUILD_BENCH=OFF -DPADLESS_CUDA=OFF \
-    >/dev/null
+    -DPADLESS_UNITY=ON >/dev/null
 fi
 # A ccache launcher (the CMAKE_CXX_COMPILER_LAUNCHER environment variable) caches the files that
 # use the precompiled LibTorch header only with this sloppiness (as in scripts/setup.sh).

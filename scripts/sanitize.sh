@@ -2,7 +2,10 @@
 # Sanitizer jobs: builds padless with ASan+UBSan or TSan in its own build folder (through
 # scripts/setup.sh, so it is idempotent and installs what is missing) and runs the tests under it.
 #   scripts/sanitize.sh address [extra ctest args]   build-asan: the whole CPU suite, except tests
-#                                                    labelled sanitizer_slow and install_consumer
+#                                                    labelled sanitizer_slow and install_consumer,
+#                                                    one ctest test per test binary (all its tests
+#                                                    in one process: PADLESS_CTEST_PER_BINARY,
+#                                                    tests/CMakeLists.txt)
 #   scripts/sanitize.sh thread  [extra ctest args]   build-tsan: the loader and every multi-threaded
 #                                                    test (encode, inference, memory meter), from
 #                                                    padless_tsan_tests (tests/CMakeLists.txt)
@@ -34,11 +37,12 @@ case $kind in
 esac
 
 # Debug keeps assert() live; CMakeLists.txt raises sanitizer Debug builds to -O1. No CUDA kernels:
-# the sanitizers do not instrument device code, and nvcc would double the build time.
+# the sanitizers do not instrument device code, and nvcc would double the build time. A unity build
+# (PADLESS_UNITY, CMakeLists.txt): the normal build already compiles every file on its own.
 # CPU seconds next to wall seconds: CI's machine is shared, so wall time alone says little.
 TIMEFORMAT="sanitize.sh $kind build: %0R s wall, %0U s user + %0S s sys"
 time PADLESS_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Debug -DPADLESS_SANITIZE=$kind -DPADLESS_CUDA=OFF \
--DPADLESS_BUILD_BENCH=OFF ${PADLESS_CMAKE_ARGS:-}" PADLESS_TARGETS="$targets" \
+-DPADLESS_BUILD_BENCH=OFF -DPADLESS_UNITY=ON ${PADLESS_CMAKE_ARGS:-}" PADLESS_TARGETS="$targets" \
   "$root/scripts/setup.sh" "$build"
 
 # Torch's CPU thread pool spins on a loaded machine; the tests are single-threaded in torch.
