@@ -8,8 +8,9 @@
 # usage (on the GPU machine, after .gpu/remote.sh built build-gpu/):
 #   bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]
 set -euo pipefail
-data=$1
-out=$2
+usage="usage: bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]"
+data=${1:?$usage}
+out=${2:?$usage}
 rounds=${3:-3}
 b=${PADLESS_BUILD_DIR:-build-gpu}
 mkdir -p "$out"
