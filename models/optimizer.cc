@@ -21,12 +21,15 @@ FusedAdamW::FusedAdamW(std::vector<at::Tensor> params, std::vector<bool> decay,
   updates_ = at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
 }
 
-void FusedAdamW::Step(double lr, const at::Tensor& skip) {
+void FusedAdamW::Step(double lr, const at::Tensor& skip, const at::Tensor& grad_divisor) {
   // Step counts advance by 1 - skip, and the fused kernel leaves everything alone when its
   // found_inf (here: skip) is 1, as torch.optim.AdamW(fused=True) does under a GradScaler.
   const at::Tensor keep = skip.defined() ? 1 - skip : at::Tensor();
   const std::optional<at::Tensor> found_inf =
       skip.defined() ? std::optional<at::Tensor>(skip) : std::nullopt;
+  // The kernel's grad_scale is what AMP's unscaling divides by; here it is the clip divisor.
+  const std::optional<at::Tensor> divisor =
+      grad_divisor.defined() ? std::optional<at::Tensor>(grad_divisor) : std::nullopt;
   // The fused kernel takes one weight decay per call: one call for each group.
   for (bool decay : {true, false}) {
     std::vector<at::Tensor> p, g, m, v, s;
@@ -47,7 +50,7 @@ void FusedAdamW::Step(double lr, const at::Tensor& skip) {
     }
     at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, lr, options_.beta1, options_.beta2,
                       decay ? options_.weight_decay : 0.0, options_.eps, /*amsgrad=*/false,
-                      /*maximize=*/false, /*grad_scale=*/std::nullopt, found_inf);
+                      /*maximize=*/false, /*grad_scale=*/divisor, found_inf);
   }
   if (keep.defined()) {
     updates_.add_(keep);
@@ -90,18 +93,18 @@ bool FusedAdamW::LoadState(const std::vector<std::pair<std::string, at::Tensor>>
   return true;
 }
 
-at::Tensor ClipGradNorm(const std::vector<at::Tensor>& params, double max_norm) {
+at::Tensor GlobalGradNorm(const std::vector<at::Tensor>& params) {
   std::vector<at::Tensor> grads;
   for (const at::Tensor& p : params) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
   if (grads.empty()) return at::zeros({});
-  at::Tensor total = at::linalg_vector_norm(at::stack(at::_foreach_norm(grads, 2, at::kFloat)), 2);
-  if (max_norm > 0) {
-    at::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
-    at::_foreach_mul_(grads, coef);
-  }
-  return total;
+  return at::linalg_vector_norm(at::stack(at::_foreach_norm(grads, 2, at::kFloat)), 2);
+}
+
+at::Tensor ClipDivisor(const at::Tensor& norm, double max_norm) {
+  if (max_norm <= 0) return at::Tensor();
+  return ((norm.to(at::kFloat) + 1e-6) / max_norm).clamp_min(1.0);
 }
 
 }  // namespace padless::models

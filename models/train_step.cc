@@ -223,10 +223,12 @@ void TrainStep::OptimizerStep(StepResult& result) {
   // The global gradient norm is finite iff every gradient is (clip_norm 0: norm only). Whether
   // to skip the update stays on the device: the optimizer takes it as a tensor, so the host never
   // waits for the GPU here (a host read per step cost ~3% of a BERT-base step on the H200).
-  const at::Tensor norm = ClipGradNorm(params_, options_.clip_norm);
+  // The clipping itself happens inside the update, which divides the gradients as it reads them.
+  const at::Tensor norm = GlobalGradNorm(params_);
   const at::Tensor finite = at::stack({at::isfinite(result.loss.to(at::kFloat)).to(norm.device()),
                                        at::isfinite(norm.to(at::kFloat))});
-  optimizer_.Step(result.lr, /*skip=*/at::logical_not(finite.all()).to(at::kFloat));
+  optimizer_.Step(result.lr, /*skip=*/at::logical_not(finite.all()).to(at::kFloat),
+                  ClipDivisor(norm, options_.clip_norm));
   if (scaler_.enabled()) scaler_.Update();  // backs off the scale after inf/NaN gradients
   if (model_->runtime().fp8) model_->runtime().fp8->Advance();
   optimizer_.ZeroGrad();

@@ -5,7 +5,7 @@
 # plain-PyTorch packed peer with a profiler trace. Everything lands in $OUT/fused_checks.tar.gz
 # (the device tool returns at most 8 files); the summary table prints last.
 # usage: bash bench/cuda/fused_gpu_checks.sh [tests] [gpu_suites] [micro] [e2e] [e2e_quick] [e2e_fp8]
-#          [ratio] [fp8_accuracy] [dense] [full]
+#          [gputrace] [clip] [ratio] [fp8_accuracy] [dense] [full]
 #        (default: tests micro e2e; MICRO="bench ..." picks the micro-benchmarks)
 set -uo pipefail
 out=${OUT:-/tmp/out}/fused
@@ -60,6 +60,27 @@ if want e2e_fp8; then
   # bf16 and FP8 GEMMs in one run, against the plain-PyTorch peer of the same run.
   run e2e_fp8 "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
     --precisions bf16,fp8 --checkpoint none --fp32_strategies "" --hf_strategies ""
+fi
+if want gputrace; then
+  # The GPU's own busy and idle time per step: 20 steps traced without the host's operators, after
+  # 200 timed steps (the GPU at its sustained clock).
+  run e2e_gputrace "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
+    --checkpoint none --fp32_strategies "" --anchors=false --steps 200 \
+    --trace_dir "$out/gputrace" --trace_steps 20 --notrace_host
+  for f in "$out"/gputrace/*.json; do
+    run "gputrace_$(basename "${f%.json}")" python3 bench/e2e/trace_summary.py "$f" --steps 20 \
+      --top 40 --csv "${f%.json}.csv"
+  done
+  gzip -f "$out"/gputrace/*.json
+fi
+if want clip; then
+  # What clipping by global norm costs a step (padless train clips at 1.0 by default).
+  for clip in 0 1; do
+    run "e2e_clip_$clip" "$b/bench/e2e/padless_bench_e2e" --data .gpu/data/imdb_train.tsv \
+      --out_dir "$out/clip_$clip" --results_md "$out/clip_$clip/RESULTS.md" \
+      --strategies packed_varlen --checkpoint none --fp32_strategies "" --anchors=false \
+      --clip_norm $clip
+  done
 fi
 if want ratio; then
   # padless against the peer in alternation, ROUNDS (default 4) rounds: bench/e2e/ratio_runs.sh.

@@ -182,7 +182,7 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
 
   at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(o.device).dtype(at::kFloat));
   Clock::time_point start;
-  StepTrace trace;
+  StepTrace trace(o.trace_host);
   for (int64_t step = 0; step < total; ++step) {
     const bool timing = step >= o.warmup_steps && step < timed_end;
     if (step == timed_end) {

@@ -40,6 +40,8 @@ struct RunOptions {
   // their trace goes to <trace_dir>/<configuration>.json (not part of the timing).
   std::string trace_dir;
   int trace_steps = 3;
+  // false: the trace records the GPU's work only (step_trace.h says why).
+  bool trace_host = true;
 };
 
 // What one configuration measured, over the timed steps only.

@@ -72,6 +72,9 @@ ABSL_FLAG(std::string, trace_dir, "",
           "write a PyTorch profiler trace of --trace_steps steps run after each configuration's "
           "timed steps to DIR/<configuration>.json (summarise with bench/e2e/trace_summary.py)");
 ABSL_FLAG(int, trace_steps, 3, "steps traced per configuration with --trace_dir (1 to 100)");
+ABSL_FLAG(bool, trace_host, true,
+          "with --trace_dir, record the host's operators too; --notrace_host records the GPU's "
+          "work only, whose gaps then are those of an unprofiled step (CUDA builds only)");
 ABSL_FLAG(bool, smoke, false,
           "CPU smoke run: tiny preset, 1 warmup + 2 steps, the first 200 rows of data/imdb_1k.tsv, "
           "max_len 64, budget 512, every strategy x fp32 x none/all plus three bf16 ones (one "
@@ -226,8 +229,14 @@ int Main(int argc, char** argv) {
 
   run.trace_dir = absl::GetFlag(FLAGS_trace_dir);
   run.trace_steps = absl::GetFlag(FLAGS_trace_steps);
+  run.trace_host = absl::GetFlag(FLAGS_trace_host);
   if (run.trace_steps < 1 || run.trace_steps > 100) {
     std::fprintf(stderr, "--trace_steps must be between 1 and 100, got %d\n", run.trace_steps);
+    return 2;
+  }
+  if (!run.trace_host && (run.trace_dir.empty() || !run.device.is_cuda())) {
+    std::fprintf(stderr, "--notrace_host traces the GPU's work only: it needs --trace_dir and a "
+                         "CUDA device\n");
     return 2;
   }
   if (!run.trace_dir.empty()) {

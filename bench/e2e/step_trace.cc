@@ -15,8 +15,9 @@ using torch::profiler::impl::ActivityType;
 using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
-std::set<ActivityType> Activities() {
-  std::set<ActivityType> a = {ActivityType::CPU};
+std::set<ActivityType> Activities(bool host) {
+  std::set<ActivityType> a;
+  if (host) a.insert(ActivityType::CPU);
 #ifdef PADLESS_TORCH_HAS_CUDA
   a.insert(ActivityType::CUDA);
 #endif
@@ -35,10 +36,16 @@ StepTrace::~StepTrace() {
 }
 
 absl::Status StepTrace::Start() {
+  const std::set<ActivityType> activities = Activities(record_host_);
+  if (activities.empty()) {
+    return absl::FailedPreconditionError(
+        "profiler: a trace without host operators records GPU work only, and this build has no "
+        "CUDA");
+  }
   try {
     const ProfilerConfig config(ProfilerState::KINETO);
-    profiler::prepareProfiler(config, Activities());
-    profiler::enableProfiler(config, Activities());
+    profiler::prepareProfiler(config, activities);
+    profiler::enableProfiler(config, activities);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("profiler: ", e.what_without_backtrace()));
   }

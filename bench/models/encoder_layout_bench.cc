@@ -193,8 +193,7 @@ int Main(int argc, char** argv) {
         loss = ClassificationLoss(model->forward(b), b.labels);
       }
       loss.backward();
-      ClipGradNorm(params, 1.0);
-      optimizer.Step(1e-4);
+      optimizer.Step(1e-4, /*skip=*/at::Tensor(), ClipDivisor(GlobalGradNorm(params), 1.0));
       optimizer.ZeroGrad();
       if (i >= o.warmup) {
         real += b.real_tokens;

@@ -18,6 +18,7 @@
 #include "padless/models/lr_schedule.h"
 #include "padless/models/trainer.h"
 #include "padless/tokenize/special_tokens.h"
+#include "gpu_test_util.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {
@@ -190,6 +191,60 @@ TEST(FusedAdamWTest, SkipOnTheDeviceChangesNothingAndZeroEqualsNoDecision) {
   EXPECT_TRUE(BitwiseEqual(snapshot(kept_params, *kept), snapshot(plain_params, *plain)));
   EXPECT_FALSE(BitwiseEqual(snapshot(kept_params, *kept), before));
   EXPECT_EQ(kept->steps(), 1);
+}
+
+// Clipping happens inside the update: dividing by ClipDivisor there is exactly the update on
+// gradients divided beforehand, and the gradients are left divided, with the clipped norm.
+TEST(FusedAdamWTest, GradDivisorEqualsDividingTheGradientsFirst) {
+  std::vector<at::Device> devices = {at::kCPU};
+  if (testing::HasCuda()) devices.emplace_back(at::kCUDA);  // the CUDA kernel divides alike
+  for (const at::Device& device : devices) {
+    auto make = [&](std::vector<at::Tensor>& params) {
+      at::manual_seed(9);
+      params = {at::randn({5, 4}).to(device), at::randn({4}).to(device)};
+      for (at::Tensor& p : params) p.set_requires_grad(true);
+      for (at::Tensor& p : params) p.mutable_grad() = 3 * at::randn(p.sizes()).to(device);
+      return std::make_unique<FusedAdamW>(params, std::vector<bool>{true, false}, AdamWOptions{});
+    };
+    std::vector<at::Tensor> fused_params, divided_params;
+    auto fused = make(fused_params);
+    auto divided = make(divided_params);
+    const at::Tensor norm = GlobalGradNorm(fused_params);
+    const at::Tensor divisor = ClipDivisor(norm, 1.0);
+    ASSERT_GT(divisor.item<float>(), 2.0f) << "the test needs gradients that are clipped";
+    for (at::Tensor& p : divided_params) p.mutable_grad() = p.grad() / divisor;
+
+    fused->Step(1e-2, at::zeros({}, norm.options()), divisor);
+    divided->Step(1e-2);
+    for (size_t i = 0; i < fused_params.size(); ++i) {
+      EXPECT_TRUE(BitwiseEqual({fused_params[i].detach().cpu()}, {divided_params[i].detach().cpu()}))
+          << device << " parameter " << i;
+      EXPECT_TRUE(BitwiseEqual({fused_params[i].grad().cpu()}, {divided_params[i].grad().cpu()}))
+          << device << " gradient " << i;
+    }
+    EXPECT_NEAR(GlobalGradNorm(fused_params).item<double>(), 1.0, 1e-5) << device;
+  }
+}
+
+// PyTorch's clip_grad_norm_ as a divisor: none below max_norm, none without a max_norm, and the
+// norm a non-finite gradient gives stays non-finite (the step is skipped on it).
+TEST(FusedAdamWTest, ClipDivisorFollowsClipGradNorm) {
+  EXPECT_NEAR(ClipDivisor(at::scalar_tensor(10.0), 2.0).item<double>(), 5.0, 1e-6);
+  EXPECT_EQ(ClipDivisor(at::scalar_tensor(0.5), 1.0).item<double>(), 1.0);
+  EXPECT_EQ(ClipDivisor(at::scalar_tensor(0.0), 1.0).item<double>(), 1.0);
+  EXPECT_FALSE(ClipDivisor(at::scalar_tensor(10.0), 0.0).defined());
+  EXPECT_FALSE(ClipDivisor(at::scalar_tensor(10.0), -1.0).defined());
+  EXPECT_FALSE(std::isfinite(
+      ClipDivisor(at::scalar_tensor(std::numeric_limits<double>::infinity()), 1.0).item<double>()));
+  EXPECT_EQ(ClipDivisor(at::scalar_tensor(10.0), 2.0).scalar_type(), at::kFloat);
+
+  std::vector<at::Tensor> params = {at::zeros({3}), at::zeros({2})};
+  EXPECT_EQ(GlobalGradNorm(params).item<double>(), 0.0) << "no gradients: norm 0";
+  params[0].mutable_grad() = at::tensor({3.0f, 0.0f, 0.0f});
+  params[1].mutable_grad() = at::tensor({0.0f, 4.0f});
+  EXPECT_NEAR(GlobalGradNorm(params).item<double>(), 5.0, 1e-6);
+  params[1].mutable_grad() = at::tensor({0.0f, std::nanf("")});
+  EXPECT_TRUE(std::isnan(GlobalGradNorm(params).item<double>()));
 }
 
 TEST(StepOutcomeTest, ReadsTheFlagsItWasGiven) {

@@ -28,8 +28,11 @@ class FusedAdamW {
   // One update with learning rate `lr` of every parameter that has a gradient (frozen parameters
   // have none and keep their state). With `skip` (float 0-dim on the parameters' device, 0 or 1)
   // equal to 1 nothing changes, parameters, moments and step counts alike: the decision stays on
-  // the device, so the caller need not read it first.
-  void Step(double lr, const at::Tensor& skip = at::Tensor());
+  // the device, so the caller need not read it first. With `grad_divisor` (float 0-dim on the
+  // parameters' device, ClipDivisor's) every gradient is divided by it inside the update kernel,
+  // which also writes the divided gradient back: clipping without a pass of its own.
+  void Step(double lr, const at::Tensor& skip = at::Tensor(),
+            const at::Tensor& grad_divisor = at::Tensor());
   void ZeroGrad();
   // Updates taken (skipped ones aside). Reads a device counter: a host sync.
   int64_t steps() const;
@@ -47,9 +50,15 @@ class FusedAdamW {
   at::Tensor updates_;  // float 0-dim on the parameters' device: updates taken
 };
 
-// Scales the gradients of `params` so that their global L2 norm is at most `max_norm`; returns the
-// norm before clipping as a 0-dim tensor (no host sync).
-at::Tensor ClipGradNorm(const std::vector<at::Tensor>& params, double max_norm);
+// The global L2 norm of the gradients of `params` (those that have one) as a float 0-dim tensor on
+// their device, 0 when none has: no host sync. Non-finite iff some gradient is.
+at::Tensor GlobalGradNorm(const std::vector<at::Tensor>& params);
+
+// Clipping by global norm as PyTorch's clip_grad_norm_ does it (multiply by
+// max_norm / (norm + 1e-6) when that is below 1), expressed as the divisor FusedAdamW::Step takes:
+// max(1, (norm + 1e-6) / max_norm), a float 0-dim tensor on norm's device. Undefined (no clipping)
+// when max_norm is 0 or less.
+at::Tensor ClipDivisor(const at::Tensor& norm, double max_norm);
 
 }  // namespace padless::models
 

@@ -3,8 +3,9 @@
 // In order, exactly as torch's AMP recipe does it:
 //   for each (sub-)batch: forward under autocast, loss, GradScaler::Scale(loss * weight).backward()
 //   (weight: the batch's share of the step's sequences, so accumulation averages);
-//   GradScaler::Unscale (fp16), ClipGradNorm, "loss and gradient norm finite" on the device;
-//   FusedAdamW::Step, which leaves everything alone when they are not (the step is skipped),
+//   GradScaler::Unscale (fp16), GlobalGradNorm, "loss and gradient norm finite" on the device;
+//   FusedAdamW::Step, which clips (divides the gradients by ClipDivisor's) as it updates and
+//   leaves everything alone when they are not finite (the step is skipped),
 //   GradScaler::Update, ZeroGrad; with AmpMode::kFp8, Fp8Scaling::Advance (the FP8 scales, which
 //   the constructor installs in the model's runtime, fp8_scaling.h). The step never waits for the device: the finite flags follow
 //   to the host asynchronously (StepResult::outcome, step_outcome.h).
