@@ -122,12 +122,16 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
   const at::Tensor shifted =
       (config_.position_offset() == 0 ? positions : positions + config_.position_offset())
           .to(at::kInt);
+  // One token type for every token (RoBERTa whatever the batch's type ids say, or no type ids)
+  // is a constant row: added to the position table before the gather rather than to every
+  // token's row after it, which saves a pass over [T, H] forward and a sum over T backward.
+  const bool one_type =
+      config_.type_vocab_size() == 1 || (config_.type_vocab_size() > 1 && !types.defined());
+  const at::Tensor position_table =
+      one_type ? position_embeddings_ + type_embeddings_[0] : position_embeddings_;
   at::Tensor x = at::embedding(word_embeddings_, ids.to(at::kInt)) +
-                 at::embedding(position_embeddings_, shifted);
-  // One token type (RoBERTa) is added to every token whatever the batch's type ids say.
-  if (config_.type_vocab_size() == 1 || (config_.type_vocab_size() > 1 && !types.defined())) {
-    x = x + type_embeddings_[0];
-  } else if (config_.type_vocab_size() > 1) {
+                 at::embedding(position_table, shifted);
+  if (!one_type && config_.type_vocab_size() > 1) {
     x = x + at::embedding(type_embeddings_, types.to(at::kInt));
   }
   x = at::layer_norm(x, {config_.hidden()}, embedding_norm_weight_, embedding_norm_bias_,
@@ -142,9 +146,7 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   // layers an ffn/attn checkpoint policy names, which only the generic path can split.
   const bool fused =
       runtime_.fused_layers && recompute_possible && FusedLayerSupported(x, spec, ctx);
-  // Every layer input is a checkpoint boundary, the first one included; the pooling and the head
-  // see the dtype the embeddings produced.
-  const at::ScalarType embedding_dtype = x.scalar_type();
+  // Every layer input is a checkpoint boundary, the first one included.
   // The fused layers' compute-dtype weights, all cast at once; each layer's are dropped after its
   // forward unless it keeps them for backward.
   std::vector<std::vector<at::Tensor>> compute;
@@ -177,12 +179,14 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
     }
     if (fused) compute[i].clear();  // a kSaveAll layer kept its own copies
   }
-  x = x.to(embedding_dtype);
-  if (config_.pre_ln()) {
-    x = at::layer_norm(x, {config_.hidden()}, final_norm_weight_, final_norm_bias_,
-                       config_.layer_norm_eps());
-  }
   return x;
+}
+
+at::Tensor EncoderClassifierImpl::FinishTokens(const at::Tensor& h, at::ScalarType dtype) {
+  const at::Tensor x = h.to(dtype);
+  if (!config_.pre_ln()) return x;
+  return at::layer_norm(x, {config_.hidden()}, final_norm_weight_, final_norm_bias_,
+                        config_.layer_norm_eps());
 }
 
 namespace {
@@ -288,8 +292,14 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
     const VarlenInputs in = ToVarlen(b, n, pooling, ctx);
     if (backend == AttentionBackend::kVarlenReference)
       ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
-    at::Tensor h = RunLayers(Embed(in.ids, in.positions, in.types), ctx);
-    return PoolVarlen(h, ctx.cu_seqlens, in.seq, n, pooling);
+    const at::Tensor x = Embed(in.ids, in.positions, in.types);
+    const at::Tensor h = RunLayers(x, ctx);
+    // [CLS] pooling keeps one row per sequence, and FinishTokens works row by row: finishing the
+    // kept rows alone gives the same values without casting every token (forward and backward).
+    if (pooling == Pooling::kCls) {
+      return FinishTokens(PoolVarlen(h, ctx.cu_seqlens, in.seq, n, pooling), x.scalar_type());
+    }
+    return PoolVarlen(FinishTokens(h, x.scalar_type()), ctx.cu_seqlens, in.seq, n, pooling);
   }
   return EncodeDense(b, ctx, n);
 }
@@ -304,7 +314,7 @@ at::Tensor EncoderClassifierImpl::EncodeDense(const Batch& b, AttentionContext& 
   at::Tensor x = Embed(b.input_ids, positions, b.token_type_ids);
   if (b.layout == Layout::kPadded) {
     ctx.mask = b.attention_mask.to(at::kBool).unsqueeze(1).unsqueeze(1);  // [B, 1, 1, L]
-    at::Tensor h = RunLayers(x, ctx);
+    at::Tensor h = FinishTokens(RunLayers(x, ctx), x.scalar_type());
     if (pooling == Pooling::kCls) return h.select(1, 0);
     at::Tensor m = b.attention_mask.to(h.scalar_type()).unsqueeze(2);
     return (h * m).sum(1) / m.sum(1).clamp_min(1);
@@ -313,7 +323,7 @@ at::Tensor EncoderClassifierImpl::EncodeDense(const Batch& b, AttentionContext& 
   // keeps their softmax finite; no real token sees them.
   at::Tensor seg = b.segment_ids;
   ctx.mask = (seg.unsqueeze(2) == seg.unsqueeze(1)).unsqueeze(1);  // [R, 1, L, L]
-  at::Tensor h = RunLayers(x, ctx);
+  at::Tensor h = FinishTokens(RunLayers(x, ctx), x.scalar_type());
   at::Tensor real = h.reshape({-1, h.size(2)}).index_select(0, b.token_index);
   at::Tensor seq =
       pooling == Pooling::kMean ? seg.reshape(-1).index_select(0, b.token_index) : at::Tensor();
@@ -348,7 +358,8 @@ at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
     const VarlenInputs in = ToVarlen(b, NumSequences(b), Pooling::kCls, ctx);
     if (backend == AttentionBackend::kVarlenReference)
       ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
-    return RunLayers(Embed(in.ids, in.positions, in.types), ctx);
+    const at::Tensor x = Embed(in.ids, in.positions, in.types);
+    return FinishTokens(RunLayers(x, ctx), x.scalar_type());
   }
   at::Tensor positions = b.position_ids;
   if (!positions.defined()) {
@@ -361,7 +372,8 @@ at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
   } else {
     ctx.mask = (b.segment_ids.unsqueeze(2) == b.segment_ids.unsqueeze(1)).unsqueeze(1);
   }
-  at::Tensor h = RunLayers(Embed(b.input_ids, positions, b.token_type_ids), ctx);
+  const at::Tensor x = Embed(b.input_ids, positions, b.token_type_ids);
+  const at::Tensor h = FinishTokens(RunLayers(x, ctx), x.scalar_type());
   return h.reshape({-1, h.size(2)}).index_select(0, index);
 }
 

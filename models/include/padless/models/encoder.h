@@ -55,7 +55,12 @@ class EncoderClassifierImpl : public torch::nn::Module {
 
  private:
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& types);
+  // The encoder layers; the output stays in the dtype they computed in (bf16 under the fused
+  // layers), per token.
   at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx);
+  // The layers' per-token output in `dtype` (the embeddings'), with the final LayerNorm of pre-LN
+  // models. Works row by row, so it may run on selected rows only.
+  at::Tensor FinishTokens(const at::Tensor& h, at::ScalarType dtype);
   // Encode on the dense backend: padded rows with a padding mask, packed rows block-diagonal.
   at::Tensor EncodeDense(const batching::Batch& b, AttentionContext& ctx, int64_t n);
   LayerSpec Spec() const;
