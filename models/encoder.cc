@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "padless/models/checkpoint.h"
+#include "padless/models/embedding_norm.h"
 #include "padless/models/fused_layer.h"
 
 namespace padless::models {
@@ -129,13 +130,13 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
       config_.type_vocab_size() == 1 || (config_.type_vocab_size() > 1 && !types.defined());
   const at::Tensor position_table =
       one_type ? position_embeddings_ + type_embeddings_[0] : position_embeddings_;
-  at::Tensor x = at::embedding(word_embeddings_, ids.to(at::kInt)) +
-                 at::embedding(position_table, shifted);
+  at::Tensor words = at::embedding(word_embeddings_, ids.to(at::kInt));
   if (!one_type && config_.type_vocab_size() > 1) {
-    x = x + at::embedding(type_embeddings_, types.to(at::kInt));
+    words = words + at::embedding(type_embeddings_, types.to(at::kInt));
   }
-  x = at::layer_norm(x, {config_.hidden()}, embedding_norm_weight_, embedding_norm_bias_,
-                     config_.layer_norm_eps());
+  const at::Tensor x = SumLayerNorm(words, at::embedding(position_table, shifted),
+                                    embedding_norm_weight_, embedding_norm_bias_,
+                                    config_.layer_norm_eps());
   return at::dropout(x, is_training() ? config_.dropout() : 0.0, is_training());
 }
 
