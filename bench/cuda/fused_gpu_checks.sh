@@ -64,9 +64,10 @@ fi
 if want gputrace; then
   # The GPU's own busy and idle time per step: 20 steps traced without the host's operators, after
   # 200 timed steps (the GPU at its sustained clock).
+  # PRECISIONS=bf16,fp8 traces the FP8 GEMMs too.
   run e2e_gputrace "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --strategies packed_varlen \
-    --checkpoint none --fp32_strategies "" --anchors=false --steps 200 \
-    --trace_dir "$out/gputrace" --trace_steps 20 --notrace_host
+    --precisions "${PRECISIONS:-bf16}" --checkpoint none --fp32_strategies "" --anchors=false \
+    --steps 200 --trace_dir "$out/gputrace" --trace_steps 20 --notrace_host
   for f in "$out"/gputrace/*.json; do
     run "gputrace_$(basename "${f%.json}")" python3 bench/e2e/trace_summary.py "$f" --steps 20 \
       --top 40 --csv "${f%.json}.csv"
