@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "float_pack.cuh"
+#include "partials_reduction.cuh"
 
 namespace padless::cuda::internal {
 namespace {
@@ -15,8 +16,7 @@ namespace {
 constexpr int kVec = 8;                // elements per 16-byte vector
 constexpr int kThreads = 128;          // vectors (columns / 8) per block
 constexpr int64_t kRowsPerBlock = 64;  // rows per block: 256 row blocks at T = 16384
-constexpr int kReduceCols = 32;        // columns per reduction block
-constexpr int kReduceRows = 16;        // threads per column
+constexpr int kReduceRows = 16;        // threads per column of SumPartialsKernel
 
 // Vectors of kVec elements travel as Words (float_pack.cuh): each word a pair of elements, the
 // first in the low half.
@@ -207,26 +207,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < kVec; ++i) partials[blockIdx.x * cols + col + i] = sum[i];
 }
 
-// bias_grad[j] = the sum of partials[b, j] over the row blocks b, in a fixed order: thread (x, y)
-// of a block sums rows y, y + kReduceRows, ... of column tile * kReduceCols + x, then row 0 adds
-// the kReduceRows sums in order. Enough threads per column to keep many loads in flight (a thread
-// per column, looping over every block, was latency-bound).
-__global__ void __launch_bounds__(kReduceCols* kReduceRows)
+// bias_grad[j] = the sum of partials[b, j] over the row blocks b (partials_reduction.cuh).
+__global__ void __launch_bounds__(kPartialsCols* kReduceRows)
     SumPartialsKernel(const float* __restrict__ partials, float* __restrict__ bias_grad,
                       int64_t blocks, int64_t cols) {
-  __shared__ float tile[kReduceRows][kReduceCols + 1];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
-  float total = 0.f;
-  if (col < cols) {
-    for (int64_t b = threadIdx.y; b < blocks; b += kReduceRows) total += partials[b * cols + col];
-  }
-  tile[threadIdx.y][threadIdx.x] = total;
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= cols) return;
-  float sum = 0.f;
-#pragma unroll
-  for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
-  bias_grad[col] = sum;
+  ReducePartialsColumn<kReduceRows>(partials, blocks, cols,
+                                    [&](int64_t col, float sum) { bias_grad[col] = sum; });
 }
 
 template <typename T, typename Op>
@@ -244,9 +230,8 @@ cudaError_t Launch(const Op& op, const BiasGradOutput& o, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
   }
   if (o.partials != nullptr) {
-    const auto grid = static_cast<unsigned>((o.cols + kReduceCols - 1) / kReduceCols);
-    SumPartialsKernel<<<grid, dim3(kReduceCols, kReduceRows), 0, stream>>>(o.partials, o.bias_grad,
-                                                                           blocks, o.cols);
+    SumPartialsKernel<<<PartialsGrid(o.cols), PartialsBlock<kReduceRows>(), 0, stream>>>(
+        o.partials, o.bias_grad, blocks, o.cols);
   }
   return cudaGetLastError();
 }

@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "float_pack.cuh"
+#include "partials_reduction.cuh"
 #include "residual_layer_norm_kernels.h"
 
 namespace padless::cuda::internal {
@@ -43,8 +44,7 @@ constexpr int kMaxIters = 16;
 constexpr int kMaxBackwardWarps = 4;
 // The backward's shared accumulators stay within the default 48 KiB of one block.
 constexpr int64_t kBackwardSharedFloats = 48 * 1024 / 4;
-constexpr int kReduceCols = 32;
-constexpr int kReduceRows = 32;
+constexpr int kReduceRows = 32;  // threads per column of ReducePartialsKernel
 
 // Resident blocks of 4 warps per SM that the kernels' register budgets aim at (__launch_bounds__):
 // a warp works on one row at a time, so latency is hidden by warps alone. The values are the
@@ -365,29 +365,18 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
   }
 }
 
-// Column j of the partials [blocks, quantities * hidden] summed over the blocks, written to
-// d_gamma / d_beta / d_bias (quantity j / hidden): a 32-column tile per block, 32 threads per column
-// each striding over the blocks (the backward runs hundreds of blocks), then a fixed-order sum of
-// the 32.
-__global__ void __launch_bounds__(kReduceCols* kReduceRows)
+// Column j of the partials [blocks, quantities * hidden] summed over the blocks
+// (partials_reduction.cuh), written to d_gamma / d_beta / d_bias (quantity j / hidden). Many
+// threads per column: the backward runs hundreds of blocks.
+__global__ void __launch_bounds__(kPartialsCols* kReduceRows)
     ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ d_gamma,
                          float* __restrict__ d_beta, float* __restrict__ d_bias, int64_t blocks,
                          int64_t hidden, int64_t width) {
-  __shared__ float tile[kReduceRows][kReduceCols + 1];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
-  float total = 0.f;
-  if (col < width) {
-    for (int64_t b = threadIdx.y; b < blocks; b += kReduceRows) total += partials[b * width + col];
-  }
-  tile[threadIdx.y][threadIdx.x] = total;
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= width) return;
-  float sum = 0.f;
-#pragma unroll
-  for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
-  const int64_t quantity = col / hidden;
-  float* out = quantity == 0 ? d_gamma : (quantity == 1 ? d_beta : d_bias);
-  out[col - quantity * hidden] = sum;
+  ReducePartialsColumn<kReduceRows>(partials, blocks, width, [&](int64_t col, float sum) {
+    const int64_t quantity = col / hidden;
+    float* out = quantity == 0 ? d_gamma : (quantity == 1 ? d_beta : d_bias);
+    out[col - quantity * hidden] = sum;
+  });
 }
 
 // Vectors per lane for rows of `hidden` elements of T: the smallest instantiated count that covers
@@ -454,9 +443,7 @@ cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t s
     BackwardKernel<T, kIters>
         <<<static_cast<unsigned>(a.blocks), warps * kLanes, shared, stream>>>(a);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-    const dim3 block(kReduceCols, kReduceRows);
-    const int64_t grid = (width + kReduceCols - 1) / kReduceCols;
-    ReducePartialsKernel<<<static_cast<unsigned>(grid), block, 0, stream>>>(
+    ReducePartialsKernel<<<PartialsGrid(width), PartialsBlock<kReduceRows>(), 0, stream>>>(
         a.partials, a.d_gamma, a.d_beta, a.d_bias, a.blocks, a.hidden, width);
     return cudaGetLastError();
   });
