@@ -19,7 +19,7 @@ constexpr int64_t kRowsPerBlock = 64;  // rows per block: 256 row blocks at T = 
 constexpr int kReduceRows = 16;        // threads per column of SumPartialsKernel
 
 // Vectors of kVec elements travel as Words (float_pack.cuh): each word a pair of elements, the
-// first in the low half.
+// first in the low half; UnpackWords gives them in fp32.
 
 // One 16-byte store (a plain assignment of the Words compiled to four 4-byte ones). No memory
 // clobber: nothing in the kernels reads what they store.
@@ -29,28 +29,7 @@ __device__ __forceinline__ void StoreWords(T* p, const Words& w) {
                "r"(w.w));
 }
 
-__device__ __forceinline__ void Split(const Words& w, uint32_t (&out)[kVec / 2]) {
-  out[0] = w.x;
-  out[1] = w.y;
-  out[2] = w.z;
-  out[3] = w.w;
-}
-
-// A word's two elements in fp32, and two fp32 values rounded into a word (one conversion
-// instruction for both).
-template <typename T>
-__device__ __forceinline__ float2 PairToFloat(uint32_t w);
-template <>
-__device__ __forceinline__ float2 PairToFloat<__nv_bfloat16>(uint32_t w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-template <>
-__device__ __forceinline__ float2 PairToFloat<__half>(uint32_t w) {
-  __half2 h;
-  memcpy(&h, &w, sizeof(w));
-  return __half22float2(h);
-}
-
+// Two fp32 values rounded into a word (one conversion instruction for both).
 __device__ __forceinline__ __nv_bfloat162 RoundPair(float a, float b, __nv_bfloat16) {
   return __floats2bfloat162_rn(a, b);
 }
@@ -126,13 +105,14 @@ struct GeluTanhBackwardOp {
     return {LoadWords(grad + row * cols + col), LoadWords(pre + row * cols + col)};
   }
   __device__ Words Compute(const Loaded& in) const {
-    uint32_t g[kVec / 2], x[kVec / 2], out[kVec / 2];
-    Split(in.grad, g);
-    Split(in.pre, x);
+    float g[kVec], x[kVec];
+    UnpackWords<T, kVec>(in.grad, g);
+    UnpackWords<T, kVec>(in.pre, x);
+    uint32_t out[kVec / 2];
 #pragma unroll
     for (int k = 0; k < kVec / 2; ++k) {
-      const float2 gf = PairToFloat<T>(g[k]), xf = PairToFloat<T>(x[k]);
-      out[k] = FloatsToPair<T>(GeluTanhGrad(gf.x, xf.x), GeluTanhGrad(gf.y, xf.y));
+      out[k] = FloatsToPair<T>(GeluTanhGrad(g[2 * k], x[2 * k]),
+                               GeluTanhGrad(g[2 * k + 1], x[2 * k + 1]));
     }
     return make_uint4(out[0], out[1], out[2], out[3]);
   }
@@ -165,14 +145,10 @@ __global__ void __launch_bounds__(kThreads)
   float sum[kVec] = {};
   const auto emit = [&](int64_t row, const Words& v) {
     StoreWords(out + row * cols + col, v);
-    uint32_t w[kVec / 2];
-    Split(v, w);
+    float f[kVec];
+    UnpackWords<T, kVec>(v, f);
 #pragma unroll
-    for (int k = 0; k < kVec / 2; ++k) {
-      const float2 f = PairToFloat<T>(w[k]);
-      sum[2 * k] += f.x;
-      sum[2 * k + 1] += f.y;
-    }
+    for (int k = 0; k < kVec; ++k) sum[k] += f[k];
   };
   // Rows in groups of kGroup, the next group's loads issued before this group's work: enough
   // loads in flight to approach the bandwidth (one row at a time reached about half of it on the

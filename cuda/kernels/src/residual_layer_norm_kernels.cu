@@ -68,15 +68,6 @@ __device__ __forceinline__ bool Kept(MaskBits<kVec> bits, int k) {
   return ((bits >> (8 * k)) & 0xffu) != 0;
 }
 
-template <typename T, int kVec>
-__device__ __forceinline__ void Unpack(const Words& words, float (&out)[kVec]) {
-  static_assert(sizeof(Pack<T, kVec>) == sizeof(Words), "a vector is 16 bytes");
-  Pack<T, kVec> pack;
-  memcpy(&pack, &words, sizeof(pack));
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) out[k] = ToFloat(pack.v[k]);
-}
-
 // Rounds `in` to T.
 template <typename T, int kVec>
 __device__ __forceinline__ Words PackWords(const float (&in)[kVec]) {
@@ -90,7 +81,7 @@ __device__ __forceinline__ Words PackWords(const float (&in)[kVec]) {
 
 template <typename T, int kVec>
 __device__ __forceinline__ void Load(const T* p, float (&out)[kVec]) {
-  Unpack<T, kVec>(LoadWords(p), out);
+  UnpackWords<T, kVec>(LoadWords(p), out);
 }
 
 // Keep decisions for one vector of kVec <= 8 elements from one Philox draw (see the file comment).
@@ -188,8 +179,8 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
     if (v >= vecs) continue;
     float in[kVec], res[kVec];
-    Unpack<T, kVec>(in_raw[i], in);
-    Unpack<T, kVec>(x[i], res);
+    UnpackWords<T, kVec>(in_raw[i], in);
+    UnpackWords<T, kVec>(x[i], res);
     if (bias != nullptr) {
       float b[kVec];
       Load<T, kVec>(bias + v * kVec, b);
@@ -205,7 +196,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
 #pragma unroll
     for (int k = 0; k < kVec; ++k) res[k] += in[k];
     x[i] = PackWords<T, kVec>(res);
-    Unpack<T, kVec>(x[i], res);  // statistics of the stored (rounded) sum
+    UnpackWords<T, kVec>(x[i], res);  // statistics of the stored (rounded) sum
 #pragma unroll
     for (int k = 0; k < kVec; ++k) total += res[k];
     *reinterpret_cast<Words*>(sum + v * kVec) = x[i];
@@ -220,7 +211,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
   for (int i = 0; i < kIters; ++i) {
     if (lane + static_cast<int64_t>(i) * kLanes >= vecs) continue;
     float xs[kVec];
-    Unpack<T, kVec>(x[i], xs);
+    UnpackWords<T, kVec>(x[i], xs);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float d = xs[k] - mean;
@@ -238,7 +229,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
     if (v >= vecs) continue;
     float g[kVec], b[kVec], y[kVec];
-    Unpack<T, kVec>(x[i], y);
+    UnpackWords<T, kVec>(x[i], y);
     LoadParams<kVec>(a.gamma + v * kVec, g);
     LoadParams<kVec>(a.beta + v * kVec, b);
 #pragma unroll
@@ -253,10 +244,10 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
 template <typename T, int kVec>
 __device__ __forceinline__ void IncomingGrad(const Words& d_out, const Words& extra, bool has_extra,
                                              float (&g)[kVec]) {
-  Unpack<T, kVec>(d_out, g);
+  UnpackWords<T, kVec>(d_out, g);
   if (has_extra) {
     float e[kVec];
-    Unpack<T, kVec>(extra, e);
+    UnpackWords<T, kVec>(extra, e);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) g[k] += e[k];
   }
@@ -318,7 +309,7 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
       float g[kVec], gamma[kVec], x[kVec], g_xhat[kVec];
       IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
       LoadParams<kVec>(a.gamma + v * kVec, gamma);
-      Unpack<T, kVec>(sum_row[i], x);
+      UnpackWords<T, kVec>(sum_row[i], x);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         const float xhat = (x[k] - mean) * rstd;
@@ -340,7 +331,7 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
       float g[kVec], gamma[kVec], x[kVec], d[kVec];
       IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
       LoadParams<kVec>(a.gamma + v * kVec, gamma);
-      Unpack<T, kVec>(sum_row[i], x);
+      UnpackWords<T, kVec>(sum_row[i], x);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         const float xhat = (x[k] - mean) * rstd;
