@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "float_pack.cuh"
+#include "float_type_dispatch.cuh"
 #include "partials_reduction.cuh"
 
 namespace padless::cuda::internal {
@@ -224,32 +225,23 @@ int64_t BiasGradBlocks(int64_t rows) {
 
 cudaError_t LaunchGeluTanhBackward(const void* grad, const void* pre, const BiasGradOutput& out,
                                    cudaStream_t stream) {
-  if (out.type == FloatType::kBFloat16) {
-    using T = __nv_bfloat16;
+  return Dispatch16BitType(out.type, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     return Launch<T>(
         GeluTanhBackwardOp<T>{static_cast<const T*>(grad), static_cast<const T*>(pre), out.cols},
         out, stream);
-  }
-  using T = __half;
-  return Launch<T>(
-      GeluTanhBackwardOp<T>{static_cast<const T*>(grad), static_cast<const T*>(pre), out.cols}, out,
-      stream);
+  });
 }
 
 cudaError_t LaunchStack3(const void* a, const void* b, const void* c, const BiasGradOutput& out,
                          cudaStream_t stream) {
-  if (out.type == FloatType::kBFloat16) {
-    using T = __nv_bfloat16;
+  return Dispatch16BitType(out.type, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     return Launch<T>(
         Stack3Op<T>{{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(c)},
                     out.cols / 3},
         out, stream);
-  }
-  using T = __half;
-  return Launch<T>(
-      Stack3Op<T>{{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(c)},
-                  out.cols / 3},
-      out, stream);
+  });
 }
 
 }  // namespace padless::cuda::internal

@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "float_pack.cuh"
+#include "float_type_dispatch.cuh"
 #include "partials_reduction.cuh"
 #include "residual_layer_norm_kernels.h"
 
@@ -438,25 +439,6 @@ cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t s
         a.partials, a.d_gamma, a.d_beta, a.d_bias, a.blocks, a.hidden, width);
     return cudaGetLastError();
   });
-}
-
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-// Calls f(TypeTag<T>{}) for the storage type T of `type`; `fallback` for an unknown type.
-template <typename R, typename F>
-R DispatchType(FloatType type, R fallback, F&& f) {
-  switch (type) {
-    case FloatType::kFloat32:
-      return f(TypeTag<float>{});
-    case FloatType::kBFloat16:
-      return f(TypeTag<__nv_bfloat16>{});
-    case FloatType::kFloat16:
-      return f(TypeTag<__half>{});
-  }
-  return fallback;
 }
 
 int ItersForType(int64_t hidden, FloatType type) {
