@@ -26,6 +26,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "float_pack.cuh"
@@ -425,13 +428,24 @@ int BackwardWarps(int64_t hidden) {
   return static_cast<int>(fit < 1 ? 1 : (fit > kMaxBackwardWarps ? kMaxBackwardWarps : fit));
 }
 
+// Columns of the backward's partials: d_gamma, d_beta and, when asked for, d_bias.
+int64_t BackwardWidth(int64_t hidden, bool need_bias_grad) {
+  return (need_bias_grad ? 3 : 2) * hidden;
+}
+
+// Dynamic shared memory of one backward block: a row of accumulators per warp.
+size_t BackwardSharedBytes(int64_t hidden, bool need_bias_grad) {
+  return static_cast<size_t>(BackwardWarps(hidden)) * BackwardWidth(hidden, need_bias_grad) *
+         sizeof(float);
+}
+
 template <typename T>
 cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t stream) {
   return DispatchIters<T>(a.hidden, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
     const int warps = BackwardWarps(a.hidden);
-    const int64_t width = (a.need_bias_grad ? 3 : 2) * a.hidden;
-    const size_t shared = static_cast<size_t>(warps) * width * sizeof(float);
+    const int64_t width = BackwardWidth(a.hidden, a.need_bias_grad);
+    const size_t shared = BackwardSharedBytes(a.hidden, a.need_bias_grad);
     BackwardKernel<T, kIters>
         <<<static_cast<unsigned>(a.blocks), warps * kLanes, shared, stream>>>(a);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
@@ -444,6 +458,55 @@ cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t s
 int ItersForType(int64_t hidden, FloatType type) {
   return DispatchType(type, 0,
                       [&](auto tag) { return ItersFor<typename decltype(tag)::type>(hidden); });
+}
+
+// `err`, a runtime call's result; when that call failed, its error is also taken off the thread's
+// last-error slot, so that the next launcher's cudaGetLastError() does not report it as its own.
+// Only after a failed call: clearing unconditionally would hide an earlier launch's error.
+cudaError_t ClearIfFailed(cudaError_t err) {
+  if (err != cudaSuccess) cudaGetLastError();
+  return err;
+}
+
+// Resident backward blocks per SM on the current device (the CUDA occupancy query; may be 0).
+template <typename T>
+cudaError_t QueryBackwardBlocksPerSm(int64_t hidden, bool need_bias_grad, int* per_sm) {
+  return DispatchIters<T>(hidden, [&](auto iters) {
+    const auto kernel = BackwardKernel<T, decltype(iters)::value>;
+    // The shared accumulators compete with L1 for the same memory: ask for the largest carveout.
+    // A preference: when it is refused, the query answers for the default split.
+    ClearIfFailed(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    return ClearIfFailed(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        per_sm, kernel, BackwardWarps(hidden) * kLanes,
+        BackwardSharedBytes(hidden, need_bias_grad)));
+  });
+}
+
+// QueryBackwardBlocksPerSm (>= 1) for the current device, remembered per (device, type, hidden,
+// need_bias_grad), which fix the kernel instance, its block size and its shared memory: the
+// attribute and the query took about 8 us of host time, and a training step runs the backward 24
+// times. A failed query only costs occupancy: one block per SM, and the next call asks again.
+int BackwardBlocksPerSm(int64_t hidden, FloatType type, bool need_bias_grad) {
+  int device = 0;
+  if (ClearIfFailed(cudaGetDevice(&device)) != cudaSuccess) return 1;
+  using Key = std::tuple<int, FloatType, int64_t, bool>;
+  static std::mutex mutex;
+  static auto* const cache = new std::map<Key, int>();  // never destroyed: usable during exit
+  const Key key(device, type, hidden, need_bias_grad);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  int per_sm = 0;
+  const cudaError_t err = DispatchType(type, cudaErrorInvalidValue, [&](auto tag) {
+    return QueryBackwardBlocksPerSm<typename decltype(tag)::type>(hidden, need_bias_grad, &per_sm);
+  });
+  if (err != cudaSuccess) return 1;
+  per_sm = per_sm < 1 ? 1 : per_sm;
+  const std::lock_guard<std::mutex> lock(mutex);
+  cache->emplace(key, per_sm);
+  return per_sm;
 }
 
 }  // namespace
@@ -472,21 +535,8 @@ int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, FloatType 
                                         bool need_bias_grad, int64_t sm_count) {
   const int64_t warps = BackwardWarps(hidden);
   const int64_t by_rows = (rows + warps - 1) / warps;
-  int per_sm = 1;
-  DispatchType(type, cudaErrorInvalidValue, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return DispatchIters<T>(hidden, [&](auto iters) {
-      const auto kernel = BackwardKernel<T, decltype(iters)::value>;
-      // The shared accumulators compete with L1 for the same memory: ask for the largest carveout.
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           cudaSharedmemCarveoutMaxShared);
-      const size_t shared = static_cast<size_t>(warps) * (need_bias_grad ? 3 : 2) * hidden * 4;
-      return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
-                                                           static_cast<int>(warps) * kLanes, shared);
-    });
-  });
-  cudaGetLastError();  // a failed query only costs occupancy: fall back to one block per SM
-  const int64_t by_device = (per_sm < 1 ? 1 : per_sm) * (sm_count < 1 ? 1 : sm_count);
+  const int64_t by_device =
+      BackwardBlocksPerSm(hidden, type, need_bias_grad) * (sm_count < 1 ? 1 : sm_count);
   const int64_t blocks = by_rows < by_device ? by_rows : by_device;
   return blocks < 1 ? 1 : blocks;
 }
