@@ -235,7 +235,7 @@ TEST(ResidualLayerNormTest, BrokenForwardArgumentsThrowClearly) {
         [&] { DropoutResidualLayerNorm(input, bias, residual, gamma, in.beta, p, kEps); });
   };
   EXPECT_THAT(call(in.input.flatten(), in.bias, in.residual, in.gamma, 0.1),
-              HasSubstr("input must be [T, H]"));
+              HasSubstr("input must be 2-D [T, H]"));
   EXPECT_THAT(call(in.input, in.bias, in.residual.narrow(0, 0, 3), in.gamma, 0.1),
               HasSubstr("residual has shape"));
   EXPECT_THAT(call(in.input, in.bias, in.residual.to(at::kBFloat16), in.gamma, 0.1),
