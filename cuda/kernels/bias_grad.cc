@@ -16,7 +16,7 @@
 namespace padless::cuda {
 namespace {
 
-thread_local bool g_last_kernel = false;
+thread_local bool g_last_bias_grad_kernel = false;
 
 using internal::Is16BitFloat;
 
@@ -125,10 +125,10 @@ std::optional<GradWithBiasGrad> StackKernel(const at::Tensor&, const at::Tensor&
 template <typename Kernel, typename Reference>
 GradWithBiasGrad Dispatch(bool allow_kernel, const Kernel& kernel, const Reference& reference) {
   const at::NoGradGuard no_grad;
-  g_last_kernel = false;
+  g_last_bias_grad_kernel = false;
   if (allow_kernel) {
     if (std::optional<GradWithBiasGrad> r = kernel()) {
-      g_last_kernel = true;
+      g_last_bias_grad_kernel = true;
       return *std::move(r);
     }
   }
@@ -168,7 +168,7 @@ GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, c
   return Stack(dq, dk, dv, need_bias_grad, /*allow_kernel=*/true);
 }
 
-bool LastBiasGradRanKernel() { return g_last_kernel; }
+bool LastBiasGradRanKernel() { return g_last_bias_grad_kernel; }
 
 namespace reference {
 

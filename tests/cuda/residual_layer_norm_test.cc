@@ -23,10 +23,11 @@ namespace padless::cuda {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kPoisonBytes;
 using testing::PoisonFreeMemory;
+using testing::RelErr;
 
 constexpr double kEps = 1e-5;
-constexpr int64_t kPoisonBytes = int64_t{256} << 20;
 
 struct Inputs {
   at::Tensor input, bias, residual, gamma, beta;
@@ -45,13 +46,6 @@ Inputs MakeInputs(int64_t rows, int64_t hidden, at::ScalarType dtype, at::Scalar
   in.gamma = (1.0 + 0.2 * at::randn({hidden}, opts)).to(param_dtype);
   in.beta = (0.2 * at::randn({hidden}, opts)).to(param_dtype);
   return in;
-}
-
-// ||a - b|| / ||b|| in fp32 (0 for empty tensors).
-double RelErr(const at::Tensor& a, const at::Tensor& b) {
-  if (b.numel() == 0) return 0.0;
-  const at::Tensor bf = b.to(at::kFloat);
-  return ((a.to(at::kFloat) - bf).norm() / bf.norm().clamp_min(1e-30)).item<double>();
 }
 
 at::Tensor Float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
