@@ -16,24 +16,14 @@
 namespace padless::cuda {
 namespace {
 
-thread_local bool g_last_kernel = false;
+thread_local bool g_last_bias_grad_kernel = false;
 
 using internal::Is16BitFloat;
 
-// A [T, N] floating tensor with `like`'s shape, dtype and device.
-void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, const char* op) {
-  TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
-  TORCH_CHECK(t.dim() == 2, op, ": ", name, " must be 2-D [T, N], got shape ", t.sizes());
-  TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": ", name,
-              " must be a floating-point tensor, got ", t.scalar_type());
-  if (&t == &like) return;
-  TORCH_CHECK(t.sizes() == like.sizes(), op, ": ", name, " has shape ", t.sizes(), " but expected ",
-              like.sizes());
-  TORCH_CHECK(t.scalar_type() == like.scalar_type(), op, ": ", name, " is ", t.scalar_type(),
-              " but expected ", like.scalar_type());
-  TORCH_CHECK(t.device() == like.device(), op, ": ", name, " is on ", t.device(), " but expected ",
-              like.device());
-}
+// The gradients: [T, N] of any floating type (internal::CheckRows).
+constexpr internal::RowsSpec kGradRows = {
+    "[T, N]", [](at::ScalarType type) { return at::isFloatingType(type); },
+    "a floating-point tensor"};
 
 // The column sums of a written gradient, as the kernels give them.
 at::Tensor ColumnSums(const at::Tensor& grad) {
@@ -135,10 +125,10 @@ std::optional<GradWithBiasGrad> StackKernel(const at::Tensor&, const at::Tensor&
 template <typename Kernel, typename Reference>
 GradWithBiasGrad Dispatch(bool allow_kernel, const Kernel& kernel, const Reference& reference) {
   const at::NoGradGuard no_grad;
-  g_last_kernel = false;
+  g_last_bias_grad_kernel = false;
   if (allow_kernel) {
     if (std::optional<GradWithBiasGrad> r = kernel()) {
-      g_last_kernel = true;
+      g_last_bias_grad_kernel = true;
       return *std::move(r);
     }
   }
@@ -148,8 +138,8 @@ GradWithBiasGrad Dispatch(bool allow_kernel, const Kernel& kernel, const Referen
 GradWithBiasGrad Gelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad,
                       bool allow_kernel) {
   const char* kOp = "GeluTanhBackwardWithBiasGrad";
-  CheckRows(dy, "dy", dy, kOp);
-  CheckRows(pre, "pre", dy, kOp);
+  internal::CheckRows(dy, "dy", dy, kGradRows, kOp);
+  internal::CheckRows(pre, "pre", dy, kGradRows, kOp);
   return Dispatch(
       allow_kernel, [&] { return GeluKernel(dy, pre, need_bias_grad); },
       [&] { return ReferenceGelu(dy, pre, need_bias_grad); });
@@ -158,9 +148,9 @@ GradWithBiasGrad Gelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bia
 GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                        bool need_bias_grad, bool allow_kernel) {
   const char* kOp = "StackWithBiasGrad";
-  CheckRows(dq, "dq", dq, kOp);
-  CheckRows(dk, "dk", dq, kOp);
-  CheckRows(dv, "dv", dq, kOp);
+  internal::CheckRows(dq, "dq", dq, kGradRows, kOp);
+  internal::CheckRows(dk, "dk", dq, kGradRows, kOp);
+  internal::CheckRows(dv, "dv", dq, kGradRows, kOp);
   return Dispatch(
       allow_kernel, [&] { return StackKernel(dq, dk, dv, need_bias_grad); },
       [&] { return ReferenceStack(dq, dk, dv, need_bias_grad); });
@@ -178,7 +168,7 @@ GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, c
   return Stack(dq, dk, dv, need_bias_grad, /*allow_kernel=*/true);
 }
 
-bool LastBiasGradRanKernel() { return g_last_kernel; }
+bool LastBiasGradRanKernel() { return g_last_bias_grad_kernel; }
 
 namespace reference {
 

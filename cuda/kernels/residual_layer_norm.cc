@@ -33,20 +33,9 @@ at::ScalarType StatType(at::ScalarType rows) {
   return rows == at::kDouble ? at::kDouble : at::kFloat;
 }
 
-// A [T, H] activation of a floating type on `device` (`like`'s shape and dtype when given).
-void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, const char* op) {
-  TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
-  TORCH_CHECK(t.dim() == 2, op, ": ", name, " must be [T, H], got shape ", t.sizes());
-  TORCH_CHECK(IsFloatType(t.scalar_type()), op, ": ", name,
-              " must be float64, float32, bfloat16 or float16, got ", t.scalar_type());
-  if (&t == &like) return;
-  TORCH_CHECK(t.sizes() == like.sizes(), op, ": ", name, " has shape ", t.sizes(), " but expected ",
-              like.sizes());
-  TORCH_CHECK(t.scalar_type() == like.scalar_type(), op, ": ", name, " is ", t.scalar_type(),
-              " but expected ", like.scalar_type());
-  TORCH_CHECK(t.device() == like.device(), op, ": ", name, " is on ", t.device(), " but expected ",
-              like.device());
-}
+// The activations: [T, H] of a type the op takes (internal::CheckRows).
+constexpr internal::RowsSpec kActivationRows = {"[T, H]", IsFloatType,
+                                                "float64, float32, bfloat16 or float16"};
 
 // A [H] parameter on `like`'s device, in like's dtype or (when allow_fp32) fp32.
 void CheckParam(const at::Tensor& t, const char* name, const at::Tensor& like, bool allow_fp32,
@@ -79,8 +68,8 @@ void CheckProbability(double p, const char* op) {
 
 void CheckForwardArgs(const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,
                       const at::Tensor& gamma, const at::Tensor& beta, double p, double eps) {
-  CheckRows(input, "input", input, kForwardOp);
-  CheckRows(residual, "residual", input, kForwardOp);
+  internal::CheckRows(input, "input", input, kActivationRows, kForwardOp);
+  internal::CheckRows(residual, "residual", input, kActivationRows, kForwardOp);
   TORCH_CHECK(input.is_contiguous() && residual.is_contiguous(), kForwardOp,
               ": input and residual must be contiguous");
   if (bias.defined()) CheckParam(bias, "bias", input, /*allow_fp32=*/false, kForwardOp);
@@ -93,9 +82,9 @@ void CheckForwardArgs(const at::Tensor& input, const at::Tensor& bias, const at:
 void CheckBackwardArgs(const at::Tensor& d_out, const at::Tensor& extra, const at::Tensor& sum,
                        const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& gamma,
                        const at::Tensor& mask, double p) {
-  CheckRows(sum, "sum", sum, kBackwardOp);
-  CheckRows(d_out, "d_out", sum, kBackwardOp);
-  if (extra.defined()) CheckRows(extra, "extra", sum, kBackwardOp);
+  internal::CheckRows(sum, "sum", sum, kActivationRows, kBackwardOp);
+  internal::CheckRows(d_out, "d_out", sum, kActivationRows, kBackwardOp);
+  if (extra.defined()) internal::CheckRows(extra, "extra", sum, kActivationRows, kBackwardOp);
   CheckStat(mean, "mean", sum, kBackwardOp);
   CheckStat(rstd, "rstd", sum, kBackwardOp);
   CheckParam(gamma, "gamma", sum, /*allow_fp32=*/true, kBackwardOp);

@@ -24,6 +24,7 @@ namespace padless::cuda {
 namespace {
 
 using testing::ExpectC10Error;
+using testing::kPoisonBytes;
 using testing::PoisonFreeMemory;
 
 TEST(BiasGradTest, GeluReferenceIsTheUnfusedOps) {
@@ -97,7 +98,7 @@ class BiasGradCudaTest : public ::testing::Test {
   at::Tensor Randn(std::vector<int64_t> shape, at::ScalarType dtype) {
     return (at::randn(shape, at::TensorOptions(gpu_)) * 2).to(dtype);
   }
-  void Poison() { PoisonFreeMemory(gpu_, int64_t{256} << 20); }
+  void Poison() { PoisonFreeMemory(gpu_, kPoisonBytes); }
   const c10::Device gpu_{c10::kCUDA, 0};
 };
 

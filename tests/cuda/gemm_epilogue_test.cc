@@ -27,7 +27,9 @@ namespace padless::cuda {
 namespace {
 
 using testing::ExpectC10Error;
+using testing::kPoisonBytes;
 using testing::PoisonFreeMemory;
+using testing::RelErr;
 
 void ExpectClose(const at::Tensor& got, const at::Tensor& want, const char* what) {
   ASSERT_TRUE(got.defined()) << what;
@@ -139,8 +141,6 @@ TEST(GemmEpilogueTest, BrokenInputThrowsAClearError) {
 
 // --- GPU: the cuBLASLt path.
 
-constexpr int64_t kPoisonBytes = int64_t{256} << 20;
-
 // Public helpers: CheckCase uses them.
 class GemmEpilogueCudaTest : public ::testing::Test {
  public:
@@ -154,12 +154,6 @@ class GemmEpilogueCudaTest : public ::testing::Test {
   void Poison() { PoisonFreeMemory(gpu_, kPoisonBytes); }
   const c10::Device gpu_{c10::kCUDA, 0};
 };
-
-// ||got - want|| / ||want|| in fp32 (got may be 16-bit); NaN (a poisoned, unwritten element) fails.
-double RelErr(const at::Tensor& got, const at::Tensor& want) {
-  const at::Tensor g = got.to(at::kFloat), w = want.to(at::kFloat);
-  return ((g - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
-}
 
 #define EXPECT_REL_ERR(got, want, tol, what)                                                \
   do {                                                                                      \

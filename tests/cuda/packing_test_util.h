@@ -1,6 +1,8 @@
 // Helpers of the cuda/ op tests: random varlen batches (lengths including empty and full-length
-// sequences, drawn with a fixed seed, and their cu_seqlens), poisoned free GPU memory, and the
-// check that broken input throws a c10::Error saying what is wrong.
+// sequences, drawn with a fixed seed, and their cu_seqlens), poisoned free GPU memory, the relative
+// error of a kernel's output, and the check that broken input throws a c10::Error saying what is
+// wrong. In one header so that the test files define none of them twice (and can share a unity
+// batch, PADLESS_UNITY).
 #ifndef PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
 #define PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
 
@@ -46,6 +48,18 @@ inline int64_t Total(const std::vector<int32_t>& lengths) {
 inline void PoisonFreeMemory(const c10::Device& device, int64_t bytes) {
   at::Tensor junk = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
   junk.fill_(0xFF);
+}
+
+// What the kernel tests poison before an op allocates its outputs: more than the outputs of their
+// largest shapes.
+inline constexpr int64_t kPoisonBytes = int64_t{256} << 20;
+
+// ||got - want|| / ||want|| in fp32 (got may be 16-bit); 0 for empty tensors. A NaN in got (a
+// poisoned element the op did not write) makes it NaN, which fails every `<` bound.
+inline double RelErr(const at::Tensor& got, const at::Tensor& want) {
+  if (want.numel() == 0) return 0.0;
+  const at::Tensor w = want.to(at::kFloat);
+  return ((got.to(at::kFloat) - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
 }
 
 // Runs f, which must throw c10::Error whose message contains `needle`.

@@ -23,10 +23,11 @@ namespace padless::cuda {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::kPoisonBytes;
 using testing::PoisonFreeMemory;
+using testing::RelErr;
 
 constexpr double kEps = 1e-5;
-constexpr int64_t kPoisonBytes = int64_t{256} << 20;
 
 struct Inputs {
   at::Tensor input, bias, residual, gamma, beta;
@@ -45,13 +46,6 @@ Inputs MakeInputs(int64_t rows, int64_t hidden, at::ScalarType dtype, at::Scalar
   in.gamma = (1.0 + 0.2 * at::randn({hidden}, opts)).to(param_dtype);
   in.beta = (0.2 * at::randn({hidden}, opts)).to(param_dtype);
   return in;
-}
-
-// ||a - b|| / ||b|| in fp32 (0 for empty tensors).
-double RelErr(const at::Tensor& a, const at::Tensor& b) {
-  if (b.numel() == 0) return 0.0;
-  const at::Tensor bf = b.to(at::kFloat);
-  return ((a.to(at::kFloat) - bf).norm() / bf.norm().clamp_min(1e-30)).item<double>();
 }
 
 at::Tensor Float(const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; }
@@ -235,7 +229,7 @@ TEST(ResidualLayerNormTest, BrokenForwardArgumentsThrowClearly) {
         [&] { DropoutResidualLayerNorm(input, bias, residual, gamma, in.beta, p, kEps); });
   };
   EXPECT_THAT(call(in.input.flatten(), in.bias, in.residual, in.gamma, 0.1),
-              HasSubstr("input must be [T, H]"));
+              HasSubstr("input must be 2-D [T, H]"));
   EXPECT_THAT(call(in.input, in.bias, in.residual.narrow(0, 0, 3), in.gamma, 0.1),
               HasSubstr("residual has shape"));
   EXPECT_THAT(call(in.input, in.bias, in.residual.to(at::kBFloat16), in.gamma, 0.1),

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "float_pack.cuh"
+#include "float_type_dispatch.cuh"
+#include "partials_reduction.cuh"
 
 namespace padless::cuda::internal {
 namespace {
@@ -15,11 +17,10 @@ namespace {
 constexpr int kVec = 8;                // elements per 16-byte vector
 constexpr int kThreads = 128;          // vectors (columns / 8) per block
 constexpr int64_t kRowsPerBlock = 64;  // rows per block: 256 row blocks at T = 16384
-constexpr int kReduceCols = 32;        // columns per reduction block
-constexpr int kReduceRows = 16;        // threads per column
+constexpr int kReduceRows = 16;        // threads per column of SumPartialsKernel
 
 // Vectors of kVec elements travel as Words (float_pack.cuh): each word a pair of elements, the
-// first in the low half.
+// first in the low half; UnpackWords gives them in fp32.
 
 // One 16-byte store (a plain assignment of the Words compiled to four 4-byte ones). No memory
 // clobber: nothing in the kernels reads what they store.
@@ -29,28 +30,7 @@ __device__ __forceinline__ void StoreWords(T* p, const Words& w) {
                "r"(w.w));
 }
 
-__device__ __forceinline__ void Split(const Words& w, uint32_t (&out)[kVec / 2]) {
-  out[0] = w.x;
-  out[1] = w.y;
-  out[2] = w.z;
-  out[3] = w.w;
-}
-
-// A word's two elements in fp32, and two fp32 values rounded into a word (one conversion
-// instruction for both).
-template <typename T>
-__device__ __forceinline__ float2 PairToFloat(uint32_t w);
-template <>
-__device__ __forceinline__ float2 PairToFloat<__nv_bfloat16>(uint32_t w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-template <>
-__device__ __forceinline__ float2 PairToFloat<__half>(uint32_t w) {
-  __half2 h;
-  memcpy(&h, &w, sizeof(w));
-  return __half22float2(h);
-}
-
+// Two fp32 values rounded into a word (one conversion instruction for both).
 __device__ __forceinline__ __nv_bfloat162 RoundPair(float a, float b, __nv_bfloat16) {
   return __floats2bfloat162_rn(a, b);
 }
@@ -126,13 +106,14 @@ struct GeluTanhBackwardOp {
     return {LoadWords(grad + row * cols + col), LoadWords(pre + row * cols + col)};
   }
   __device__ Words Compute(const Loaded& in) const {
-    uint32_t g[kVec / 2], x[kVec / 2], out[kVec / 2];
-    Split(in.grad, g);
-    Split(in.pre, x);
+    float g[kVec], x[kVec];
+    UnpackWords<T, kVec>(in.grad, g);
+    UnpackWords<T, kVec>(in.pre, x);
+    uint32_t out[kVec / 2];
 #pragma unroll
     for (int k = 0; k < kVec / 2; ++k) {
-      const float2 gf = PairToFloat<T>(g[k]), xf = PairToFloat<T>(x[k]);
-      out[k] = FloatsToPair<T>(GeluTanhGrad(gf.x, xf.x), GeluTanhGrad(gf.y, xf.y));
+      out[k] = FloatsToPair<T>(GeluTanhGrad(g[2 * k], x[2 * k]),
+                               GeluTanhGrad(g[2 * k + 1], x[2 * k + 1]));
     }
     return make_uint4(out[0], out[1], out[2], out[3]);
   }
@@ -165,14 +146,10 @@ __global__ void __launch_bounds__(kThreads)
   float sum[kVec] = {};
   const auto emit = [&](int64_t row, const Words& v) {
     StoreWords(out + row * cols + col, v);
-    uint32_t w[kVec / 2];
-    Split(v, w);
+    float f[kVec];
+    UnpackWords<T, kVec>(v, f);
 #pragma unroll
-    for (int k = 0; k < kVec / 2; ++k) {
-      const float2 f = PairToFloat<T>(w[k]);
-      sum[2 * k] += f.x;
-      sum[2 * k + 1] += f.y;
-    }
+    for (int k = 0; k < kVec; ++k) sum[k] += f[k];
   };
   // Rows in groups of kGroup, the next group's loads issued before this group's work: enough
   // loads in flight to approach the bandwidth (one row at a time reached about half of it on the
@@ -207,26 +184,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < kVec; ++i) partials[blockIdx.x * cols + col + i] = sum[i];
 }
 
-// bias_grad[j] = the sum of partials[b, j] over the row blocks b, in a fixed order: thread (x, y)
-// of a block sums rows y, y + kReduceRows, ... of column tile * kReduceCols + x, then row 0 adds
-// the kReduceRows sums in order. Enough threads per column to keep many loads in flight (a thread
-// per column, looping over every block, was latency-bound).
-__global__ void __launch_bounds__(kReduceCols* kReduceRows)
+// bias_grad[j] = the sum of partials[b, j] over the row blocks b (partials_reduction.cuh).
+__global__ void __launch_bounds__(kPartialsCols* kReduceRows)
     SumPartialsKernel(const float* __restrict__ partials, float* __restrict__ bias_grad,
                       int64_t blocks, int64_t cols) {
-  __shared__ float tile[kReduceRows][kReduceCols + 1];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
-  float total = 0.f;
-  if (col < cols) {
-    for (int64_t b = threadIdx.y; b < blocks; b += kReduceRows) total += partials[b * cols + col];
-  }
-  tile[threadIdx.y][threadIdx.x] = total;
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= cols) return;
-  float sum = 0.f;
-#pragma unroll
-  for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
-  bias_grad[col] = sum;
+  ReducePartialsColumn<kReduceRows>(partials, blocks, cols,
+                                    [&](int64_t col, float sum) { bias_grad[col] = sum; });
 }
 
 template <typename T, typename Op>
@@ -244,9 +207,8 @@ cudaError_t Launch(const Op& op, const BiasGradOutput& o, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
   }
   if (o.partials != nullptr) {
-    const auto grid = static_cast<unsigned>((o.cols + kReduceCols - 1) / kReduceCols);
-    SumPartialsKernel<<<grid, dim3(kReduceCols, kReduceRows), 0, stream>>>(o.partials, o.bias_grad,
-                                                                           blocks, o.cols);
+    SumPartialsKernel<<<PartialsGrid(o.cols), PartialsBlock<kReduceRows>(), 0, stream>>>(
+        o.partials, o.bias_grad, blocks, o.cols);
   }
   return cudaGetLastError();
 }
@@ -263,32 +225,23 @@ int64_t BiasGradBlocks(int64_t rows) {
 
 cudaError_t LaunchGeluTanhBackward(const void* grad, const void* pre, const BiasGradOutput& out,
                                    cudaStream_t stream) {
-  if (out.type == FloatType::kBFloat16) {
-    using T = __nv_bfloat16;
+  return Dispatch16BitType(out.type, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     return Launch<T>(
         GeluTanhBackwardOp<T>{static_cast<const T*>(grad), static_cast<const T*>(pre), out.cols},
         out, stream);
-  }
-  using T = __half;
-  return Launch<T>(
-      GeluTanhBackwardOp<T>{static_cast<const T*>(grad), static_cast<const T*>(pre), out.cols}, out,
-      stream);
+  });
 }
 
 cudaError_t LaunchStack3(const void* a, const void* b, const void* c, const BiasGradOutput& out,
                          cudaStream_t stream) {
-  if (out.type == FloatType::kBFloat16) {
-    using T = __nv_bfloat16;
+  return Dispatch16BitType(out.type, cudaErrorInvalidValue, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     return Launch<T>(
         Stack3Op<T>{{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(c)},
                     out.cols / 3},
         out, stream);
-  }
-  using T = __half;
-  return Launch<T>(
-      Stack3Op<T>{{static_cast<const T*>(a), static_cast<const T*>(b), static_cast<const T*>(c)},
-                  out.cols / 3},
-      out, stream);
+  });
 }
 
 }  // namespace padless::cuda::internal

@@ -1,11 +1,14 @@
-// Device-side helpers shared by the .cu files: fp32 <-> storage type conversions and a vector of
-// kVec elements with the alignment of its size, for 16-byte (or narrower) loads and stores.
+// Device-side helpers shared by the .cu files: fp32 <-> storage type conversions, a vector of kVec
+// elements with the alignment of its size, for 16-byte (or narrower) loads and stores, and such a
+// vector as loaded (Words) with its elements in fp32.
 // CUDA-only (included by .cu files, never by C++ translation units).
 #ifndef PADLESS_CUDA_SRC_FLOAT_PACK_CUH_
 #define PADLESS_CUDA_SRC_FLOAT_PACK_CUH_
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <cstring>
 
 namespace padless::cuda::internal {
 
@@ -40,6 +43,19 @@ using Words = uint4;
 template <typename T>
 __device__ __forceinline__ Words LoadWords(const T* p) {
   return *reinterpret_cast<const Words*>(p);
+}
+
+// The kVec elements of T in a vector, in fp32 (exact for every storage type). Element by element
+// on purpose: a form by word pairs (shift and mask for bf16) saves an instruction per odd bf16
+// element but moves the LayerNorm kernels' registers, and the backward sizes its grid, and so its
+// column-sum order, by the occupancy those registers allow.
+template <typename T, int kVec>
+__device__ __forceinline__ void UnpackWords(const Words& words, float (&out)[kVec]) {
+  static_assert(sizeof(Pack<T, kVec>) == sizeof(Words), "a vector is 16 bytes");
+  Pack<T, kVec> pack;
+  memcpy(&pack, &words, sizeof(pack));
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) out[k] = ToFloat(pack.v[k]);
 }
 
 }  // namespace padless::cuda::internal

@@ -43,6 +43,21 @@ absl::Status CheckCuSeqlens(const at::Tensor& cu, const c10::Device& device, con
   return absl::OkStatus();
 }
 
+void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, const RowsSpec& spec,
+               const char* op) {
+  TORCH_CHECK(t.defined(), op, ": ", name, " is undefined");
+  TORCH_CHECK(t.dim() == 2, op, ": ", name, " must be 2-D ", spec.shape, ", got shape ", t.sizes());
+  TORCH_CHECK(spec.dtype_ok(t.scalar_type()), op, ": ", name, " must be ", spec.dtypes, ", got ",
+              t.scalar_type());
+  if (&t == &like) return;
+  TORCH_CHECK(t.sizes() == like.sizes(), op, ": ", name, " has shape ", t.sizes(), " but expected ",
+              like.sizes());
+  TORCH_CHECK(t.scalar_type() == like.scalar_type(), op, ": ", name, " is ", t.scalar_type(),
+              " but expected ", like.scalar_type());
+  TORCH_CHECK(t.device() == like.device(), op, ": ", name, " is on ", t.device(), " but expected ",
+              like.device());
+}
+
 int64_t ResolveTotalTokens(const at::Tensor& cu, int64_t total_tokens) {
   if (total_tokens >= 0) return total_tokens;
   return cu[cu.numel() - 1].item<int64_t>();

@@ -1,5 +1,6 @@
-// Shared plumbing of the tensor-facing ops (unpad.cc, segment_pool.cc, packed_masks.cc): argument
-// checks, the choice between CUDA kernel and torch reference, and c10::Error -> absl::Status.
+// Shared plumbing of the tensor-facing ops (unpad.cc, segment_pool.cc, packed_masks.cc and the
+// fused ones): argument checks, the choice between CUDA kernel and torch reference, and
+// c10::Error -> absl::Status.
 #ifndef PADLESS_CUDA_SRC_OP_UTIL_H_
 #define PADLESS_CUDA_SRC_OP_UTIL_H_
 
@@ -37,6 +38,18 @@ absl::Status CheckCuSeqlens(const at::Tensor& cu_seqlens, const c10::Device& dev
 
 // cu_seqlens[-1] when `total_tokens` < 0 (a device sync for GPU tensors), else `total_tokens`.
 int64_t ResolveTotalTokens(const at::Tensor& cu_seqlens, int64_t total_tokens);
+
+// What CheckRows asks of a [T, N] activation beyond being defined and 2-D.
+struct RowsSpec {
+  const char* shape;                 // the dimensions as the op's messages name them: "[T, H]"
+  bool (*dtype_ok)(at::ScalarType);  // the dtypes the op takes
+  const char* dtypes;                // and how an error names them: "a floating-point tensor"
+};
+
+// Throws c10::Error "op: name ..." saying what is wrong unless `t` is a defined 2-D tensor of a
+// dtype `spec` takes and, when it is not `like` itself, has like's shape, dtype and device.
+void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, const RowsSpec& spec,
+               const char* op);
 
 // Reference (torch ops) per-token sequence and position ids of a varlen batch, int64 [T] each.
 std::pair<at::Tensor, at::Tensor> ReferenceVarlenIds(const at::Tensor& cu_seqlens,

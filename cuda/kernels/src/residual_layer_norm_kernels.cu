@@ -26,9 +26,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "float_pack.cuh"
+#include "float_type_dispatch.cuh"
+#include "partials_reduction.cuh"
 #include "residual_layer_norm_kernels.h"
 
 namespace padless::cuda::internal {
@@ -43,8 +48,7 @@ constexpr int kMaxIters = 16;
 constexpr int kMaxBackwardWarps = 4;
 // The backward's shared accumulators stay within the default 48 KiB of one block.
 constexpr int64_t kBackwardSharedFloats = 48 * 1024 / 4;
-constexpr int kReduceCols = 32;
-constexpr int kReduceRows = 32;
+constexpr int kReduceRows = 32;  // threads per column of ReducePartialsKernel
 
 // Resident blocks of 4 warps per SM that the kernels' register budgets aim at (__launch_bounds__):
 // a warp works on one row at a time, so latency is hidden by warps alone. The values are the
@@ -68,15 +72,6 @@ __device__ __forceinline__ bool Kept(MaskBits<kVec> bits, int k) {
   return ((bits >> (8 * k)) & 0xffu) != 0;
 }
 
-template <typename T, int kVec>
-__device__ __forceinline__ void Unpack(const Words& words, float (&out)[kVec]) {
-  static_assert(sizeof(Pack<T, kVec>) == sizeof(Words), "a vector is 16 bytes");
-  Pack<T, kVec> pack;
-  memcpy(&pack, &words, sizeof(pack));
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) out[k] = ToFloat(pack.v[k]);
-}
-
 // Rounds `in` to T.
 template <typename T, int kVec>
 __device__ __forceinline__ Words PackWords(const float (&in)[kVec]) {
@@ -90,7 +85,7 @@ __device__ __forceinline__ Words PackWords(const float (&in)[kVec]) {
 
 template <typename T, int kVec>
 __device__ __forceinline__ void Load(const T* p, float (&out)[kVec]) {
-  Unpack<T, kVec>(LoadWords(p), out);
+  UnpackWords<T, kVec>(LoadWords(p), out);
 }
 
 // Keep decisions for one vector of kVec <= 8 elements from one Philox draw (see the file comment).
@@ -188,8 +183,8 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
     if (v >= vecs) continue;
     float in[kVec], res[kVec];
-    Unpack<T, kVec>(in_raw[i], in);
-    Unpack<T, kVec>(x[i], res);
+    UnpackWords<T, kVec>(in_raw[i], in);
+    UnpackWords<T, kVec>(x[i], res);
     if (bias != nullptr) {
       float b[kVec];
       Load<T, kVec>(bias + v * kVec, b);
@@ -205,7 +200,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
 #pragma unroll
     for (int k = 0; k < kVec; ++k) res[k] += in[k];
     x[i] = PackWords<T, kVec>(res);
-    Unpack<T, kVec>(x[i], res);  // statistics of the stored (rounded) sum
+    UnpackWords<T, kVec>(x[i], res);  // statistics of the stored (rounded) sum
 #pragma unroll
     for (int k = 0; k < kVec; ++k) total += res[k];
     *reinterpret_cast<Words*>(sum + v * kVec) = x[i];
@@ -220,7 +215,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
   for (int i = 0; i < kIters; ++i) {
     if (lane + static_cast<int64_t>(i) * kLanes >= vecs) continue;
     float xs[kVec];
-    Unpack<T, kVec>(x[i], xs);
+    UnpackWords<T, kVec>(x[i], xs);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float d = xs[k] - mean;
@@ -238,7 +233,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
     if (v >= vecs) continue;
     float g[kVec], b[kVec], y[kVec];
-    Unpack<T, kVec>(x[i], y);
+    UnpackWords<T, kVec>(x[i], y);
     LoadParams<kVec>(a.gamma + v * kVec, g);
     LoadParams<kVec>(a.beta + v * kVec, b);
 #pragma unroll
@@ -253,10 +248,10 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
 template <typename T, int kVec>
 __device__ __forceinline__ void IncomingGrad(const Words& d_out, const Words& extra, bool has_extra,
                                              float (&g)[kVec]) {
-  Unpack<T, kVec>(d_out, g);
+  UnpackWords<T, kVec>(d_out, g);
   if (has_extra) {
     float e[kVec];
-    Unpack<T, kVec>(extra, e);
+    UnpackWords<T, kVec>(extra, e);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) g[k] += e[k];
   }
@@ -318,7 +313,7 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
       float g[kVec], gamma[kVec], x[kVec], g_xhat[kVec];
       IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
       LoadParams<kVec>(a.gamma + v * kVec, gamma);
-      Unpack<T, kVec>(sum_row[i], x);
+      UnpackWords<T, kVec>(sum_row[i], x);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         const float xhat = (x[k] - mean) * rstd;
@@ -340,7 +335,7 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
       float g[kVec], gamma[kVec], x[kVec], d[kVec];
       IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
       LoadParams<kVec>(a.gamma + v * kVec, gamma);
-      Unpack<T, kVec>(sum_row[i], x);
+      UnpackWords<T, kVec>(sum_row[i], x);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         const float xhat = (x[k] - mean) * rstd;
@@ -365,29 +360,18 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
   }
 }
 
-// Column j of the partials [blocks, quantities * hidden] summed over the blocks, written to
-// d_gamma / d_beta / d_bias (quantity j / hidden): a 32-column tile per block, 32 threads per column
-// each striding over the blocks (the backward runs hundreds of blocks), then a fixed-order sum of
-// the 32.
-__global__ void __launch_bounds__(kReduceCols* kReduceRows)
+// Column j of the partials [blocks, quantities * hidden] summed over the blocks
+// (partials_reduction.cuh), written to d_gamma / d_beta / d_bias (quantity j / hidden). Many
+// threads per column: the backward runs hundreds of blocks.
+__global__ void __launch_bounds__(kPartialsCols* kReduceRows)
     ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ d_gamma,
                          float* __restrict__ d_beta, float* __restrict__ d_bias, int64_t blocks,
                          int64_t hidden, int64_t width) {
-  __shared__ float tile[kReduceRows][kReduceCols + 1];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kReduceCols + threadIdx.x;
-  float total = 0.f;
-  if (col < width) {
-    for (int64_t b = threadIdx.y; b < blocks; b += kReduceRows) total += partials[b * width + col];
-  }
-  tile[threadIdx.y][threadIdx.x] = total;
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= width) return;
-  float sum = 0.f;
-#pragma unroll
-  for (int r = 0; r < kReduceRows; ++r) sum += tile[r][threadIdx.x];
-  const int64_t quantity = col / hidden;
-  float* out = quantity == 0 ? d_gamma : (quantity == 1 ? d_beta : d_bias);
-  out[col - quantity * hidden] = sum;
+  ReducePartialsColumn<kReduceRows>(partials, blocks, width, [&](int64_t col, float sum) {
+    const int64_t quantity = col / hidden;
+    float* out = quantity == 0 ? d_gamma : (quantity == 1 ? d_beta : d_bias);
+    out[col - quantity * hidden] = sum;
+  });
 }
 
 // Vectors per lane for rows of `hidden` elements of T: the smallest instantiated count that covers
@@ -444,46 +428,85 @@ int BackwardWarps(int64_t hidden) {
   return static_cast<int>(fit < 1 ? 1 : (fit > kMaxBackwardWarps ? kMaxBackwardWarps : fit));
 }
 
+// Columns of the backward's partials: d_gamma, d_beta and, when asked for, d_bias.
+int64_t BackwardWidth(int64_t hidden, bool need_bias_grad) {
+  return (need_bias_grad ? 3 : 2) * hidden;
+}
+
+// Dynamic shared memory of one backward block: a row of accumulators per warp.
+size_t BackwardSharedBytes(int64_t hidden, bool need_bias_grad) {
+  return static_cast<size_t>(BackwardWarps(hidden)) * BackwardWidth(hidden, need_bias_grad) *
+         sizeof(float);
+}
+
 template <typename T>
 cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t stream) {
   return DispatchIters<T>(a.hidden, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
     const int warps = BackwardWarps(a.hidden);
-    const int64_t width = (a.need_bias_grad ? 3 : 2) * a.hidden;
-    const size_t shared = static_cast<size_t>(warps) * width * sizeof(float);
+    const int64_t width = BackwardWidth(a.hidden, a.need_bias_grad);
+    const size_t shared = BackwardSharedBytes(a.hidden, a.need_bias_grad);
     BackwardKernel<T, kIters>
         <<<static_cast<unsigned>(a.blocks), warps * kLanes, shared, stream>>>(a);
     if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-    const dim3 block(kReduceCols, kReduceRows);
-    const int64_t grid = (width + kReduceCols - 1) / kReduceCols;
-    ReducePartialsKernel<<<static_cast<unsigned>(grid), block, 0, stream>>>(
+    ReducePartialsKernel<<<PartialsGrid(width), PartialsBlock<kReduceRows>(), 0, stream>>>(
         a.partials, a.d_gamma, a.d_beta, a.d_bias, a.blocks, a.hidden, width);
     return cudaGetLastError();
   });
 }
 
-template <typename T>
-struct TypeTag {
-  using type = T;
-};
-
-// Calls f(TypeTag<T>{}) for the storage type T of `type`; `fallback` for an unknown type.
-template <typename R, typename F>
-R DispatchType(FloatType type, R fallback, F&& f) {
-  switch (type) {
-    case FloatType::kFloat32:
-      return f(TypeTag<float>{});
-    case FloatType::kBFloat16:
-      return f(TypeTag<__nv_bfloat16>{});
-    case FloatType::kFloat16:
-      return f(TypeTag<__half>{});
-  }
-  return fallback;
-}
-
 int ItersForType(int64_t hidden, FloatType type) {
   return DispatchType(type, 0,
                       [&](auto tag) { return ItersFor<typename decltype(tag)::type>(hidden); });
+}
+
+// `err`, a runtime call's result; when that call failed, its error is also taken off the thread's
+// last-error slot, so that the next launcher's cudaGetLastError() does not report it as its own.
+// Only after a failed call: clearing unconditionally would hide an earlier launch's error.
+cudaError_t ClearIfFailed(cudaError_t err) {
+  if (err != cudaSuccess) cudaGetLastError();
+  return err;
+}
+
+// Resident backward blocks per SM on the current device (the CUDA occupancy query; may be 0).
+template <typename T>
+cudaError_t QueryBackwardBlocksPerSm(int64_t hidden, bool need_bias_grad, int* per_sm) {
+  return DispatchIters<T>(hidden, [&](auto iters) {
+    const auto kernel = BackwardKernel<T, decltype(iters)::value>;
+    // The shared accumulators compete with L1 for the same memory: ask for the largest carveout.
+    // A preference: when it is refused, the query answers for the default split.
+    ClearIfFailed(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    return ClearIfFailed(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        per_sm, kernel, BackwardWarps(hidden) * kLanes,
+        BackwardSharedBytes(hidden, need_bias_grad)));
+  });
+}
+
+// QueryBackwardBlocksPerSm (>= 1) for the current device, remembered per (device, type, hidden,
+// need_bias_grad), which fix the kernel instance, its block size and its shared memory: the
+// attribute and the query took about 8 us of host time, and a training step runs the backward 24
+// times. A failed query only costs occupancy: one block per SM, and the next call asks again.
+int BackwardBlocksPerSm(int64_t hidden, FloatType type, bool need_bias_grad) {
+  int device = 0;
+  if (ClearIfFailed(cudaGetDevice(&device)) != cudaSuccess) return 1;
+  using Key = std::tuple<int, FloatType, int64_t, bool>;
+  static std::mutex mutex;
+  static auto* const cache = new std::map<Key, int>();  // never destroyed: usable during exit
+  const Key key(device, type, hidden, need_bias_grad);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = cache->find(key); it != cache->end()) return it->second;
+  }
+  int per_sm = 0;
+  const cudaError_t err = DispatchType(type, cudaErrorInvalidValue, [&](auto tag) {
+    return QueryBackwardBlocksPerSm<typename decltype(tag)::type>(hidden, need_bias_grad, &per_sm);
+  });
+  if (err != cudaSuccess) return 1;
+  per_sm = per_sm < 1 ? 1 : per_sm;
+  const std::lock_guard<std::mutex> lock(mutex);
+  cache->emplace(key, per_sm);
+  return per_sm;
 }
 
 }  // namespace
@@ -512,21 +535,8 @@ int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, FloatType 
                                         bool need_bias_grad, int64_t sm_count) {
   const int64_t warps = BackwardWarps(hidden);
   const int64_t by_rows = (rows + warps - 1) / warps;
-  int per_sm = 1;
-  DispatchType(type, cudaErrorInvalidValue, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return DispatchIters<T>(hidden, [&](auto iters) {
-      const auto kernel = BackwardKernel<T, decltype(iters)::value>;
-      // The shared accumulators compete with L1 for the same memory: ask for the largest carveout.
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           cudaSharedmemCarveoutMaxShared);
-      const size_t shared = static_cast<size_t>(warps) * (need_bias_grad ? 3 : 2) * hidden * 4;
-      return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
-                                                           static_cast<int>(warps) * kLanes, shared);
-    });
-  });
-  cudaGetLastError();  // a failed query only costs occupancy: fall back to one block per SM
-  const int64_t by_device = (per_sm < 1 ? 1 : per_sm) * (sm_count < 1 ? 1 : sm_count);
+  const int64_t by_device =
+      BackwardBlocksPerSm(hidden, type, need_bias_grad) * (sm_count < 1 ? 1 : sm_count);
   const int64_t blocks = by_rows < by_device ? by_rows : by_device;
   return blocks < 1 ? 1 : blocks;
 }
