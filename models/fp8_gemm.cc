@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "padless/cuda/kernels/gemm_epilogue.h"
+
 namespace padless::models::internal {
 
 namespace {
@@ -28,9 +30,8 @@ cuda::Fp8Quantized QuantizeOperand(const at::Tensor& v, const Fp8Gemm& gemm, Fp8
 at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const Fp8Gemm& gemm, Fp8Operand a_op,
                     Fp8Operand b_op, const at::Tensor& bias, at::ScalarType out, bool fast) {
   const Fp8Scaling& s = *gemm.scaling;
-  return at::_scaled_mm(a, b, s.scale_inv(gemm.index, a_op), s.scale_inv(gemm.index, b_op),
-                        bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
-                        std::nullopt, out, fast);
+  return cuda::ScaledMm(a, b, s.scale_inv(gemm.index, a_op), s.scale_inv(gemm.index, b_op), bias,
+                        out, fast);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <c10/util/Exception.h>
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 #include "src/op_util.h"
 
@@ -183,8 +185,8 @@ struct Operand {
 };
 
 // Which of the GEMM's dimensions is the token count T (it changes with every batch; the
-// algorithm cache rounds it up to a multiple of 1024).
-enum class TokenDim { kN, kK };
+// algorithm cache rounds it up to a multiple of 1024). kNone: the cache keys the exact shape.
+enum class TokenDim { kN, kK, kNone };
 
 // D = op(A) @ op(B) (+ D when `accumulate`) with an epilogue; C aliases D. m = D's rows, n = D's
 // columns, k = the reduced dimension.
@@ -194,8 +196,14 @@ struct GemmSpec {
   Operand a = {}, b = {};
   void* d = nullptr;
   uint64_t d_rows = 0, d_cols = 0;
-  cudaDataType_t dtype = CUDA_R_16BF;    // A and B
+  cudaDataType_t dtype = CUDA_R_16BF;    // A, and B unless b_dtype is set
   cudaDataType_t d_dtype = CUDA_R_16BF;  // C and D
+  // FP8: B's own type (E5M2 gradients against E4M3 weights), the fp32 device scalars that scale A
+  // and B, and whether the tensor cores may accumulate in reduced precision.
+  std::optional<cudaDataType_t> b_dtype;
+  const void* a_scale = nullptr;
+  const void* b_scale = nullptr;
+  bool fast_accum = false;
   bool accumulate = false;               // beta = 1: D += op(A) @ op(B)
   TokenDim token_dim = TokenDim::kN;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
@@ -203,6 +211,8 @@ struct GemmSpec {
   void* aux = nullptr;   // the GELU input, written by GELU_AUX_BIAS
 
   uint64_t k() const { return trans_a == CUBLAS_OP_N ? a.cols : a.rows; }
+  cudaDataType_t BType() const { return b_dtype.value_or(dtype); }
+  bool Fp8() const { return a_scale != nullptr; }
 };
 
 template <typename T>
@@ -229,6 +239,13 @@ MatmulDesc MakeDesc(const GemmSpec& g) {
   SetAttr(raw, CUBLASLT_MATMUL_DESC_TRANSB, g.trans_b, g.op);
   SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE, g.epilogue, g.op);
   if (g.bias != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias, g.op);
+  if (g.Fp8()) {
+    SetAttr(raw, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, g.a_scale, g.op);
+    SetAttr(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, g.b_scale, g.op);
+    SetAttr(raw, CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<int8_t>(g.fast_accum), g.op);
+    // With FP8 inputs the bias type is not implied by D's: the bias is in D's 16-bit type.
+    if (g.bias != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, g.d_dtype, g.op);
+  }
   if (g.aux != nullptr) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, g.op);
     // The aux matrix has D's shape and layout; cuBLASLt wants its ld divisible by 8 (checked by
@@ -273,14 +290,14 @@ Preference MakePreference(const GemmSpec& g, size_t workspace_bytes) {
 // descriptors are made per call (cheap) so nothing else can leak across devices or streams.
 struct AlgoKey {
   int device;
-  int dtype, d_dtype, epilogue, trans_a, trans_b;
-  bool accumulate;
+  int dtype, b_dtype, d_dtype, epilogue, trans_a, trans_b;
+  bool accumulate, fast_accum;
   uint64_t m, n, k;  // the token dimension rounded up to a multiple of 1024
   uint32_t align_a, align_b, align_d;
   size_t workspace_bytes;
   auto Tie() const {
-    return std::tie(device, dtype, d_dtype, epilogue, trans_a, trans_b, accumulate, m, n, k,
-                    align_a, align_b, align_d, workspace_bytes);
+    return std::tie(device, dtype, b_dtype, d_dtype, epilogue, trans_a, trans_b, accumulate,
+                    fast_accum, m, n, k, align_a, align_b, align_d, workspace_bytes);
   }
   bool operator<(const AlgoKey& o) const { return Tie() < o.Tie(); }
 };
@@ -289,16 +306,19 @@ uint64_t TokenBucket(uint64_t t) { return (t + 1023) / 1024 * 1024; }
 
 AlgoKey KeyOf(const GemmSpec& g, size_t workspace_bytes) {
   const bool n_is_t = g.token_dim == TokenDim::kN;
+  const bool k_is_t = g.token_dim == TokenDim::kK;
   return {c10::cuda::current_device(),
           static_cast<int>(g.dtype),
+          static_cast<int>(g.BType()),
           static_cast<int>(g.d_dtype),
           static_cast<int>(g.epilogue),
           static_cast<int>(g.trans_a),
           static_cast<int>(g.trans_b),
           g.accumulate,
+          g.fast_accum,
           g.d_rows,
           n_is_t ? TokenBucket(g.d_cols) : g.d_cols,
-          n_is_t ? g.k() : TokenBucket(g.k()),
+          k_is_t ? TokenBucket(g.k()) : g.k(),
           Alignment(g.a.ptr),
           Alignment(g.b.ptr),
           Alignment(g.d),
@@ -336,7 +356,7 @@ bool RunGemm(const GemmSpec& g) {
   const size_t workspace_bytes = at::cuda::getCUDABlasLtWorkspaceSize();
   const MatmulDesc desc = MakeDesc(g);
   const Layout a = MakeLayout(g.dtype, g.a.rows, g.a.cols, g.op);
-  const Layout b = MakeLayout(g.dtype, g.b.rows, g.b.cols, g.op);
+  const Layout b = MakeLayout(g.BType(), g.b.rows, g.b.cols, g.op);
   const Layout d = MakeLayout(g.d_dtype, g.d_rows, g.d_cols, g.op);
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
   const auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
@@ -481,6 +501,51 @@ bool FusedWeightGrad(const at::Tensor& dy, const at::Tensor& x, at::Tensor& out)
   return true;
 }
 
+cudaDataType_t Fp8CudaType(at::ScalarType t) {
+  return t == at::kFloat8_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
+}
+
+cudaDataType_t OutCudaType(at::ScalarType t) {
+  return t == at::kFloat ? CUDA_R_32F : CudaType(t);
+}
+
+// out[M, N] = (a * scale_a) @ (b * scale_b) (+ bias): column-major out^T [N, M] = b-as-stored
+// (column-major [K, N], transposed: the "TN" layout FP8 GEMMs require) @ a-as-stored (column-major
+// [K, M]). cuBLASLt's A is b, so its A scale is scale_b. The token count is M or K depending on
+// the GEMM, so the algorithm cache keys the exact shape (a new one per distinct padded T).
+bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                   const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
+                   bool fast_accum, at::Tensor& out) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (m == 0 || m % 16 != 0 || k % 16 != 0 || n % 16 != 0) return false;
+  if (a.scalar_type() == at::kFloat8_e5m2 && b.scalar_type() == at::kFloat8_e5m2) return false;
+  if (!a.is_contiguous() || !b.t().is_contiguous()) return false;
+  if (bias.defined() && (!Is16BitFloat(out_dtype) || bias.scalar_type() != out_dtype ||
+                         !bias.is_contiguous())) {
+    return false;
+  }
+  out = at::empty({m, n}, a.options().dtype(out_dtype));
+  if (!internal::Aligned16({&a, &b, &out, &bias, &scale_a, &scale_b})) return false;
+  GemmSpec g;
+  g.op = "ScaledMm";
+  g.trans_a = CUBLAS_OP_T;
+  g.a = {b.data_ptr(), U64(k), U64(n)};
+  g.b = {a.data_ptr(), U64(k), U64(m)};
+  g.d = out.data_ptr();
+  g.d_rows = U64(n);
+  g.d_cols = U64(m);
+  g.dtype = Fp8CudaType(b.scalar_type());
+  g.b_dtype = Fp8CudaType(a.scalar_type());
+  g.d_dtype = OutCudaType(out_dtype);
+  g.token_dim = TokenDim::kNone;
+  g.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  g.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  g.a_scale = scale_b.data_ptr();
+  g.b_scale = scale_a.data_ptr();
+  g.fast_accum = fast_accum;
+  return RunGemm(g);
+}
+
 #else
 // Without the CUDA kernels there is no fused path.
 template <typename... Args>
@@ -501,6 +566,10 @@ bool FusedInputGrad(Args&&...) {
 }
 template <typename... Args>
 bool FusedWeightGrad(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedScaledMm(Args&&...) {
   return false;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
@@ -589,10 +658,52 @@ at::Tensor LinearEntry(const at::Tensor& x, const at::Tensor& weight, bool allow
       [&] { return x.mm(weight.t()); });
 }
 
+bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
+at::Tensor ScaledMmEntry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                         const at::Tensor& scale_b, const at::Tensor& bias,
+                         at::ScalarType out_dtype, bool fast_accum, bool allow_fused) {
+  const char* kOp = "ScaledMm";
+  for (const auto& [t, name] : {std::pair{&a, "a"}, std::pair{&b, "b"}}) {
+    TORCH_CHECK(t->defined() && t->dim() == 2, kOp, ": ", name, " must be a 2-D tensor");
+    TORCH_CHECK(IsFp8(t->scalar_type()), kOp, ": ", name, " must be float8_e4m3fn or float8_e5m2, got ",
+                t->scalar_type());
+  }
+  TORCH_CHECK(a.size(1) == b.size(0), kOp, ": a is ", a.sizes(), " and b is ", b.sizes(),
+              "; need a [M, K] and b [K, N]");
+  for (const auto& [t, name] : {std::pair{&scale_a, "scale_a"}, std::pair{&scale_b, "scale_b"}}) {
+    TORCH_CHECK(t->defined() && t->numel() == 1 && t->scalar_type() == at::kFloat, kOp, ": ", name,
+                " must be one fp32 value");
+    TORCH_CHECK(t->device() == a.device(), kOp, ": ", name, " is on ", t->device(), " but a is on ",
+                a.device());
+  }
+  TORCH_CHECK(b.device() == a.device(), kOp, ": b is on ", b.device(), " but a is on ", a.device());
+  TORCH_CHECK(out_dtype == at::kFloat || Is16BitFloat(out_dtype), kOp,
+              ": the output must be fp32, bf16 or fp16, not ", out_dtype);
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == b.size(1)), kOp,
+              ": bias must be [", b.size(1), "]");
+  return Run<at::Tensor>(
+      a, allow_fused,
+      [&](at::Tensor& out) {
+        return FusedScaledMm(a, b, scale_a, scale_b, bias, out_dtype, fast_accum, out);
+      },
+      [&] {
+        return at::_scaled_mm(a, b, scale_a, scale_b,
+                              bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
+                              std::nullopt, out_dtype, fast_accum);
+      });
+}
+
 }  // namespace
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearGeluEntry(x, weight, bias, /*allow_fused=*/true);
+}
+
+at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                    const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
+                    bool fast_accum) {
+  return ScaledMmEntry(a, b, scale_a, scale_b, bias, out_dtype, fast_accum, /*allow_fused=*/true);
 }
 
 at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -635,6 +746,12 @@ at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
 
 at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x) {
   return LinearWeightGradEntry(dy, x, /*allow_fused=*/false);
+}
+
+at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                    const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
+                    bool fast_accum) {
+  return ScaledMmEntry(a, b, scale_a, scale_b, bias, out_dtype, fast_accum, /*allow_fused=*/false);
 }
 
 }  // namespace reference

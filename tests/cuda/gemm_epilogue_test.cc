@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <torch/autograd.h>
 #include <torch/cuda.h>
+#include <ATen/cuda/CUDAContext.h>
 
 #include <cmath>
 #include <cstdint>
@@ -137,6 +138,30 @@ TEST(GemmEpilogueTest, BrokenInputThrowsAClearError) {
       "must share one dtype");
   ExpectC10Error([&] { LinearWeightGrad(dy, at::randn({5, 8})); }, "need dy [T, N] and x [T, K]");
   ExpectC10Error([&] { LinearWeightGrad(at::Tensor(), x); }, "dy is undefined");
+}
+
+// ScaledMm's own checks run before either path (the CPU has no FP8 GEMM to fall back to).
+TEST(GemmEpilogueTest, ScaledMmBrokenInputThrowsAClearError) {
+  const at::Tensor a = at::randn({32, 16}).to(at::kFloat8_e4m3fn);
+  const at::Tensor b = at::randn({16, 48}).to(at::kFloat8_e4m3fn);
+  const at::Tensor one = at::ones({}, at::kFloat);
+  ExpectC10Error([&] { ScaledMm(a.to(at::kBFloat16), b, one, one, {}, at::kBFloat16, true); },
+                 "a must be float8_e4m3fn or float8_e5m2");
+  ExpectC10Error([&] { ScaledMm(a, at::randn({17, 48}).to(at::kFloat8_e4m3fn), one, one, {},
+                                at::kBFloat16, true); },
+                 "need a [M, K] and b [K, N]");
+  ExpectC10Error([&] { ScaledMm(a.unsqueeze(0), b, one, one, {}, at::kBFloat16, true); },
+                 "a must be a 2-D tensor");
+  ExpectC10Error([&] { ScaledMm(a, b, one.to(at::kDouble), one, {}, at::kBFloat16, true); },
+                 "scale_a must be one fp32 value");
+  ExpectC10Error([&] { ScaledMm(a, b, one, at::ones({2}), {}, at::kBFloat16, true); },
+                 "scale_b must be one fp32 value");
+  ExpectC10Error([&] { ScaledMm(a, b, one, one, {}, at::kInt, true); },
+                 "the output must be fp32, bf16 or fp16");
+  ExpectC10Error([&] { ScaledMm(a, b, one, one, at::randn({47}), at::kBFloat16, true); },
+                 "bias must be [48]");
+  ExpectC10Error([&] { ScaledMm(at::Tensor(), b, one, one, {}, at::kBFloat16, true); },
+                 "a must be a 2-D tensor");
 }
 
 // --- GPU: the cuBLASLt path.
@@ -339,6 +364,47 @@ TEST_F(GemmEpilogueCudaTest, WeightGradCacheAcrossTokenCounts) {
     const at::Tensor dw = LinearWeightGrad(dy, x);
     EXPECT_TRUE(LastGemmEpilogueWasFused()) << name;
     EXPECT_REL_ERR(dw, dy.to(at::kFloat).t().mm(x.to(at::kFloat)), 1e-2, name);
+  }
+}
+
+// FP8 GEMMs as the fused layer runs them (forward with bias and fast accumulation, the input
+// gradient E5M2 x E4M3, the fp32 weight gradient), against at::_scaled_mm on the same operands:
+// both multiply the same FP8 values with fp32 accumulation, so only the summation order differs.
+// A second call of each shape takes the cached algorithm. (Whatever the cached path declines,
+// at::_scaled_mm declines too: dimensions not multiples of 16, column-major a, two E5M2 operands.)
+TEST_F(GemmEpilogueCudaTest, ScaledMmMatchesAtenScaledMm) {
+  if (at::cuda::getCurrentDeviceProperties()->major < 9) GTEST_SKIP() << "no FP8 tensor cores";
+  struct Fp8Case {
+    const char* name;
+    int64_t m, k, n;
+    at::ScalarType a_type, b_type, out;
+    bool bias, fast;
+  };
+  const Fp8Case cases[] = {
+      {"forward", 4096 + 16, 768, 2304, at::kFloat8_e4m3fn, at::kFloat8_e4m3fn, at::kBFloat16, true,
+       true},
+      {"input grad", 1040, 3072, 768, at::kFloat8_e5m2, at::kFloat8_e4m3fn, at::kBFloat16, false,
+       false},
+      {"weight grad", 768, 4096 + 32, 3072, at::kFloat8_e5m2, at::kFloat8_e4m3fn, at::kFloat, false,
+       false},
+      {"fp16 out", 64, 128, 256, at::kFloat8_e4m3fn, at::kFloat8_e4m3fn, at::kHalf, true, true},
+  };
+  for (const Fp8Case& c : cases) {
+    at::manual_seed(3);
+    const at::Tensor a = Randn({c.m, c.k}, at::kFloat).to(c.a_type);
+    const at::Tensor b = Randn({c.n, c.k}, at::kFloat).to(c.b_type).t();  // column-major [K, N]
+    const at::Tensor scale_a = at::full({}, 0.5f, at::TensorOptions(gpu_));
+    const at::Tensor scale_b = at::full({}, 0.25f, at::TensorOptions(gpu_));
+    const at::Tensor bias = c.bias ? Randn({c.n}, c.out) : at::Tensor();
+    const at::Tensor want =
+        reference::ScaledMm(a, b, scale_a, scale_b, bias, c.out, c.fast).to(at::kFloat);
+    for (int call = 0; call < 2; ++call) {
+      Poison();
+      const at::Tensor got = ScaledMm(a, b, scale_a, scale_b, bias, c.out, c.fast);
+      EXPECT_TRUE(LastGemmEpilogueWasFused()) << c.name << " call " << call;
+      ASSERT_EQ(got.scalar_type(), c.out) << c.name;
+      EXPECT_REL_ERR(got.to(at::kFloat), want, c.fast ? 2e-3 : 1e-5, c.name);
+    }
   }
 }
 

@@ -79,8 +79,20 @@ at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
                            const at::Tensor& accumulate = at::Tensor());
 at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
 
-// The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh")) on any device and dtype: the
-// fallback, and the baseline for tests and benchmarks.
+// FP8 GEMM with per-tensor scales, as at::_scaled_mm(a, b, scale_a, scale_b, bias, {}, out_dtype,
+// fast_accum): out [M, N] = (a * scale_a) @ (b * scale_b) (+ bias) in out_dtype (fp32, bf16 or
+// fp16). a [M, K] float8_e4m3fn or float8_e5m2, row-major; b [K, N] float8, column-major (b.t()
+// contiguous), not both e5m2; scale_a, scale_b one fp32 value each on a's device; bias [N] in
+// out_dtype (16-bit outputs only) or undefined. On the cached cuBLASLt path when M, N and K are
+// multiples of 16 and everything is 16-byte aligned, else through at::_scaled_mm, which asks
+// cuBLASLt's heuristic on every call: the FP8 training step spent 6.1 of its 29.2 ms with the GPU
+// idle behind that host work (H200, 144 such GEMMs a step). The cache keys the exact shape here.
+at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                    const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
+                    bool fast_accum);
+
+// The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh"); at::_scaled_mm for ScaledMm)
+// on any device and dtype they support: the fallback, and the baseline for tests and benchmarks.
 namespace reference {
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
@@ -88,6 +100,9 @@ at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight);
 at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
                            const at::Tensor& accumulate = at::Tensor());
 at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
+at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                    const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
+                    bool fast_accum);
 }  // namespace reference
 
 // Diagnostics for tests and benchmarks: whether the calling thread's last call of any function
