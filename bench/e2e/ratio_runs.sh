@@ -4,14 +4,16 @@
 # padless, ... The peer's own figure moves by 10-20% between runs on the shared H200 (388k-492k
 # real tok/s in sessions 5-7), and in padless_bench_e2e it always runs last, on a GPU the padless
 # configurations just heated; alternating gives each side both positions, and every round is a
-# ratio of neighbours. Prints one line per run and the median ratio of the rounds.
+# ratio of neighbours. Prints one line per round (with padless's MFU) and the median ratio.
+# STEPS (default 50) sets both sides' timed steps: longer runs measure the sustained clock.
 # usage (on the GPU machine, after .gpu/remote.sh built build-gpu/):
-#   bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]
+#   [STEPS=200] bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]
 set -euo pipefail
 usage="usage: bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]"
 data=${1:?$usage}
 out=${2:?$usage}
 rounds=${3:-3}
+steps=${STEPS:-50}
 b=${PADLESS_BUILD_DIR:-build-gpu}
 mkdir -p "$out"
 
@@ -19,13 +21,13 @@ run_padless() {  # round
   local log=$out/padless_$1.log
   "$b/bench/e2e/padless_bench_e2e" --data "$data" --out_dir "$out/report" \
     --results_md "$out/RESULTS_$1.md" --strategies packed_varlen --checkpoint none \
-    --fp32_strategies "" --anchors=false > "$log" 2>&1
+    --fp32_strategies "" --anchors=false --steps "$steps" > "$log" 2>&1
   grep -o 'flash: [0-9.]*k real tok/s' "$log" | grep -o '[0-9.]*k' | tr -d k
 }
 
 run_peer() {  # round; needs the lengths file the first padless run wrote
   python3 bench/baselines/torch_packed.py --lengths "$out/report/imdb_lengths.txt" \
-    --budget 16384 --max-len 512 --vocab 16000 --warmup 10 --steps 50 --seed 1234 \
+    --budget 16384 --max-len 512 --vocab 16000 --warmup 10 --steps "$steps" --seed 1234 \
     > "$out/peer_$1.log" 2>&1
   python3 -c 'import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
@@ -42,6 +44,7 @@ for ((r = 1; r <= rounds; ++r)); do
   fi
   ratio=$(python3 -c "print(f'{$mine / $peer:.3f}')")
   ratios+=("$ratio")
-  echo "round $r ($( ((r % 2)) && echo 'peer first' || echo 'padless first')): padless ${mine}k, peer ${peer}k real tok/s: ${ratio}x"
+  mfu=$(grep -o 'MFU [0-9.]*%' "$out/RESULTS_$r.md" | head -1)
+  echo "round $r ($( ((r % 2)) && echo 'peer first' || echo 'padless first')): padless ${mine}k ($mfu), peer ${peer}k real tok/s: ${ratio}x"
 done
 python3 -c "import statistics, sys; print(f'median ratio over {len(sys.argv) - 1} rounds: {statistics.median(map(float, sys.argv[1:])):.3f}x')" "${ratios[@]}"
