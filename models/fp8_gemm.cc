@@ -34,6 +34,17 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const Fp8Gemm& gem
                         out, fast);
 }
 
+// The forward's operands: x [T_pad, K] and weight [N, K] as E4M3 rows, their amaxes recorded.
+struct ForwardOperands {
+  cuda::Fp8Quantized x, weight;
+};
+ForwardOperands QuantizeForward(const at::Tensor& x, const at::Tensor& weight,
+                                const Fp8Gemm& gemm) {
+  return {QuantizeOperand(x, gemm, Fp8Operand::kInput, {.rows = true, .record_amax = true}),
+          QuantizeOperand(weight, gemm, Fp8Operand::kWeight,
+                          {.rows = true, .record_amax = true, .pad_rows_to = 1})};
+}
+
 }  // namespace
 
 bool Fp8GemmFits(const at::Tensor& weight) {
@@ -42,13 +53,20 @@ bool Fp8GemmFits(const at::Tensor& weight) {
 
 at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                      const Fp8Gemm& gemm) {
-  const cuda::Fp8Quantized xq = QuantizeOperand(x, gemm, Fp8Operand::kInput,
-                                                {.rows = true, .record_amax = true});
-  const cuda::Fp8Quantized wq = QuantizeOperand(
-      weight, gemm, Fp8Operand::kWeight, {.rows = true, .record_amax = true, .pad_rows_to = 1});
-  return ScaledMm(xq.rows, wq.rows.t(), gemm, Fp8Operand::kInput, Fp8Operand::kWeight, bias,
+  const ForwardOperands q = QuantizeForward(x, weight, gemm);
+  return ScaledMm(q.x.rows, q.weight.rows.t(), gemm, Fp8Operand::kInput, Fp8Operand::kWeight, bias,
                   x.scalar_type(), /*fast=*/true)
       .narrow(0, 0, x.size(0));
+}
+
+cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weight,
+                                     const at::Tensor& bias, const Fp8Gemm& gemm) {
+  const ForwardOperands q = QuantizeForward(x, weight, gemm);
+  const Fp8Scaling& s = *gemm.scaling;
+  const cuda::LinearGeluResult r = cuda::ScaledMmGelu(
+      q.x.rows, q.weight.rows.t(), s.scale_inv(gemm.index, Fp8Operand::kInput),
+      s.scale_inv(gemm.index, Fp8Operand::kWeight), bias, x.scalar_type(), /*fast_accum=*/true);
+  return {r.act.narrow(0, 0, x.size(0)), r.pre.narrow(0, 0, x.size(0))};
 }
 
 Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad) {

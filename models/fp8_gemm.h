@@ -1,6 +1,7 @@
 // Internal: the fused encoder layer's GEMMs in FP8 (padless/models/fp8_scaling.h has the recipe).
 // Each operand is quantized with its slot's delayed scale in one pass (cuda::Fp8Quantize, which
-// also records the amax), and at::_scaled_mm multiplies with the inverse scales:
+// also records the amax), and cuda::ScaledMm (at::_scaled_mm's product on the cached cuBLASLt
+// path) multiplies with the inverse scales:
 //   forward      y  = x @ w^T (+ bias)   x: E4M3 rows,          w: E4M3 rows
 //   input grad   dx = dy @ w             dy: E5M2 rows,         w: E4M3 transposed
 //   weight grad  dw = dy^T @ x (fp32)    dy: E5M2 transposed,   x: E4M3 transposed
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 
+#include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/models/fp8_scaling.h"
 
 namespace padless::models::internal {
@@ -34,6 +36,11 @@ bool Fp8GemmFits(const at::Tensor& weight);
 // x [T, K] in the compute dtype, weight [N, K], bias [N] in x's dtype or undefined: [T, N].
 at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                      const Fp8Gemm& gemm);
+
+// Fp8Linear with the tanh GELU in the GEMM's epilogue (cuda::ScaledMmGelu): pre = x @ w^T + bias
+// and act = gelu_tanh(pre), both [T, N]; the bias is required.
+cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weight,
+                                     const at::Tensor& bias, const Fp8Gemm& gemm);
 
 // The gradient of a GEMM's output [T, N], quantized for both backward GEMMs.
 struct Fp8OutputGrad {

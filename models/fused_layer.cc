@@ -111,12 +111,11 @@ cuda::GradWithBiasGrad ActivationBackward(const at::Tensor& grad, const at::Tens
   return r;
 }
 
-// FFN in and its activation: in the compute dtype and for tanh GELU one GEMM with a GELU
+// FFN in and its activation: for tanh GELU one GEMM (in the compute dtype or FP8) with a GELU
 // epilogue (gemm_epilogue.h); else the GEMM with its bias, then the activation.
-void FfnIn(const LayerGemms& gemms, const std::vector<at::Tensor>& w,
-           Activation activation, Activations* a) {
-  if (activation == Activation::kGeluTanh && !gemms.InFp8(kFfnInGemm)) {
-    cuda::LinearGeluResult r = cuda::LinearGelu(a->h, w[kFfnInWeight], w[kFfnInBias]);
+void FfnIn(const LayerGemms& gemms, Activation activation, Activations* a) {
+  if (activation == Activation::kGeluTanh) {
+    cuda::LinearGeluResult r = gemms.ForwardGelu(kFfnInGemm, a->h);
     a->f1 = std::move(r.pre);
     a->g = std::move(r.act);
     return;
@@ -182,7 +181,7 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   a.mean1 = std::move(n1.mean);
   a.rstd1 = std::move(n1.rstd);
   a.mask1 = std::move(n1.mask);
-  FfnIn(gemms, w, EffectiveActivation(spec, x), &a);
+  FfnIn(gemms, EffectiveActivation(spec, x), &a);
   if (!through_ffn_out) return a;
   cuda::DropoutResidualLayerNormResult n2 =
       cuda::DropoutResidualLayerNorm(gemms.Forward(kFfnOutGemm, a.g, /*bias=*/false),

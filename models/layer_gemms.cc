@@ -15,6 +15,13 @@ at::Tensor LayerGemms::Forward(LayerGemm g, const at::Tensor& x, bool bias) cons
   return bias ? cuda::LinearBias(x, weight, b) : cuda::Linear(x, weight);
 }
 
+cuda::LinearGeluResult LayerGemms::ForwardGelu(LayerGemm g, const at::Tensor& x) const {
+  const at::Tensor& weight = Weight(g);
+  const at::Tensor& bias = w_[kGemmWeight[g] + 1];
+  if (InFp8(g)) return Fp8LinearGelu(x, weight, bias, Fp8Slots(g));
+  return cuda::LinearGelu(x, weight, bias);
+}
+
 OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {
   OutputGrad d{.gemm = g, .dy = dy, .fp8 = std::nullopt};
   if (InFp8(g)) d.fp8 = QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad);

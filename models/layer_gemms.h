@@ -41,6 +41,9 @@ class LayerGemms {
   // x @ W^T, plus the bias when `bias`.
   at::Tensor Forward(LayerGemm g, const at::Tensor& x, bool bias) const;
 
+  // pre = x @ W^T + bias and act = gelu_tanh(pre), the GELU in the GEMM's epilogue either way.
+  cuda::LinearGeluResult ForwardGelu(LayerGemm g, const at::Tensor& x) const;
+
   // dy as GEMM g's backward takes it (quantized once in FP8); `weight_grad`: whether WeightGrad
   // will be asked for.
   OutputGrad Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const;

@@ -243,8 +243,10 @@ MatmulDesc MakeDesc(const GemmSpec& g) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, g.a_scale, g.op);
     SetAttr(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, g.b_scale, g.op);
     SetAttr(raw, CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<int8_t>(g.fast_accum), g.op);
-    // With FP8 inputs the bias type is not implied by D's: the bias is in D's 16-bit type.
+    // With FP8 inputs neither the bias's nor the aux output's type is implied by D's: both are
+    // in D's 16-bit type.
     if (g.bias != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, g.d_dtype, g.op);
+    if (g.aux != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, g.d_dtype, g.op);
   }
   if (g.aux != nullptr) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, g.op);
@@ -513,9 +515,11 @@ cudaDataType_t OutCudaType(at::ScalarType t) {
 // (column-major [K, N], transposed: the "TN" layout FP8 GEMMs require) @ a-as-stored (column-major
 // [K, M]). cuBLASLt's A is b, so its A scale is scale_b. The token count is M or K depending on
 // the GEMM, so the algorithm cache keys the exact shape (a new one per distinct padded T).
+// With `pre` (a bias required), the epilogue is GELU_AUX_BIAS as in LinearGelu: `out` gets
+// gelu_tanh of the product plus bias, `pre` the product plus bias.
 bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                    const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
-                   bool fast_accum, at::Tensor& out) {
+                   bool fast_accum, at::Tensor& out, at::Tensor* pre = nullptr) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   if (m == 0 || m % 16 != 0 || k % 16 != 0 || n % 16 != 0) return false;
   if (a.scalar_type() == at::kFloat8_e5m2 && b.scalar_type() == at::kFloat8_e5m2) return false;
@@ -540,6 +544,11 @@ bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& s
   g.token_dim = TokenDim::kNone;
   g.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   g.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  if (pre != nullptr) {
+    *pre = at::empty({m, n}, out.options());
+    g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    g.aux = pre->data_ptr();
+  }
   g.a_scale = scale_b.data_ptr();
   g.b_scale = scale_a.data_ptr();
   g.fast_accum = fast_accum;
@@ -660,10 +669,9 @@ at::Tensor LinearEntry(const at::Tensor& x, const at::Tensor& weight, bool allow
 
 bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
 
-at::Tensor ScaledMmEntry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                         const at::Tensor& scale_b, const at::Tensor& bias,
-                         at::ScalarType out_dtype, bool fast_accum, bool allow_fused) {
-  const char* kOp = "ScaledMm";
+void CheckScaledMmArgs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                       const at::Tensor& scale_b, const at::Tensor& bias,
+                       at::ScalarType out_dtype, const char* kOp) {
   for (const auto& [t, name] : {std::pair{&a, "a"}, std::pair{&b, "b"}}) {
     TORCH_CHECK(t->defined() && t->dim() == 2, kOp, ": ", name, " must be a 2-D tensor");
     TORCH_CHECK(IsFp8(t->scalar_type()), kOp, ": ", name, " must be float8_e4m3fn or float8_e5m2, got ",
@@ -682,15 +690,46 @@ at::Tensor ScaledMmEntry(const at::Tensor& a, const at::Tensor& b, const at::Ten
               ": the output must be fp32, bf16 or fp16, not ", out_dtype);
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == b.size(1)), kOp,
               ": bias must be [", b.size(1), "]");
+}
+
+at::Tensor ReferenceScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const at::Tensor& bias,
+                             at::ScalarType out_dtype, bool fast_accum) {
+  return at::_scaled_mm(a, b, scale_a, scale_b,
+                        bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
+                        std::nullopt, out_dtype, fast_accum);
+}
+
+at::Tensor ScaledMmEntry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                         const at::Tensor& scale_b, const at::Tensor& bias,
+                         at::ScalarType out_dtype, bool fast_accum, bool allow_fused) {
+  CheckScaledMmArgs(a, b, scale_a, scale_b, bias, out_dtype, "ScaledMm");
   return Run<at::Tensor>(
       a, allow_fused,
       [&](at::Tensor& out) {
         return FusedScaledMm(a, b, scale_a, scale_b, bias, out_dtype, fast_accum, out);
       },
+      [&] { return ReferenceScaledMm(a, b, scale_a, scale_b, bias, out_dtype, fast_accum); });
+}
+
+LinearGeluResult ScaledMmGeluEntry(const at::Tensor& a, const at::Tensor& b,
+                                   const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                   const at::Tensor& bias, at::ScalarType out_dtype,
+                                   bool fast_accum, bool allow_fused) {
+  const char* kOp = "ScaledMmGelu";
+  CheckScaledMmArgs(a, b, scale_a, scale_b, bias, out_dtype, kOp);
+  TORCH_CHECK(bias.defined() && Is16BitFloat(out_dtype), kOp,
+              ": needs a bias and a bf16 or fp16 output");
+  return Run<LinearGeluResult>(
+      a, allow_fused,
+      [&](LinearGeluResult& out) {
+        return FusedScaledMm(a, b, scale_a, scale_b, bias, out_dtype, fast_accum, out.act,
+                             &out.pre);
+      },
       [&] {
-        return at::_scaled_mm(a, b, scale_a, scale_b,
-                              bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt,
-                              std::nullopt, out_dtype, fast_accum);
+        at::Tensor pre = ReferenceScaledMm(a, b, scale_a, scale_b, bias, out_dtype, fast_accum);
+        at::Tensor act = at::gelu(pre, "tanh");
+        return LinearGeluResult{std::move(act), std::move(pre)};
       });
 }
 
@@ -704,6 +743,13 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
                     bool fast_accum) {
   return ScaledMmEntry(a, b, scale_a, scale_b, bias, out_dtype, fast_accum, /*allow_fused=*/true);
+}
+
+LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& bias,
+                              at::ScalarType out_dtype, bool fast_accum) {
+  return ScaledMmGeluEntry(a, b, scale_a, scale_b, bias, out_dtype, fast_accum,
+                           /*allow_fused=*/true);
 }
 
 at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -752,6 +798,13 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
                     bool fast_accum) {
   return ScaledMmEntry(a, b, scale_a, scale_b, bias, out_dtype, fast_accum, /*allow_fused=*/false);
+}
+
+LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& bias,
+                              at::ScalarType out_dtype, bool fast_accum) {
+  return ScaledMmGeluEntry(a, b, scale_a, scale_b, bias, out_dtype, fast_accum,
+                           /*allow_fused=*/false);
 }
 
 }  // namespace reference

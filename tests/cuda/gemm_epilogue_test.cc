@@ -162,6 +162,10 @@ TEST(GemmEpilogueTest, ScaledMmBrokenInputThrowsAClearError) {
                  "bias must be [48]");
   ExpectC10Error([&] { ScaledMm(at::Tensor(), b, one, one, {}, at::kBFloat16, true); },
                  "a must be a 2-D tensor");
+  ExpectC10Error([&] { ScaledMmGelu(a, b, one, one, {}, at::kBFloat16, true); },
+                 "ScaledMmGelu: needs a bias and a bf16 or fp16 output");
+  ExpectC10Error([&] { ScaledMmGelu(a, b, one, one, at::randn({48}), at::kFloat, true); },
+                 "ScaledMmGelu: needs a bias and a bf16 or fp16 output");
 }
 
 // --- GPU: the cuBLASLt path.
@@ -404,6 +408,32 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmMatchesAtenScaledMm) {
       EXPECT_TRUE(LastGemmEpilogueWasFused()) << c.name << " call " << call;
       ASSERT_EQ(got.scalar_type(), c.out) << c.name;
       EXPECT_REL_ERR(got.to(at::kFloat), want, c.fast ? 2e-3 : 1e-5, c.name);
+    }
+  }
+}
+
+// The FFN-in GEMM in FP8 with bias + tanh GELU in the epilogue (its aux output `pre`), against
+// at::_scaled_mm then at::gelu: pre as ScaledMm is; act from the fp32 accumulator, so against
+// GELU of the reference's pre in fp32 within bf16 rounding.
+TEST_F(GemmEpilogueCudaTest, ScaledMmGeluMatchesScaledMmThenGelu) {
+  if (at::cuda::getCurrentDeviceProperties()->major < 9) GTEST_SKIP() << "no FP8 tensor cores";
+  for (const at::ScalarType out : {at::kBFloat16, at::kHalf}) {
+    at::manual_seed(4);
+    const at::Tensor a = Randn({2048 + 48, 768}, at::kFloat).to(at::kFloat8_e4m3fn);
+    const at::Tensor b = Randn({3072, 768}, at::kFloat).to(at::kFloat8_e4m3fn).t();
+    const at::Tensor scale_a = at::full({}, 0.5f, at::TensorOptions(gpu_));
+    const at::Tensor scale_b = at::full({}, 0.125f, at::TensorOptions(gpu_));
+    const at::Tensor bias = Randn({3072}, out);
+    const LinearGeluResult want = reference::ScaledMmGelu(a, b, scale_a, scale_b, bias, out, true);
+    for (int call = 0; call < 2; ++call) {
+      Poison();
+      const LinearGeluResult got = ScaledMmGelu(a, b, scale_a, scale_b, bias, out, true);
+      EXPECT_TRUE(LastGemmEpilogueWasFused()) << out << " call " << call;
+      ASSERT_EQ(got.act.scalar_type(), out);
+      ASSERT_EQ(got.pre.scalar_type(), out);
+      EXPECT_REL_ERR(got.pre.to(at::kFloat), want.pre.to(at::kFloat), 2e-3, "pre");
+      EXPECT_REL_ERR(got.act.to(at::kFloat), at::gelu(want.pre.to(at::kFloat), "tanh"), 1e-2,
+                     "act");
     }
   }
 }

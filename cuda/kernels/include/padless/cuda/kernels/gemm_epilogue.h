@@ -91,6 +91,13 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
                     bool fast_accum);
 
+// ScaledMm with the bias (required) and tanh GELU in the epilogue, as LinearGelu: pre = the scaled
+// product + bias, act = gelu_tanh(pre), both [M, N] in out_dtype (bf16 or fp16); GELU_AUX_BIAS
+// writes pre as its aux output. Else at::_scaled_mm, then at::gelu(pre, "tanh").
+LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& bias,
+                              at::ScalarType out_dtype, bool fast_accum);
+
 // The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh"); at::_scaled_mm for ScaledMm)
 // on any device and dtype they support: the fallback, and the baseline for tests and benchmarks.
 namespace reference {
@@ -103,6 +110,9 @@ at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
 at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
                     bool fast_accum);
+LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& bias,
+                              at::ScalarType out_dtype, bool fast_accum);
 }  // namespace reference
 
 // Diagnostics for tests and benchmarks: whether the calling thread's last call of any function
