@@ -45,8 +45,8 @@ at::Tensor SumLayerNorm(const at::Tensor& a, const at::Tensor& b, const at::Tens
                         const at::Tensor& beta, double eps) {
   // Other dtypes keep at::layer_norm's autocast behaviour (an fp32 result from half rows).
   const bool fused = a.is_cuda() && a.scalar_type() == at::kFloat &&
-                     b.scalar_type() == at::kFloat && a.sizes() == b.sizes() &&
-                     gamma.defined() && beta.defined();
+                     b.scalar_type() == at::kFloat && a.sizes() == b.sizes() && gamma.defined() &&
+                     beta.defined();
   if (!fused) return at::layer_norm(a + b, {a.size(-1)}, gamma, beta, eps);
   return FusedSumLayerNorm::apply(a, b, gamma, beta, eps);
 }

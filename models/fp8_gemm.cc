@@ -27,11 +27,14 @@ cuda::Fp8Quantized QuantizeOperand(const at::Tensor& v, const Fp8Gemm& gemm, Fp8
                            q.record_amax ? s.amax(gemm.index, operand) : at::Tensor());
 }
 
+// What the scaled GEMMs multiply an operand's FP8 values by: the inverse of its slot's scale.
+at::Tensor ScaleInv(const Fp8Gemm& gemm, Fp8Operand operand) {
+  return gemm.scaling->scale_inv(gemm.index, operand);
+}
+
 at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const Fp8Gemm& gemm, Fp8Operand a_op,
                     Fp8Operand b_op, const at::Tensor& bias, at::ScalarType out, bool fast) {
-  const Fp8Scaling& s = *gemm.scaling;
-  return cuda::ScaledMm(a, b, s.scale_inv(gemm.index, a_op), s.scale_inv(gemm.index, b_op), bias,
-                        out, fast);
+  return cuda::ScaledMm(a, b, ScaleInv(gemm, a_op), ScaleInv(gemm, b_op), bias, out, fast);
 }
 
 // The forward's operands: x [T_pad, K] and weight [N, K] as E4M3 rows, their amaxes recorded.
@@ -62,10 +65,9 @@ at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Te
 cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weight,
                                      const at::Tensor& bias, const Fp8Gemm& gemm) {
   const ForwardOperands q = QuantizeForward(x, weight, gemm);
-  const Fp8Scaling& s = *gemm.scaling;
   const cuda::LinearGeluResult r = cuda::ScaledMmGelu(
-      q.x.rows, q.weight.rows.t(), s.scale_inv(gemm.index, Fp8Operand::kInput),
-      s.scale_inv(gemm.index, Fp8Operand::kWeight), bias, x.scalar_type(), /*fast_accum=*/true);
+      q.x.rows, q.weight.rows.t(), ScaleInv(gemm, Fp8Operand::kInput),
+      ScaleInv(gemm, Fp8Operand::kWeight), bias, x.scalar_type(), /*fast_accum=*/true);
   return {r.act.narrow(0, 0, x.size(0)), r.pre.narrow(0, 0, x.size(0))};
 }
 

@@ -10,16 +10,14 @@ bool LayerGemms::InFp8(LayerGemm g) const {
 
 at::Tensor LayerGemms::Forward(LayerGemm g, const at::Tensor& x, bool bias) const {
   const at::Tensor& weight = Weight(g);
-  const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
+  const at::Tensor b = bias ? Bias(g) : at::Tensor();
   if (InFp8(g)) return Fp8Linear(x, weight, b, Fp8Slots(g));
   return bias ? cuda::LinearBias(x, weight, b) : cuda::Linear(x, weight);
 }
 
 cuda::LinearGeluResult LayerGemms::ForwardGelu(LayerGemm g, const at::Tensor& x) const {
-  const at::Tensor& weight = Weight(g);
-  const at::Tensor& bias = w_[kGemmWeight[g] + 1];
-  if (InFp8(g)) return Fp8LinearGelu(x, weight, bias, Fp8Slots(g));
-  return cuda::LinearGelu(x, weight, bias);
+  if (InFp8(g)) return Fp8LinearGelu(x, Weight(g), Bias(g), Fp8Slots(g));
+  return cuda::LinearGelu(x, Weight(g), Bias(g));
 }
 
 OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {

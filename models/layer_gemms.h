@@ -56,6 +56,7 @@ class LayerGemms {
 
  private:
   const at::Tensor& Weight(LayerGemm g) const { return w_[kGemmWeight[g]]; }
+  const at::Tensor& Bias(LayerGemm g) const { return w_[kGemmWeight[g] + 1]; }
   Fp8Gemm Fp8Slots(LayerGemm g) const { return {fp8_.scaling, fp8_.first_gemm + g}; }
 
   const std::vector<at::Tensor>& w_;

@@ -220,10 +220,10 @@ void TrainStep::ForwardBackward(int64_t step, const Batch& b, double weight, boo
 // Unscale, clip, the finite check, and the update unless it failed.
 void TrainStep::OptimizerStep(StepResult& result) {
   if (scaler_.enabled()) scaler_.Unscale(params_);
-  // The global gradient norm is finite iff every gradient is (clip_norm 0: norm only). Whether
-  // to skip the update stays on the device: the optimizer takes it as a tensor, so the host never
-  // waits for the GPU here (a host read per step cost ~3% of a BERT-base step on the H200).
-  // The clipping itself happens inside the update, which divides the gradients as it reads them.
+  // The global gradient norm is finite iff every gradient is. Whether to skip the update stays
+  // on the device: the optimizer takes it as a tensor, so the host never waits for the GPU here
+  // (a host read per step cost ~3% of a BERT-base step on the H200). The clipping itself happens
+  // inside the update, which divides the gradients as it reads them.
   const at::Tensor norm = GlobalGradNorm(params_);
   const at::Tensor finite = at::stack({at::isfinite(result.loss.to(at::kFloat)).to(norm.device()),
                                        at::isfinite(norm.to(at::kFloat))});

@@ -68,10 +68,8 @@ void RegisterAll() {
       const std::string name = std::string("SumLayerNorm/") +
                                (backward ? "ForwardBackward/" : "Forward/") +
                                (fused ? "fused" : "plain");
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [fused, backward](benchmark::State& s) {
-                                     Bench(s, fused, backward);
-                                   })
+      benchmark::RegisterBenchmark(
+          name.c_str(), [fused, backward](benchmark::State& s) { Bench(s, fused, backward); })
           ->Arg(768)
           ->Arg(1024)
           ->UseManualTime()

@@ -204,7 +204,7 @@ struct GemmSpec {
   const void* a_scale = nullptr;
   const void* b_scale = nullptr;
   bool fast_accum = false;
-  bool accumulate = false;               // beta = 1: D += op(A) @ op(B)
+  bool accumulate = false;  // beta = 1: D += op(A) @ op(B)
   TokenDim token_dim = TokenDim::kN;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   void* bias = nullptr;  // in D's dtype (cuBLASLt's default bias type)
@@ -246,7 +246,8 @@ MatmulDesc MakeDesc(const GemmSpec& g) {
     // With FP8 inputs neither the bias's nor the aux output's type is implied by D's: both are
     // in D's 16-bit type.
     if (g.bias != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, g.d_dtype, g.op);
-    if (g.aux != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, g.d_dtype, g.op);
+    if (g.aux != nullptr)
+      SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, g.d_dtype, g.op);
   }
   if (g.aux != nullptr) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, g.op);
@@ -507,9 +508,7 @@ cudaDataType_t Fp8CudaType(at::ScalarType t) {
   return t == at::kFloat8_e5m2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3;
 }
 
-cudaDataType_t OutCudaType(at::ScalarType t) {
-  return t == at::kFloat ? CUDA_R_32F : CudaType(t);
-}
+cudaDataType_t OutCudaType(at::ScalarType t) { return t == at::kFloat ? CUDA_R_32F : CudaType(t); }
 
 // out[M, N] = (a * scale_a) @ (b * scale_b) (+ bias): column-major out^T [N, M] = b-as-stored
 // (column-major [K, N], transposed: the "TN" layout FP8 GEMMs require) @ a-as-stored (column-major
@@ -524,8 +523,8 @@ bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& s
   if (m == 0 || m % 16 != 0 || k % 16 != 0 || n % 16 != 0) return false;
   if (a.scalar_type() == at::kFloat8_e5m2 && b.scalar_type() == at::kFloat8_e5m2) return false;
   if (!a.is_contiguous() || !b.t().is_contiguous()) return false;
-  if (bias.defined() && (!Is16BitFloat(out_dtype) || bias.scalar_type() != out_dtype ||
-                         !bias.is_contiguous())) {
+  if (bias.defined() &&
+      (!Is16BitFloat(out_dtype) || bias.scalar_type() != out_dtype || !bias.is_contiguous())) {
     return false;
   }
   out = at::empty({m, n}, a.options().dtype(out_dtype));
@@ -670,12 +669,12 @@ at::Tensor LinearEntry(const at::Tensor& x, const at::Tensor& weight, bool allow
 bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
 
 void CheckScaledMmArgs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                       const at::Tensor& scale_b, const at::Tensor& bias,
-                       at::ScalarType out_dtype, const char* kOp) {
+                       const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
+                       const char* kOp) {
   for (const auto& [t, name] : {std::pair{&a, "a"}, std::pair{&b, "b"}}) {
     TORCH_CHECK(t->defined() && t->dim() == 2, kOp, ": ", name, " must be a 2-D tensor");
-    TORCH_CHECK(IsFp8(t->scalar_type()), kOp, ": ", name, " must be float8_e4m3fn or float8_e5m2, got ",
-                t->scalar_type());
+    TORCH_CHECK(IsFp8(t->scalar_type()), kOp, ": ", name,
+                " must be float8_e4m3fn or float8_e5m2, got ", t->scalar_type());
   }
   TORCH_CHECK(a.size(1) == b.size(0), kOp, ": a is ", a.sizes(), " and b is ", b.sizes(),
               "; need a [M, K] and b [K, N]");

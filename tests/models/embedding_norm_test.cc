@@ -17,9 +17,10 @@ struct Outputs {
   at::Tensor out, da, db, dgamma, dbeta;
 };
 
-// Forward and backward with the upstream gradient `dy`; `fused` picks SumLayerNorm or the plain ops.
+// Forward and backward with the upstream gradient `dy`; `fused` picks SumLayerNorm or the plain
+// ops.
 Outputs Differentiate(const std::vector<int64_t>& shape, at::Device device, at::ScalarType dtype,
-                  bool fused) {
+                      bool fused) {
   at::manual_seed(21);
   const int64_t hidden = shape.back();
   at::Tensor a = (at::randn(shape) * 3 + 1).to(device, dtype).set_requires_grad(true);
@@ -37,8 +38,10 @@ Outputs Differentiate(const std::vector<int64_t>& shape, at::Device device, at::
 
 void ExpectClose(const Outputs& got, const Outputs& want, double tol, bool bitwise) {
   const std::vector<std::pair<const char*, std::pair<at::Tensor, at::Tensor>>> pairs = {
-      {"out", {got.out, want.out}},        {"d_a", {got.da, want.da}},
-      {"d_b", {got.db, want.db}},          {"d_gamma", {got.dgamma, want.dgamma}},
+      {"out", {got.out, want.out}},
+      {"d_a", {got.da, want.da}},
+      {"d_b", {got.db, want.db}},
+      {"d_gamma", {got.dgamma, want.dgamma}},
       {"d_beta", {got.dbeta, want.dbeta}}};
   for (const auto& [name, p] : pairs) {
     ASSERT_EQ(p.first.sizes(), p.second.sizes()) << name;
@@ -48,7 +51,8 @@ void ExpectClose(const Outputs& got, const Outputs& want, double tol, bool bitwi
       continue;
     }
     const double scale = p.second.abs().max().item<double>() + 1e-30;
-    const double err = (p.first.to(at::kDouble) - p.second.to(at::kDouble)).abs().max().item<double>();
+    const double err =
+        (p.first.to(at::kDouble) - p.second.to(at::kDouble)).abs().max().item<double>();
     EXPECT_LE(err / scale, tol) << name << ": max error " << err << " of " << scale;
     EXPECT_TRUE(p.first.isfinite().all().item<bool>()) << name;
   }

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "gpu_test_util.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/planner.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/trainer.h"
 #include "padless/tokenize/special_tokens.h"
-#include "gpu_test_util.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {
@@ -217,7 +217,8 @@ TEST(FusedAdamWTest, GradDivisorEqualsDividingTheGradientsFirst) {
     fused->Step(1e-2, at::zeros({}, norm.options()), divisor);
     divided->Step(1e-2);
     for (size_t i = 0; i < fused_params.size(); ++i) {
-      EXPECT_TRUE(BitwiseEqual({fused_params[i].detach().cpu()}, {divided_params[i].detach().cpu()}))
+      EXPECT_TRUE(
+          BitwiseEqual({fused_params[i].detach().cpu()}, {divided_params[i].detach().cpu()}))
           << device << " parameter " << i;
       EXPECT_TRUE(BitwiseEqual({fused_params[i].grad().cpu()}, {divided_params[i].grad().cpu()}))
           << device << " gradient " << i;
