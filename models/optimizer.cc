@@ -103,7 +103,7 @@ at::Tensor GlobalGradNorm(const std::vector<at::Tensor>& params) {
 }
 
 at::Tensor ClipDivisor(const at::Tensor& norm, double max_norm) {
-  if (max_norm <= 0) return at::Tensor();
+  if (!(max_norm > 0)) return at::Tensor();  // NaN too: no clipping, never NaN gradients
   return ((norm.to(at::kFloat) + 1e-6) / max_norm).clamp_min(1.0);
 }
 

@@ -4,6 +4,7 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <random>
@@ -54,6 +55,9 @@ absl::StatusOr<EncoderConfig> BaseConfig(const TrainJobOptions& o) {
 absl::Status ValidateTrainingSettings(const TrainConfig& t) {
   if (t.epochs() < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
   if (t.grad_accum() < 1) return absl::InvalidArgumentError("--grad-accum must be >= 1");
+  if (!std::isfinite(t.clip_norm()) || t.clip_norm() < 0) {
+    return absl::InvalidArgumentError("--clip-norm must be a finite number >= 0 (0: off)");
+  }
   if (t.max_nonfinite_steps() < 0) {
     return absl::InvalidArgumentError("--max-nonfinite-steps must be >= 0");
   }

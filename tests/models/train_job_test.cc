@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -70,6 +71,8 @@ TEST(TrainJobTest, OptionProblemsNameTheOption) {
       {[](TrainJobOptions& j) { j.max_tokens = 16; }, "--max-tokens (16) must be >= --max-len"},
       {[](TrainJobOptions& j) { j.train.epochs(0); }, "--epochs must be >= 1"},
       {[](TrainJobOptions& j) { j.train.grad_accum(0); }, "--grad-accum must be >= 1"},
+      {[](TrainJobOptions& j) { j.train.clip_norm(-1); }, "--clip-norm must be a finite number"},
+      {[](TrainJobOptions& j) { j.train.clip_norm(std::nan("")); }, "--clip-norm must be"},
       {[](TrainJobOptions& j) { j.train.max_nonfinite_steps(-1); }, "--max-nonfinite-steps"},
   };
   for (const Case& c : cases) {

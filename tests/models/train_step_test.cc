@@ -235,6 +235,7 @@ TEST(FusedAdamWTest, ClipDivisorFollowsClipGradNorm) {
   EXPECT_EQ(ClipDivisor(at::scalar_tensor(0.0), 1.0).item<double>(), 1.0);
   EXPECT_FALSE(ClipDivisor(at::scalar_tensor(10.0), 0.0).defined());
   EXPECT_FALSE(ClipDivisor(at::scalar_tensor(10.0), -1.0).defined());
+  EXPECT_FALSE(ClipDivisor(at::scalar_tensor(10.0), std::nan("")).defined());
   EXPECT_FALSE(std::isfinite(
       ClipDivisor(at::scalar_tensor(std::numeric_limits<double>::infinity()), 1.0).item<double>()));
   EXPECT_EQ(ClipDivisor(at::scalar_tensor(10.0), 2.0).scalar_type(), at::kFloat);

@@ -57,7 +57,7 @@ at::Tensor GlobalGradNorm(const std::vector<at::Tensor>& params);
 // Clipping by global norm as PyTorch's clip_grad_norm_ does it (multiply by
 // max_norm / (norm + 1e-6) when that is below 1), expressed as the divisor FusedAdamW::Step takes:
 // max(1, (norm + 1e-6) / max_norm), a float 0-dim tensor on norm's device. Undefined (no clipping)
-// when max_norm is 0 or less.
+// unless max_norm > 0 (0, negative or NaN).
 at::Tensor ClipDivisor(const at::Tensor& norm, double max_norm);
 
 }  // namespace padless::models
