@@ -9,13 +9,13 @@
 #include "padless/batching/collator.h"
 #include "padless/batching/padding_stats.h"
 #include "padless/batching/strategy_registry.h"
-#include "padless/report/svg.h"
-#include "padless/report/text_output.h"
+#include "padless/base/svg.h"
+#include "padless/base/text_output.h"
 
 namespace padless::batching {
 namespace {
 
-using report::XmlEscape;
+using base::XmlEscape;
 
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -92,7 +92,7 @@ std::string FormatSvg(const std::vector<StrategyRow>& rows, const std::string& t
   constexpr int kLabelWidth = 210, kBarWidth = 460, kRowHeight = 26, kTop = 50;
   const int height = kTop + static_cast<int>(rows.size()) * kRowHeight + 40;
   const int width = kLabelWidth + kBarWidth + 90;
-  std::string out = report::SvgHeader(width, height, 13);
+  std::string out = base::SvgHeader(width, height, 13);
   absl::StrAppendFormat(&out,
                         "<text x=\"%d\" y=\"24\" font-size=\"16\" font-weight=\"bold\">%s</text>\n",
                         10, XmlEscape(title));

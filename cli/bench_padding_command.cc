@@ -15,7 +15,7 @@
 #include "data_flags.h"
 #include "flag_spelling.h"
 #include "padless/batching/padding_report.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
@@ -76,7 +76,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   absl::PrintF("%s", batching::FormatTable(*rows));
   const std::string csv = absl::GetFlag(FLAGS_csv);
   if (!csv.empty()) {
-    if (absl::Status s = report::WriteFileAtomically(csv, batching::FormatCsv(*rows)); !s.ok())
+    if (absl::Status s = base::WriteFileAtomically(csv, batching::FormatCsv(*rows)); !s.ok())
       return Fail(kCommand, s);
   }
   const std::string svg = absl::GetFlag(FLAGS_svg);
@@ -84,7 +84,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
     const std::string title =
         absl::StrFormat("Padding efficiency, %s, max_len %d, batch %d",
                         data.substr(data.find_last_of('/') + 1), max_len, batch_size);
-    if (absl::Status s = report::WriteFileAtomically(svg, batching::FormatSvg(*rows, title));
+    if (absl::Status s = base::WriteFileAtomically(svg, batching::FormatSvg(*rows, title));
         !s.ok())
       return Fail(kCommand, s);
   }

@@ -6,7 +6,7 @@
 // about what a path names on disk (missing, wrong kind, unreadable, empty, binary, not writable)
 // and about the data, the model and I/O is a failure (exit 1). Messages are the status's message
 // only: the status code's name (NOT_FOUND, INVALID_ARGUMENT) is not shown to the user.
-// Output files go through report::WriteFileAtomically.
+// Output files go through base::WriteFileAtomically.
 #ifndef PADLESS_CLI_CLI_UTIL_H_
 #define PADLESS_CLI_CLI_UTIL_H_
 

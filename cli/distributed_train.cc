@@ -12,7 +12,7 @@
 #include "padless/dist/dist_env.h"
 #include "padless/dist/local_launcher.h"
 #include "padless/dist/process_group.h"
-#include "padless/report/read_file.h"
+#include "padless/base/read_file.h"
 #include "subcommand.h"
 
 ABSL_FLAG(int, nproc_per_node, 0,
@@ -29,7 +29,7 @@ namespace {
 
 // This process's command line without --nproc-per-node (both the "=N" and the "N" forms).
 std::vector<std::string> WorkerCommandLine() {
-  absl::StatusOr<std::string> raw = report::ReadFile("/proc/self/cmdline");
+  absl::StatusOr<std::string> raw = base::ReadFile("/proc/self/cmdline");
   std::vector<std::string> args;
   if (!raw.ok()) return args;
   for (size_t start = 0; start < raw->size();) {

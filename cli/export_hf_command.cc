@@ -13,8 +13,8 @@
 #include "path_checks.h"
 #include "padless/models/hf_checkpoint.h"
 #include "padless/models/model_io.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/read_file.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/read_file.h"
 #include "subcommand.h"
 
 namespace padless::cli {

@@ -13,14 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "flag_spelling.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/file_kind.h"
 #include "padless/tokenize/utf8.h"
 
 namespace padless::cli {
 namespace {
 
-using report::FileKind;
-using report::JoinPath;
+using base::FileKind;
+using base::JoinPath;
 
 constexpr size_t kSniffBytes = 64 * 1024;
 
@@ -93,13 +93,13 @@ absl::Status CheckInputDirectory(const PathFlag& f) {
   }
   ::closedir(dir);
   for (const std::string& member : f.required_members) {
-    if (report::KindOfPath(JoinPath(f.path, member)) != FileKind::kRegular) {
+    if (base::KindOfPath(JoinPath(f.path, member)) != FileKind::kRegular) {
       return Error(absl::StatusCode::kNotFound, f, absl::StrCat("has no ", member));
     }
   }
   if (f.any_member.empty()) return absl::OkStatus();
   for (const std::string& member : f.any_member) {
-    if (report::KindOfPath(JoinPath(f.path, member)) == FileKind::kRegular) {
+    if (base::KindOfPath(JoinPath(f.path, member)) == FileKind::kRegular) {
       return absl::OkStatus();
     }
   }
@@ -108,7 +108,7 @@ absl::Status CheckInputDirectory(const PathFlag& f) {
 }
 
 absl::Status CheckInput(const PathFlag& f) {
-  const FileKind kind = report::KindOfPath(f.path);
+  const FileKind kind = base::KindOfPath(f.path);
   const bool want_dir =
       f.use == PathUse::kInputDirectory || f.use == PathUse::kInputFileOrDirectory;
   const bool want_file = f.use != PathUse::kInputDirectory;
@@ -119,20 +119,20 @@ absl::Status CheckInput(const PathFlag& f) {
     return Error(absl::StatusCode::kFailedPrecondition, f, "is a file, expected a directory");
   }
   return Error(absl::StatusCode::kFailedPrecondition, f,
-               absl::StrCat("is ", report::FileKindName(kind), ", expected ",
+               absl::StrCat("is ", base::FileKindName(kind), ", expected ",
                             want_dir ? "a file or a directory" : "a regular file"));
 }
 
 // OK when `dir` is an existing directory this process may create files in.
 absl::Status CheckWritableDirectory(const PathFlag& f, const std::string& dir) {
-  const FileKind kind = report::KindOfPath(dir);
+  const FileKind kind = base::KindOfPath(dir);
   if (kind == FileKind::kMissing) {
     return Error(absl::StatusCode::kNotFound, f,
                  absl::StrCat("directory ", dir, " does not exist"));
   }
   if (kind != FileKind::kDirectory) {
     return Error(absl::StatusCode::kFailedPrecondition, f,
-                 absl::StrCat(dir, " is ", report::FileKindName(kind), ", not a directory"));
+                 absl::StrCat(dir, " is ", base::FileKindName(kind), ", not a directory"));
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return Error(absl::StatusCode::kPermissionDenied, f,
@@ -142,24 +142,24 @@ absl::Status CheckWritableDirectory(const PathFlag& f, const std::string& dir) {
 }
 
 absl::Status CheckOutputFile(const PathFlag& f) {
-  const FileKind kind = report::KindOfPath(f.path);
+  const FileKind kind = base::KindOfPath(f.path);
   if (kind != FileKind::kMissing && kind != FileKind::kRegular) {
     return Error(absl::StatusCode::kFailedPrecondition, f,
-                 absl::StrCat("is ", report::FileKindName(kind), ", expected a file to write"));
+                 absl::StrCat("is ", base::FileKindName(kind), ", expected a file to write"));
   }
   return CheckWritableDirectory(f, ParentOf(f.path));
 }
 
 absl::Status CheckOutputDirectory(const PathFlag& f) {
-  const FileKind kind = report::KindOfPath(f.path);
+  const FileKind kind = base::KindOfPath(f.path);
   if (kind == FileKind::kDirectory) return CheckWritableDirectory(f, f.path);
   if (kind != FileKind::kMissing) {
     return Error(absl::StatusCode::kFailedPrecondition, f,
-                 absl::StrCat("is ", report::FileKindName(kind), ", expected a directory"));
+                 absl::StrCat("is ", base::FileKindName(kind), ", expected a directory"));
   }
   // It will be created with its missing parents: the nearest existing ancestor must allow that.
   std::string ancestor = ParentOf(f.path);
-  while (report::KindOfPath(ancestor) == FileKind::kMissing && ancestor != "." && ancestor != "/") {
+  while (base::KindOfPath(ancestor) == FileKind::kMissing && ancestor != "." && ancestor != "/") {
     ancestor = ParentOf(ancestor);
   }
   return CheckWritableDirectory(f, ancestor);

@@ -35,7 +35,7 @@
 #include "padless/models/memory_probe.h"
 #include "padless/models/model_runtime.h"
 #include "padless/models/optimizer.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 #include "path_checks.h"
 #include "subcommand.h"
 
@@ -184,14 +184,14 @@ absl::Status WriteOutputs(const std::vector<MemoryProfilePoint>& points,
                           const c10::Device& device) {
   const std::string csv = absl::GetFlag(FLAGS_csv);
   if (!csv.empty()) {
-    if (absl::Status s = report::WriteFileAtomically(csv, cuda::MemoryProfileCsv(points)); !s.ok())
+    if (absl::Status s = base::WriteFileAtomically(csv, cuda::MemoryProfileCsv(points)); !s.ok())
       return s;
   }
   const std::string svg = absl::GetFlag(FLAGS_svg);
   if (svg.empty()) return absl::OkStatus();
   const std::string title = absl::StrCat("padless: peak memory of one training step, preset ",
                                          absl::GetFlag(FLAGS_sweep_preset), " on ", device.str());
-  return report::WriteFileAtomically(svg, cuda::MemoryProfileSvg(points, title));
+  return base::WriteFileAtomically(svg, cuda::MemoryProfileSvg(points, title));
 }
 
 // For every configuration and length: the plan `padless train --memory-budget` makes (probe ladder

@@ -24,8 +24,8 @@
 #include "common_flags.h"
 #include "data_flags.h"
 #include "flag_spelling.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/svg.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/svg.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_cache.h"
 #include "padless/tokenize/corpus_reader.h"
@@ -298,7 +298,7 @@ absl::Status WriteIds(tok::Tokenizer tokenizer, const tok::EncodeOptions& encode
   for (size_t i = 0; i < encoded->size(); ++i) {
     absl::StrAppend(&text, absl::StrJoin(encoded->tokens(i), " "), "\n");
   }
-  if (absl::Status s = report::WriteFileAtomically(path, text); !s.ok()) return s;
+  if (absl::Status s = base::WriteFileAtomically(path, text); !s.ok()) return s;
   PrintReaderSummary(loaded.corpus.report);
   absl::PrintF("tokenizer: %s\nids: %s (%d lines)\n", backend, path, encoded->size());
   return absl::OkStatus();
@@ -366,7 +366,7 @@ absl::Status WriteHistogramCsv(const std::string& path,
   for (const tok::HistogramBin& b : bins) {
     absl::StrAppend(&csv, b.lower, ",", b.upper, ",", b.count, "\n");
   }
-  return report::WriteFileAtomically(path, csv);
+  return base::WriteFileAtomically(path, csv);
 }
 
 // A bar chart of the histogram with the --max-len limit marked: enough to see the tail a limit
@@ -379,7 +379,7 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
   for (const tok::HistogramBin& b : bins) peak = std::max(peak, b.count);
   const double x_max = bins.empty() ? 1.0 : static_cast<double>(bins.back().upper);
   auto x = [&](double v) { return kLeft + plot_w * v / x_max; };
-  std::string svg = report::SvgHeader(static_cast<int>(kWidth), static_cast<int>(kHeight), 12,
+  std::string svg = base::SvgHeader(static_cast<int>(kWidth), static_cast<int>(kHeight), 12,
                                       /*white_background=*/false);
   absl::StrAppendFormat(&svg,
                         "<text x=\"%.0f\" y=\"18\">token lengths: n=%d mean=%.1f p50=%d p90=%d "
@@ -411,7 +411,7 @@ absl::Status WriteHistogramSvg(const std::string& path, const std::vector<tok::H
         x(static_cast<double>(limit)) + 4, kTop + 14, limit, 100.0 * stats.over_limit_share);
   }
   svg += "</svg>\n";
-  return report::WriteFileAtomically(path, svg);
+  return base::WriteFileAtomically(path, svg);
 }
 
 absl::Status Stats(const std::vector<std::string>& rest) {

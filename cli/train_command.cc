@@ -34,7 +34,7 @@
 #include "padless/models/model_runtime.h"
 #include "padless/models/train_job.h"
 #include "padless/models/trainer.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/tokenizer.h"
 #include "path_checks.h"
@@ -145,7 +145,7 @@ PathFlag ModelDirFlag(const std::string& dir) {
 
 absl::Status WriteJson(const std::string& path, const nlohmann::json& j) {
   if (path.empty()) return absl::OkStatus();
-  return report::WriteFileAtomically(path, j.dump(2) + "\n");
+  return base::WriteFileAtomically(path, j.dump(2) + "\n");
 }
 
 absl::StatusOr<int64_t> MemoryBudgetFromFlag() {

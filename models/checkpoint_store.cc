@@ -13,12 +13,18 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "file_util.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/directory.h"
+#include "padless/base/atomic_file_writer.h"
 #include "rng_state.h"
 
 namespace padless::models::internal {
 namespace {
+
+using base::IsRegularFile;
+using base::JoinPath;
+using base::ListDirectory;
+using base::MakeDirectories;
+using base::RemoveFile;
 
 // "step-00000042.pt" -> 42; -1 for other names.
 int64_t CheckpointStep(const std::string& name) {
@@ -128,8 +134,8 @@ absl::Status CheckpointStore::Save(EncoderClassifier& model, const FusedAdamW& o
   absl::Status made = MakeDirectories(dir_);
   if (!made.ok()) return made;
   const std::string path = JoinPath(dir_, absl::StrFormat("step-%08d.pt", state.global_step));
-  absl::StatusOr<std::unique_ptr<report::AtomicFileWriter>> out =
-      report::AtomicFileWriter::Open(path, /*is_checkpoint=*/true);
+  absl::StatusOr<std::unique_ptr<base::AtomicFileWriter>> out =
+      base::AtomicFileWriter::Open(path, /*is_checkpoint=*/true);
   if (!out.ok()) {
     return absl::Status(out.status().code(),
                         absl::StrCat("cannot write checkpoint: ", out.status().message()));
@@ -159,7 +165,7 @@ void CheckpointStore::Rotate() const {
 // checkpoint (ListCheckpoints wants "step-N.pt"), only cleared away.
 void CheckpointStore::RemoveTemporaryFiles() const {
   for (const std::string& name : ListDirectory(dir_)) {
-    if (!report::IsTemporaryName(name)) continue;
+    if (!base::IsTemporaryName(name)) continue;
     RemoveFile(JoinPath(dir_, name));
     if (progress_) {
       absl::FPrintF(stderr, "removed %s, left by an interrupted checkpoint write\n",

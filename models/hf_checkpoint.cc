@@ -10,17 +10,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "file_util.h"
+#include "padless/base/directory.h"
 #include "padless/models/safetensors.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/read_file.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/read_file.h"
 
 namespace padless::models {
 
 namespace {
 
-using internal::IsRegularFile;
-using internal::JoinPath;
+using base::IsRegularFile;
+using base::JoinPath;
 
 // One padless parameter and the Hugging Face tensors it is made of (three: Q, K, V stacked).
 struct NameMapping {
@@ -141,7 +141,7 @@ class TensorSource {
 
   absl::Status OpenShards(const std::string& dir, const std::string& index) {
     origin_ = index;
-    absl::StatusOr<std::string> text = report::ReadFile(index);
+    absl::StatusOr<std::string> text = base::ReadFile(index);
     if (!text.ok()) return text.status();
     const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object()) {
@@ -225,7 +225,7 @@ absl::Status LoadTable(const TensorSource& src, const std::vector<NameMapping>& 
 bool IsHuggingFaceModelDir(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
   if (!IsRegularFile(path)) return false;
-  absl::StatusOr<std::string> text = report::ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (!text.ok()) return false;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   return j.is_object() && (j.contains("model_type") || j.contains("architectures"));
@@ -233,7 +233,7 @@ bool IsHuggingFaceModelDir(const std::string& dir) {
 
 absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t num_labels) {
   const std::string config_path = JoinPath(dir, "config.json");
-  absl::StatusOr<std::string> text = report::ReadFile(config_path);
+  absl::StatusOr<std::string> text = base::ReadFile(config_path);
   if (!text.ok()) return text.status();
   ImportedModel out;
   absl::StatusOr<HfConfig> hf = ParseHfConfig(*text, config_path);
@@ -278,8 +278,8 @@ absl::Status ExportHuggingFace(EncoderClassifier& model, const std::vector<std::
     const std::vector<at::Tensor> parts = p->detach().chunk(static_cast<int64_t>(m.hf.size()), 0);
     for (size_t i = 0; i < m.hf.size(); ++i) tensors.emplace_back(m.hf[i], parts[i].to(at::kFloat));
   }
-  absl::Status s = internal::MakeDirectories(dir);
-  if (s.ok()) s = report::WriteFileAtomically(JoinPath(dir, "config.json"), *json);
+  absl::Status s = base::MakeDirectories(dir);
+  if (s.ok()) s = base::WriteFileAtomically(JoinPath(dir, "config.json"), *json);
   if (s.ok()) s = WriteSafetensors(JoinPath(dir, kHfWeightsFile), tensors, {{"format", "pt"}});
   return s;
 }

@@ -8,16 +8,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "file_util.h"
+#include "padless/base/directory.h"
 #include "padless/models/safetensors.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/file_kind.h"
-#include "padless/report/read_file.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/file_kind.h"
+#include "padless/base/read_file.h"
 
 namespace padless::models {
 
-using internal::IsRegularFile;
-using internal::JoinPath;
+using base::IsRegularFile;
+using base::JoinPath;
 
 absl::Status SaveWeights(torch::nn::Module& model, const std::string& path) {
   std::vector<std::pair<std::string, at::Tensor>> tensors;
@@ -54,8 +54,8 @@ absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
 
 absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
                           const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels) {
-  absl::Status s = internal::MakeDirectories(dir);
-  if (s.ok()) s = report::WriteFileAtomically(JoinPath(dir, kConfigFile), model->config().ToJson());
+  absl::Status s = base::MakeDirectories(dir);
+  if (s.ok()) s = base::WriteFileAtomically(JoinPath(dir, kConfigFile), model->config().ToJson());
   if (s.ok()) s = SaveWeights(*model, JoinPath(dir, kWeightsFile));
   // Under the backend's own name (tokenize::kTokenizerFileNames), which Tokenizer::Load(dir) reads.
   if (s.ok()) s = tokenizer.Save(JoinPath(dir, tokenizer.file_name()));
@@ -64,12 +64,12 @@ absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
 }
 
 absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device) {
-  if (const report::FileKind kind = report::KindOfPath(dir); kind != report::FileKind::kDirectory) {
-    if (kind == report::FileKind::kMissing) {
+  if (const base::FileKind kind = base::KindOfPath(dir); kind != base::FileKind::kDirectory) {
+    if (kind == base::FileKind::kMissing) {
       return absl::NotFoundError(absl::StrCat(dir, ": not a model directory (does not exist)"));
     }
     return absl::FailedPreconditionError(
-        absl::StrCat(dir, ": not a model directory (it is ", report::FileKindName(kind), ")"));
+        absl::StrCat(dir, ": not a model directory (it is ", base::FileKindName(kind), ")"));
   }
   if (!IsRegularFile(JoinPath(dir, kWeightsFile)) &&
       IsRegularFile(JoinPath(dir, kLegacyWeightsFile))) {
@@ -85,7 +85,7 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
           absl::StrCat(JoinPath(dir, f), ": missing from the model directory"));
     }
   }
-  absl::StatusOr<std::string> json = report::ReadFile(JoinPath(dir, kConfigFile));
+  absl::StatusOr<std::string> json = base::ReadFile(JoinPath(dir, kConfigFile));
   if (!json.ok()) return json.status();
   absl::StatusOr<EncoderConfig> config = EncoderConfig::FromJson(*json, JoinPath(dir, kConfigFile));
   if (!config.ok()) return config.status();

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 
 namespace padless::models {
 
@@ -233,8 +233,8 @@ absl::Status WriteSafetensors(const std::string& path,
   text.append((8 - text.size() % 8) % 8, ' ');  // the format pads the header to 8 bytes
   unsigned char length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(text.size() >> (8 * i));
-  absl::StatusOr<std::unique_ptr<report::AtomicFileWriter>> out =
-      report::AtomicFileWriter::Open(path);
+  absl::StatusOr<std::unique_ptr<base::AtomicFileWriter>> out =
+      base::AtomicFileWriter::Open(path);
   if (!out.ok()) return out.status();
   (void)(*out)->Append(length, 8);
   (void)(*out)->Append(text.data(), text.size());

@@ -14,14 +14,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "file_util.h"
+#include "padless/base/directory.h"
 #include "padless/batching/strategy_registry.h"
 #include "padless/models/encoder_config.h"
 #include "padless/models/hf_checkpoint.h"
 #include "padless/models/model_io.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/file_kind.h"
 #include "padless/models/sharded_evaluation.h"
-#include "padless/report/read_file.h"
+#include "padless/base/read_file.h"
 #include "padless/tokenize/batch_encoder.h"
 
 namespace padless::models {
@@ -151,7 +151,7 @@ bool InitFromHuggingFace(const TrainJobOptions& o) {
 // Whether directory `dir` holds a tokenizer file (one of tokenize::kTokenizerFileNames).
 bool HoldsTokenizer(const std::string& dir) {
   for (const char* name : tok::kTokenizerFileNames) {
-    if (internal::IsRegularFile(report::JoinPath(dir, name))) return true;
+    if (base::IsRegularFile(base::JoinPath(dir, name))) return true;
   }
   return false;
 }
@@ -164,7 +164,7 @@ absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o,
   if (dir.empty()) return TrainTokenizer(o, train);
   absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(dir);
   if (!tokenizer.ok()) return tokenizer.status();
-  const std::string path = report::JoinPath(dir, tokenizer->file_name());
+  const std::string path = base::JoinPath(dir, tokenizer->file_name());
   if (!o.quiet) absl::FPrintF(stderr, "tokenizer: %s (%d pieces)\n", path, tokenizer->vocab_size());
   return ResolvedTokenizer{*std::move(tokenizer), path};
 }
@@ -180,7 +180,7 @@ std::string Shape(const EncoderConfig& c) {
 absl::StatusOr<EncoderConfig> InitFromConfig(const TrainJobOptions& o,
                                              const ResolvedTokenizer& tokenizer) {
   const std::string path = o.init_from + "/" + kConfigFile;
-  absl::StatusOr<std::string> json = report::ReadFile(path);
+  absl::StatusOr<std::string> json = base::ReadFile(path);
   if (!json.ok()) return json.status();
   absl::StatusOr<EncoderConfig> init = EncoderConfig::FromJson(*json, path);
   if (!init.ok()) return init.status();

@@ -10,10 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "file_util.h"
+#include "padless/base/directory.h"
 
 namespace padless::models::internal {
 namespace {
+
+using base::IsRegularFile;
 
 std::string FormatDuration(double seconds) {
   if (!(seconds >= 0) || seconds > 1e7) return "?";

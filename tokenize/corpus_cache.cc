@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "fnv1a.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/file_kind.h"
 
 namespace padless::tokenize {
 
@@ -16,7 +16,7 @@ absl::StatusOr<uint64_t> CacheFingerprint(const std::vector<std::string>& files,
   internal::Fnv1a hash;
   std::vector<char> buffer(1 << 20);
   for (const std::string& path : files) {
-    if (absl::Status s = report::CheckRegularFile(path, "data file"); !s.ok()) return s;
+    if (absl::Status s = base::CheckRegularFile(path, "data file"); !s.ok()) return s;
     std::ifstream in(path, std::ios::binary);
     if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path, " to fingerprint it"));
     uint64_t size = 0;

@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/file_kind.h"
 #include "padless/tokenize/utf8.h"
 
 namespace padless::tokenize {
@@ -378,7 +378,7 @@ absl::StatusOr<RawCorpus> ParseCorpus(absl::string_view content, const std::stri
 }
 
 absl::StatusOr<RawCorpus> ReadCorpus(const std::string& path, const ReaderOptions& options) {
-  if (absl::Status s = report::CheckRegularFile(path, "data file"); !s.ok()) return s;
+  if (absl::Status s = base::CheckRegularFile(path, "data file"); !s.ok()) return s;
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::PermissionDeniedError(absl::StrCat("cannot open data file ", path));
   std::string content;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 
 namespace padless::tokenize::internal {
 namespace {
@@ -57,7 +57,7 @@ nlohmann::json ByteLevelBpeConfig(const ByteLevelBpeSpec& spec) {
 absl::Status WriteFiles(const std::string& dir,
                         const std::vector<std::pair<std::string, std::string>>& files) {
   for (const auto& [name, content] : files) {
-    if (absl::Status s = report::WriteFileAtomically(absl::StrCat(dir, "/", name), content);
+    if (absl::Status s = base::WriteFileAtomically(absl::StrCat(dir, "/", name), content);
         !s.ok()) {
       return s;
     }

@@ -10,8 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/file_kind.h"
 
 namespace padless::tokenize {
 
@@ -68,11 +68,11 @@ absl::StatusOr<int64_t> LabelMap::Id(absl::string_view label) const {
 
 absl::Status LabelMap::Save(const std::string& path) const {
   const nlohmann::json j = {{"format", "padless-labels"}, {"version", 1}, {"labels", names_}};
-  return report::WriteFileAtomically(path, j.dump(2) + "\n");
+  return base::WriteFileAtomically(path, j.dump(2) + "\n");
 }
 
 absl::StatusOr<LabelMap> LabelMap::Load(const std::string& path) {
-  if (absl::Status s = report::CheckRegularFile(path, "label map"); !s.ok()) return s;
+  if (absl::Status s = base::CheckRegularFile(path, "label map"); !s.ok()) return s;
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open label map ", path));
   std::stringstream buffer;

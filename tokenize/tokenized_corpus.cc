@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "fnv1a.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/file_kind.h"
 
 namespace padless::tokenize {
 namespace {
@@ -84,7 +84,7 @@ absl::Status TokenizedCorpus::Save(const std::string& path, uint64_t fingerprint
   sum.Update(labels_.data(), Bytes(labels_));
   h.checksum = sum.value();
 
-  return report::WriteFileAtomically(path, [&](std::ostream& out) {
+  return base::WriteFileAtomically(path, [&](std::ostream& out) {
     out.write(reinterpret_cast<const char*>(&h), sizeof(h));
     out.write(reinterpret_cast<const char*>(tokens_.data()), Bytes(tokens_));
     out.write(reinterpret_cast<const char*>(type_ids_.data()), Bytes(type_ids_));
@@ -95,7 +95,7 @@ absl::Status TokenizedCorpus::Save(const std::string& path, uint64_t fingerprint
 
 absl::StatusOr<TokenizedCorpus> TokenizedCorpus::Load(const std::string& path,
                                                       uint64_t fingerprint) {
-  if (absl::Status s = report::CheckRegularFile(path, "corpus cache"); !s.ok()) return s;
+  if (absl::Status s = base::CheckRegularFile(path, "corpus cache"); !s.ok()) return s;
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::PermissionDeniedError(absl::StrCat("cannot open corpus cache ", path));
   in.seekg(0, std::ios::end);

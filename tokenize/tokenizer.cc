@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/file_kind.h"
 #include "spm_backend.h"
 #include "tokenizer_backend.h"
 #include "tokenizer_files.h"
@@ -99,7 +99,7 @@ absl::StatusOr<Tokenizer> Tokenizer::TrainFromFiles(const std::vector<std::strin
                                                     const TrainOptions& options) {
   if (files.empty()) return absl::InvalidArgumentError("no training files given");
   for (const std::string& f : files) {
-    if (absl::Status s = report::CheckRegularFile(f, "training file"); !s.ok()) return s;
+    if (absl::Status s = base::CheckRegularFile(f, "training file"); !s.ok()) return s;
     if (std::ifstream probe(f); !probe) {
       return absl::PermissionDeniedError(absl::StrCat("cannot open training file ", f));
     }
@@ -136,7 +136,7 @@ absl::StatusOr<Tokenizer> Tokenizer::TrainFromSentences(absl::Span<const std::st
 }
 
 absl::Status Tokenizer::Save(const std::string& path) const {
-  return report::WriteFileAtomically(path, backend_->Serialized());
+  return base::WriteFileAtomically(path, backend_->Serialized());
 }
 
 std::string Tokenizer::Serialized() const { return backend_->Serialized(); }

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "hf_tokenizer_json.h"
-#include "padless/report/file_kind.h"
-#include "padless/report/read_file.h"
+#include "padless/base/file_kind.h"
+#include "padless/base/read_file.h"
 #include "sentencepiece_model.h"
 #include "spm_backend.h"
 
@@ -23,7 +23,7 @@ bool IsFile(const std::string& path) {
 absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadFile(const std::string& path,
                                                            bool xlmr = false) {
   // ReadFile names the path and says what is wrong (missing, a FIFO, unreadable, ...).
-  absl::StatusOr<std::string> bytes = report::ReadFile(path);
+  absl::StatusOr<std::string> bytes = base::ReadFile(path);
   if (!bytes.ok()) return bytes.status();
   return BackendFromBytes(*bytes, path, xlmr);
 }
@@ -64,7 +64,7 @@ absl::StatusOr<std::unique_ptr<TokenizerBackend>> BackendFromBytes(const std::st
 }
 
 absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadBackend(const std::string& path) {
-  if (report::KindOfPath(path) == report::FileKind::kDirectory) return LoadDirectory(path);
+  if (base::KindOfPath(path) == base::FileKind::kDirectory) return LoadDirectory(path);
   return LoadFile(path);
 }
 

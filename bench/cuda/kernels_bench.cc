@@ -21,7 +21,7 @@
 #include "padless/cuda/kernels/packed_masks.h"
 #include "padless/cuda/kernels/segment_pool.h"
 #include "padless/cuda/kernels/unpad.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 
 namespace padless::cuda {
 namespace {
@@ -197,7 +197,7 @@ int Main(int argc, char** argv) {
                            r.kernel_ms * 1e3, r.reference_ms * 1e3, r.reference_ms / r.kernel_ms,
                            r.bytes, gbps, frac);
   }
-  if (absl::Status s = report::WriteFileAtomically(csv_path, csv); !s.ok()) {
+  if (absl::Status s = base::WriteFileAtomically(csv_path, csv); !s.ok()) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }

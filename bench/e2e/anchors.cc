@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
-#include "padless/report/read_file.h"
+#include "padless/base/read_file.h"
 
 namespace padless::bench::e2e {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 // A missing file reads as empty: a failed script is reported by its exit code and its log, and a
 // missing result file as "the script wrote no result line".
 std::string ReadFileOrEmpty(const std::string& path) {
-  return report::ReadFile(path).value_or(std::string());
+  return base::ReadFile(path).value_or(std::string());
 }
 
 std::string Tail(const std::string& text, size_t max_chars) {

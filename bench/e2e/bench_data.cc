@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_cache.h"
 #include "padless/tokenize/corpus_reader.h"
@@ -105,7 +105,7 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
 absl::Status WriteLengths(const tokenize::TokenizedCorpus& corpus, const std::string& path) {
   std::string text;
   for (size_t i = 0; i < corpus.size(); ++i) absl::StrAppend(&text, corpus.length(i), "\n");
-  return report::WriteFileAtomically(path, text);
+  return base::WriteFileAtomically(path, text);
 }
 
 }  // namespace padless::bench::e2e

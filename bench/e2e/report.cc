@@ -8,15 +8,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "padless/report/atomic_file_writer.h"
-#include "padless/report/svg.h"
-#include "padless/report/text_output.h"
+#include "padless/base/atomic_file_writer.h"
+#include "padless/base/svg.h"
+#include "padless/base/text_output.h"
 
 namespace padless::bench::e2e {
 namespace {
 
-using report::CsvField;
-using report::XmlEscape;
+using base::CsvField;
+using base::XmlEscape;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -202,7 +202,7 @@ std::string RenderThroughputSvg(const ReportInput& in) {
   const int total_width = left + width + right;
   auto x_of = [&](double v) { return left + width * v / axis_max; };
 
-  std::string svg = report::SvgHeader(total_width, height, 12);
+  std::string svg = base::SvgHeader(total_width, height, 12);
   absl::StrAppendFormat(&svg,
                         "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Real "
                         "tokens/s per configuration (%s, budget %d token slots/step)</text>\n",
@@ -279,7 +279,7 @@ std::string RenderMemorySvg(const ReportInput& in) {
   const int left = 80, top = 50, width = 620, height = 420, legend = 230;
   auto x_of = [&](double v) { return left + width * std::max(0.0, v) / x_max; };
   auto y_of = [&](double v) { return top + height - height * v / y_max; };
-  std::string svg = report::SvgHeader(left + width + legend, top + height + 60, 12);
+  std::string svg = base::SvgHeader(left + width + legend, top + height + 60, 12);
   svg +=
       "<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Activation memory vs "
       "throughput: checkpointing none (circles) / all (squares) / selective (diamonds)</text>\n";
@@ -534,16 +534,16 @@ std::string RenderMarkdown(const ReportInput& in) {
 }
 
 absl::Status WriteCsv(const std::string& path, const ReportInput& in) {
-  return report::WriteFileAtomically(path, RenderCsv(in));
+  return base::WriteFileAtomically(path, RenderCsv(in));
 }
 absl::Status WriteThroughputSvg(const std::string& path, const ReportInput& in) {
-  return report::WriteFileAtomically(path, RenderThroughputSvg(in));
+  return base::WriteFileAtomically(path, RenderThroughputSvg(in));
 }
 absl::Status WriteMemorySvg(const std::string& path, const ReportInput& in) {
-  return report::WriteFileAtomically(path, RenderMemorySvg(in));
+  return base::WriteFileAtomically(path, RenderMemorySvg(in));
 }
 absl::Status WriteMarkdown(const std::string& path, const ReportInput& in) {
-  return report::WriteFileAtomically(path, RenderMarkdown(in));
+  return base::WriteFileAtomically(path, RenderMarkdown(in));
 }
 
 }  // namespace padless::bench::e2e

@@ -7,14 +7,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "padless/report/svg.h"
-#include "padless/report/text_output.h"
+#include "padless/base/svg.h"
+#include "padless/base/text_output.h"
 
 namespace padless::cuda {
 namespace {
 
-using report::CsvField;
-using report::XmlEscape;
+using base::CsvField;
+using base::XmlEscape;
 
 constexpr double kGiB = 1073741824.0;
 
@@ -58,7 +58,7 @@ std::string MemoryProfileSvg(absl::Span<const MemoryProfilePoint> points,
   const int legend_rows = static_cast<int>((lines.size() + 1) / 2);
   const int height = top + plot_h + bottom + 18 * legend_rows + 10;
   const int plot_w = width - left - right;
-  std::string svg = report::SvgHeader(width, height, 12);
+  std::string svg = base::SvgHeader(width, height, 12);
   absl::StrAppendFormat(&svg, "<text x=\"%d\" y=\"22\" font-size=\"15\">%s</text>\n", left,
                         XmlEscape(title));
   if (lines.empty()) {

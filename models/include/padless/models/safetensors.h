@@ -61,7 +61,7 @@ class SafetensorsFile {
 };
 
 // Writes `tensors` (F32, F16 or BF16; any device, any strides) in the given order, with the
-// optional metadata, atomically (report::AtomicFileWriter). Duplicate names are an error.
+// optional metadata, atomically (base::AtomicFileWriter). Duplicate names are an error.
 absl::Status WriteSafetensors(const std::string& path,
                               const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                               const std::map<std::string, std::string>& metadata = {});

@@ -1,11 +1,11 @@
-#include "padless/report/text_output.h"
+#include "padless/base/text_output.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
-#include "padless/report/svg.h"
+#include "padless/base/svg.h"
 
-namespace padless::report {
+namespace padless::base {
 namespace {
 
 TEST(XmlEscapeTest, EscapesMarkupCharactersOnly) {
@@ -35,4 +35,4 @@ TEST(SvgHeaderTest, OpensTheDocumentWithOrWithoutBackground) {
 }
 
 }  // namespace
-}  // namespace padless::report
+}  // namespace padless::base

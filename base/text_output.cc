@@ -1,9 +1,9 @@
-#include "padless/report/text_output.h"
+#include "padless/base/text_output.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
-namespace padless::report {
+namespace padless::base {
 
 std::string XmlEscape(absl::string_view s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
@@ -14,4 +14,4 @@ std::string CsvField(absl::string_view s) {
   return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
 }
 
-}  // namespace padless::report
+}  // namespace padless::base

@@ -2,15 +2,15 @@
 // path is a regular file before it is opened. Opening a directory with std::ifstream succeeds on
 // Linux and then fails deep inside a parser (std::length_error, std::ios_failure), and opening a
 // FIFO blocks; so every reader of a whole file asks here first and returns a Status instead.
-#ifndef PADLESS_REPORT_FILE_KIND_H_
-#define PADLESS_REPORT_FILE_KIND_H_
+#ifndef PADLESS_BASE_FILE_KIND_H_
+#define PADLESS_BASE_FILE_KIND_H_
 
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace padless::report {
+namespace padless::base {
 
 enum class FileKind { kMissing, kRegular, kDirectory, kFifo, kSocket, kDevice, kOther };
 
@@ -28,6 +28,6 @@ absl::Status CheckRegularFile(const std::string& path, absl::string_view what);
 // `dir` + "/" + `name`, without doubling a trailing slash of `dir`.
 std::string JoinPath(const std::string& dir, const std::string& name);
 
-}  // namespace padless::report
+}  // namespace padless::base
 
-#endif  // PADLESS_REPORT_FILE_KIND_H_
+#endif  // PADLESS_BASE_FILE_KIND_H_

@@ -1,13 +1,13 @@
-#include "padless/report/read_file.h"
+#include "padless/base/read_file.h"
 
 #include <fstream>
 #include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/file_kind.h"
 
-namespace padless::report {
+namespace padless::base {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   // A directory opens as a stream that fails on reading, and a FIFO blocks: neither is opened.
@@ -21,4 +21,4 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-}  // namespace padless::report
+}  // namespace padless::base

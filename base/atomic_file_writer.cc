@@ -1,4 +1,4 @@
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace padless::report {
+namespace padless::base {
 namespace {
 
 // The PADLESS_FAULT_INJECT entries (see the header): the 1-based checkpoint index to act on, 0 for
@@ -205,4 +205,4 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   return s.ok() ? (*writer)->Commit() : s;
 }
 
-}  // namespace padless::report
+}  // namespace padless::base

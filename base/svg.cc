@@ -1,8 +1,8 @@
-#include "padless/report/svg.h"
+#include "padless/base/svg.h"
 
 #include "absl/strings/str_format.h"
 
-namespace padless::report {
+namespace padless::base {
 
 std::string SvgHeader(int width, int height, int font_size, bool white_background) {
   std::string out = absl::StrFormat(
@@ -13,4 +13,4 @@ std::string SvgHeader(int width, int height, int font_size, bool white_backgroun
   return out;
 }
 
-}  // namespace padless::report
+}  // namespace padless::base

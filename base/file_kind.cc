@@ -1,10 +1,10 @@
-#include "padless/report/file_kind.h"
+#include "padless/base/file_kind.h"
 
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 
-namespace padless::report {
+namespace padless::base {
 
 FileKind KindOfPath(const std::string& path) {
   struct stat st {};
@@ -52,4 +52,4 @@ std::string JoinPath(const std::string& dir, const std::string& name) {
   return absl::StrCat(dir, "/", name);
 }
 
-}  // namespace padless::report
+}  // namespace padless::base

@@ -17,8 +17,8 @@
 //                               a full disk would (works where chmod cannot, e.g. as root).
 // A checkpoint smaller than 4 KiB is written whole (every real one is larger).
 // Unknown entries are reported on stderr and ignored.
-#ifndef PADLESS_REPORT_ATOMIC_FILE_WRITER_H_
-#define PADLESS_REPORT_ATOMIC_FILE_WRITER_H_
+#ifndef PADLESS_BASE_ATOMIC_FILE_WRITER_H_
+#define PADLESS_BASE_ATOMIC_FILE_WRITER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace padless::report {
+namespace padless::base {
 
 // Writes a file atomically: the bytes go to `<path>.tmp.<pid>`, which is fsync'ed and renamed over
 // `path` by Commit(). On any failure, or when Commit() is never called, the temporary file is
@@ -79,6 +79,6 @@ absl::Status WriteFileAtomically(const std::string& path,
 // The same for content already in memory.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view content);
 
-}  // namespace padless::report
+}  // namespace padless::base
 
-#endif  // PADLESS_REPORT_ATOMIC_FILE_WRITER_H_
+#endif  // PADLESS_BASE_ATOMIC_FILE_WRITER_H_

@@ -1,4 +1,4 @@
-#include "file_util.h"
+#include "padless/base/directory.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -8,16 +8,16 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "padless/report/file_kind.h"
+#include "padless/base/file_kind.h"
 
-namespace padless::models::internal {
+namespace padless::base {
 
 bool IsDirectory(const std::string& path) {
-  return report::KindOfPath(path) == report::FileKind::kDirectory;
+  return KindOfPath(path) == FileKind::kDirectory;
 }
 
 bool IsRegularFile(const std::string& path) {
-  return report::KindOfPath(path) == report::FileKind::kRegular;
+  return KindOfPath(path) == FileKind::kRegular;
 }
 
 absl::Status MakeDirectories(const std::string& path) {
@@ -48,8 +48,4 @@ std::vector<std::string> ListDirectory(const std::string& dir) {
   return out;
 }
 
-std::string JoinPath(const std::string& dir, const std::string& name) {
-  return report::JoinPath(dir, name);
-}
-
-}  // namespace padless::models::internal
+}  // namespace padless::base

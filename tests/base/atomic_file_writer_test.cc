@@ -1,4 +1,4 @@
-#include "padless/report/atomic_file_writer.h"
+#include "padless/base/atomic_file_writer.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -17,9 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "padless/report/read_file.h"
+#include "padless/base/read_file.h"
 
-namespace padless::report {
+namespace padless::base {
 namespace {
 
 std::string ReadAll(const std::string& path) {
@@ -306,4 +306,4 @@ TEST(ReadFileTest, MissingFileIsNotFoundNamingThePath) {
 }
 
 }  // namespace
-}  // namespace padless::report
+}  // namespace padless::base
