@@ -9,9 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "padless/dist/dist_env.h"
-#include "padless/dist/local_launcher.h"
-#include "padless/dist/process_group.h"
+#include "padless/distributed/dist_env.h"
+#include "padless/distributed/local_launcher.h"
+#include "padless/distributed/process_group.h"
 #include "padless/base/read_file.h"
 #include "subcommand.h"
 
@@ -54,7 +54,7 @@ std::vector<std::string> WorkerCommandLine() {
 std::optional<int> RunLocalWorkersIfAsked() {
   const int n = absl::GetFlag(FLAGS_nproc_per_node);
   if (n <= 0 || std::getenv("WORLD_SIZE") != nullptr) return std::nullopt;
-  absl::Status s = dist::LaunchLocalWorkers(WorkerCommandLine(), dist::LaunchOptions{.nproc = n});
+  absl::Status s = distributed::LaunchLocalWorkers(WorkerCommandLine(), distributed::LaunchOptions{.nproc = n});
   if (s.ok()) return kExitOk;
   absl::FPrintF(stderr, "padless train: %s\n", s.message());
   return kExitFailure;
@@ -69,18 +69,18 @@ absl::Status JoinDataParallelJob(models::TrainJobOptions& job) {
   if (absl::GetFlag(FLAGS_dist_timeout) < 1) {
     return absl::InvalidArgumentError("--dist-timeout must be >= 1 (seconds)");
   }
-  absl::StatusOr<dist::DistEnv> env = dist::DistEnvFromEnvironment();
+  absl::StatusOr<distributed::DistEnv> env = distributed::DistEnvFromEnvironment();
   if (!env.ok()) return env.status();
   if (!env->distributed()) return absl::OkStatus();
   c10::Device device = job.device.value_or(models::DefaultTrainingDevice());
   if (device.is_cuda()) device = c10::Device(c10::kCUDA, env->local_rank);
   job.device = device;
-  absl::StatusOr<std::shared_ptr<dist::ProcessGroup>> group = dist::ProcessGroup::Create(
+  absl::StatusOr<std::shared_ptr<distributed::ProcessGroup>> group = distributed::ProcessGroup::Create(
       *env, device,
-      dist::ProcessGroupOptions{.timeout =
+      distributed::ProcessGroupOptions{.timeout =
                                     std::chrono::seconds(absl::GetFlag(FLAGS_dist_timeout))});
   if (!group.ok()) return group.status();
-  models::DataParallel dp;
+  distributed::DataParallel dp;
   dp.group = *group;
   dp.reducer.comm_dtype = comm == "bf16" ? at::kBFloat16 : at::kFloat;
   job.train.data_parallel(dp);

@@ -1,6 +1,6 @@
 // Data-parallel `padless train`: the flags --nproc-per-node, --grad-comm and --dist-timeout, the
 // local launcher (the command re-executes itself as N workers) and joining the job that torchrun,
-// srun or the launcher described in the environment. The work is in padless/dist/.
+// srun or the launcher described in the environment. The work is in padless/distributed/.
 #ifndef PADLESS_CLI_DISTRIBUTED_TRAIN_H_
 #define PADLESS_CLI_DISTRIBUTED_TRAIN_H_
 

@@ -38,7 +38,7 @@ absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
                                            const c10::Device& device, AmpMode amp, int64_t pad_id,
-                                           dist::ProcessGroup& group) {
+                                           distributed::ProcessGroup& group) {
   if (absl::Status check = CheckCorpus(data, model->config(), "eval data"); !check.ok()) {
     return check;
   }
@@ -78,7 +78,7 @@ absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
                                            const c10::Device& device, AmpMode amp, int64_t pad_id,
-                                           const DataParallel& dp) {
+                                           const distributed::DataParallel& dp) {
   if (dp.enabled()) return EvaluateSharded(model, data, plan, device, amp, pad_id, *dp.group);
   return Evaluate(model, data, plan, device, amp, pad_id);
 }

@@ -320,8 +320,8 @@ absl::StatusOr<batching::PlannerOptions> PlanForData(const TrainJobOptions& o,
 
 // Data parallel: rank 0 resolves the tokenizer and writes the model directory first; the other
 // ranks wait for it at a barrier (WaitForRankZero), which rank 0 then joins (LetOtherRanksIn).
-absl::Status WaitForRankZero(const DataParallel& dp) { return dp.group->Barrier(); }
-absl::Status LetOtherRanksIn(const DataParallel& dp) {
+absl::Status WaitForRankZero(const distributed::DataParallel& dp) { return dp.group->Barrier(); }
+absl::Status LetOtherRanksIn(const distributed::DataParallel& dp) {
   return dp.enabled() && dp.rank() == 0 ? dp.group->Barrier() : absl::OkStatus();
 }
 
@@ -385,7 +385,7 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
                                             const c10::Device& device) {
   absl::StatusOr<int64_t> epochs = EpochsOf(o, plan, data.train);
   if (!epochs.ok()) return epochs.status();
-  const DataParallel& dp = o.train.data_parallel();
+  const distributed::DataParallel& dp = o.train.data_parallel();
   if (dp.rank() == 0) {
     if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   }
@@ -466,7 +466,7 @@ absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
 
 absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
   if (absl::Status s = ValidateTrainJobOptions(o); !s.ok()) return s;
-  const DataParallel& dp = o.train.data_parallel();
+  const distributed::DataParallel& dp = o.train.data_parallel();
   if (dp.rank() != 0 && !o.quiet) {  // rank 0 speaks for the job
     TrainJobOptions quiet = o;
     quiet.quiet = true;

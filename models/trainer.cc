@@ -96,7 +96,7 @@ struct Schedule {
 absl::StatusOr<Schedule> PlanSchedule(const batching::Planner& planner,
                                       const std::vector<int64_t>& lengths,
                                       const TrainConfig& config) {
-  const DataParallel& dp = config.data_parallel();
+  const distributed::DataParallel& dp = config.data_parallel();
   Schedule s;
   const int64_t planned_epochs = config.max_steps() > 0 ? 1 : config.epochs();
   for (int64_t epoch = 0; epoch < planned_epochs; ++epoch) {
@@ -195,7 +195,7 @@ class TrainingRun {
   AdamWParameters params_;
   std::unique_ptr<FusedAdamW> optimizer_;
   GradScaler scaler_;
-  std::unique_ptr<dist::GradientReducer> reducer_;  // data parallel only
+  std::unique_ptr<distributed::GradientReducer> reducer_;  // data parallel only
   std::unique_ptr<TrainStep> step_;
   internal::CheckpointStore store_;
   internal::TrainProgress state_;
@@ -304,7 +304,7 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
     if (!resumed.ok()) return resumed.status();
     if (resumed->has_value()) state_ = std::move(**resumed);
     // No rank may write a checkpoint while another still reads one.
-    const DataParallel& dp = config_.data_parallel();
+    const distributed::DataParallel& dp = config_.data_parallel();
     if (dp.enabled()) {
       if (absl::Status s = dp.group->Barrier(); !s.ok()) return s;
     }
@@ -331,10 +331,10 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
 
 // Data parallel: every rank starts from rank 0's parameters, and the step all-reduces gradients.
 absl::Status TrainingRun::StartDataParallel() {
-  const DataParallel& dp = config_.data_parallel();
+  const distributed::DataParallel& dp = config_.data_parallel();
   if (!dp.enabled()) return absl::OkStatus();
   if (absl::Status s = dp.group->Broadcast(params_.params, 0); !s.ok()) return s;
-  reducer_ = std::make_unique<dist::GradientReducer>(dp.group, params_.params, dp.reducer);
+  reducer_ = std::make_unique<distributed::GradientReducer>(dp.group, params_.params, dp.reducer);
   if (config_.progress() && dp.rank() == 0) {
     absl::StatusOr<batching::EpochPlan> epoch = planner_.PlanEpoch(lengths_, 0, dp.world_size());
     if (!epoch.ok()) return epoch.status();
@@ -505,7 +505,7 @@ absl::Status TrainingRun::AfterStep() {
 
 // Data parallel: the result counts every rank's tokens and sequences (throughput of the job).
 absl::Status TrainingRun::SumOverRanks() {
-  const DataParallel& dp = config_.data_parallel();
+  const distributed::DataParallel& dp = config_.data_parallel();
   if (!dp.enabled()) return absl::OkStatus();
   absl::StatusOr<std::vector<int64_t>> sums =
       dp.group->AllReduceSumHost({result_.real_tokens, result_.token_slots, result_.sequences});
@@ -592,7 +592,7 @@ absl::StatusOr<TrainResult> TrainingRun::Finish() {
 
 // Data parallel: every rank measured its own device; the plans must agree, or the ranks would
 // take different steps.
-absl::Status CheckSamePlanOnEveryRank(const MemoryPlan& mp, const DataParallel& dp) {
+absl::Status CheckSamePlanOnEveryRank(const MemoryPlan& mp, const distributed::DataParallel& dp) {
   if (!dp.enabled()) return absl::OkStatus();
   absl::StatusOr<std::vector<int64_t>> sums =
       dp.group->AllReduceSumHost({mp.plan.max_tokens(), mp.plan.batch_size()});

@@ -8,8 +8,8 @@
 #define PADLESS_MODELS_SHARDED_EVALUATION_H_
 
 #include "absl/status/statusor.h"
-#include "padless/dist/process_group.h"
-#include "padless/models/data_parallel.h"
+#include "padless/distributed/process_group.h"
+#include "padless/distributed/data_parallel.h"
 #include "padless/models/evaluation.h"
 
 namespace padless::models {
@@ -18,13 +18,13 @@ absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
                                            const c10::Device& device, AmpMode amp, int64_t pad_id,
-                                           dist::ProcessGroup& group);
+                                           distributed::ProcessGroup& group);
 
 absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
                                            const tokenize::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
                                            const c10::Device& device, AmpMode amp, int64_t pad_id,
-                                           const DataParallel& dp);
+                                           const distributed::DataParallel& dp);
 
 }  // namespace padless::models
 

@@ -14,7 +14,7 @@
 
 #include "padless/batching/batch.h"
 #include "padless/models/autocast.h"
-#include "padless/models/data_parallel.h"
+#include "padless/distributed/data_parallel.h"
 #include "padless/models/lr_schedule.h"
 #include "padless/models/model_runtime.h"
 #include "padless/models/training_defaults.h"
@@ -68,7 +68,7 @@ struct TrainConfig {
   // 50 leaves room for fp16's scale search: from 2^16, halving reaches any usable scale sooner.
   TORCH_ARG(int64_t, max_nonfinite_steps) = 50;
   // Data-parallel training over the ranks of a process group (data_parallel.h; default: alone).
-  TORCH_ARG(DataParallel, data_parallel) = DataParallel();
+  TORCH_ARG(distributed::DataParallel, data_parallel) = distributed::DataParallel();
   // The first log flush at or after this optimizer step and twice the warmup (or the last step of a
   // shorter run) warns,
   // once (on stderr when `progress`, and in TrainResult::loss_at_chance), when the window's mean

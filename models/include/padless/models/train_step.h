@@ -18,7 +18,7 @@
 // Data parallel (TrainStepOptions::reducer set): every rank runs the step on its own batches. The
 // ranks first agree on the step's global sequence count (one host all-reduce), and each batch's
 // weight is its share of the global batch; the last backward all-reduces the gradients in buckets
-// as they become ready (dist::GradientReducer), earlier ones (accumulation micro-steps) do not
+// as they become ready (distributed::GradientReducer), earlier ones (accumulation micro-steps) do not
 // communicate, and the loss is summed over the ranks. Every rank thus holds the gradients and loss
 // of single-process training on the union of the ranks' batches, so clipping by the global norm and
 // the inf/NaN skip (GradScaler included) agree everywhere. An out-of-memory split is local to its
@@ -46,7 +46,7 @@
 #include "padless/batching/batch_spec.h"
 #include "padless/batching/collator.h"
 #include "padless/cuda/memory/memory_meter.h"
-#include "padless/dist/gradient_reducer.h"
+#include "padless/distributed/gradient_reducer.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/grad_scaler.h"
@@ -73,7 +73,7 @@ struct TrainStepOptions {
   // Empties the allocator's cache before a replay (null: nothing to empty).
   cuda::MemoryMeter* meter = nullptr;
   // Data-parallel gradient all-reduce (null: a single process). Must hold the same parameters.
-  dist::GradientReducer* reducer = nullptr;
+  distributed::GradientReducer* reducer = nullptr;
   // Test hooks, as TrainConfig documents them (train_config.h).
   std::function<void(const batching::Batch&)> before_forward;
   std::function<void(int64_t step, at::Tensor& loss)> on_loss;

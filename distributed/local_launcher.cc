@@ -1,6 +1,6 @@
 // Local worker launcher (see local_launcher.h): posix_spawn with torchrun's variables, one stderr
 // pipe per worker read through poll(2), and a fail-fast teardown.
-#include "padless/dist/local_launcher.h"
+#include "padless/distributed/local_launcher.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,11 +19,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "padless/dist/process_group.h"
+#include "padless/distributed/process_group.h"
 
 extern char** environ;
 
-namespace padless::dist {
+namespace padless::distributed {
 
 namespace {
 
@@ -241,4 +241,4 @@ absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOpti
                                          "): ", w.last_line.empty() ? "(no output)" : w.last_line));
 }
 
-}  // namespace padless::dist
+}  // namespace padless::distributed

@@ -1,6 +1,6 @@
 // LaunchLocalWorkers: torchrun's variables reach every worker; a failing worker ends the job at
 // once (the others are terminated, no hang) with an error naming its rank and its last line.
-#include "padless/dist/local_launcher.h"
+#include "padless/distributed/local_launcher.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "trainer_fixtures.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 namespace {
 
 TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
@@ -49,4 +49,4 @@ TEST(LocalLauncherTest, BadArguments) {
 }
 
 }  // namespace
-}  // namespace padless::dist
+}  // namespace padless::distributed

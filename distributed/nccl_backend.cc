@@ -6,7 +6,7 @@
 
 #include "backends.h"
 
-namespace padless::dist::internal {
+namespace padless::distributed::internal {
 
 absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeNcclBackend(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
@@ -20,4 +20,4 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeNcclBackend(
       c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options));
 }
 
-}  // namespace padless::dist::internal
+}  // namespace padless::distributed::internal

@@ -16,8 +16,8 @@
 //
 // The trainable set (requires_grad) may change between steps (gradual unfreezing); buckets are
 // rebuilt then, identically on every rank. Not thread-safe, apart from the hooks themselves.
-#ifndef PADLESS_DIST_GRADIENT_REDUCER_H_
-#define PADLESS_DIST_GRADIENT_REDUCER_H_
+#ifndef PADLESS_DISTRIBUTED_GRADIENT_REDUCER_H_
+#define PADLESS_DISTRIBUTED_GRADIENT_REDUCER_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -27,9 +27,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "padless/dist/process_group.h"
+#include "padless/distributed/process_group.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 
 struct GradientReducerOptions {
   int64_t bucket_bytes = 25 << 20;  // DDP's default bucket size
@@ -88,6 +88,6 @@ class GradientReducer {
   std::mutex mu_;  // hooks may run on autograd's device threads
 };
 
-}  // namespace padless::dist
+}  // namespace padless::distributed
 
-#endif  // PADLESS_DIST_GRADIENT_REDUCER_H_
+#endif  // PADLESS_DISTRIBUTED_GRADIENT_REDUCER_H_

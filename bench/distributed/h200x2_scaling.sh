@@ -4,7 +4,7 @@
 # plus the all-reduce cost of one step alone and one GPU at the 2-GPU global batch (--grad-accum 2)
 # as the accuracy reference. Writes bench/report/h200x2_dist_<commit>.md.
 #
-#   bash bench/dist/h200x2_scaling.sh            # from the repository root, CUDA build in build/
+#   bash bench/distributed/h200x2_scaling.sh            # from the repository root, CUDA build in build/
 #
 # Needs ../shared/data/imdb_train.tsv, a CUDA build of padless (build/cli/padless) and python3
 # with torch (for the NCCL all-reduce micro-benchmark). Takes about 5 minutes (EPOCHS=2).
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/cli/padless}
 DATA=${DATA:-../shared/data/imdb_train.tsv}
-OUT=${OUT:-/tmp/padless_dist_bench}
+OUT=${OUT:-/tmp/padless_distributed_bench}
 EPOCHS=${EPOCHS:-2}
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 REPORT=bench/report/h200x2_dist_${COMMIT}.md
@@ -44,9 +44,9 @@ done
 wants gpu1_accum2 && train gpu1_accum2 --device cuda:0 --grad-accum 2
 if wants allreduce; then
   for dtype in fp32 bf16; do
-    torchrun --nproc-per-node 2 bench/dist/allreduce_bench.py --dtype "$dtype" \
+    torchrun --nproc-per-node 2 bench/distributed/allreduce_bench.py --dtype "$dtype" \
       > "$OUT/allreduce_$dtype.json"
   done
 fi
-python3 bench/dist/scaling_report.py --dir "$OUT" --commit "$COMMIT" > "$REPORT"
+python3 bench/distributed/scaling_report.py --dir "$OUT" --commit "$COMMIT" > "$REPORT"
 cat "$REPORT"

@@ -3,7 +3,7 @@
 parameters with the 16k vocabulary) in 25 MiB buckets, as dist::GradientReducer sends them, over
 NCCL. Run under torchrun; rank 0 prints one JSON line.
 
-  torchrun --nproc-per-node 2 bench/dist/allreduce_bench.py --dtype bf16
+  torchrun --nproc-per-node 2 bench/distributed/allreduce_bench.py --dtype bf16
 """
 import argparse
 import json

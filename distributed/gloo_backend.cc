@@ -4,7 +4,7 @@
 
 #include "backends.h"
 
-namespace padless::dist::internal {
+namespace padless::distributed::internal {
 
 c10::intrusive_ptr<c10d::Backend> MakeGlooBackend(const c10::intrusive_ptr<c10d::Store>& store,
                                                   int rank, int world_size,
@@ -17,4 +17,4 @@ c10::intrusive_ptr<c10d::Backend> MakeGlooBackend(const c10::intrusive_ptr<c10d:
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
 }
 
-}  // namespace padless::dist::internal
+}  // namespace padless::distributed::internal

@@ -1,8 +1,8 @@
 // The c10d backends a ProcessGroup is made of, private to the dist library: the only file set that
 // includes c10d's headers (compiled with USE_DISTRIBUTED, USE_C10D_GLOO and, in CUDA builds,
 // USE_C10D_NCCL).
-#ifndef PADLESS_DIST_BACKENDS_H_
-#define PADLESS_DIST_BACKENDS_H_
+#ifndef PADLESS_DISTRIBUTED_BACKENDS_H_
+#define PADLESS_DISTRIBUTED_BACKENDS_H_
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace padless::dist::internal {
+namespace padless::distributed::internal {
 
 // Gloo over TCP; the interface is GLOO_SOCKET_IFNAME when set, else the host name's address.
 c10::intrusive_ptr<c10d::Backend> MakeGlooBackend(const c10::intrusive_ptr<c10d::Store>& store,
@@ -24,6 +24,6 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeNcclBackend(
     const c10::intrusive_ptr<c10d::Store>& store, int rank, int world_size,
     std::chrono::milliseconds timeout);
 
-}  // namespace padless::dist::internal
+}  // namespace padless::distributed::internal
 
-#endif  // PADLESS_DIST_BACKENDS_H_
+#endif  // PADLESS_DISTRIBUTED_BACKENDS_H_

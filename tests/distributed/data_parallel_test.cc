@@ -31,10 +31,10 @@
 #include "absl/strings/str_cat.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/planner.h"
-#include "padless/dist/dist_env.h"
-#include "padless/dist/gradient_reducer.h"
-#include "padless/dist/local_launcher.h"
-#include "padless/dist/process_group.h"
+#include "padless/distributed/dist_env.h"
+#include "padless/distributed/gradient_reducer.h"
+#include "padless/distributed/local_launcher.h"
+#include "padless/distributed/process_group.h"
 #include "padless/models/train_step.h"
 #include "padless/tokenize/special_tokens.h"
 #include "trainer_fixtures.h"
@@ -85,7 +85,7 @@ std::vector<StepBatch> Collate(const tokenize::TokenizedCorpus& data,
 
 // A tiny model with its optimizer and one TrainStep; `group` makes it data parallel.
 struct Rig {
-  Rig(uint64_t seed, std::shared_ptr<dist::ProcessGroup> group, at::ScalarType comm,
+  Rig(uint64_t seed, std::shared_ptr<distributed::ProcessGroup> group, at::ScalarType comm,
       std::function<void(int64_t, at::Tensor&)> on_loss = nullptr, c10::Device device = at::kCPU) {
     at::manual_seed(seed);
     model = EncoderClassifier(TinyConfig(0.0));
@@ -98,9 +98,9 @@ struct Rig {
     options.on_loss = std::move(on_loss);
     if (group != nullptr) {
       EXPECT_TRUE(group->Broadcast(params.params, 0).ok());
-      reducer = std::make_unique<dist::GradientReducer>(
+      reducer = std::make_unique<distributed::GradientReducer>(
           group, params.params,
-          dist::GradientReducerOptions{.bucket_bytes = 4096, .comm_dtype = comm});
+          distributed::GradientReducerOptions{.bucket_bytes = 4096, .comm_dtype = comm});
       options.reducer = reducer.get();
     }
     step = std::make_unique<TrainStep>(model, params.params, *optimizer, scaler, device,
@@ -110,7 +110,7 @@ struct Rig {
   AdamWParameters params;
   std::unique_ptr<FusedAdamW> optimizer;
   GradScaler scaler{GradScalerOptions{.enabled = false}};
-  std::unique_ptr<dist::GradientReducer> reducer;
+  std::unique_ptr<distributed::GradientReducer> reducer;
   std::unique_ptr<TrainStep> step;
 };
 
@@ -146,12 +146,12 @@ TEST(DataParallelWorker, Run) {
   const std::string out = Env("PADLESS_TEST_OUT");
   if (out.empty()) GTEST_SKIP() << "runs as a rank of DataParallelTest only";
   const std::string mode = Env("PADLESS_TEST_MODE");
-  absl::StatusOr<dist::DistEnv> env = dist::DistEnvFromEnvironment();
+  absl::StatusOr<distributed::DistEnv> env = distributed::DistEnvFromEnvironment();
   ASSERT_TRUE(env.ok()) << env.status();
   const c10::Device device =
       mode == "nccl" ? c10::Device(c10::kCUDA, env->local_rank) : c10::Device(at::kCPU);
-  absl::StatusOr<std::shared_ptr<dist::ProcessGroup>> group = dist::ProcessGroup::Create(
-      *env, device, dist::ProcessGroupOptions{.timeout = std::chrono::seconds(30)});
+  absl::StatusOr<std::shared_ptr<distributed::ProcessGroup>> group = distributed::ProcessGroup::Create(
+      *env, device, distributed::ProcessGroupOptions{.timeout = std::chrono::seconds(30)});
   ASSERT_TRUE(group.ok()) << group.status();
   const auto data = SyntheticCorpus(3, 200);
   const auto plans = RankPlans(data);
@@ -191,7 +191,7 @@ struct RankRun {
 
 // Starts this binary as ranks 0 and 1 of a 2-process job and waits for both.
 RankRun RunRanks(const std::string& out, const std::string& mode) {
-  const int port = dist::FreeLocalPort();
+  const int port = distributed::FreeLocalPort();
   std::vector<pid_t> pids;
   const auto start = std::chrono::steady_clock::now();
   for (int rank = 0; rank < 2; ++rank) {

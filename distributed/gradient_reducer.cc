@@ -1,5 +1,5 @@
 // Bucketed gradient all-reduce from post-accumulate-grad hooks (see gradient_reducer.h).
-#include "padless/dist/gradient_reducer.h"
+#include "padless/distributed/gradient_reducer.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 
 struct GradientReducer::Bucket {
   std::vector<size_t> params;  // parameter indices, in bucket order
@@ -203,4 +203,4 @@ bool GradientReducer::Reset() {
   return started;
 }
 
-}  // namespace padless::dist
+}  // namespace padless::distributed

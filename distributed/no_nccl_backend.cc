@@ -1,7 +1,7 @@
 // Stands in for nccl_backend.cc in builds whose LibTorch has no CUDA (hence no NCCL).
 #include "backends.h"
 
-namespace padless::dist::internal {
+namespace padless::distributed::internal {
 
 absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeNcclBackend(
     const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds) {
@@ -9,4 +9,4 @@ absl::StatusOr<c10::intrusive_ptr<c10d::Backend>> MakeNcclBackend(
       "distributed training on CUDA needs NCCL, and this build's LibTorch has no CUDA");
 }
 
-}  // namespace padless::dist::internal
+}  // namespace padless::distributed::internal

@@ -5,8 +5,8 @@
 // terminated at once (SIGTERM, then SIGKILL after `grace`), so nothing hangs, and the error names
 // that rank, how it ended and its last stderr line. `padless train --nproc-per-node N` re-executes
 // its own binary (/proc/self/exe) through it; a C++ program can do the same.
-#ifndef PADLESS_DIST_LOCAL_LAUNCHER_H_
-#define PADLESS_DIST_LOCAL_LAUNCHER_H_
+#ifndef PADLESS_DISTRIBUTED_LOCAL_LAUNCHER_H_
+#define PADLESS_DISTRIBUTED_LOCAL_LAUNCHER_H_
 
 #include <chrono>
 #include <string>
@@ -14,7 +14,7 @@
 
 #include "absl/status/status.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 
 struct LaunchOptions {
   int nproc = 2;
@@ -29,6 +29,6 @@ absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOpti
 // A TCP port on 127.0.0.1 that was free a moment ago (MASTER_PORT for local jobs and tests).
 int FreeLocalPort();
 
-}  // namespace padless::dist
+}  // namespace padless::distributed
 
-#endif  // PADLESS_DIST_LOCAL_LAUNCHER_H_
+#endif  // PADLESS_DISTRIBUTED_LOCAL_LAUNCHER_H_

@@ -1,7 +1,7 @@
 // ProcessGroup on c10d: TCPStore rendezvous, a Gloo group for host values (and CPU tensors), NCCL
 // for CUDA tensors. c10d reports failures as c10::Error (DistBackendError, timeouts); they become
 // absl::Status here, naming the operation and the rank.
-#include "padless/dist/process_group.h"
+#include "padless/distributed/process_group.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 
 struct PendingReduce::Impl {
   c10::intrusive_ptr<c10d::Work> work;
@@ -136,4 +136,4 @@ absl::Status ProcessGroup::Barrier() {
   return absl::OkStatus();
 }
 
-}  // namespace padless::dist
+}  // namespace padless::distributed

@@ -1,12 +1,12 @@
 // DistEnvFromEnvironment: torchrun's variables, a lone process, and errors that name the variable.
-#include "padless/dist/dist_env.h"
+#include "padless/distributed/dist_env.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-namespace padless::dist {
+namespace padless::distributed {
 namespace {
 
 absl::StatusOr<DistEnv> Read(const std::map<std::string, std::string>& vars) {
@@ -56,4 +56,4 @@ TEST(DistEnvTest, ErrorsNameTheVariable) {
 }
 
 }  // namespace
-}  // namespace padless::dist
+}  // namespace padless::distributed

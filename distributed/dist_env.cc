@@ -1,11 +1,11 @@
-#include "padless/dist/dist_env.h"
+#include "padless/distributed/dist_env.h"
 
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 
 namespace {
 
@@ -57,4 +57,4 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment(const GetEnv& getenv_in) {
   return env;
 }
 
-}  // namespace padless::dist
+}  // namespace padless::distributed

@@ -2,15 +2,15 @@
 // torchrun (and Slurm wrappers, and `padless train --nproc-per-node`) set: RANK, WORLD_SIZE,
 // LOCAL_RANK, MASTER_ADDR, MASTER_PORT. With none of them set the process trains alone (world 1).
 // Pure: no LibTorch, no communication.
-#ifndef PADLESS_DIST_DIST_ENV_H_
-#define PADLESS_DIST_DIST_ENV_H_
+#ifndef PADLESS_DISTRIBUTED_DIST_ENV_H_
+#define PADLESS_DISTRIBUTED_DIST_ENV_H_
 
 #include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 
 struct DistEnv {
   int rank = 0;
@@ -28,6 +28,6 @@ struct DistEnv {
 absl::StatusOr<DistEnv> DistEnvFromEnvironment(
     const std::function<const char*(const char*)>& getenv = nullptr);
 
-}  // namespace padless::dist
+}  // namespace padless::distributed
 
-#endif  // PADLESS_DIST_DIST_ENV_H_
+#endif  // PADLESS_DISTRIBUTED_DIST_ENV_H_

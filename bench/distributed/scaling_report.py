@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Markdown table for bench/dist/h200x2_scaling.sh: real tokens/s of 1 and 2 GPUs over the
+"""Markdown table for bench/distributed/h200x2_scaling.sh: real tokens/s of 1 and 2 GPUs over the
 optimizer steps (step_tokens_per_s: dev evaluations and checkpoint writes left out, as they are not
 what data parallelism speeds up) and over the whole run, the speed-up of the steps, dev accuracy,
 step time, the all-reduce time of one step alone, and how much of it backward hid:
@@ -29,7 +29,7 @@ def main():
     print(f"# padless data parallel on 2x H200 (commit {a.commit})\n")
     print("BERT-base (98.3M parameters, vocabulary 16000), bf16 autocast, packed varlen, "
           "16384 tokens per GPU per step, IMDB train (10% held out as dev), NCCL, "
-          "NCCL_NVLS_ENABLE=0. Command: `bash bench/dist/h200x2_scaling.sh`.\n")
+          "NCCL_NVLS_ENABLE=0. Command: `bash bench/distributed/h200x2_scaling.sh`.\n")
     print("| run | grad comm | real tok/s, steps | speed-up | real tok/s, whole run | step ms "
           "| all-reduce ms (alone) | exposed ms | hidden | dev accuracy |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -7,8 +7,8 @@
 // set it), so no rank hangs. c10d's headers stay inside the library (they need USE_C10D_* macros).
 //
 // Collectives must be called in the same order on every rank. Not thread-safe.
-#ifndef PADLESS_DIST_PROCESS_GROUP_H_
-#define PADLESS_DIST_PROCESS_GROUP_H_
+#ifndef PADLESS_DISTRIBUTED_PROCESS_GROUP_H_
+#define PADLESS_DISTRIBUTED_PROCESS_GROUP_H_
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "padless/dist/dist_env.h"
+#include "padless/distributed/dist_env.h"
 
-namespace padless::dist {
+namespace padless::distributed {
 
 // In every error of a collective that failed because a peer died or timed out; the local launcher
 // uses it to name the rank that failed first rather than those that followed.
@@ -82,6 +82,6 @@ class ProcessGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace padless::dist
+}  // namespace padless::distributed
 
-#endif  // PADLESS_DIST_PROCESS_GROUP_H_
+#endif  // PADLESS_DISTRIBUTED_PROCESS_GROUP_H_
