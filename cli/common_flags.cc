@@ -1,7 +1,7 @@
 #include "common_flags.h"
 
 #include "absl/flags/flag.h"
-#include "padless/models/training_defaults.h"
+#include "padless/train/training_defaults.h"
 
 ABSL_FLAG(std::string, data, "", "Labeled data file (TSV, CSV or JSONL; see --format)");
 ABSL_FLAG(std::string, model, "", "SentencePiece .model file, or a trained model directory");

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "padless/models/train_job.h"
+#include "padless/train/train_job.h"
 
 namespace padless::cli {
 

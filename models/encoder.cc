@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "padless/models/checkpoint.h"
+#include "padless/models/recompute.h"
 #include "padless/models/embedding_norm.h"
 #include "padless/models/fused_layer.h"
 

@@ -15,7 +15,7 @@
 #include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/cuda/kernels/residual_layer_norm.h"
 #include "padless/models/autocast.h"
-#include "rng_state.h"
+#include "padless/models/rng_state.h"
 
 namespace padless::models {
 

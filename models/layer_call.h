@@ -8,7 +8,7 @@
 
 #include "padless/models/attention.h"
 #include "padless/models/encoder_layer.h"
-#include "rng_state.h"
+#include "padless/models/rng_state.h"
 
 namespace padless::models::internal {
 

@@ -1,4 +1,4 @@
-#include "rng_state.h"
+#include "padless/models/rng_state.h"
 
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>

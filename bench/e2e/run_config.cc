@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "padless/batching/strategy_registry.h"
-#include "padless/models/checkpoint.h"
+#include "padless/models/recompute.h"
 
 namespace padless::bench::e2e {
 namespace {

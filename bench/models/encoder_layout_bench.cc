@@ -29,7 +29,7 @@
 #include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"
 #include "padless/models/model_runtime.h"
-#include "padless/models/optimizer.h"
+#include "padless/train/optimizer.h"
 #include "padless/tokenize/tokenized_corpus.h"
 
 namespace padless::models {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "cli_runner.h"
-#include "padless/models/training_defaults.h"
+#include "padless/train/training_defaults.h"
 
 namespace padless::cli::testing {
 namespace {

@@ -1,7 +1,7 @@
 // The README's "Train from C++" example, compiled and run by the install_consumer test against an
 // installed padless: write a small labeled file, train a classifier on it with one RunTrainJob
 // call (tiny preset, a few steps, so it stays fast), then load the model directory and predict.
-#include "padless/models/train_job.h"
+#include "padless/train/train_job.h"
 
 #include <stdlib.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "padless/models/inference.h"
+#include "padless/serve/text_classifier.h"
 
 namespace pm = padless::models;
 

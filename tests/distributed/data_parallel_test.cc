@@ -35,7 +35,7 @@
 #include "padless/distributed/gradient_reducer.h"
 #include "padless/distributed/local_launcher.h"
 #include "padless/distributed/process_group.h"
-#include "padless/models/train_step.h"
+#include "padless/train/train_step.h"
 #include "padless/tokenize/special_tokens.h"
 #include "trainer_fixtures.h"
 

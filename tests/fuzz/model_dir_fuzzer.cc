@@ -20,7 +20,7 @@
 #include "fuzz_util.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
-#include "padless/models/model_io.h"
+#include "padless/model_files/model_io.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 

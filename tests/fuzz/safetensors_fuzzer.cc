@@ -14,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz_util.h"
-#include "padless/models/safetensors.h"
+#include "padless/model_files/safetensors.h"
 
 namespace padless::models {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "padless/models/autocast.h"
-#include "padless/models/grad_scaler.h"
+#include "padless/train/grad_scaler.h"
 
 namespace padless::models {
 namespace {

@@ -1,7 +1,7 @@
 // Activation checkpointing changes memory, not results: with dropout on, the recompute replays the
 // forward's RNG stream, so loss and gradients equal the unchecked run's; and the peak CPU memory,
 // counted by the cuda engineer's counting allocator, drops.
-#include "padless/models/checkpoint.h"
+#include "padless/models/recompute.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

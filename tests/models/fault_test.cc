@@ -32,8 +32,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gpu_test_util.h"
-#include "padless/models/safetensors.h"
-#include "padless/models/trainer.h"
+#include "padless/model_files/safetensors.h"
+#include "padless/train/trainer.h"
 #include "trainer_fixtures.h"
 
 #ifdef PADLESS_TORCH_HAS_CUDA

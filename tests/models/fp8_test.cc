@@ -23,7 +23,7 @@
 #include "padless/models/encoder.h"
 #include "padless/models/fp8_scaling.h"
 #include "padless/models/fused_layer.h"
-#include "padless/models/train_step.h"
+#include "padless/train/train_step.h"
 #include "packing_test_util.h"
 
 namespace padless::models {

@@ -23,7 +23,7 @@
 #include "layer_test_util.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
-#include "padless/models/checkpoint.h"
+#include "padless/models/recompute.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_layer.h"
 

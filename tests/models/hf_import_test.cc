@@ -17,9 +17,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "padless/models/hf_checkpoint.h"
-#include "padless/models/hf_config.h"
-#include "padless/models/safetensors.h"
+#include "padless/model_files/hf_weights.h"
+#include "padless/model_files/hf_config.h"
+#include "padless/model_files/safetensors.h"
 
 namespace padless::models {
 namespace {

@@ -22,9 +22,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "batch_factory.h"
-#include "padless/models/hf_checkpoint.h"
-#include "padless/models/model_io.h"
-#include "padless/models/safetensors.h"
+#include "padless/model_files/hf_weights.h"
+#include "padless/model_files/model_io.h"
+#include "padless/model_files/safetensors.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 

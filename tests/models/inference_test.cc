@@ -1,6 +1,6 @@
 // Model directories round-trip (same logits after load), --init-from style loading with another
 // label set, and TextClassifier: thread-safe Predict equal to sequential calls, window voting.
-#include "padless/models/inference.h"
+#include "padless/serve/text_classifier.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "padless/models/model_io.h"
+#include "padless/model_files/model_io.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 

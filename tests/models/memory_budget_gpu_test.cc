@@ -15,7 +15,7 @@
 #include "gpu_test_util.h"
 #include "padless/cuda/memory/device_memory_cap.h"
 #include "padless/cuda/memory/memory_meter.h"
-#include "padless/models/train_job.h"
+#include "padless/train/train_job.h"
 
 namespace padless::models {
 namespace {

@@ -1,7 +1,7 @@
 // Memory-aware batching on the CPU (counting allocator): the planned batch's measured training-step
 // peak stays within the budget and uses >= 85% of it; probing leaves weights and RNG unchanged; a
 // budget below the fixed cost is a clear error; the trainer applies the plan.
-#include "padless/models/memory_planning.h"
+#include "padless/train/memory_planning.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -14,8 +14,8 @@
 
 #include "padless/batching/collator.h"
 #include "padless/cuda/memory/memory_meter.h"
-#include "padless/models/optimizer.h"
-#include "padless/models/trainer.h"
+#include "padless/train/optimizer.h"
+#include "padless/train/trainer.h"
 
 namespace padless::models {
 namespace {

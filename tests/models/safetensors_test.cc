@@ -1,6 +1,6 @@
 // The safetensors reader and writer: a round trip of every supported dtype (views and copies),
 // and a clear error naming the file and the tensor for every kind of damaged file.
-#include "padless/models/safetensors.h"
+#include "padless/model_files/safetensors.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

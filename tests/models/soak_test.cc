@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "padless/cuda/memory/memory_meter.h"
-#include "padless/models/trainer.h"
+#include "padless/train/trainer.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {

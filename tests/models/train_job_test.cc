@@ -1,7 +1,7 @@
 // models::RunTrainJob as a library call: option problems are InvalidArgument naming the option
 // (the CLI's usage errors) and come before any file is touched; a small run writes a loadable
 // model directory, holds out a seeded dev share and evaluates on it; data problems name the file.
-#include "padless/models/train_job.h"
+#include "padless/train/train_job.h"
 
 #include <sys/stat.h>
 
@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "padless/models/model_io.h"
-#include "padless/models/training_defaults.h"
+#include "padless/model_files/model_io.h"
+#include "padless/train/training_defaults.h"
 #include "padless/tokenize/special_tokens.h"
 
 namespace padless::models {

@@ -1,7 +1,7 @@
 // TrainStep: the trainer's optimizer step is exactly a TrainStep (bitwise), an out-of-memory split
 // gives the unsplit step's parameters, a non-finite loss skips the step without touching any
 // state, and without a corpus to re-collate from an out-of-memory error propagates.
-#include "padless/models/train_step.h"
+#include "padless/train/train_step.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -16,8 +16,8 @@
 #include "gpu_test_util.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/planner.h"
-#include "padless/models/lr_schedule.h"
-#include "padless/models/trainer.h"
+#include "padless/train/lr_schedule.h"
+#include "padless/train/trainer.h"
 #include "padless/tokenize/special_tokens.h"
 #include "trainer_fixtures.h"
 

@@ -12,7 +12,7 @@
 
 #include "padless/batching/planner.h"
 #include "padless/models/encoder.h"
-#include "padless/models/trainer.h"
+#include "padless/train/trainer.h"
 #include "padless/tokenize/tokenized_corpus.h"
 
 namespace padless::models::testing {

@@ -1,7 +1,7 @@
 // Trainer: a resumed run equals an uninterrupted one, an out-of-memory step split in pieces equals
 // the unsplit step, the model learns a separable task, early stopping, gradual unfreezing,
 // checkpoint rotation, the CSV log, and clear errors for bad data.
-#include "padless/models/trainer.h"
+#include "padless/train/trainer.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "padless/models/fused_layer.h"
-#include "padless/models/lr_schedule.h"
-#include "padless/models/metrics.h"
+#include "padless/train/lr_schedule.h"
+#include "padless/eval/metrics.h"
 #include "padless/tokenize/special_tokens.h"
-#include "padless/models/training_defaults.h"
+#include "padless/train/training_defaults.h"
 #include "trainer_fixtures.h"
 
 namespace padless::models {

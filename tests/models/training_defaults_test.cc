@@ -1,6 +1,6 @@
 // training_defaults.h: the learning-rate table (every preset has an entry, deeper presets learn
 // slower, the pretrained entry is in the fine-tuning range) and the default token budget.
-#include "padless/models/training_defaults.h"
+#include "padless/train/training_defaults.h"
 
 #include <gtest/gtest.h>
 

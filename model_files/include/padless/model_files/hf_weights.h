@@ -1,0 +1,49 @@
+// Hugging Face model directories in and out: the weights of a BERT, RoBERTa, XLM-RoBERTa or
+// DistilBERT checkpoint (config.json plus model.safetensors, or shards listed by
+// model.safetensors.index.json) loaded into an EncoderClassifier, and an EncoderClassifier
+// written back as config.json plus model.safetensors that transformers'
+// AutoModelForSequenceClassification loads. One name table (hf_checkpoint.cc) serves both
+// directions; Q, K and V are concatenated into padless's fused QKV weight and split on export.
+// pytorch_model.bin is refused (a pickle: it trusts lengths from the file) with a conversion hint.
+// Errors name the file and the tensor or config field.
+#ifndef PADLESS_MODEL_FILES_HF_WEIGHTS_H_
+#define PADLESS_MODEL_FILES_HF_WEIGHTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "padless/models/encoder.h"
+#include "padless/model_files/hf_config.h"
+
+namespace padless::models {
+
+inline constexpr char kHfWeightsFile[] = "model.safetensors";
+inline constexpr char kHfWeightsIndexFile[] = "model.safetensors.index.json";
+
+// Whether `dir` looks like a Hugging Face model directory: a config.json that names a
+// model_type or architectures (padless's own config.json has neither).
+bool IsHuggingFaceModelDir(const std::string& dir);
+
+struct ImportedModel {
+  HfConfig hf;  // hf.encoder is the model's config (num_labels as requested)
+  EncoderClassifier model{nullptr};
+  // Whether the checkpoint's classification layer was loaded (false: a new one, initialised as
+  // padless initialises heads, because the checkpoint has none or another label count). The
+  // head's hidden layer (BERT's pooler) is loaded whenever the checkpoint has it.
+  bool head_loaded = false;
+};
+
+// Loads `dir` on the CPU in fp32, eval mode. `num_labels` > 0 asks for that many labels (a new
+// head unless the checkpoint's has that many); 0 keeps the checkpoint's count.
+absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t num_labels = 0);
+
+// Writes config.json and model.safetensors of `model` into `dir` (created), labels in id order.
+absl::Status ExportHuggingFace(EncoderClassifier& model, const std::vector<std::string>& labels,
+                               const std::string& dir);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODEL_FILES_HF_WEIGHTS_H_

@@ -1,0 +1,53 @@
+// Saving and loading models: weights as safetensors files (models/safetensors.h: bounded by
+// design, no pickle, written atomically), and the model directory that training produces and
+// inference loads: config.json, model.safetensors, the tokenizer (tokenizer.model for
+// SentencePiece, tokenizer.json for a Hugging Face WordPiece one) and labels.json.
+// A directory from before the switch holds model.pt (a TorchScript pickle archive) instead; it is
+// refused with an error that names scripts/convert_model_pt.py, which converts it once (issue 13:
+// the pickle reader trusts lengths from the file). Resume checkpoints keep their own format
+// (checkpoint_store.h): they are written and read back by the same run.
+#ifndef PADLESS_MODEL_FILES_MODEL_IO_H_
+#define PADLESS_MODEL_FILES_MODEL_IO_H_
+
+#include <c10/core/Device.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "padless/models/encoder.h"
+#include "padless/tokenize/label_map.h"
+#include "padless/tokenize/tokenizer.h"
+
+namespace padless::models {
+
+inline constexpr char kConfigFile[] = "config.json";
+inline constexpr char kWeightsFile[] = "model.safetensors";
+inline constexpr char kLegacyWeightsFile[] = "model.pt";
+inline constexpr char kLabelsFile[] = "labels.json";
+
+// Every parameter of `model` by name, as a safetensors file, atomically.
+absl::Status SaveWeights(torch::nn::Module& model, const std::string& path);
+// Copies the parameters stored in `path` into `model`. Every parameter must be present with the
+// same shape, except that with `skip_mismatched_head` a classification head of another shape
+// (another label set, for --init-from) is left as initialised. Errors name the file and parameter.
+absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
+                         bool skip_mismatched_head = false);
+
+struct LoadedModel {
+  EncoderConfig config;
+  EncoderClassifier model;
+  tokenize::Tokenizer tokenizer;
+  tokenize::LabelMap labels;
+};
+
+// Writes the four files of a model directory (creating it); the tokenizer is saved as given.
+absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
+                          const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels);
+// Loads a model directory onto `device`, in eval mode. A missing directory or file, corrupt JSON
+// or weights, or a config that does not match the weights or the label map gives a clear status.
+absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device);
+
+}  // namespace padless::models
+
+#endif  // PADLESS_MODEL_FILES_MODEL_IO_H_

@@ -1,0 +1,263 @@
+// Probe steps, fit and choice for memory-aware batching (see
+// memory_planning.h).
+#include "padless/train/memory_planning.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "padless/cuda/memory/budget_ladder.h"
+#include "padless/cuda/memory/memory_budget.h"
+#include "padless/cuda/memory/memory_meter.h"
+#include "padless/train/memory_probe.h"
+#include "padless/models/rng_state.h"
+
+namespace padless::models {
+namespace {
+
+using batching::Layout;
+using batching::Placement;
+using batching::Sampler;
+
+// The peak of one training step of `batch` full rows of `len` tokens in `layout`; an
+// out-of-memory step is reported as such (the ladder backs off from it).
+absl::StatusOr<StepMemory> Probe(EncoderClassifier& model, FusedAdamW& opt,
+                                 cuda::MemoryMeter& meter, Layout layout, int64_t batch,
+                                 int64_t len, AmpMode amp, const c10::Device& device) {
+  absl::StatusOr<batching::Batch> b =
+      SyntheticTrainingBatch(layout, batch, len, model->config(), device);
+  if (!b.ok()) return b.status();
+  return MeasureTrainingStep(model, opt, *b, amp, /*lr=*/0.0, meter, device);
+}
+
+// Dense attention (padded and packed rows, and the per-sequence reference path)
+// materialises the s x s scores; only the flash and memory-efficient kernels on CUDA keep memory
+// linear in the sequence length.
+bool StoresScores(const EncoderClassifier& model, Layout layout, AmpMode amp,
+                  const c10::Device& device) {
+  const AttentionBackend backend = model->runtime().attention;
+  if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenEfficient)
+    return false;
+  if (backend != AttentionBackend::kAuto || !device.is_cuda()) return true;
+  // Auto on a GPU: flash for packed and varlen rows under autocast, memory-efficient attention
+  // for varlen rows without it.
+  return !(layout == Layout::kVarlen || (layout != Layout::kPadded && amp != AmpMode::kOff));
+}
+
+bool UsesTokenBudget(const batching::PlannerOptions& plan) {
+  switch (plan.sampler()) {
+    case Sampler::kBucketed:
+    case Sampler::kTokenBudget:
+      return true;
+    case Sampler::kPacked:
+      return plan.packed_layout() == Layout::kVarlen;
+    case Sampler::kRandom:
+    case Sampler::kSortedMegabatch:
+      return false;
+  }
+  return false;
+}
+
+absl::StatusOr<cuda::MemoryModel> Fit(const std::vector<cuda::MemorySample>& samples,
+                                      bool quadratic) {
+  absl::StatusOr<cuda::MemoryModel> fit = cuda::MemoryModel::Fit(samples, quadratic);
+  if (!fit.ok()) {
+    return absl::InternalError(absl::StrCat("memory probe: cannot fit the memory model to ",
+                                            samples.size(), " probes: ", fit.status().message()));
+  }
+  return fit;
+}
+
+}  // namespace
+
+MemoryPlanOptions MemoryPlanOptions::From(const TrainConfig& config) {
+  MemoryPlanOptions o;
+  o.budget_bytes = config.memory_budget_bytes();
+  o.safety_margin = config.memory_safety_margin();
+  o.amp = config.amp();
+  o.adamw.weight_decay = config.weight_decay();
+  return o;
+}
+
+std::string MemoryPlan::Summary() const {
+  const std::string choice = max_tokens > 0 ? absl::StrCat("max_tokens ", max_tokens)
+                                            : absl::StrCat("batch_size ", batch_size);
+  return absl::StrFormat(
+      "memory budget %s (target %s): %s for rows of up to %d tokens, measured "
+      "peak %s; fit: "
+      "%s fixed + %.0f B/token + %.3f B/token/length from %d probe steps",
+      cuda::FormatBytes(budget_bytes), cuda::FormatBytes(target_bytes), choice, row_len,
+      cuda::FormatBytes(measured_peak_bytes),
+      cuda::FormatBytes(static_cast<int64_t>(model.fixed_bytes())), model.per_token_bytes(),
+      model.per_token_seq_bytes(), samples.size());
+}
+
+namespace {
+
+// The plan's fixed parts (budget, target, layout, row length, quadratic term), checked.
+absl::StatusOr<MemoryPlan> StartPlan(const EncoderClassifier& model,
+                                     const batching::PlannerOptions& plan,
+                                     const MemoryPlanOptions& options, const c10::Device& device) {
+  if (options.budget_bytes <= 0) {
+    return absl::InvalidArgumentError("memory budget: must be > 0 bytes");
+  }
+  if (!(options.safety_margin >= 0 && options.safety_margin < 0.5)) {
+    return absl::InvalidArgumentError("memory budget: safety_margin must be in [0, 0.5)");
+  }
+  MemoryPlan out;
+  out.plan = plan;
+  out.budget_bytes = options.budget_bytes;
+  out.target_bytes =
+      static_cast<int64_t>(std::floor(options.budget_bytes * (1 - options.safety_margin)));
+  out.layout = plan.sampler() == Sampler::kPacked ? plan.packed_layout() : Layout::kPadded;
+  out.row_len = plan.max_len();
+  if (plan.pad_to() == batching::PadTo::kMultiple && plan.pad_multiple() > 1) {
+    out.row_len =
+        (out.row_len + plan.pad_multiple() - 1) / plan.pad_multiple() * plan.pad_multiple();
+  }
+  const int64_t len = out.row_len;
+  if (len < 4 || len > model->config().max_sequence_length()) {
+    return absl::InvalidArgumentError(absl::StrCat("memory budget: max_len ", len,
+                                                   " must be in [4, the model's longest sequence ",
+                                                   model->config().max_sequence_length(), "]"));
+  }
+  out.quadratic = StoresScores(model, out.layout, options.amp, device);
+  return out;
+}
+
+// Measures a step of b x s and records it for the fit; out of memory is reported in the step.
+using ProbeFn = std::function<absl::StatusOr<cuda::LadderStep>(int64_t b, int64_t s)>;
+
+// Steps at full rows: the largest that fits the target, the one before it, and the smallest that
+// does not.
+struct FullRowSteps {
+  std::optional<cuda::LadderStep> fits, previous, over;
+};
+
+// Stage 1: small shapes that separate the per-token and per-token*length terms of the fit.
+absl::Status ProbeSmallShapes(const ProbeFn& probe, const MemoryPlan& out,
+                              const c10::Device& device, FullRowSteps& steps) {
+  const int64_t len = out.row_len;
+  const std::pair<int64_t, int64_t> shapes[] = {{4, len / 4}, {2, len / 2}, {1, len}, {2, len}};
+  for (const auto& [b, s] : shapes) {
+    absl::StatusOr<cuda::LadderStep> m = probe(b, s);
+    if (m.ok() && m->oom) {
+      m = absl::ResourceExhaustedError(absl::StrCat("memory probe: out of memory on a step of ", b,
+                                                    " x ", s, " tokens on ", device.str()));
+    }
+    if (!m.ok()) return m.status();
+    if (s != len) continue;
+    if (m->peak_bytes > out.target_bytes) {
+      if (!steps.over) steps.over = *m;
+    } else {
+      steps.previous = steps.fits;
+      steps.fits = *m;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Stage 2: a ladder of measured steps at full rows (cuda::ClimbToTarget), so the choice rests on a
+// measurement. Its first rung is a quarter of what the small steps' fit allows.
+absl::Status ClimbLadder(const ProbeFn& probe, const MemoryPlan& out, FullRowSteps& steps) {
+  int64_t rough_rows = 0;
+  absl::StatusOr<cuda::MemoryModel> rough = Fit(out.samples, out.quadratic);
+  if (rough.ok()) rough_rows = cuda::MemoryBudget(*rough, out.target_bytes).MaxBatch(out.row_len);
+  if (!steps.fits) return absl::OkStatus();
+  absl::StatusOr<cuda::LadderResult> climb =
+      cuda::ClimbToTarget([&](int64_t rows) { return probe(rows, out.row_len); }, out.target_bytes,
+                          *steps.fits, steps.previous, steps.over, rough_rows / 4);
+  if (!climb.ok()) return climb.status();
+  steps.fits = climb->best;
+  return absl::OkStatus();
+}
+
+// Both stages, on `model` itself; the meter's peak is reset afterwards.
+absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier& model,
+                                                           const MemoryPlanOptions& options,
+                                                           const c10::Device& device,
+                                                           MemoryPlan& out) {
+  cuda::MemoryMeter meter(device);
+  FullRowSteps steps;
+  absl::Status status;
+  try {
+    model->to(device);
+    model->train();
+    std::vector<at::Tensor> params = model->parameters();
+    FusedAdamW opt(params, std::vector<bool>(params.size(), true), options.adamw);
+    const ProbeFn probe = [&](int64_t b, int64_t s) -> absl::StatusOr<cuda::LadderStep> {
+      absl::StatusOr<StepMemory> m =
+          Probe(model, opt, meter, out.layout, b, s, options.amp, device);
+      if (!m.ok()) return m.status();
+      if (!m->oom) out.samples.push_back({b, s, m->peak_allocated_bytes});
+      // The budget bounds reserved memory: a rung fits when its reserve (allocations plus the
+      // allocator's rounding) does, not only its allocations.
+      return cuda::LadderStep{b, std::max(m->peak_allocated_bytes, m->peak_reserved_bytes), m->oom};
+    };
+    status = ProbeSmallShapes(probe, out, device, steps);
+    if (status.ok()) status = ClimbLadder(probe, out, steps);
+    opt.ZeroGrad();
+    meter.EmptyCache();
+    // The trainer (and any other caller) reports the peak of its own steps, not of the probes.
+    meter.ResetPeak();
+  } catch (const c10::Error& e) {
+    status = absl::InternalError(
+        absl::StrCat("memory probe on ", device.str(), ": ", e.what_without_backtrace()));
+  }
+  if (!status.ok()) return status;
+  return steps.fits;
+}
+
+absl::Status BudgetTooSmall(const MemoryPlan& out, const MemoryPlanOptions& options) {
+  const double one_row = out.model.Predict(1, out.row_len) / (1 - options.safety_margin);
+  return absl::FailedPreconditionError(
+      absl::StrFormat("memory budget %s is too small: one row of %d tokens needs at least %s "
+                      "(fixed cost "
+                      "%s for weights, gradients and optimizer state, plus that row's "
+                      "activations and the "
+                      "%.0f%% safety margin)",
+                      cuda::FormatBytes(options.budget_bytes), out.row_len,
+                      cuda::FormatBytes(static_cast<int64_t>(std::ceil(one_row))),
+                      cuda::FormatBytes(static_cast<int64_t>(out.model.fixed_bytes())),
+                      100 * options.safety_margin));
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier& model,
+                                               const batching::PlannerOptions& plan,
+                                               const MemoryPlanOptions& options,
+                                               const c10::Device& device) {
+  absl::StatusOr<MemoryPlan> out = StartPlan(model, plan, options, device);
+  if (!out.ok()) return out.status();
+  const internal::RngState rng = internal::CaptureRng(device);
+  absl::StatusOr<std::optional<cuda::LadderStep>> fits = ProbeSteps(model, options, device, *out);
+  internal::RestoreRng(rng, device);
+  if (!fits.ok()) return fits.status();
+
+  absl::StatusOr<cuda::MemoryModel> fit = Fit(out->samples, out->quadratic);
+  if (!fit.ok()) return fit.status();
+  out->model = *fit;
+  if (!fits->has_value()) return BudgetTooSmall(*out, options);
+  const int64_t rows = (*fits)->rows;
+  out->measured_peak_bytes = (*fits)->peak_bytes;  // measured: the largest probe that fit
+  if (UsesTokenBudget(plan) || (plan.sampler() == Sampler::kPacked && plan.max_tokens() > 0)) {
+    // A token budget of whole rows of `len`: its worst batch is the measured one (shorter rows
+    // cost no more per token).
+    out->max_tokens = rows * out->row_len;
+    out->plan.max_tokens(out->max_tokens);
+  } else {
+    out->batch_size = rows;
+    out->plan.batch_size(rows);
+  }
+  return out;
+}
+
+}  // namespace padless::models

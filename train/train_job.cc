@@ -1,0 +1,516 @@
+#include "padless/train/train_job.h"
+
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "padless/base/directory.h"
+#include "padless/batching/strategy_registry.h"
+#include "padless/models/encoder_config.h"
+#include "padless/model_files/hf_weights.h"
+#include "padless/model_files/model_io.h"
+#include "padless/base/file_kind.h"
+#include "padless/eval/sharded_evaluation.h"
+#include "padless/base/read_file.h"
+#include "padless/tokenize/batch_encoder.h"
+
+namespace padless::models {
+namespace {
+
+namespace tok = padless::tokenize;
+
+// The options' preset, or tiny when none is given (an init_from model then decides).
+std::string PresetName(const TrainJobOptions& o) { return o.preset.empty() ? "tiny" : o.preset; }
+
+// The options' sizes; a token budget still to be derived from the corpus stands in as max_len, so
+// the options alone can be checked.
+batching::StrategySizes SizesOf(const TrainJobOptions& o) {
+  return batching::StrategySizes{o.max_len, o.batch_size,
+                                 o.max_tokens > 0 ? o.max_tokens : o.max_len, o.train.seed()};
+}
+
+absl::StatusOr<batching::PlannerOptions> PlanOf(const TrainJobOptions& o) {
+  return BatchingPlan(o.batching, SizesOf(o));
+}
+
+// The preset with everything but the data-dependent sizes (vocabulary, labels) filled in.
+absl::StatusOr<EncoderConfig> BaseConfig(const TrainJobOptions& o) {
+  absl::StatusOr<EncoderConfig> preset = EncoderConfig::Preset(PresetName(o));
+  if (!preset.ok()) return preset.status();
+  return preset->max_positions(std::max<int64_t>(512, o.max_len))
+      .dropout(o.dropout)
+      .attention_dropout(o.dropout);
+}
+
+absl::Status ValidateTrainingSettings(const TrainConfig& t) {
+  if (t.epochs() < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
+  if (t.grad_accum() < 1) return absl::InvalidArgumentError("--grad-accum must be >= 1");
+  if (!std::isfinite(t.clip_norm()) || t.clip_norm() < 0) {
+    return absl::InvalidArgumentError("--clip-norm must be a finite number >= 0 (0: off)");
+  }
+  if (t.max_nonfinite_steps() < 0) {
+    return absl::InvalidArgumentError("--max-nonfinite-steps must be >= 0");
+  }
+  if (t.memory_budget_bytes() < 0) return absl::InvalidArgumentError("--memory-budget must be > 0");
+  return absl::OkStatus();
+}
+
+// ---- Data
+
+struct RawData {
+  tok::RawCorpus train;
+  std::optional<tok::RawCorpus> dev;
+};
+
+// Splits off a deterministic, shuffled share of `train` as the dev set.
+tok::RawCorpus HoldOut(tok::RawCorpus& train, double fraction, uint64_t seed) {
+  std::vector<size_t> order(train.examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  const size_t n_dev = static_cast<size_t>(fraction * order.size());
+  std::vector<bool> is_dev(order.size(), false);
+  for (size_t i = 0; i < n_dev; ++i) is_dev[order[i]] = true;
+  tok::RawCorpus dev;
+  dev.source = train.source + " (held out)";
+  std::vector<tok::Example> kept;
+  for (size_t i = 0; i < train.examples.size(); ++i) {
+    (is_dev[i] ? dev.examples : kept).push_back(std::move(train.examples[i]));
+  }
+  train.examples = std::move(kept);
+  return dev;
+}
+
+absl::StatusOr<RawData> ReadData(const TrainJobOptions& o) {
+  tok::ReaderOptions reader = o.reader;
+  reader.require_label = true;
+  absl::StatusOr<tok::RawCorpus> train = tok::ReadCorpus(o.data, reader);
+  if (!train.ok()) return train.status();
+  if (train->examples.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(o.data, ": no examples"));
+  }
+  RawData data{*std::move(train), std::nullopt};
+  if (!o.dev.empty()) {
+    absl::StatusOr<tok::RawCorpus> dev = tok::ReadCorpus(o.dev, reader);
+    if (!dev.ok()) return dev.status();
+    data.dev = *std::move(dev);
+  } else if (o.dev_fraction > 0) {
+    data.dev = HoldOut(data.train, o.dev_fraction, o.train.seed());
+  }
+  return data;
+}
+
+// ---- Tokenizer
+
+struct ResolvedTokenizer {
+  tok::Tokenizer tokenizer;
+  std::string path;  // the file it came from; empty when trained here
+};
+
+absl::StatusOr<ResolvedTokenizer> TrainTokenizer(const TrainJobOptions& o,
+                                                 const tok::RawCorpus& train) {
+  std::vector<std::string> sentences;
+  for (const tok::Example& e : train.examples) {
+    sentences.push_back(e.text);
+    if (e.has_pair) sentences.push_back(e.text_pair);
+  }
+  tok::TrainOptions options;
+  options.vocab_size = o.vocab_size;
+  // A soft limit: a corpus too small for vocab_size pieces gets the vocabulary it supports
+  // instead of SentencePiece's "Vocabulary size too high" (issue 13.4).
+  options.hard_vocab_limit = false;
+  options.num_threads = o.threads;
+  absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::TrainFromSentences(sentences, options);
+  if (!tokenizer.ok()) return tokenizer.status();
+  if (!o.quiet) {
+    const int pieces = tokenizer->vocab_size();
+    absl::FPrintF(stderr, "tokenizer: trained %d pieces on %s%s\n", pieces, o.data,
+                  pieces < o.vocab_size
+                      ? absl::StrCat(" (--vocab-size ", o.vocab_size,
+                                     " is more than this corpus supports; using ", pieces, ")")
+                      : "");
+  }
+  return ResolvedTokenizer{*std::move(tokenizer), ""};
+}
+
+// Whether init_from is a Hugging Face model directory (detected by content, hf_checkpoint.h).
+bool InitFromHuggingFace(const TrainJobOptions& o) {
+  return !o.init_from.empty() && IsHuggingFaceModelDir(o.init_from);
+}
+
+// Whether directory `dir` holds a tokenizer file (one of tokenize::kTokenizerFileNames).
+bool HoldsTokenizer(const std::string& dir) {
+  for (const char* name : tok::kTokenizerFileNames) {
+    if (base::IsRegularFile(base::JoinPath(dir, name))) return true;
+  }
+  return false;
+}
+
+// From an earlier run in `out`, from init_from (a padless or Hugging Face model directory: the
+// tokenizer detects its own file), or trained on the training texts.
+absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o,
+                                                   const tok::RawCorpus& train) {
+  const std::string dir = HoldsTokenizer(o.out) ? o.out : o.init_from;
+  if (dir.empty()) return TrainTokenizer(o, train);
+  absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(dir);
+  if (!tokenizer.ok()) return tokenizer.status();
+  const std::string path = base::JoinPath(dir, tokenizer->file_name());
+  if (!o.quiet) absl::FPrintF(stderr, "tokenizer: %s (%d pieces)\n", path, tokenizer->vocab_size());
+  return ResolvedTokenizer{*std::move(tokenizer), path};
+}
+
+// ---- Model
+
+std::string Shape(const EncoderConfig& c) {
+  return absl::StrFormat("%d layers, hidden %d, %d heads, ffn %d", c.layers(), c.hidden(),
+                         c.heads(), c.ffn());
+}
+
+// The init_from model's config, checked against the options' preset and the tokenizer.
+absl::StatusOr<EncoderConfig> InitFromConfig(const TrainJobOptions& o,
+                                             const ResolvedTokenizer& tokenizer) {
+  const std::string path = o.init_from + "/" + kConfigFile;
+  absl::StatusOr<std::string> json = base::ReadFile(path);
+  if (!json.ok()) return json.status();
+  absl::StatusOr<EncoderConfig> init = EncoderConfig::FromJson(*json, path);
+  if (!init.ok()) return init.status();
+  absl::StatusOr<EncoderConfig> preset = EncoderConfig::Preset(PresetName(o));
+  if (!preset.ok()) return preset.status();
+  if (!o.preset.empty() && Shape(*preset) != Shape(*init)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--preset ", o.preset, " (", Shape(*preset), ") does not match the --init-from model ",
+        path, " (", Shape(*init), "); leave --preset out to continue from it"));
+  }
+  const int64_t vocab = tokenizer.tokenizer.vocab_size();
+  if (init->vocab_size() != vocab) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--init-from model ", path, " has a vocabulary of ", init->vocab_size(),
+                     " pieces but the tokenizer ", tokenizer.path, " has ", vocab,
+                     "; use an --out directory without a tokenizer of its own"));
+  }
+  return *init;
+}
+
+// The Hugging Face init_from model with the job's dropout and a head for `labels` (the
+// checkpoint's own when it has one of that size, else a new one from the job's seed).
+absl::StatusOr<EncoderClassifier> ImportForLabels(const TrainJobOptions& o,
+                                                  const ResolvedTokenizer& tokenizer,
+                                                  const tok::LabelMap& labels) {
+  at::manual_seed(o.train.seed());
+  absl::StatusOr<ImportedModel> imported = ImportHuggingFace(o.init_from, labels.size());
+  if (!imported.ok()) return imported.status();
+  const EncoderConfig config =
+      EncoderConfig(imported->hf.encoder).dropout(o.dropout).attention_dropout(o.dropout);
+  if (tokenizer.tokenizer.vocab_size() > config.vocab_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--init-from ", o.init_from, ": the tokenizer has ", tokenizer.tokenizer.vocab_size(),
+        " ids, the model's vocab_size is ", config.vocab_size()));
+  }
+  EncoderClassifier model(config);
+  auto from = imported->model->named_parameters();
+  at::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) p.value().copy_(from[p.key()]);
+  if (!o.quiet) {
+    absl::FPrintF(stderr, "init: Hugging Face %s (%s), %s head\n", o.init_from, Shape(config),
+                  imported->head_loaded ? "its classification" : "a new classification");
+  }
+  return model;
+}
+
+// A new model of the preset, or the init_from model with a head for `labels`.
+absl::StatusOr<EncoderClassifier> BuildModel(const TrainJobOptions& o,
+                                             const ResolvedTokenizer& tokenizer,
+                                             const tok::LabelMap& labels) {
+  if (InitFromHuggingFace(o)) return ImportForLabels(o, tokenizer, labels);
+  absl::StatusOr<EncoderConfig> base = BaseConfig(o);
+  if (!base.ok()) return base.status();
+  EncoderConfig config =
+      base->vocab_size(tokenizer.tokenizer.vocab_size()).num_labels(labels.size());
+  if (absl::Status s = config.Validate(); !s.ok()) return s;
+  at::manual_seed(o.train.seed());
+  EncoderClassifier model(config);
+  if (o.init_from.empty()) return model;
+  absl::StatusOr<EncoderConfig> init = InitFromConfig(o, tokenizer);
+  if (!init.ok()) return init.status();
+  // The architecture comes from the initial model; only the head follows the new labels.
+  config = init->num_labels(labels.size()).dropout(o.dropout).attention_dropout(o.dropout);
+  model = EncoderClassifier(config);
+  absl::Status s = LoadWeights(*model, o.init_from + "/" + kWeightsFile,
+                               /*skip_mismatched_head=*/true);
+  if (!s.ok()) return s;
+  return model;
+}
+
+// The options' TrainConfig with what the job decides: the learning rate and warmup (the
+// origin's defaults unless given), where the log and checkpoints go, and progress off when quiet.
+TrainConfig FillTrainConfig(const TrainJobOptions& o, int64_t epochs) {
+  const OptimizationDefaults defaults = *DefaultOptimization(TrainingOrigin(o));
+  const double lr = o.lr.value_or(defaults.lr);
+  const double warmup = o.warmup_fraction.value_or(defaults.warmup_fraction);
+  if (!o.quiet) {
+    absl::FPrintF(stderr, "learning rate %g%s, warmup %g of the steps%s\n", lr,
+                  o.lr ? "" : absl::StrCat(" (default for ", defaults.origin, ")"), warmup,
+                  o.warmup_fraction ? "" : " (default)");
+  }
+  const bool writer = o.train.data_parallel().rank() == 0;  // data parallel: rank 0 logs
+  return TrainConfig(o.train)
+      .epochs(epochs)
+      .lr(lr)
+      .warmup_fraction(warmup)
+      .checkpoint_dir(o.out + "/checkpoints")
+      .log_csv(writer ? o.out + "/train_log.csv" : "")
+      .progress(o.train.progress() && !o.quiet && writer);
+}
+
+// ---- Batch geometry
+
+struct LengthStats {
+  double mean = 0;
+  int64_t longest = 0;
+};
+
+LengthStats StatsOf(const tok::TokenizedCorpus& train, const tok::TokenizedCorpus* dev) {
+  const std::vector<int64_t> lengths = train.Lengths();
+  LengthStats stats;
+  stats.mean = static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0})) /
+               std::max<size_t>(1, lengths.size());
+  stats.longest = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+  if (dev != nullptr) {
+    for (int64_t n : dev->Lengths()) stats.longest = std::max(stats.longest, n);
+  }
+  return stats;
+}
+
+// The planner options: the options' sizes, with the token budget derived from the encoded corpus
+// when none is given (DefaultTokenBudget), and the geometry said in one line.
+absl::StatusOr<batching::PlannerOptions> PlanForData(const TrainJobOptions& o,
+                                                     const tok::TokenizedCorpus& train,
+                                                     const tok::TokenizedCorpus* dev) {
+  batching::StrategySizes sizes = SizesOf(o);
+  std::string why = "--max-tokens";
+  if (o.max_tokens == 0 && o.train.memory_budget_bytes() > 0) {
+    why = "to be chosen by --memory-budget";
+  } else if (o.max_tokens == 0) {
+    const LengthStats stats = StatsOf(train, dev);
+    sizes.max_len = std::max<int64_t>(3, std::min(o.max_len, stats.longest));
+    sizes.max_tokens = DefaultTokenBudget(o.batch_size, stats.mean, sizes.max_len);
+    why = absl::StrFormat("default: %d sequences x mean length %.1f, at most %d", o.batch_size,
+                          stats.mean, std::max(kMaxDefaultTokensPerBatch, sizes.max_len));
+  }
+  absl::StatusOr<batching::PlannerOptions> plan = BatchingPlan(o.batching, sizes);
+  if (!plan.ok()) return plan.status();
+  if (!o.quiet) {
+    absl::FPrintF(stderr, "batches: %s, %d tokens per batch (%s) or %d sequences, max_len %d\n",
+                  o.batching, sizes.max_tokens, why, sizes.batch_size, sizes.max_len);
+  }
+  return plan;
+}
+
+// ---- The run
+
+// Data parallel: rank 0 resolves the tokenizer and writes the model directory first; the other
+// ranks wait for it at a barrier (WaitForRankZero), which rank 0 then joins (LetOtherRanksIn).
+absl::Status WaitForRankZero(const distributed::DataParallel& dp) { return dp.group->Barrier(); }
+absl::Status LetOtherRanksIn(const distributed::DataParallel& dp) {
+  return dp.enabled() && dp.rank() == 0 ? dp.group->Barrier() : absl::OkStatus();
+}
+
+// The options' epochs, or DefaultEpochs of the plan's optimizer steps per epoch (said in a line).
+absl::StatusOr<int64_t> EpochsOf(const TrainJobOptions& o, const batching::PlannerOptions& plan,
+                                 const tok::TokenizedCorpus& train) {
+  if (o.epochs) return *o.epochs;
+  absl::StatusOr<std::vector<batching::BatchSpec>> batches =
+      batching::Planner(plan).Plan(train.Lengths(), 0);
+  if (!batches.ok()) return batches.status();
+  const int64_t grad_accum = std::max<int64_t>(1, o.train.grad_accum());
+  const int64_t steps = (static_cast<int64_t>(batches->size()) + grad_accum - 1) / grad_accum;
+  const int64_t epochs = DefaultEpochs(steps);
+  if (!o.quiet) {
+    absl::FPrintF(stderr,
+                  "epochs: %d (default: at least %d, enough for %d optimizer steps, at most %d)\n",
+                  epochs, kMinDefaultEpochs, kMinDefaultSteps, kMaxDefaultEpochs);
+  }
+  return epochs;
+}
+
+struct Encoded {
+  tok::TokenizedCorpus train;
+  std::optional<tok::TokenizedCorpus> dev;
+};
+
+absl::StatusOr<Encoded> EncodeData(const TrainJobOptions& o, const RawData& raw,
+                                   const tok::Tokenizer& tokenizer, const tok::LabelMap& labels) {
+  tok::EncodeOptions encode = o.encode;
+  encode.max_length = o.max_len;
+  absl::StatusOr<tok::TokenizedCorpus> train =
+      EncodeWithLabels(tokenizer, raw.train, labels, encode, o.threads);
+  if (!train.ok()) return train.status();
+  Encoded out{*std::move(train), std::nullopt};
+  if (raw.dev && !raw.dev->examples.empty()) {
+    absl::StatusOr<tok::TokenizedCorpus> dev =
+        EncodeWithLabels(tokenizer, *raw.dev, labels, encode, o.threads);
+    if (!dev.ok()) return dev.status();
+    out.dev = *std::move(dev);
+  }
+  return out;
+}
+
+void PrintStart(const TrainJobOptions& o, const EncoderClassifier& model, const Encoded& data,
+                const c10::Device& device) {
+  if (o.quiet) return;
+  const EncoderConfig& config = model->config();
+  absl::FPrintF(
+      stderr, "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
+      o.init_from.empty() ? PresetName(o) : o.init_from, config.layers(), config.hidden(),
+      device.str(), data.train.size(), data.dev ? absl::StrCat(", dev ", data.dev->size()) : "",
+      o.batching, AmpModeName(o.train.amp()));
+}
+
+// Trains `model`, saving the model directory before (so a loadable model exists from the start)
+// and after, then evaluates the dev set.
+absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderClassifier& model,
+                                            const tok::Tokenizer& tokenizer,
+                                            const tok::LabelMap& labels, const Encoded& data,
+                                            const batching::PlannerOptions& plan,
+                                            const c10::Device& device) {
+  absl::StatusOr<int64_t> epochs = EpochsOf(o, plan, data.train);
+  if (!epochs.ok()) return epochs.status();
+  const distributed::DataParallel& dp = o.train.data_parallel();
+  if (dp.rank() == 0) {
+    if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+  }
+  if (absl::Status s = LetOtherRanksIn(dp); !s.ok()) return s;
+  PrintStart(o, model, data, device);
+  Trainer trainer(model, FillTrainConfig(o, *epochs).pad_id(tokenizer.special_ids().pad), plan,
+                  device);
+  absl::StatusOr<TrainResult> trained = trainer.Train(data.train, data.dev ? &*data.dev : nullptr);
+  if (!trained.ok()) return trained.status();
+  if (dp.rank() == 0) {
+    if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+  }
+  TrainJobResult result;
+  result.model_dir = o.out;
+  result.device = device;
+  result.train_examples = data.train.size();
+  result.dev_examples = data.dev ? data.dev->size() : 0;
+  result.train = *std::move(trained);
+  // The saved model is the best dev evaluation's, and so is its result; only a run resumed past
+  // its best evaluation lacks it and evaluates again.
+  result.dev = result.train.best_dev;
+  if (data.dev && !result.dev) {
+    absl::StatusOr<EvalResult> eval = EvaluateOnRanks(model, *data.dev, plan, device, o.train.amp(),
+                                                      tokenizer.special_ids().pad, dp);
+    if (!eval.ok()) return eval.status();
+    result.dev = *std::move(eval);
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<batching::PlannerOptions> BatchingPlan(const std::string& name,
+                                                      const batching::StrategySizes& sizes) {
+  if (sizes.max_tokens < sizes.max_len) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-tokens (", sizes.max_tokens,
+                                                   ") must be >= --max-len (", sizes.max_len, ")"));
+  }
+  absl::StatusOr<batching::PlannerOptions> plan = batching::LookupStrategy(name, sizes);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--batching: ", plan.status().message()));
+  }
+  return plan;
+}
+
+c10::Device DefaultTrainingDevice() {
+  const bool cuda = at::globalContext().hasCUDA() && at::detail::getCUDAHooks().deviceCount() > 0;
+  return cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+}
+
+std::string TrainingOrigin(const TrainJobOptions& o) {
+  return o.init_from.empty() ? PresetName(o) : kPretrainedOrigin;
+}
+
+absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
+  if (o.data.empty()) return absl::InvalidArgumentError("--data is required");
+  if (o.out.empty()) return absl::InvalidArgumentError("--out is required");
+  if (o.max_len < 3) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-len must be >= 3, got ", o.max_len));
+  }
+  if (!(o.dev_fraction >= 0.0 && o.dev_fraction < 1.0)) {
+    return absl::InvalidArgumentError("--dev-fraction must be in [0, 1)");
+  }
+  if (o.vocab_size < 1) return absl::InvalidArgumentError("--vocab-size must be >= 1");
+  if (o.batch_size < 1) return absl::InvalidArgumentError("--batch-size must be >= 1");
+  if (o.epochs && *o.epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
+  if (o.max_tokens < 0) return absl::InvalidArgumentError("--max-tokens must be >= 1");
+  if (o.lr && !(*o.lr >= 0)) return absl::InvalidArgumentError("--lr must be >= 0");
+  if (o.warmup_fraction && !(*o.warmup_fraction >= 0 && *o.warmup_fraction <= 1)) {
+    return absl::InvalidArgumentError("--warmup must be in [0, 1]");
+  }
+  absl::StatusOr<EncoderConfig> base = BaseConfig(o);
+  if (!base.ok()) return base.status();
+  if (absl::Status s = base->num_labels(2).Validate(); !s.ok()) return s;
+  if (absl::StatusOr<batching::PlannerOptions> plan = PlanOf(o); !plan.ok()) return plan.status();
+  return ValidateTrainingSettings(o.train);
+}
+
+absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
+  if (absl::Status s = ValidateTrainJobOptions(o); !s.ok()) return s;
+  const distributed::DataParallel& dp = o.train.data_parallel();
+  if (dp.rank() != 0 && !o.quiet) {  // rank 0 speaks for the job
+    TrainJobOptions quiet = o;
+    quiet.quiet = true;
+    return RunTrainJob(quiet);
+  }
+  // The other ranks take the tokenizer that rank 0 resolved (or trained) and wrote to `out`.
+  if (dp.rank() != 0) {
+    if (absl::Status s = WaitForRankZero(dp); !s.ok()) return s;
+  }
+  const c10::Device device = o.device.value_or(DefaultTrainingDevice());
+  absl::StatusOr<RawData> raw = ReadData(o);
+  if (!raw.ok()) return raw.status();
+  const tok::LabelMap labels = tok::LabelMap::FromCorpus(raw->train);
+  if (labels.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(o.data, ": needs at least two distinct labels"));
+  }
+  absl::StatusOr<ResolvedTokenizer> tokenizer = ResolveTokenizer(o, raw->train);
+  if (!tokenizer.ok()) return tokenizer.status();
+  absl::StatusOr<Encoded> data = EncodeData(o, *raw, tokenizer->tokenizer, labels);
+  if (!data.ok()) return data.status();
+  absl::StatusOr<batching::PlannerOptions> plan =
+      PlanForData(o, data->train, data->dev ? &*data->dev : nullptr);
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<EncoderClassifier> model = BuildModel(o, *tokenizer, labels);
+  if (!model.ok()) return model.status();
+  return TrainAndSave(o, *model, tokenizer->tokenizer, labels, *data, *plan, device);
+}
+
+absl::StatusOr<tok::TokenizedCorpus> EncodeWithLabels(const tok::Tokenizer& tokenizer,
+                                                      const tok::RawCorpus& raw,
+                                                      const tok::LabelMap& labels,
+                                                      const tok::EncodeOptions& encode,
+                                                      int threads) {
+  for (const tok::Example& e : raw.examples) {
+    if (!labels.Id(e.label).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(raw.source, ":", e.line, ": label '", e.label,
+                                                     "' is not one of the model's labels (",
+                                                     absl::StrJoin(labels.names(), ", "), ")"));
+    }
+  }
+  tok::BatchEncodeOptions options;
+  options.encode = encode;
+  options.num_threads = threads;
+  return tok::EncodeCorpus(tokenizer, raw, labels, options);
+}
+
+}  // namespace padless::models
