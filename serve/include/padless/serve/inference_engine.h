@@ -1,0 +1,152 @@
+// InferenceEngine: a long-lived object that owns one loaded classifier and serves many callers at
+// once. It is the one implementation of inference in padless: TextClassifier (text_classifier.h),
+// `padless predict` and `padless serve` are its clients.
+//
+// How a request travels:
+//   Submit ─► admission (bounded queue: ResourceExhausted when full, never blocks)
+//          ─► tokenizer pool (N threads: truncation or windows per request)
+//          ─► batcher (FIFO, up to max_batch_tokens real tokens and max_batch_requests sequences,
+//                      waiting at most max_batch_delay for a fuller batch while the device is busy)
+//          ─► device worker (one varlen batch of real tokens only, pinned host buffers,
+//                      asynchronous copies; the next batch is formed and copied while this one runs)
+//          ─► completion (probabilities and raw scores copied back; each request's result is set)
+// Results never depend on which requests share a batch (varlen: no padding, no cross-sequence
+// attention), so a request gets the same answer alone as in any crowd, up to the dtype's rounding.
+//
+// Lifetimes: the engine owns its threads and the model. Shutdown() (also run by the destructor)
+// stops admission, finishes every accepted request, and joins the threads. A RequestHandle may
+// outlive the engine: its result is then already set.
+#ifndef PADLESS_SERVE_INFERENCE_ENGINE_H_
+#define PADLESS_SERVE_INFERENCE_ENGINE_H_
+
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "padless/model_files/model_io.h"
+#include "padless/models/autocast.h"
+
+namespace padless::serve {
+
+// What happens to a text longer than the model's max_len.
+enum class LongText {
+  kHeadTail,  // keep the first and last tokens within max_len (the tokenizer's head+tail cut)
+  kWindows,   // classify windows of max_len, each wrapped in [CLS] ... [SEP]; average them
+};
+absl::StatusOr<LongText> ParseLongText(const std::string& name);
+
+struct EngineOptions {
+  c10::Device device = c10::Device(c10::kCPU);
+  models::AmpMode amp = models::AmpMode::kOff;  // kOff: fp32; kBf16, kFp16 on a GPU
+  int64_t max_len = 512;                        // clamped to the model's max_positions
+  LongText long_text = LongText::kHeadTail;
+  int64_t window_stride = 128;  // tokens shared by consecutive windows (kWindows)
+  // Batching across requests.
+  int64_t max_batch_tokens = 16384;  // real tokens per device batch (>= max_len)
+  int64_t max_batch_requests = 512;  // sequences per device batch
+  std::chrono::microseconds max_batch_delay{0};  // wait for a fuller batch at most this long
+  // Admission: requests (a batch submission counts each of its texts) accepted but not finished.
+  int64_t max_queued_requests = 4096;
+  int tokenizer_threads = 0;  // 0: hardware concurrency, at most 8
+};
+
+// One text, or a pair, to classify.
+struct ClassifyRequest {
+  std::string text;
+  std::optional<std::string> pair;
+  // false: a text longer than max_len fails with InvalidArgument instead of being cut.
+  bool truncate = true;
+};
+
+struct Classification {
+  std::vector<float> probabilities;  // softmax, per label id
+  std::vector<float> scores;         // raw logits, per label id (averaged over windows)
+  int64_t label_id = 0;              // argmax
+  int64_t tokens = 0;                // model input tokens, special tokens and windows included
+};
+
+// Per device batch, for metrics (the server's histograms) and tests.
+struct BatchStats {
+  int64_t sequences = 0;
+  int64_t tokens = 0;
+  std::chrono::nanoseconds device_time{0};  // from the batch's launch until its results are back
+};
+
+struct EngineStats {
+  int64_t queued = 0;     // accepted, not yet finished
+  int64_t accepted = 0;   // since start
+  int64_t rejected = 0;   // ResourceExhausted
+  int64_t completed = 0;  // finished with a result or an error
+  int64_t cancelled = 0;
+  int64_t batches = 0;
+};
+
+// The caller's side of a submission. Thread-compatible (one owner). Destroying it before the
+// result is set cancels the request: work not yet on the device is skipped.
+class RequestHandle {
+ public:
+  RequestHandle();
+  RequestHandle(RequestHandle&&) noexcept;
+  RequestHandle& operator=(RequestHandle&&) noexcept;
+  ~RequestHandle();
+
+  // Blocks until every result is set; one per submitted request, in order. Call once.
+  std::vector<absl::StatusOr<Classification>> Wait();
+  // Waits at most `timeout`; false when the results are not all set yet.
+  bool WaitFor(std::chrono::nanoseconds timeout);
+  // Drops the work that has not reached the device; its results become Cancelled.
+  void Cancel();
+
+  struct State;  // shared with the engine
+
+ private:
+  friend class InferenceEngine;
+  explicit RequestHandle(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+class InferenceEngine {
+ public:
+  // Loads a model directory (model_files/model_io.h) onto options.device.
+  static absl::StatusOr<std::unique_ptr<InferenceEngine>> Load(const std::string& model_dir,
+                                                               EngineOptions options = {});
+  // Serves an already loaded model (moved in).
+  static absl::StatusOr<std::unique_ptr<InferenceEngine>> Create(models::LoadedModel model,
+                                                                 EngineOptions options = {});
+  ~InferenceEngine();  // Shutdown()
+
+  // Thread-safe. All requests are admitted together or none: ResourceExhausted when the queue has
+  // no room for them, Unavailable after Shutdown(). An admitted request always gets a result.
+  absl::StatusOr<RequestHandle> Submit(absl::Span<const ClassifyRequest> requests);
+  // Submit and Wait in one call.
+  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> Classify(
+      absl::Span<const ClassifyRequest> requests);
+
+  // Stops admission, finishes what was accepted, joins the threads. Idempotent.
+  void Shutdown();
+
+  // Called on the completion thread after each device batch; must be quick and thread-safe.
+  void SetBatchObserver(std::function<void(const BatchStats&)> observer);
+
+  EngineStats stats() const;
+  const models::LoadedModel& model() const;
+  const EngineOptions& options() const;  // as clamped by Load/Create
+
+ private:
+  struct Impl;
+  explicit InferenceEngine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace padless::serve
+
+#endif  // PADLESS_SERVE_INFERENCE_ENGINE_H_
