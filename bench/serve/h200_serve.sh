@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The serving benchmark in one call (issue 26): a random-init BERT-base-shaped Hugging Face
+# classifier with the bert-base-uncased WordPiece tokenizer, IMDB texts; padless's engine offline
+# and online (padless_bench_serve), then the anchors of bench/baselines/serve_anchors.py on the
+# same texts and the token lengths the engine saw, alternating ROUNDS times (the machines are
+# shared and noisy: compare within a round). JSON lines go to OUT/serve.jsonl; a table is printed.
+#   bench/serve/h200_serve.sh BUILD_DIR TOKENIZER_DIR DATA OUT [DEVICE]
+# Environment: ROUNDS (2), LIMIT (texts, 0 = all), AMP (bf16), LOADS (0.75,1.0), SHAPE (base),
+# ANCHORS (torch_varlen,hf_sorted,hf_arrival,hf_e2e on cuda; hf_sorted,hf_int8_cpu on cpu).
+set -euo pipefail
+build=$1 tokenizer_dir=$2 data=$3 out=$4 device=${5:-cuda}
+rounds=${ROUNDS:-2} limit=${LIMIT:-0} amp=${AMP:-bf16} loads=${LOADS:-0.75,1.0}
+if [[ $device == cpu ]]; then
+  amp=off
+  anchors=${ANCHORS:-hf_sorted,hf_int8_cpu}
+else
+  anchors=${ANCHORS:-torch_varlen,hf_sorted,hf_arrival,hf_e2e}
+fi
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$out"
+model=$out/hf_${SHAPE:-base}
+[[ -f $model/config.json ]] ||
+  python3 "$root/bench/serve/make_hf_model.py" --tokenizer-dir "$tokenizer_dir" --out "$model" \
+    --shape "${SHAPE:-base}" >/dev/null
+for ((r = 1; r <= rounds; r++)); do
+  echo "== round $r: padless engine ($device, $amp)" >&2
+  "$build/bench/serve/padless_bench_serve" --model "$model" --data "$data" --limit "$limit" \
+    --device "$device" --amp "$amp" --loads "$loads" --lengths_out "$out/lengths.txt" \
+    --label "padless_engine" | sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
+  echo "== round $r: anchors ($anchors)" >&2
+  (cd "$root/bench/baselines" && python3 serve_anchors.py --lengths "$out/lengths.txt" \
+      --hf-dir "$model" --data "$data" --limit "$limit" --device "$device" --anchors "$anchors") |
+    sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
+done
+python3 "$root/bench/serve/serve_table.py" "$out/serve.jsonl"
