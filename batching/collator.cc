@@ -50,11 +50,11 @@ absl::Status CheckSpec(const tokenize::TokenizedCorpus& corpus, const BatchSpec&
                                                   " is outside the corpus of ", n_examples));
       }
       const int64_t len = corpus.length(static_cast<size_t>(p.example));
-      if (p.length < 1 || p.start < 0 || p.tail < 0 || p.tail > p.length ||
-          p.start + p.length > len) {
+      if (!p.FitsExample(len)) {
         return absl::OutOfRangeError(absl::StrCat(
             "collate: row ", r, ": piece (start ", p.start, ", length ", p.length, ", tail ",
-            p.tail, ") does not fit example ", p.example, " of ", len, " tokens"));
+            p.tail, ", lead ", p.lead, ") does not fit example ", p.example, " of ", len,
+            " tokens"));
       }
       used += p.length;
     }
@@ -71,13 +71,12 @@ inline void CopyPiece(const tokenize::TokenizedCorpus& corpus, const Placement& 
                       int64_t* types) {
   const int32_t* src = corpus.flat_tokens().data() + corpus.offsets()[p.example];
   const int64_t ex_len = corpus.length(static_cast<size_t>(p.example));
-  const int64_t head = p.length - p.tail;
-  for (int64_t i = 0; i < head; ++i) ids[i] = src[p.start + i];
-  for (int64_t i = 0; i < p.tail; ++i) ids[head + i] = src[ex_len - p.tail + i];
-  if (types != nullptr) {
-    const int8_t* t = corpus.type_ids(static_cast<size_t>(p.example)).data();
-    for (int64_t i = 0; i < head; ++i) types[i] = t[p.start + i];
-    for (int64_t i = 0; i < p.tail; ++i) types[head + i] = t[ex_len - p.tail + i];
+  const int8_t* t =
+      types != nullptr ? corpus.type_ids(static_cast<size_t>(p.example)).data() : nullptr;
+  for (int64_t i = 0; i < p.length; ++i) {
+    const int64_t from = p.SourceIndex(i, ex_len);
+    ids[i] = src[from];
+    if (t != nullptr) types[i] = t[from];
   }
 }
 

@@ -48,15 +48,16 @@ absl::Status InvalidOption(absl::string_view field, absl::string_view why) {
 }
 
 absl::Status ValidateOptions(const PlannerOptions& o) {
-  if (o.max_len() < 1)
-    return InvalidOption("max_len", absl::StrCat("must be >= 1, got ", o.max_len()));
-  if (o.truncation_tail() < 0 || o.truncation_tail() > o.max_len()) {
-    return InvalidOption("truncation_tail",
-                         absl::StrCat("must be in [0, max_len], got ", o.truncation_tail()));
+  // [CLS], one content token and [SEP].
+  if (o.max_len() < 3)
+    return InvalidOption("max_len", absl::StrCat("must be >= 3, got ", o.max_len()));
+  if (!(o.head_fraction() >= 0 && o.head_fraction() <= 1)) {
+    return InvalidOption("head_fraction",
+                         absl::StrCat("must be in [0, 1], got ", o.head_fraction()));
   }
-  if (o.window_stride() < 0 || o.window_stride() > o.max_len()) {
+  if (o.window_stride() < 0 || o.window_stride() >= o.max_len() - 2) {
     return InvalidOption("window_stride",
-                         absl::StrCat("must be in [0, max_len], got ", o.window_stride()));
+                         absl::StrCat("must be in [0, max_len - 2), got ", o.window_stride()));
   }
   if (o.batch_size() < 1) {
     return InvalidOption("batch_size", absl::StrCat("must be >= 1, got ", o.batch_size()));
@@ -357,31 +358,40 @@ size_t Units(const BatchSpec& b) {
 
 absl::StatusOr<std::vector<Placement>> Planner::Pieces(absl::Span<const int64_t> lengths) const {
   if (absl::Status s = ValidateOptions(options_); !s.ok()) return s;
-  const int64_t max_len = options_.max_len();
-  const int64_t stride = options_.window_stride() > 0 ? options_.window_stride() : max_len;
   std::vector<Placement> pieces;
   pieces.reserve(lengths.size());
   for (size_t i = 0; i < lengths.size(); ++i) {
     const int64_t len = lengths[i];
-    const int64_t ex = static_cast<int64_t>(i);
     if (len < 1) {
       return absl::InvalidArgumentError(absl::StrCat("planner: example ", i, " has length ", len,
                                                      "; every example needs >= 1 "
                                                      "token (the tokenizer adds [CLS]/[SEP])"));
     }
-    if (len <= max_len) {
-      pieces.push_back({ex, 0, len, 0});
-    } else if (options_.over_long() == OverLong::kTruncate) {
-      pieces.push_back({ex, 0, max_len, options_.truncation_tail()});
-    } else {
-      for (int64_t start = 0;; start += stride) {
-        const int64_t n = std::min(max_len, len - start);
-        pieces.push_back({ex, start, n, 0});
-        if (start + n >= len) break;
-      }
-    }
+    AppendPieces(static_cast<int64_t>(i), len, &pieces);
   }
   return pieces;
+}
+
+void Planner::AppendPieces(int64_t example, int64_t len, std::vector<Placement>* pieces) const {
+  const int64_t max_len = options_.max_len();
+  if (len <= max_len) {
+    pieces->push_back({example, 0, len, 0});
+    return;
+  }
+  // [CLS] content [SEP]: the content's budget leaves room for both.
+  const int64_t content = len - 2;
+  const int64_t budget = max_len - 2;
+  if (options_.over_long() == OverLong::kTruncate) {
+    const tokenize::SingleKeep keep = tokenize::PlanSingle(
+        content, budget, options_.truncation(), options_.head_fraction());
+    // [CLS] and the head from the start, the tail and [SEP] from the end.
+    pieces->push_back({example, 0, 2 + keep.head + keep.tail, keep.tail + 1});
+    return;
+  }
+  for (int64_t start : tokenize::WindowStarts(content, budget, options_.window_stride())) {
+    const int64_t n = std::min(budget, content - start);
+    pieces->push_back({example, 1 + start, n + 2, /*tail=*/1, /*lead=*/1});
+  }
 }
 
 absl::StatusOr<Boundaries> Planner::BucketBoundaries(absl::Span<const int64_t> lengths) const {
@@ -408,6 +418,106 @@ absl::StatusOr<Boundaries> Planner::BucketBoundaries(absl::Span<const int64_t> l
   return InvalidOption("bucket_scheme", "unknown value");
 }
 
+namespace {
+
+// Every rank must take the same number of steps: halves the largest splittable batches until the
+// count divides the world size (no example is dropped or repeated). Returns how many it split.
+absl::StatusOr<int64_t> SplitUntilDivisible(std::vector<BatchSpec>& batches, size_t world,
+                                            EpochBuilder& builder) {
+  int64_t splits = 0;
+  while (world > 1 && batches.size() % world != 0) {
+    size_t pick = batches.size();
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (Units(batches[i]) < 2) continue;
+      if (pick == batches.size() || batches[i].token_slots() > batches[pick].token_slots())
+        pick = i;
+    }
+    if (pick == batches.size()) {
+      return absl::FailedPreconditionError(absl::StrCat("planner: ", batches.size(),
+                                                        " batches cannot be shared evenly by ",
+                                                        world, " ranks (too few sequences)"));
+    }
+    auto [lo, hi] = Halve(batches[pick], builder);
+    batches[pick] = std::move(lo);
+    batches.push_back(std::move(hi));
+    ++splits;
+  }
+  return splits;
+}
+
+// Which batches form each step: sorted by cost (token slots), consecutive groups of `world` form
+// one step, so that every rank of a step gets similar work. One rank keeps the sampler's order.
+std::vector<size_t> BatchesByCost(const std::vector<int64_t>& cost, size_t world) {
+  std::vector<size_t> by_cost(cost.size());
+  std::iota(by_cost.begin(), by_cost.end(), 0);
+  if (world > 1) {
+    std::stable_sort(by_cost.begin(), by_cost.end(),
+                     [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  }
+  return by_cost;
+}
+
+// The steps in a shuffled order; with longest_first, the costliest step first (an out-of-memory
+// error then shows at once, not hours into the epoch).
+std::vector<size_t> StepOrder(const std::vector<int64_t>& cost, const std::vector<size_t>& by_cost,
+                              size_t world, bool longest_first, EpochBuilder& builder) {
+  const size_t steps = by_cost.size() / world;
+  std::vector<size_t> order(steps);
+  std::iota(order.begin(), order.end(), 0);
+  builder.batch_rng().Shuffle(order);
+  if (!longest_first || steps < 2) return order;
+  auto step_cost = [&](size_t s) {
+    int64_t c = 0;
+    for (size_t j = 0; j < world; ++j) c = std::max(c, cost[by_cost[s * world + j]]);
+    return c;
+  };
+  size_t top = 0;
+  for (size_t i = 1; i < steps; ++i) {
+    if (step_cost(order[i]) > step_cost(order[top])) top = i;
+  }
+  std::swap(order[0], order[top]);
+  return order;
+}
+
+// Deals each step's batches to the ranks, the heaviest to the rank with the least work so far,
+// and reports the imbalance per step and over the epoch.
+void DealSteps(std::vector<BatchSpec>& batches, const std::vector<size_t>& by_cost,
+               const std::vector<size_t>& step_order, size_t world, int64_t max_sentences,
+               EpochPlan* plan) {
+  plan->ranks.assign(world, {});
+  for (auto& r : plan->ranks) r.reserve(step_order.size());
+  std::vector<int64_t> total(world, 0);
+  double step_imbalance_sum = 0;
+  std::vector<size_t> ranks_by_total(world);
+  for (size_t s : step_order) {
+    std::iota(ranks_by_total.begin(), ranks_by_total.end(), 0);
+    std::stable_sort(ranks_by_total.begin(), ranks_by_total.end(),
+                     [&](size_t a, size_t b) { return total[a] < total[b]; });
+    std::vector<BatchSpec> step(world);
+    for (size_t j = 0; j < world; ++j) step[j] = std::move(batches[by_cost[s * world + j]]);
+    if (world > 1) internal::BalanceVarlenStep(step, max_sentences);
+    int64_t step_max = 0, step_sum = 0;
+    for (size_t j = 0; j < world; ++j) {
+      const int64_t c = step[j].token_slots();
+      const size_t rank = ranks_by_total[j];
+      total[rank] += c;
+      step_max = std::max(step_max, c);
+      step_sum += c;
+      plan->ranks[rank].push_back(std::move(step[j]));
+    }
+    if (step_sum > 0) step_imbalance_sum += static_cast<double>(step_max) * world / step_sum - 1;
+  }
+  const size_t steps = step_order.size();
+  plan->report.steps = static_cast<int64_t>(steps);
+  plan->report.step_imbalance = steps == 0 ? 0 : step_imbalance_sum / steps;
+  const int64_t total_sum = std::accumulate(total.begin(), total.end(), int64_t{0});
+  const int64_t total_max = *std::max_element(total.begin(), total.end());
+  plan->report.total_imbalance =
+      total_sum == 0 ? 0 : static_cast<double>(total_max) * world / total_sum - 1;
+}
+
+}  // namespace
+
 absl::StatusOr<EpochPlan> Planner::PlanEpoch(absl::Span<const int64_t> lengths, int64_t epoch,
                                              int world_size) const {
   if (world_size < 1) {
@@ -425,90 +535,20 @@ absl::StatusOr<EpochPlan> Planner::PlanEpoch(absl::Span<const int64_t> lengths, 
     boundaries = std::move(*b);
   }
   EpochBuilder builder(options_, epoch);
-  absl::StatusOr<std::vector<BatchSpec>> built = builder.Build(std::move(*pieces), boundaries);
-  if (!built.ok()) return built.status();
-  std::vector<BatchSpec> batches = std::move(*built);
+  absl::StatusOr<std::vector<BatchSpec>> batches = builder.Build(std::move(*pieces), boundaries);
+  if (!batches.ok()) return batches.status();
 
-  EpochPlan plan;
   const size_t world = static_cast<size_t>(world_size);
-  // Every rank must take the same number of steps: halve the largest splittable batches until the
-  // count divides the world size (no example is dropped or repeated).
-  while (world > 1 && batches.size() % world != 0) {
-    size_t pick = batches.size();
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (Units(batches[i]) < 2) continue;
-      if (pick == batches.size() || batches[i].token_slots() > batches[pick].token_slots())
-        pick = i;
-    }
-    if (pick == batches.size()) {
-      return absl::FailedPreconditionError(absl::StrCat("planner: ", batches.size(),
-                                                        " batches cannot be shared evenly by ",
-                                                        world_size, " ranks (too few sequences)"));
-    }
-    auto [lo, hi] = Halve(batches[pick], builder);
-    batches[pick] = std::move(lo);
-    batches.push_back(std::move(hi));
-    ++plan.report.batches_split;
-  }
-  // Balance by token slots: batches sorted by cost, consecutive groups of `world` form one step
-  // (similar work on every rank); steps come in a shuffled order; within a step the heaviest batch
-  // goes to the rank with the least work so far.
-  std::vector<size_t> by_cost(batches.size());
-  std::iota(by_cost.begin(), by_cost.end(), 0);
-  std::vector<int64_t> cost(batches.size());
-  for (size_t i = 0; i < batches.size(); ++i) cost[i] = batches[i].token_slots();
-  std::stable_sort(by_cost.begin(), by_cost.end(),
-                   [&](size_t a, size_t b) { return cost[a] > cost[b]; });
-  const size_t steps = batches.size() / world;
-  std::vector<size_t> step_order(steps);
-  std::iota(step_order.begin(), step_order.end(), 0);
-  if (world == 1) {
-    // One rank: the step order is simply a shuffle of the sampler's batches.
-    by_cost.resize(batches.size());
-    std::iota(by_cost.begin(), by_cost.end(), 0);
-  }
-  builder.batch_rng().Shuffle(step_order);
-  if (options_.longest_first() && steps > 1) {
-    auto step_cost = [&](size_t s) {
-      int64_t c = 0;
-      for (size_t j = 0; j < world; ++j) c = std::max(c, cost[by_cost[s * world + j]]);
-      return c;
-    };
-    size_t top = 0;
-    for (size_t i = 1; i < steps; ++i) {
-      if (step_cost(step_order[i]) > step_cost(step_order[top])) top = i;
-    }
-    std::swap(step_order[0], step_order[top]);
-  }
-  plan.ranks.assign(world, {});
-  for (auto& r : plan.ranks) r.reserve(steps);
-  std::vector<int64_t> total(world, 0);
-  double step_imbalance_sum = 0;
-  std::vector<size_t> ranks_by_total(world);
-  for (size_t s : step_order) {
-    std::iota(ranks_by_total.begin(), ranks_by_total.end(), 0);
-    std::stable_sort(ranks_by_total.begin(), ranks_by_total.end(),
-                     [&](size_t a, size_t b) { return total[a] < total[b]; });
-    std::vector<BatchSpec> step(world);
-    for (size_t j = 0; j < world; ++j) step[j] = std::move(batches[by_cost[s * world + j]]);
-    if (world > 1) internal::BalanceVarlenStep(step, options_.max_sentences());
-    int64_t step_max = 0, step_sum = 0;
-    for (size_t j = 0; j < world; ++j) {
-      const int64_t c = step[j].token_slots();
-      const size_t rank = ranks_by_total[j];
-      total[rank] += c;
-      step_max = std::max(step_max, c);
-      step_sum += c;
-      plan.ranks[rank].push_back(std::move(step[j]));
-    }
-    if (step_sum > 0) step_imbalance_sum += static_cast<double>(step_max) * world / step_sum - 1;
-  }
-  plan.report.steps = static_cast<int64_t>(steps);
-  plan.report.step_imbalance = steps == 0 ? 0 : step_imbalance_sum / steps;
-  const int64_t total_sum = std::accumulate(total.begin(), total.end(), int64_t{0});
-  const int64_t total_max = *std::max_element(total.begin(), total.end());
-  plan.report.total_imbalance =
-      total_sum == 0 ? 0 : static_cast<double>(total_max) * world / total_sum - 1;
+  EpochPlan plan;
+  absl::StatusOr<int64_t> splits = SplitUntilDivisible(*batches, world, builder);
+  if (!splits.ok()) return splits.status();
+  plan.report.batches_split = *splits;
+  std::vector<int64_t> cost(batches->size());
+  for (size_t i = 0; i < batches->size(); ++i) cost[i] = (*batches)[i].token_slots();
+  const std::vector<size_t> by_cost = BatchesByCost(cost, world);
+  const std::vector<size_t> order =
+      StepOrder(cost, by_cost, world, options_.longest_first(), builder);
+  DealSteps(*batches, by_cost, order, world, options_.max_sentences(), &plan);
   return plan;
 }
 

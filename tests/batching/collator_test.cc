@@ -27,8 +27,9 @@ void PoisonHeap(const BatchSpec& spec) {
 // The token the batch must hold at position i of piece p.
 int64_t ExpectedToken(const tokenize::TokenizedCorpus& c, const Placement& p, int64_t i) {
   const auto tokens = c.tokens(p.example);
-  const int64_t head = p.length - p.tail;
-  return i < head ? tokens[p.start + i] : tokens[tokens.size() - p.length + i];
+  if (i < p.lead) return tokens[i];
+  if (i < p.length - p.tail) return tokens[p.start + i - p.lead];
+  return tokens[tokens.size() - p.length + i];
 }
 
 // Checks every tensor of `b` against `spec`, element by element.
@@ -85,9 +86,9 @@ void CheckBatch(const tokenize::TokenizedCorpus& c, const BatchSpec& spec, const
         }
         if (b.token_type_ids.defined()) {
           const auto types = c.type_ids(p.example);
-          const int64_t src = i < p.length - p.tail
-                                  ? p.start + i
-                                  : static_cast<int64_t>(types.size()) - p.length + i;
+          const int64_t src = i < p.lead                ? i
+                              : i < p.length - p.tail ? p.start + i - p.lead
+                                                      : static_cast<int64_t>(types.size()) - p.length + i;
           ASSERT_EQ(types_a[r][col + i], types[src]);
         }
         real[r][col + i] = 1;

@@ -41,7 +41,9 @@ void CheckEpoch(const Planner& planner, const std::vector<int64_t>& lengths,
           ASSERT_GE(p.example, 0);
           ASSERT_LT(p.example, static_cast<int64_t>(lengths.size()));
           ASSERT_GE(p.length, 1);
-          ASSERT_LE(p.start + p.length, lengths[p.example]);
+          ASSERT_TRUE(p.FitsExample(lengths[p.example]))
+              << "piece at " << p.start << " of length " << p.length << " lead " << p.lead
+              << " tail " << p.tail << " in " << lengths[p.example];
           ASSERT_LE(p.length, o.max_len());
           seen.emplace(p.example, p.start, p.length);
           used += p.length;
@@ -226,22 +228,33 @@ TEST(PlannerTest, ResumeSkipsExactlyTheConsumedBatches) {
 }
 
 TEST(PlannerTest, TruncationAndSplitPieces) {
+  // Examples are [CLS] content [SEP]: 10 tokens hold 8 content tokens, 25 hold 23.
   const std::vector<int64_t> lengths = {10, 25};
-  const Planner trunc(PlannerOptions().max_len(8).truncation_tail(1));
+  const Planner trunc(PlannerOptions().max_len(8));
   absl::StatusOr<std::vector<Placement>> p = trunc.Pieces(lengths);
   ASSERT_TRUE(p.ok());
+  // The head (kHead): [CLS] and 6 content tokens from the start, [SEP] from the end.
   EXPECT_EQ(*p, (std::vector<Placement>{{0, 0, 8, 1}, {1, 0, 8, 1}}));
+  const Planner head_tail(
+      PlannerOptions().max_len(8).truncation(tokenize::Truncation::kHeadTail).head_fraction(0.5));
+  p = head_tail.Pieces({10});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, (std::vector<Placement>{{0, 0, 8, 4}}));  // [CLS] 3 head | 3 tail [SEP]
+  // Windows of 6 content tokens, each wrapped in the example's [CLS] (lead) and [SEP] (tail).
   const Planner split(PlannerOptions().max_len(8).over_long(OverLong::kSplit));
   p = split.Pieces(lengths);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(
-      *p,
-      (std::vector<Placement>{
-          {0, 0, 8, 0}, {0, 8, 2, 0}, {1, 0, 8, 0}, {1, 8, 8, 0}, {1, 16, 8, 0}, {1, 24, 1, 0}}));
-  const Planner overlap(PlannerOptions().max_len(8).over_long(OverLong::kSplit).window_stride(6));
-  p = overlap.Pieces({14});
+  EXPECT_EQ(*p, (std::vector<Placement>{{0, 1, 8, 1, 1},
+                                        {0, 7, 4, 1, 1},
+                                        {1, 1, 8, 1, 1},
+                                        {1, 7, 8, 1, 1},
+                                        {1, 13, 8, 1, 1},
+                                        {1, 19, 7, 1, 1}}));
+  // window_stride: tokens shared by consecutive windows (2 here: starts 0 and 4 of 10).
+  const Planner overlap(PlannerOptions().max_len(8).over_long(OverLong::kSplit).window_stride(2));
+  p = overlap.Pieces({12});
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(*p, (std::vector<Placement>{{0, 0, 8, 0}, {0, 6, 8, 0}}));
+  EXPECT_EQ(*p, (std::vector<Placement>{{0, 1, 8, 1, 1}, {0, 5, 8, 1, 1}}));
   EXPECT_FALSE(trunc.Pieces({3, 0}).ok());
 }
 

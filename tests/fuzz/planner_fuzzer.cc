@@ -18,35 +18,53 @@ namespace {
 
 using fuzz::FuzzInput;
 
-using PieceKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;
-PieceKey Key(const Placement& p) { return {p.example, p.start, p.length, p.tail}; }
+using PieceKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+PieceKey Key(const Placement& p) { return {p.example, p.start, p.length, p.tail, p.lead}; }
 
 std::string Describe(const BatchSpec& b) {
   return absl::StrCat("layout ", static_cast<int>(b.layout), " rows ", b.rows.size(), " length ",
                       b.length, " real ", b.real_tokens(), " slots ", b.token_slots());
 }
 
+// The pieces of one over-long example: one truncation, or windows of [CLS] content [SEP] that
+// tile the content [1, len - 1) without a gap. Returns how far the content is covered.
+int64_t CheckOverLong(const Placement& p, bool first, int64_t covered, int64_t len,
+                      const PlannerOptions& o) {
+  if (o.over_long() == OverLong::kTruncate) {
+    FUZZ_CHECK(first && p.start == 0 && p.lead == 0 && p.tail >= 1 && p.length == o.max_len(),
+               absl::StrCat("truncation [", p.start, ", +", p.length, ") tail ", p.tail));
+    return len - 1;
+  }
+  FUZZ_CHECK(p.lead == 1 && p.tail == 1, absl::StrCat("window lead ", p.lead, " tail ", p.tail));
+  FUZZ_CHECK(first ? p.start == 1 : p.start <= covered,
+             absl::StrCat("window at ", p.start, " leaves a gap after ", covered));
+  return std::max(covered, p.start + p.length - 2);
+}
+
 void CheckPieces(absl::Span<const int64_t> lengths, const std::vector<Placement>& pieces,
                  const PlannerOptions& o) {
   size_t next = 0;
   for (size_t ex = 0; ex < lengths.size(); ++ex) {
-    int64_t covered = 0;  // windows must tile the example from 0 to its end
+    const int64_t len = lengths[ex];
+    int64_t covered = 0;
     bool first = true;
     while (next < pieces.size() && pieces[next].example == static_cast<int64_t>(ex)) {
       const Placement& p = pieces[next++];
       FUZZ_CHECK(p.length >= 1 && p.length <= o.max_len(), absl::StrCat("piece length ", p.length));
-      FUZZ_CHECK(p.tail >= 0 && p.tail <= p.length, absl::StrCat("tail ", p.tail));
-      FUZZ_CHECK(p.start >= 0 && p.start + p.length <= lengths[ex],
-                 absl::StrCat("piece [", p.start, ", +", p.length, ") of ", lengths[ex]));
-      FUZZ_CHECK(first ? p.start == 0 : p.start <= covered,
-                 absl::StrCat("window at ", p.start, " leaves a gap after ", covered));
-      covered = std::max(covered, p.start + p.length);
+      FUZZ_CHECK(p.FitsExample(len), absl::StrCat("piece [", p.start, ", +", p.length, ") tail ",
+                                                   p.tail, " lead ", p.lead, " of ", len));
+      if (len <= o.max_len()) {
+        const Placement whole{p.example, 0, len, 0, 0};
+        FUZZ_CHECK(first && p == whole, "a fitting example is cut");
+        covered = len - 1;
+      } else {
+        covered = CheckOverLong(p, first, covered, len, o);
+      }
       first = false;
     }
     FUZZ_CHECK(!first, absl::StrCat("example ", ex, " has no piece"));
-    const bool split = o.over_long() == OverLong::kSplit;
-    FUZZ_CHECK(covered == (split ? lengths[ex] : std::min(lengths[ex], o.max_len())),
-               absl::StrCat("example ", ex, " covered to ", covered, " of ", lengths[ex]));
+    FUZZ_CHECK(covered == len - 1,
+               absl::StrCat("example ", ex, " covered to ", covered, " of ", len));
   }
   FUZZ_CHECK(next == pieces.size(), "pieces out of example order");
 }
@@ -98,10 +116,10 @@ PlannerOptions ReadOptions(FuzzInput& in, int64_t* epoch, int* world) {
   PlannerOptions o;
   o.sampler(static_cast<Sampler>(in.Pick(5)));
   o.seed(in.Bits(2));
-  o.max_len(in.Range(1, 96));
+  o.max_len(in.Range(3, 96));
   o.over_long(in.Bool() ? OverLong::kSplit : OverLong::kTruncate);
-  o.truncation_tail(in.Range(0, o.max_len()));
-  o.window_stride(in.Range(0, o.max_len()));
+  o.truncation(static_cast<tokenize::Truncation>(in.Pick(3)));
+  o.window_stride(in.Range(0, o.max_len() - 3));
   o.batch_size(in.Range(1, 40));
   // A budget below max_len is an option error for most samplers: keep it reachable but rare.
   // Up to 16 rows of max_len: every packing case, while the packers' per-call work (O(budget))

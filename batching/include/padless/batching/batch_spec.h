@@ -14,18 +14,33 @@ enum class Layout {
   kVarlen,  // flat [total_tokens], cu_seqlens; no padding at all.
 };
 
-// One piece of an example placed in a row. Examples longer than a row may be split into several
-// windows (`start` > 0); otherwise `start` is 0 and `length` the (possibly truncated) length.
-// Truncation that keeps the end of an example (its [SEP], or a head+tail cut) sets `tail`: the
-// piece is tokens [start, start + length - tail) followed by the example's last `tail` tokens.
+// One piece of an example placed in a row: the example's first `lead` tokens, then tokens
+// [start, start + length - lead - tail), then the example's last `tail` tokens. An example that
+// fits is {start 0, length = its length}. A truncated one keeps its head and its end ([SEP], or a
+// head+tail cut: `tail` > 0). A window of a split example keeps the example's [CLS] (`lead` 1)
+// and [SEP] (`tail` 1) around its slice of the content, as Tokenizer::EncodeWindows builds it.
 struct Placement {
   int64_t example = 0;
-  int64_t start = 0;   // first token of the example that this piece holds
+  int64_t start = 0;   // first token of the middle part
   int64_t length = 0;  // tokens of this piece
   int64_t tail = 0;    // of `length`, how many come from the end of the example
+  int64_t lead = 0;    // of `length`, how many come from the start of the example
+
+  // The example token at position i of this piece, for an example of `example_length` tokens.
+  int64_t SourceIndex(int64_t i, int64_t example_length) const {
+    if (i < lead) return i;
+    if (i < length - tail) return start + (i - lead);
+    return example_length - length + i;
+  }
+  // Whether the piece lies inside an example of `example_length` tokens.
+  bool FitsExample(int64_t example_length) const {
+    return length >= 1 && start >= 0 && lead >= 0 && tail >= 0 && lead + tail <= length &&
+           lead <= start && start + (length - lead - tail) <= example_length - tail;
+  }
 
   bool operator==(const Placement& o) const {
-    return example == o.example && start == o.start && length == o.length && tail == o.tail;
+    return example == o.example && start == o.start && length == o.length && tail == o.tail &&
+           lead == o.lead;
   }
 };
 

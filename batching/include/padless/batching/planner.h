@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "padless/batching/batch_spec.h"
+#include "padless/tokenize/truncation.h"
 #include "padless/batching/bucket_boundaries.h"
 #include "padless/batching/packer.h"
 
@@ -45,9 +46,13 @@ enum class PadTo {
   kBucketBoundary,  // the bucket's upper boundary (kBucketed only): one shape per bucket
 };
 
+// Examples longer than max_len. Both keep the example's [CLS] first and its [SEP] last (every
+// example is [CLS] content [SEP], as the tokenizer makes them) and use tokenize/truncation.h, the
+// one implementation of truncation and windows that Tokenizer::Encode and EncodeWindows use too.
 enum class OverLong {
-  kTruncate,  // keep the first max_len tokens (see truncation_tail)
-  kSplit,     // cut into windows of max_len tokens (window_stride apart); each window is a sequence
+  kTruncate,  // keep max_len - 2 content tokens chosen by `truncation` (tokenize::PlanSingle)
+  kSplit,     // windows of max_len - 2 content tokens sharing window_stride tokens
+              // (tokenize::WindowStarts); each window is a sequence [CLS] slice [SEP]
 };
 
 class PlannerOptions {
@@ -59,10 +64,11 @@ class PlannerOptions {
   // Longest row in tokens; longer examples are truncated or split (over_long).
   PADLESS_ARG(int64_t, max_len, 512);
   PADLESS_ARG(OverLong, over_long, OverLong::kTruncate);
-  // On truncation, how many of the kept tokens come from the example's end: 1 keeps a final [SEP],
-  // 0 keeps the head only, larger values give a head+tail cut.
-  PADLESS_ARG(int64_t, truncation_tail, 1);
-  // On split, the distance between window starts (0: max_len, i.e. no overlap).
+  // On truncation, which content tokens to keep (and the head's share for kHeadTail).
+  PADLESS_ARG(tokenize::Truncation, truncation, tokenize::Truncation::kHead);
+  PADLESS_ARG(double, head_fraction, tokenize::kDefaultHeadFraction);
+  // On split, the tokens shared by consecutive windows, in [0, max_len - 2): the meaning of
+  // Tokenizer::EncodeWindows' stride and of `padless predict --window-stride`.
   PADLESS_ARG(int64_t, window_stride, 0);
 
   // Sequences per batch (kRandom, kSortedMegabatch, kBucketed without max_tokens); rows per
@@ -136,6 +142,9 @@ class Planner {
   absl::StatusOr<Boundaries> BucketBoundaries(absl::Span<const int64_t> lengths) const;
 
  private:
+  // The pieces of one example of `len` tokens: itself, its truncation or its windows.
+  void AppendPieces(int64_t example, int64_t len, std::vector<Placement>* pieces) const;
+
   PlannerOptions options_;
 };
 
