@@ -98,6 +98,157 @@ std::string TraceFileName(const RunConfig& config) {
   return name;
 }
 
+// The encoder of the run: the preset, sized to the corpus's vocabulary, labels and max_len.
+absl::StatusOr<models::EncoderConfig> ModelConfigFor(const RunOptions& o) {
+  absl::StatusOr<models::EncoderConfig> model_config = models::EncoderConfig::Preset(o.preset);
+  if (!model_config.ok()) return model_config.status();
+  model_config->vocab_size(o.vocab_size).num_labels(o.num_labels).max_positions(o.max_len);
+  if (absl::Status s = model_config->Validate(); !s.ok()) return s;
+  return model_config;
+}
+
+// How the configuration runs the encoder: its checkpointing, layers and attention.
+absl::StatusOr<models::ModelRuntime> RuntimeFor(const RunConfig& config, const RunOptions& o) {
+  absl::StatusOr<models::CheckpointPolicy> policy =
+      models::CheckpointPolicy::Parse(config.checkpoint);
+  if (!policy.ok()) return policy.status();
+  models::ModelRuntime runtime;
+  runtime.checkpoint = *policy;
+  runtime.fused_layers = !config.generic_layers;
+  runtime.dense_attention_cudnn = o.sdpa_cudnn;
+  // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
+  // choice would gather them into the varlen layout on a GPU.
+  runtime.attention = config.strategy == Strategy::kPackedDense ? models::AttentionBackend::kDense
+                                                                : models::AttentionBackend::kAuto;
+  return runtime;
+}
+
+models::TrainStepOptions StepOptionsFor(const RunConfig& config, const RunOptions& o) {
+  models::TrainStepOptions step_options;
+  step_options.amp = config.precision == Precision::kFp8   ? models::AmpMode::kFp8
+                     : config.precision == Precision::kBf16 ? models::AmpMode::kBf16
+                                                            : models::AmpMode::kOff;
+  step_options.clip_norm = o.clip_norm;
+  return step_options;
+}
+
+absl::StatusOr<std::unique_ptr<batching::Loader>> MakeLoader(
+    const tokenize::TokenizedCorpus& corpus, const std::vector<batching::BatchSpec>& specs,
+    const RunOptions& o) {
+  batching::LoaderOptions loader_options;
+  loader_options.num_workers = o.loader_workers;
+  loader_options.prefetch = o.prefetch;
+  loader_options.collator.pad_id = o.pad_id;
+  loader_options.device = o.device;
+  return batching::Loader::Create(&corpus, specs, loader_options);
+}
+
+// What is known of the result before the first step: the optimizer's description and the
+// counts and FLOPs of the timed batches.
+RunResult PlannedResult(const RunConfig& config, const RunOptions& o, double clip_norm,
+                        const std::vector<batching::BatchSpec>& timed,
+                        const models::EncoderConfig& model_config) {
+  RunResult r;
+  r.config = config;
+  r.optimizer = absl::StrCat("AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr,
+                             ", wd ", kWeightDecay, " except biases and norms), grad clip ",
+                             clip_norm > 0 ? absl::StrCat(clip_norm) : "off",
+                             ", through padless train's TrainStep");
+  r.steps = o.steps;
+  r.flops = TrainingFlops(
+      timed, ModelShape{model_config.hidden(), model_config.layers(), model_config.ffn()});
+  r.distinct_shapes = batching::ComputePaddingStats(timed).distinct_shapes;
+  for (const batching::BatchSpec& s : timed) {
+    r.sequences += s.num_sequences();
+    r.real_tokens += s.real_tokens();
+    r.token_slots += s.token_slots();
+  }
+  return r;
+}
+
+// What the step loop drives, built by RunUnchecked.
+struct StepLoop {
+  const RunConfig& config;
+  const RunOptions& o;
+  int64_t total;  // warmup + timed + traced steps
+  models::EncoderClassifier model;
+  models::TrainStep& train_step;
+  models::AmpMode amp;
+  batching::Loader& loader;
+  int64_t param_bytes;  // of the parameters, which is also what their gradients take
+  std::optional<cuda::MemoryMeter>& meter;
+};
+
+// Warmup is over: the allocator's cache, cuDNN/cuBLAS plans and optimizer state exist.
+void StartTiming(const StepLoop& loop, Clock::time_point& start, RunResult& r) {
+  Synchronize(loop.o.device);
+  if (loop.meter) {
+    loop.meter->ResetPeak();
+    // Gradients are dropped after every step, so they are counted from the parameter sizes.
+    r.static_bytes = loop.meter->Snapshot().allocated_bytes + loop.param_bytes;
+  }
+  start = Clock::now();
+}
+
+// Trains step `step` on the loader's next batch; a timed step adds its wait for the batch and
+// its loss (on the device) to `r` and `loss_sum`.
+absl::Status TrainOneStep(const StepLoop& loop, int64_t step, bool timing, at::Tensor& loss_sum,
+                          RunResult& r) {
+  const Clock::time_point wait_start = Clock::now();
+  absl::StatusOr<std::optional<batching::Batch>> next = loop.loader.Next();
+  if (timing) r.data_wait_seconds += SecondsBetween(wait_start, Clock::now());
+  if (!next.ok()) return next.status();
+  if (!next->has_value()) {
+    return absl::InternalError(absl::StrCat(loop.config.Name(), ": loader ended after ", step,
+                                            " of ", loop.total, " batches"));
+  }
+  if (absl::Status s = loop.model->CheckBatch(**next); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat(loop.config.Name(), " step ", step, ": ", s.message()));
+  }
+  if (step == 0) {
+    models::AutocastGuard autocast(loop.o.device.type(), loop.amp);
+    r.backend = models::AttentionBackendName(loop.model->ResolveBackend(**next));
+  }
+  absl::StatusOr<models::StepResult> trained =
+      loop.train_step.Run(step, loop.o.lr, {models::StepBatch{nullptr, std::move(**next)}});
+  if (!trained.ok()) {
+    return absl::Status(trained.status().code(), absl::StrCat(loop.config.Name(), " step ", step,
+                                                              ": ", trained.status().message()));
+  }
+  // Accumulated on the device: reading the loss every step would sync the host with the GPU.
+  if (timing) loss_sum.add_(trained->loss);
+  return absl::OkStatus();
+}
+
+// Runs the warmup steps, the timed ones (measured into `r`) and the traced ones (their trace
+// saved under trace_dir).
+absl::Status RunSteps(const StepLoop& loop, RunResult& r) {
+  const RunOptions& o = loop.o;
+  const int64_t timed_end = o.warmup_steps + o.steps;
+  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(o.device).dtype(at::kFloat));
+  Clock::time_point start;
+  StepTrace trace(o.trace_host);
+  for (int64_t step = 0; step < loop.total; ++step) {
+    const bool timing = step >= o.warmup_steps && step < timed_end;
+    if (step == timed_end) {
+      EndTiming(o.device, start, loop.meter, r);
+      if (absl::Status s = trace.Start(); !s.ok()) return s;
+    }
+    if (step == o.warmup_steps) StartTiming(loop, start, r);
+    if (absl::Status s = TrainOneStep(loop, step, timing, loss_sum, r); !s.ok()) return s;
+  }
+  if (loop.total == timed_end) {
+    EndTiming(o.device, start, loop.meter, r);
+  } else {
+    Synchronize(o.device);
+    const std::string path = absl::StrCat(o.trace_dir, "/", TraceFileName(loop.config), ".json");
+    if (absl::Status s = trace.Save(path); !s.ok()) return s;
+  }
+  r.mean_loss = loss_sum.item<double>() / static_cast<double>(o.steps);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
                                        const tokenize::TokenizedCorpus& corpus,
                                        const RunOptions& o) {
@@ -110,11 +261,8 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   if (!specs.ok()) return specs.status();
   const std::vector<batching::BatchSpec> timed(specs->begin() + o.warmup_steps,
                                                specs->begin() + timed_end);
-
-  absl::StatusOr<models::EncoderConfig> model_config = models::EncoderConfig::Preset(o.preset);
+  absl::StatusOr<models::EncoderConfig> model_config = ModelConfigFor(o);
   if (!model_config.ok()) return model_config.status();
-  model_config->vocab_size(o.vocab_size).num_labels(o.num_labels).max_positions(o.max_len);
-  if (absl::Status s = model_config->Validate(); !s.ok()) return s;
 
   // Only CUDA memory is metered. On the CPU, MemoryMeter installs padless's counting allocator,
   // whose DataPtr context differs from its data pointer; CPU kernels that call
@@ -126,111 +274,29 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   models::EncoderClassifier model(*model_config);
   model->to(o.device);
   model->train();
-  absl::StatusOr<models::CheckpointPolicy> policy =
-      models::CheckpointPolicy::Parse(config.checkpoint);
-  if (!policy.ok()) return policy.status();
-  models::ModelRuntime runtime;
-  runtime.checkpoint = *policy;
-  runtime.fused_layers = !config.generic_layers;
-  runtime.dense_attention_cudnn = o.sdpa_cudnn;
-  // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
-  // choice would gather them into the varlen layout on a GPU.
-  runtime.attention = config.strategy == Strategy::kPackedDense ? models::AttentionBackend::kDense
-                                                                : models::AttentionBackend::kAuto;
-  model->set_runtime(runtime);
+  absl::StatusOr<models::ModelRuntime> runtime = RuntimeFor(config, o);
+  if (!runtime.ok()) return runtime.status();
+  model->set_runtime(*runtime);
   // The step users run: `padless train`'s TrainStep with the trainer's optimizer (the fused
   // multi-tensor AdamW, no decay of biases and norms) and clipping as RunOptions says (none by
   // default, like the anchors: `padless train --clip-norm 0`). That includes its non-finite check,
   // decided on the device (no host sync per step; the bench never reads the outcome). The loss
-  // stays on the device too. No loss scaling: the bench runs fp32, bf16 or fp8 (bf16 with FP8 GEMMs).
+  // stays on the device too. No loss scaling: the bench runs fp32, bf16 or fp8 (bf16 with FP8
+  // GEMMs).
   models::AdamWParameters params = models::ParametersForAdamW(model);
   models::FusedAdamW optimizer(params.params, params.decay,
                                models::AdamWOptions{.weight_decay = kWeightDecay});
   models::GradScaler scaler(models::GradScalerOptions{.enabled = false});
-  models::TrainStepOptions step_options;
-  step_options.amp = config.precision == Precision::kFp8   ? models::AmpMode::kFp8
-                     : config.precision == Precision::kBf16 ? models::AmpMode::kBf16
-                                                            : models::AmpMode::kOff;
-  step_options.clip_norm = o.clip_norm;
+  const models::TrainStepOptions step_options = StepOptionsFor(config, o);
   models::TrainStep train_step(model, params.params, optimizer, scaler, o.device, step_options);
-
-  batching::LoaderOptions loader_options;
-  loader_options.num_workers = o.loader_workers;
-  loader_options.prefetch = o.prefetch;
-  loader_options.collator.pad_id = o.pad_id;
-  loader_options.device = o.device;
-  absl::StatusOr<std::unique_ptr<batching::Loader>> loader =
-      batching::Loader::Create(&corpus, *specs, loader_options);
+  absl::StatusOr<std::unique_ptr<batching::Loader>> loader = MakeLoader(corpus, *specs, o);
   if (!loader.ok()) return loader.status();
 
-  RunResult r;
-  r.config = config;
-  r.optimizer =
-      absl::StrCat("AdamW (fused multi-tensor kernel, at::_fused_adamw_; lr ", o.lr, ", wd ",
-                   kWeightDecay, " except biases and norms), grad clip ",
-                   step_options.clip_norm > 0 ? absl::StrCat(step_options.clip_norm) : "off",
-                   ", through padless train's TrainStep");
-  r.steps = o.steps;
-  r.flops = TrainingFlops(
-      timed, ModelShape{model_config->hidden(), model_config->layers(), model_config->ffn()});
-  r.distinct_shapes = batching::ComputePaddingStats(timed).distinct_shapes;
-  for (const batching::BatchSpec& s : timed) {
-    r.sequences += s.num_sequences();
-    r.real_tokens += s.real_tokens();
-    r.token_slots += s.token_slots();
-  }
-
-  at::Tensor loss_sum = at::zeros({}, at::TensorOptions().device(o.device).dtype(at::kFloat));
-  Clock::time_point start;
-  StepTrace trace(o.trace_host);
-  for (int64_t step = 0; step < total; ++step) {
-    const bool timing = step >= o.warmup_steps && step < timed_end;
-    if (step == timed_end) {
-      EndTiming(o.device, start, meter, r);
-      if (absl::Status s = trace.Start(); !s.ok()) return s;
-    }
-    if (step == o.warmup_steps) {
-      // Warmup is over: the allocator's cache, cuDNN/cuBLAS plans and optimizer state exist.
-      Synchronize(o.device);
-      if (meter) {
-        meter->ResetPeak();
-        // Gradients are dropped after every step, so they are counted from the parameter sizes.
-        r.static_bytes = meter->Snapshot().allocated_bytes + ParamBytes(params.params);
-      }
-      start = Clock::now();
-    }
-    const Clock::time_point wait_start = Clock::now();
-    absl::StatusOr<std::optional<batching::Batch>> next = (*loader)->Next();
-    if (timing) r.data_wait_seconds += SecondsBetween(wait_start, Clock::now());
-    if (!next.ok()) return next.status();
-    if (!next->has_value()) {
-      return absl::InternalError(
-          absl::StrCat(config.Name(), ": loader ended after ", step, " of ", total, " batches"));
-    }
-    if (absl::Status s = model->CheckBatch(**next); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(config.Name(), " step ", step, ": ", s.message()));
-    }
-    if (step == 0) {
-      models::AutocastGuard autocast(o.device.type(), step_options.amp);
-      r.backend = models::AttentionBackendName(model->ResolveBackend(**next));
-    }
-    absl::StatusOr<models::StepResult> trained =
-        train_step.Run(step, o.lr, {models::StepBatch{nullptr, std::move(**next)}});
-    if (!trained.ok()) {
-      return absl::Status(trained.status().code(), absl::StrCat(config.Name(), " step ", step, ": ",
-                                                                trained.status().message()));
-    }
-    // Accumulated on the device: reading the loss every step would sync the host with the GPU.
-    if (timing) loss_sum.add_(trained->loss);
-  }
-  if (total == timed_end) {
-    EndTiming(o.device, start, meter, r);
-  } else {
-    Synchronize(o.device);
-    const std::string path = absl::StrCat(o.trace_dir, "/", TraceFileName(config), ".json");
-    if (absl::Status s = trace.Save(path); !s.ok()) return s;
-  }
-  r.mean_loss = loss_sum.item<double>() / static_cast<double>(o.steps);
+  RunResult r = PlannedResult(config, o, step_options.clip_norm, timed, *model_config);
+  const StepLoop loop{
+      config, o, total, model, train_step, step_options.amp, **loader, ParamBytes(params.params),
+      meter};
+  if (absl::Status s = RunSteps(loop, r); !s.ok()) return s;
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,99 +138,117 @@ std::string RelativeTo(const std::string& path, const std::string& base_file) {
   return rel.empty() ? path : rel.string();
 }
 
-int Main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "End-to-end throughput/memory benchmark of padless against the Python anchors.\n"
-      "GPU run: padless_bench_e2e  (defaults: every strategy in bf16 x {none, all} plus fp32 "
-      "pad_to_max and packed_varlen).\nCI: padless_bench_e2e --smoke --out_dir D --results_md F");
-  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    std::fprintf(stderr, "unexpected argument: %s\n", rest[1]);
-    return 2;
-  }
-  const bool smoke = absl::GetFlag(FLAGS_smoke);
-  std::string data_path = absl::GetFlag(FLAGS_data);
-  int64_t max_rows = absl::GetFlag(FLAGS_max_rows);
-  std::string strategies = absl::GetFlag(FLAGS_strategies);
-  std::string precisions = absl::GetFlag(FLAGS_precisions);
-  std::string checkpoints = absl::GetFlag(FLAGS_checkpoint);
-  std::string fp32_extra = absl::GetFlag(FLAGS_fp32_strategies);
-  std::string generic_layers = absl::GetFlag(FLAGS_generic_layers_checkpoint);
-  std::string device_name = absl::GetFlag(FLAGS_device);
-  bool anchors = absl::GetFlag(FLAGS_anchors);
-  RunOptions run;
-  run.preset = absl::GetFlag(FLAGS_preset);
-  run.max_len = absl::GetFlag(FLAGS_max_len);
-  run.budget = absl::GetFlag(FLAGS_budget);
-  run.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
-  run.steps = absl::GetFlag(FLAGS_steps);
-  run.loader_workers = absl::GetFlag(FLAGS_loader_workers);
-  run.prefetch = absl::GetFlag(FLAGS_prefetch);
-  run.seed = absl::GetFlag(FLAGS_seed);
-  run.clip_norm = absl::GetFlag(FLAGS_clip_norm);
-  run.sdpa_cudnn = absl::GetFlag(FLAGS_sdpa_cudnn);
-  int vocab = absl::GetFlag(FLAGS_vocab);
-  int torch_threads = absl::GetFlag(FLAGS_torch_threads);
-  if (smoke) {
-    // Everything small enough for 2 CPU cores in well under a minute, yet every code path.
-    data_path = PADLESS_SOURCE_DIR "/data/imdb_1k.tsv";
-    max_rows = 200;
-    vocab = 1000;
-    run.preset = "tiny";
-    run.max_len = 64;
-    run.budget = 512;
-    run.warmup_steps = 1;
-    run.steps = 2;
-    run.loader_workers = 1;
-    // One thread: OpenMP workers spinning on a shared 2-core CI machine cost more than they give.
-    torch_threads = 1;
-    strategies = "all";
-    precisions = "fp32";
-    checkpoints = "none,all";
-    fp32_extra = "";
-    generic_layers = "";
-    device_name = "cpu";
-    anchors = false;
-  }
-  if (!std::filesystem::exists(data_path)) {
-    std::fprintf(stderr, "data file not found: %s\n", data_path.c_str());
-    return smoke ? kExitSkip : 1;
-  }
+// What the flags ask for, with --smoke's overrides applied.
+struct Settings {
+  bool smoke = false;
+  std::string data_path;
+  int64_t max_rows = 0;
+  std::string strategies;
+  std::string precisions;
+  std::string checkpoints;
+  std::string fp32_extra;
+  std::string generic_layers;
+  std::string device_name;
+  bool anchors = true;
+  int vocab = 0;
+  int torch_threads = 0;
+  RunOptions run;  // run.device is set by ResolveDevice
+  std::string out_dir;
+  std::string results_md;
+};
 
+// Everything small enough for 2 CPU cores in well under a minute, yet every code path.
+void ApplySmoke(Settings& s) {
+  s.data_path = PADLESS_SOURCE_DIR "/data/imdb_1k.tsv";
+  s.max_rows = 200;
+  s.vocab = 1000;
+  s.run.preset = "tiny";
+  s.run.max_len = 64;
+  s.run.budget = 512;
+  s.run.warmup_steps = 1;
+  s.run.steps = 2;
+  s.run.loader_workers = 1;
+  // One thread: OpenMP workers spinning on a shared 2-core CI machine cost more than they give.
+  s.torch_threads = 1;
+  s.strategies = "all";
+  s.precisions = "fp32";
+  s.checkpoints = "none,all";
+  s.fp32_extra = "";
+  s.generic_layers = "";
+  s.device_name = "cpu";
+  s.anchors = false;
+}
+
+Settings ReadFlags() {
+  Settings s;
+  s.smoke = absl::GetFlag(FLAGS_smoke);
+  s.data_path = absl::GetFlag(FLAGS_data);
+  s.max_rows = absl::GetFlag(FLAGS_max_rows);
+  s.strategies = absl::GetFlag(FLAGS_strategies);
+  s.precisions = absl::GetFlag(FLAGS_precisions);
+  s.checkpoints = absl::GetFlag(FLAGS_checkpoint);
+  s.fp32_extra = absl::GetFlag(FLAGS_fp32_strategies);
+  s.generic_layers = absl::GetFlag(FLAGS_generic_layers_checkpoint);
+  s.device_name = absl::GetFlag(FLAGS_device);
+  s.anchors = absl::GetFlag(FLAGS_anchors);
+  s.run.preset = absl::GetFlag(FLAGS_preset);
+  s.run.max_len = absl::GetFlag(FLAGS_max_len);
+  s.run.budget = absl::GetFlag(FLAGS_budget);
+  s.run.warmup_steps = absl::GetFlag(FLAGS_warmup_steps);
+  s.run.steps = absl::GetFlag(FLAGS_steps);
+  s.run.loader_workers = absl::GetFlag(FLAGS_loader_workers);
+  s.run.prefetch = absl::GetFlag(FLAGS_prefetch);
+  s.run.seed = absl::GetFlag(FLAGS_seed);
+  s.run.clip_norm = absl::GetFlag(FLAGS_clip_norm);
+  s.run.sdpa_cudnn = absl::GetFlag(FLAGS_sdpa_cudnn);
+  s.run.trace_dir = absl::GetFlag(FLAGS_trace_dir);
+  s.run.trace_steps = absl::GetFlag(FLAGS_trace_steps);
+  s.run.trace_host = absl::GetFlag(FLAGS_trace_host);
+  s.vocab = absl::GetFlag(FLAGS_vocab);
+  s.torch_threads = absl::GetFlag(FLAGS_torch_threads);
+  s.out_dir = absl::GetFlag(FLAGS_out_dir);
+  s.results_md = absl::GetFlag(FLAGS_results_md);
+  if (s.smoke) ApplySmoke(s);
+  return s;
+}
+
+absl::StatusOr<std::vector<RunConfig>> Configs(const Settings& s) {
   absl::StatusOr<std::vector<RunConfig>> configs =
-      ExpandConfigs(strategies, precisions, checkpoints, fp32_extra, generic_layers);
-  if (!configs.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(configs.status().message()).c_str());
-    return 2;
-  }
-  if (smoke) {
+      ExpandConfigs(s.strategies, s.precisions, s.checkpoints, s.fp32_extra, s.generic_layers);
+  if (configs.ok() && s.smoke) {
     // bf16 autocast is slow on CPUs without bf16 units: cover it (and checkpointing under
     // autocast, whole layers and the FFN block) with three configurations rather than twelve.
     configs->push_back(RunConfig{Strategy::kPackedVarlen, Precision::kBf16, "none"});
     configs->push_back(RunConfig{Strategy::kPadLongest, Precision::kBf16, "all"});
     configs->push_back(RunConfig{Strategy::kPackedVarlen, Precision::kBf16, "ffn"});
   }
-  SetTorchThreads(torch_threads);
-  if (device_name == "auto") device_name = CudaAvailable() ? "cuda:0" : "cpu";
-  try {
-    run.device = c10::Device(device_name);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "--device: cannot parse '%s'\n", device_name.c_str());
-    return 2;
-  }
-  if (run.device.is_cuda() && !CudaAvailable()) {
-    std::fprintf(stderr, "--device %s: CUDA is not available in this process\n",
-                 device_name.c_str());
-    return 2;
-  }
-  if (!run.device.is_cuda() && anchors) {
-    std::fprintf(stderr, "[e2e] CPU device: the Python anchors need a GPU; skipping them\n");
-    anchors = false;
-  }
+  return configs;
+}
 
-  run.trace_dir = absl::GetFlag(FLAGS_trace_dir);
-  run.trace_steps = absl::GetFlag(FLAGS_trace_steps);
-  run.trace_host = absl::GetFlag(FLAGS_trace_host);
+// Sets s.run.device from --device; the anchors are dropped on a CPU device. The exit code when
+// the device cannot be used.
+std::optional<int> ResolveDevice(Settings& s) {
+  if (s.device_name == "auto") s.device_name = CudaAvailable() ? "cuda:0" : "cpu";
+  try {
+    s.run.device = c10::Device(s.device_name);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "--device: cannot parse '%s'\n", s.device_name.c_str());
+    return 2;
+  }
+  if (s.run.device.is_cuda() && !CudaAvailable()) {
+    std::fprintf(stderr, "--device %s: CUDA is not available in this process\n",
+                 s.device_name.c_str());
+    return 2;
+  }
+  if (!s.run.device.is_cuda() && s.anchors) {
+    std::fprintf(stderr, "[e2e] CPU device: the Python anchors need a GPU; skipping them\n");
+    s.anchors = false;
+  }
+  return std::nullopt;
+}
+
+// Checks the --trace_* flags and creates --trace_dir; the exit code when they cannot be used.
+std::optional<int> PrepareTracing(const RunOptions& run) {
   if (run.trace_steps < 1 || run.trace_steps > 100) {
     std::fprintf(stderr, "--trace_steps must be between 1 and 100, got %d\n", run.trace_steps);
     return 2;
@@ -248,42 +267,55 @@ int Main(int argc, char** argv) {
       return 1;
     }
   }
+  return std::nullopt;
+}
 
-  const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
-  const std::string results_md = absl::GetFlag(FLAGS_results_md);
+// Creates --out_dir and the folder of --results_md; the exit code when --out_dir cannot be made.
+std::optional<int> MakeOutputDirs(const Settings& s) {
   std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
+  std::filesystem::create_directories(s.out_dir, ec);
   if (ec) {
-    std::fprintf(stderr, "cannot create --out_dir %s: %s\n", out_dir.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "cannot create --out_dir %s: %s\n", s.out_dir.c_str(),
+                 ec.message().c_str());
     return 1;
   }
-  const auto md_dir = std::filesystem::absolute(results_md).parent_path();
+  const auto md_dir = std::filesystem::absolute(s.results_md).parent_path();
   std::filesystem::create_directories(md_dir, ec);
+  return std::nullopt;
+}
 
-  // Data.
+// Tokenizes the corpus (or loads it from the cache), sizes s.run to it and writes its lengths
+// for the anchors to `lengths_path`. Errors are printed; nullopt then.
+std::optional<BenchData> LoadData(Settings& s, const std::string& lengths_path) {
   DataOptions data_options;
-  data_options.data_path = data_path;
+  data_options.data_path = s.data_path;
   data_options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
-  data_options.vocab_size = vocab;
-  data_options.max_len = run.max_len;
-  data_options.max_rows = max_rows;
+  data_options.vocab_size = s.vocab;
+  data_options.max_len = s.run.max_len;
+  data_options.max_rows = s.max_rows;
   data_options.threads = absl::GetFlag(FLAGS_threads);
-  std::fprintf(stderr, "[e2e] preparing data from %s\n", data_path.c_str());
+  std::fprintf(stderr, "[e2e] preparing data from %s\n", s.data_path.c_str());
   absl::StatusOr<BenchData> data = PrepareData(data_options);
   if (!data.ok()) {
     std::fprintf(stderr, "data: %s\n", std::string(data.status().message()).c_str());
-    return 1;
+    return std::nullopt;
   }
-  run.vocab_size = data->vocab_size;
-  run.num_labels = data->num_labels;
-  run.pad_id = data->pad_id;
-  const std::string lengths_path = absl::StrCat(out_dir, "/imdb_lengths.txt");
-  if (absl::Status s = WriteLengths(data->corpus, lengths_path); !s.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-    return 1;
+  s.run.vocab_size = data->vocab_size;
+  s.run.num_labels = data->num_labels;
+  s.run.pad_id = data->pad_id;
+  if (absl::Status st = WriteLengths(data->corpus, lengths_path); !st.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+    return std::nullopt;
   }
+  return *std::move(data);
+}
+
+// The report's facts about this invocation: command, date, device, versions, data and the
+// matmul rate (measured here).
+ReportInput StartReport(const Settings& s, const BenchData& data, int argc, char** argv) {
+  const RunOptions& run = s.run;
   ReportInput report;
-  report.smoke = smoke;
+  report.smoke = s.smoke;
   report.command = CommandLine(argc, argv);
   report.date_utc = UtcNow();
   report.device = run.device.str();
@@ -293,10 +325,10 @@ int Main(int argc, char** argv) {
   report.data_summary = absl::StrFormat(
       "%s (%s; %d examples used), SentencePiece unigram %d pieces (%s, %.1f s), head+tail "
       "truncation at %d (%s, %.1f s); %s",
-      data_path, data->read_summary, data->corpus.size(), data->vocab_size,
-      data->tokenizer_from_cache ? "cached" : "trained", data->tokenizer_seconds, run.max_len,
-      data->corpus_from_cache ? "cached corpus" : "tokenized", data->encode_seconds,
-      LengthSummary(data->corpus));
+      s.data_path, data.read_summary, data.corpus.size(), data.vocab_size,
+      data.tokenizer_from_cache ? "cached" : "trained", data.tokenizer_seconds, run.max_len,
+      data.corpus_from_cache ? "cached corpus" : "tokenized", data.encode_seconds,
+      LengthSummary(data.corpus));
   std::fprintf(stderr, "[e2e] %s\n", report.data_summary.c_str());
 
   absl::StatusOr<double> matmul = MeasureMatmulTflops(run.device);
@@ -306,11 +338,16 @@ int Main(int argc, char** argv) {
   } else {
     report.matmul_note = std::string(matmul.status().message());
   }
+  return report;
+}
 
-  // padless configurations.
-  for (const RunConfig& config : *configs) {
+// Trains every configuration; results and failures go to `report`.
+void RunConfigurations(const std::vector<RunConfig>& configs,
+                       const tokenize::TokenizedCorpus& corpus, const RunOptions& run,
+                       ReportInput& report) {
+  for (const RunConfig& config : configs) {
     std::fprintf(stderr, "[e2e] running %s\n", config.Name().c_str());
-    absl::StatusOr<RunResult> r = RunConfiguration(config, data->corpus, run);
+    absl::StatusOr<RunResult> r = RunConfiguration(config, corpus, run);
     if (!r.ok()) {
       report.run_failures.push_back(std::string(r.status().message()));
       std::fprintf(stderr, "[e2e] FAILED %s\n", std::string(r.status().message()).c_str());
@@ -324,72 +361,120 @@ int Main(int argc, char** argv) {
                  r->activation_bytes() / 1073741824.0, r->mean_loss);
     report.runs.push_back(*std::move(r));
   }
+}
 
-  // Python anchors.
-  report.anchors_requested = anchors;
+// The anchors' options: the run's sizes and the checkpointing of the padless configurations.
+AnchorOptions AnchorOptionsFor(const RunOptions& run, const std::vector<RunConfig>& configs,
+                               const std::string& lengths_path, const std::string& out_dir) {
+  AnchorOptions a;
+  a.python = absl::GetFlag(FLAGS_python);
+  a.baselines_dir = absl::GetFlag(FLAGS_baselines_dir);
+  a.lengths_path = lengths_path;
+  a.out_dir = out_dir;
+  a.hf_strategies = absl::GetFlag(FLAGS_hf_strategies);
+  a.budget = run.budget;
+  a.max_len = run.max_len;
+  a.vocab_size = run.vocab_size;
+  a.warmup_steps = run.warmup_steps;
+  a.steps = run.steps;
+  a.seed = run.seed;
+  a.checkpoint_policies.clear();
+  for (const RunConfig& c : configs) {
+    // The anchors know only per-layer checkpointing, the peer of every padless policy.
+    if (std::find(a.checkpoint_policies.begin(), a.checkpoint_policies.end(), c.checkpointed()) ==
+        a.checkpoint_policies.end()) {
+      a.checkpoint_policies.push_back(c.checkpointed());
+    }
+  }
+  return a;
+}
+
+// Runs the Python anchors into `report`; true when one of them failed.
+bool RunPythonAnchors(const AnchorOptions& options, ReportInput& report) {
   bool anchor_failed = false;
-  if (anchors) {
-    AnchorOptions a;
-    a.python = absl::GetFlag(FLAGS_python);
-    a.baselines_dir = absl::GetFlag(FLAGS_baselines_dir);
-    a.lengths_path = lengths_path;
-    a.out_dir = out_dir;
-    a.hf_strategies = absl::GetFlag(FLAGS_hf_strategies);
-    a.budget = run.budget;
-    a.max_len = run.max_len;
-    a.vocab_size = run.vocab_size;
-    a.warmup_steps = run.warmup_steps;
-    a.steps = run.steps;
-    a.seed = run.seed;
-    a.checkpoint_policies.clear();
-    for (const RunConfig& c : *configs) {
-      // The anchors know only per-layer checkpointing, the peer of every padless policy.
-      if (std::find(a.checkpoint_policies.begin(), a.checkpoint_policies.end(), c.checkpointed()) ==
-          a.checkpoint_policies.end()) {
-        a.checkpoint_policies.push_back(c.checkpointed());
-      }
+  report.anchors = RunAnchors(options);
+  for (const AnchorRun& ar : report.anchors) {
+    if (!ar.error.empty()) {
+      anchor_failed = true;
+      std::fprintf(stderr, "[e2e] anchor FAILED: %s\n", ar.error.c_str());
     }
-    report.anchors = RunAnchors(a);
-    for (const AnchorRun& ar : report.anchors) {
-      if (!ar.error.empty()) {
-        anchor_failed = true;
-        std::fprintf(stderr, "[e2e] anchor FAILED: %s\n", ar.error.c_str());
-      }
-      for (const AnchorRow& row : ar.rows) {
-        std::fprintf(stderr, "[e2e]   %s: %.1fk real tok/s\n", row.Name().c_str(),
-                     row.real_tokens_per_s / 1e3);
-        if (report.python_torch_version.empty()) report.python_torch_version = row.torch;
-      }
+    for (const AnchorRow& row : ar.rows) {
+      std::fprintf(stderr, "[e2e]   %s: %.1fk real tok/s\n", row.Name().c_str(),
+                   row.real_tokens_per_s / 1e3);
+      if (report.python_torch_version.empty()) report.python_torch_version = row.torch;
     }
   }
+  return anchor_failed;
+}
 
-  // Outputs.
-  const std::string csv = absl::StrCat(out_dir, "/e2e_results.csv");
-  const std::string throughput_svg = absl::StrCat(out_dir, "/e2e_throughput.svg");
-  const std::string memory_svg = absl::StrCat(out_dir, "/e2e_memory_vs_throughput.svg");
-  report.csv_link = RelativeTo(csv, results_md);
-  report.throughput_svg_link = RelativeTo(throughput_svg, results_md);
-  report.memory_svg_link = RelativeTo(memory_svg, results_md);
-  for (const absl::Status& s :
+// Writes the CSV, the plots and RESULTS.md and checks that they and the lengths file are there;
+// false (after printing why) when one is not.
+bool WriteOutputs(const Settings& s, const std::string& lengths_path, ReportInput& report) {
+  const std::string csv = absl::StrCat(s.out_dir, "/e2e_results.csv");
+  const std::string throughput_svg = absl::StrCat(s.out_dir, "/e2e_throughput.svg");
+  const std::string memory_svg = absl::StrCat(s.out_dir, "/e2e_memory_vs_throughput.svg");
+  report.csv_link = RelativeTo(csv, s.results_md);
+  report.throughput_svg_link = RelativeTo(throughput_svg, s.results_md);
+  report.memory_svg_link = RelativeTo(memory_svg, s.results_md);
+  for (const absl::Status& st :
        {WriteCsv(csv, report), WriteThroughputSvg(throughput_svg, report),
-        WriteMemorySvg(memory_svg, report), WriteMarkdown(results_md, report)}) {
-    if (!s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      return 1;
+        WriteMemorySvg(memory_svg, report), WriteMarkdown(s.results_md, report)}) {
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+      return false;
     }
   }
-  if (absl::Status s = CheckOutputs({lengths_path, csv, throughput_svg, memory_svg, results_md});
-      !s.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-    return 1;
+  if (absl::Status st = CheckOutputs({lengths_path, csv, throughput_svg, memory_svg, s.results_md});
+      !st.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+    return false;
   }
-  std::fprintf(stderr, "[e2e] wrote %s, %s, %s, %s\n", results_md.c_str(), csv.c_str(),
+  std::fprintf(stderr, "[e2e] wrote %s, %s, %s, %s\n", s.results_md.c_str(), csv.c_str(),
                throughput_svg.c_str(), memory_svg.c_str());
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "End-to-end throughput/memory benchmark of padless against the Python anchors.\n"
+      "GPU run: padless_bench_e2e  (defaults: every strategy in bf16 x {none, all} plus fp32 "
+      "pad_to_max and packed_varlen).\nCI: padless_bench_e2e --smoke --out_dir D --results_md F");
+  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) {
+    std::fprintf(stderr, "unexpected argument: %s\n", rest[1]);
+    return 2;
+  }
+  Settings s = ReadFlags();
+  if (!std::filesystem::exists(s.data_path)) {
+    std::fprintf(stderr, "data file not found: %s\n", s.data_path.c_str());
+    return s.smoke ? kExitSkip : 1;
+  }
+  const absl::StatusOr<std::vector<RunConfig>> configs = Configs(s);
+  if (!configs.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(configs.status().message()).c_str());
+    return 2;
+  }
+  SetTorchThreads(s.torch_threads);
+  if (std::optional<int> exit_code = ResolveDevice(s)) return *exit_code;
+  if (std::optional<int> exit_code = PrepareTracing(s.run)) return *exit_code;
+  if (std::optional<int> exit_code = MakeOutputDirs(s)) return *exit_code;
+
+  const std::string lengths_path = absl::StrCat(s.out_dir, "/imdb_lengths.txt");
+  const std::optional<BenchData> data = LoadData(s, lengths_path);
+  if (!data) return 1;
+  ReportInput report = StartReport(s, *data, argc, argv);
+  RunConfigurations(*configs, data->corpus, s.run, report);
+  report.anchors_requested = s.anchors;
+  const bool anchor_failed =
+      s.anchors &&
+      RunPythonAnchors(AnchorOptionsFor(s.run, *configs, lengths_path, s.out_dir), report);
+
+  if (!WriteOutputs(s, lengths_path, report)) return 1;
   if (!report.run_failures.empty()) {
     std::fprintf(stderr, "[e2e] %zu configuration(s) failed\n", report.run_failures.size());
     return 1;
   }
-  if (smoke && report.runs.size() != configs->size()) return 1;
+  if (s.smoke && report.runs.size() != configs->size()) return 1;
   return anchor_failed ? 1 : 0;
 }
 

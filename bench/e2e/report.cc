@@ -340,8 +340,10 @@ std::string RenderMemorySvg(const ReportInput& in) {
   return svg;
 }
 
-std::string RenderMarkdown(const ReportInput& in) {
-  const std::vector<AnchorRow> anchors = AnchorRows(in);
+namespace {
+
+// RESULTS.md's title and the facts of the run: command, date, device, model, data, timing.
+std::string MarkdownPreamble(const ReportInput& in) {
   const RunOptions& o = in.run_options;
   std::string md = "# padless end-to-end throughput and memory\n\n";
   absl::StrAppend(&md,
@@ -378,57 +380,64 @@ std::string RenderMarkdown(const ReportInput& in) {
       "- Timing: the device is synchronized before and after the timed steps; the loss is "
       "accumulated on the device and read once. MFU counts 3 x (2 x matmul parameters + "
       "4 L H per layer) FLOPs per real token, L the sequence's own length.\n\n";
+  return md;
+}
 
-  // Headline.
-  md += "## Headline\n\n";
-  const RunResult* best = BestRun(in.runs);
-  if (best == nullptr) {
-    md += "No configuration completed.\n\n";
-  } else {
-    const double tps = best->tokens_per_second();
-    const std::optional<double> vs_plain = Ratio(tps, PlainPeer(anchors, false));
-    const std::optional<double> vs_hf = Ratio(tps, HfBest(anchors, false));
-    absl::StrAppend(&md, "- Best padless configuration: **", best->config.Name(), "** (",
-                    best->backend, "): **", Kilo(tps), " real tokens/s**");
-    if (in.matmul_tflops > 0) absl::StrAppend(&md, ", MFU ", Percent(Mfu(*best, in.matmul_tflops)));
-    md += ".\n";
-    absl::StrAppend(&md, "- Against the anchors of this run: ", RatioText(vs_plain),
-                    " the plain-PyTorch packed peer (target >= 1.0x, stretch >= 1.3x: ",
-                    vs_plain ? (*vs_plain >= 1.3   ? "both met"
-                                : *vs_plain >= 1.0 ? "met; stretch not met"
-                                                   : "NOT met")
-                             : "not measured",
-                    "), ", RatioText(vs_hf), " Hugging Face on its best strategy (target >= 2.3x: ",
-                    vs_hf ? (*vs_hf >= 2.3 ? "met" : "NOT met") : "not measured", ").\n");
-    if (!in.smoke) {
-      absl::StrAppendFormat(&md,
-                            "- Against the reference figures (earlier H200 runs): %.2fx HF's 207k, "
-                            "%.2fx plain PyTorch's 488k",
-                            tps / kRefHfTokensPerSecond, tps / kRefTorchPackedTokensPerSecond);
-      if (in.matmul_tflops > 0) {
-        absl::StrAppendFormat(&md, "; MFU %s vs the peer's 34%%",
-                              Percent(Mfu(*best, in.matmul_tflops)));
-      }
-      md += ".\n";
+// The headline's data-wait line: the configuration that waited longest for the loader.
+std::string WorstDataWaitLine(const std::vector<RunResult>& runs) {
+  double worst_wait = 0;
+  std::string worst_name;
+  for (const RunResult& r : runs) {
+    if (r.data_wait_share() >= worst_wait) {
+      worst_wait = r.data_wait_share();
+      worst_name = r.config.Name();
     }
-    double worst_wait = 0;
-    std::string worst_name;
-    for (const RunResult& r : in.runs) {
-      if (r.data_wait_share() >= worst_wait) {
-        worst_wait = r.data_wait_share();
-        worst_name = r.config.Name();
-      }
-    }
-    absl::StrAppend(&md,
-                    "- Data wait (host time blocked in Loader::Next over the timed wall "
-                    "time), worst configuration: ",
-                    Percent(worst_wait), " (", worst_name,
-                    "; target <= 2%: ", worst_wait <= 0.02 ? "met" : "NOT met", ").\n");
   }
-  md += "\n";
+  return absl::StrCat(
+      "- Data wait (host time blocked in Loader::Next over the timed wall "
+      "time), worst configuration: ",
+      Percent(worst_wait), " (", worst_name,
+      "; target <= 2%: ", worst_wait <= 0.02 ? "met" : "NOT met", ").\n");
+}
 
-  // Configurations.
-  md += "## padless configurations\n\n";
+// The best configuration against the anchors of this run and the reference figures, and the
+// worst data wait.
+std::string MarkdownHeadline(const ReportInput& in, const std::vector<AnchorRow>& anchors) {
+  std::string md = "## Headline\n\n";
+  const RunResult* best = BestRun(in.runs);
+  if (best == nullptr) return md + "No configuration completed.\n\n\n";
+  const double tps = best->tokens_per_second();
+  const std::optional<double> vs_plain = Ratio(tps, PlainPeer(anchors, false));
+  const std::optional<double> vs_hf = Ratio(tps, HfBest(anchors, false));
+  absl::StrAppend(&md, "- Best padless configuration: **", best->config.Name(), "** (",
+                  best->backend, "): **", Kilo(tps), " real tokens/s**");
+  if (in.matmul_tflops > 0) absl::StrAppend(&md, ", MFU ", Percent(Mfu(*best, in.matmul_tflops)));
+  md += ".\n";
+  absl::StrAppend(&md, "- Against the anchors of this run: ", RatioText(vs_plain),
+                  " the plain-PyTorch packed peer (target >= 1.0x, stretch >= 1.3x: ",
+                  vs_plain ? (*vs_plain >= 1.3   ? "both met"
+                              : *vs_plain >= 1.0 ? "met; stretch not met"
+                                                 : "NOT met")
+                           : "not measured",
+                  "), ", RatioText(vs_hf), " Hugging Face on its best strategy (target >= 2.3x: ",
+                  vs_hf ? (*vs_hf >= 2.3 ? "met" : "NOT met") : "not measured", ").\n");
+  if (!in.smoke) {
+    absl::StrAppendFormat(&md,
+                          "- Against the reference figures (earlier H200 runs): %.2fx HF's 207k, "
+                          "%.2fx plain PyTorch's 488k",
+                          tps / kRefHfTokensPerSecond, tps / kRefTorchPackedTokensPerSecond);
+    if (in.matmul_tflops > 0) {
+      absl::StrAppendFormat(&md, "; MFU %s vs the peer's 34%%",
+                            Percent(Mfu(*best, in.matmul_tflops)));
+    }
+    md += ".\n";
+  }
+  return absl::StrCat(md, WorstDataWaitLine(in.runs), "\n");
+}
+
+// One table row per padless configuration, and the configurations that failed.
+std::string MarkdownConfigurations(const ReportInput& in, const std::vector<AnchorRow>& anchors) {
+  std::string md = "## padless configurations\n\n";
   md +=
       "| configuration | attention | real tok/s | padding eff. | shapes | step ms | data wait | "
       "peak "
@@ -461,44 +470,42 @@ std::string RenderMarkdown(const ReportInput& in) {
     for (const std::string& f : in.run_failures) absl::StrAppend(&md, "- ", f, "\n");
     md += "\n";
   }
+  return md;
+}
 
-  // Anchors.
-  md += "## Python anchors (same run)\n\n";
-  if (!in.anchors_requested) {
-    md += "Not run (--anchors=false or smoke mode).\n\n";
-  } else {
-    md +=
-        "| anchor | real tok/s | padding eff. | step ms | peak alloc GiB | activations GiB | "
-        "TFLOP/s | MFU |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
-    for (const AnchorRow& a : anchors) {
-      absl::StrAppendFormat(&md, "| %s | %s | %s | %.1f | %.2f | %.2f | %.1f | %s |\n", a.Name(),
-                            Kilo(a.real_tokens_per_s), Percent(a.padding_efficiency), a.step_ms,
-                            GiB(a.peak_allocated_bytes), GiB(a.activation_bytes()), a.tflops,
-                            Percent(a.mfu));
-    }
-    md += "\nCommands:\n\n";
-    for (const AnchorRun& run : in.anchors) {
-      absl::StrAppend(&md, "- `", run.command, "`", run.error.empty() ? "" : " **FAILED**", "\n");
-      if (!run.error.empty()) absl::StrAppend(&md, "\n```\n", run.error, "\n```\n\n");
-    }
-    md += "\n";
-  }
-
-  // Checkpointing trade-off.
-  md += "## Checkpointing: throughput lost for activation memory saved\n\n";
+// One table row per anchor row, then the command of every script run (and why it failed).
+std::string MarkdownAnchors(const ReportInput& in, const std::vector<AnchorRow>& anchors) {
+  std::string md = "## Python anchors (same run)\n\n";
+  if (!in.anchors_requested) return md + "Not run (--anchors=false or smoke mode).\n\n";
   md +=
-      "| configuration | policy | real tok/s none -> policy | throughput lost | activations "
-      "GiB none -> policy |\n|---|---|---:|---:|---:|\n";
-  bool any = false;
-  for (const RunResult& a : in.runs) {
+      "| anchor | real tok/s | padding eff. | step ms | peak alloc GiB | activations GiB | "
+      "TFLOP/s | MFU |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const AnchorRow& a : anchors) {
+    absl::StrAppendFormat(&md, "| %s | %s | %s | %.1f | %.2f | %.2f | %.1f | %s |\n", a.Name(),
+                          Kilo(a.real_tokens_per_s), Percent(a.padding_efficiency), a.step_ms,
+                          GiB(a.peak_allocated_bytes), GiB(a.activation_bytes()), a.tflops,
+                          Percent(a.mfu));
+  }
+  md += "\nCommands:\n\n";
+  for (const AnchorRun& run : in.anchors) {
+    absl::StrAppend(&md, "- `", run.command, "`", run.error.empty() ? "" : " **FAILED**", "\n");
+    if (!run.error.empty()) absl::StrAppend(&md, "\n```\n", run.error, "\n```\n\n");
+  }
+  return md + "\n";
+}
+
+// The trade-off rows of the padless configurations: each checkpointed run against the run
+// without checkpointing that differs from it only in the policy.
+std::string PadlessTradeoffRows(const std::vector<RunResult>& runs) {
+  std::string md;
+  for (const RunResult& a : runs) {
     if (a.config.checkpointed()) continue;
-    for (const RunResult& b : in.runs) {
+    for (const RunResult& b : runs) {
       if (!b.config.checkpointed() || b.config.strategy != a.config.strategy ||
           b.config.precision != a.config.precision ||
           b.config.generic_layers != a.config.generic_layers) {
         continue;
       }
-      any = true;
       const double loss = 1 - b.tokens_per_second() / std::max(1e-9, a.tokens_per_second());
       absl::StrAppendFormat(&md, "| padless %s/%s%s | %s | %s -> %s | %s | %.2f -> %.2f |\n",
                             StrategyName(a.config.strategy), PrecisionName(a.config.precision),
@@ -507,23 +514,41 @@ std::string RenderMarkdown(const ReportInput& in) {
                             GiB(a.activation_bytes()), GiB(b.activation_bytes()));
     }
   }
+  return md;
+}
+
+// The same for the anchors: each checkpointed anchor row against its peer without.
+std::string AnchorTradeoffRows(const std::vector<AnchorRow>& anchors) {
+  std::string md;
   for (const AnchorRow& a : anchors) {
     if (a.checkpoint) continue;
     for (const AnchorRow& b : anchors) {
       if (!b.checkpoint || b.impl != a.impl || b.strategy != a.strategy) continue;
-      any = true;
       const double loss = 1 - b.real_tokens_per_s / std::max(1e-9, a.real_tokens_per_s);
       absl::StrAppendFormat(&md, "| %s:%s | all | %s -> %s | %s | %.2f -> %.2f |\n", a.impl,
                             a.strategy, Kilo(a.real_tokens_per_s), Kilo(b.real_tokens_per_s),
                             Percent(loss), GiB(a.activation_bytes()), GiB(b.activation_bytes()));
     }
   }
-  if (!any) md += "| (no configuration ran with and without checkpointing) | | | | |\n";
+  return md;
+}
+
+std::string MarkdownCheckpointTradeoff(const ReportInput& in,
+                                       const std::vector<AnchorRow>& anchors) {
+  std::string md = "## Checkpointing: throughput lost for activation memory saved\n\n";
+  md +=
+      "| configuration | policy | real tok/s none -> policy | throughput lost | activations "
+      "GiB none -> policy |\n|---|---|---:|---:|---:|\n";
+  const std::string rows = PadlessTradeoffRows(in.runs) + AnchorTradeoffRows(anchors);
+  md += rows.empty() ? "| (no configuration ran with and without checkpointing) | | | | |\n" : rows;
   md +=
       "\nTarget: lose <= 20% of the throughput without checkpointing (PyTorch and HF lose "
       "about 35%).\n\n";
+  return md;
+}
 
-  md += "## Outputs\n\n";
+std::string MarkdownOutputs(const ReportInput& in) {
+  std::string md = "## Outputs\n\n";
   absl::StrAppend(&md, "- CSV: [", in.csv_link, "](", in.csv_link, ")\n");
   absl::StrAppend(&md, "\n![real tokens/s per configuration](", in.throughput_svg_link, ")\n");
   absl::StrAppend(&md, "\n![activation memory vs throughput](", in.memory_svg_link, ")\n");
@@ -531,6 +556,15 @@ std::string RenderMarkdown(const ReportInput& in) {
       "\nMemory against sequence length comes from `padless profile-memory` (not this "
       "driver).\n";
   return md;
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const ReportInput& in) {
+  const std::vector<AnchorRow> anchors = AnchorRows(in);
+  return absl::StrCat(MarkdownPreamble(in), MarkdownHeadline(in, anchors),
+                      MarkdownConfigurations(in, anchors), MarkdownAnchors(in, anchors),
+                      MarkdownCheckpointTradeoff(in, anchors), MarkdownOutputs(in));
 }
 
 absl::Status WriteCsv(const std::string& path, const ReportInput& in) {
