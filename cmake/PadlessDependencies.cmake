@@ -1,5 +1,6 @@
-# Finds LibTorch, Abseil, SentencePiece, utf8proc and nlohmann_json. Shared by the build and (in part) by
-# padlessConfig.cmake, so that a consumer resolves the same libraries we built against.
+# Finds LibTorch, Abseil, SentencePiece, utf8proc, nlohmann_json and cpp-httplib (serve/http only).
+# Shared by the build and (in part) by padlessConfig.cmake, so that a consumer resolves the same
+# libraries we built against.
 find_package(Threads REQUIRED)
 
 # Torch otherwise adds nvcc flags for a dozen architectures to every .cu file; sm_90 is our target.
@@ -59,4 +60,47 @@ if(NOT TARGET padless_utf8proc)
   set_target_properties(padless_utf8proc PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${UTF8PROC_INCLUDE_DIR}"
     INTERFACE_LINK_LIBRARIES "${UTF8PROC_LIBRARY}")
+endif()
+
+# cpp-httplib (Debian 12: libcpp-httplib-dev, 0.11.4) for `padless serve` (serve/http/). Chosen over
+# Boost.Beast because it is small, packaged as a compiled library (no header-only compile cost in
+# every file), and gives what the server needs out of the box: HTTP/1.1 keep-alive, a thread pool,
+# a payload limit, and a client the tests drive the server with. Found by hand like utf8proc, so
+# CMAKE_PREFIX_PATH works where the package is only unpacked. Debian compiles the library with
+# OpenSSL, zlib and Brotli support, and those macros change the layout of httplib's classes
+# (Request holds an SSL pointer with CPPHTTPLIB_OPENSSL_SUPPORT), so every file that includes
+# httplib.h must see the same ones: pkg-config's Cflags when it has them, else Debian's set.
+find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
+find_library(HTTPLIB_LIBRARY NAMES cpp-httplib REQUIRED)
+if(NOT TARGET padless_httplib)
+  set(_padless_httplib_defs
+    CPPHTTPLIB_OPENSSL_SUPPORT CPPHTTPLIB_ZLIB_SUPPORT CPPHTTPLIB_BROTLI_SUPPORT)
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND)
+    pkg_check_modules(PADLESS_HTTPLIB_PC QUIET cpp-httplib)
+    if(PADLESS_HTTPLIB_PC_FOUND)
+      set(_padless_httplib_defs "")
+      foreach(flag IN LISTS PADLESS_HTTPLIB_PC_CFLAGS_OTHER)
+        if(flag MATCHES "^-D(.+)")
+          list(APPEND _padless_httplib_defs "${CMAKE_MATCH_1}")
+        endif()
+      endforeach()
+    endif()
+  endif()
+  # The headers those macros pull in (openssl/ssl.h, zlib.h, brotli/decode.h).
+  set(_padless_httplib_includes "${HTTPLIB_INCLUDE_DIR}")
+  foreach(header IN ITEMS openssl/ssl.h zlib.h brotli/decode.h)
+    string(MAKE_C_IDENTIFIER "PADLESS_HTTPLIB_DEP_${header}" var)
+    find_path(${var} ${header})
+    if(${var})
+      list(APPEND _padless_httplib_includes "${${var}}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES _padless_httplib_includes)
+  add_library(padless_httplib INTERFACE IMPORTED)
+  set_target_properties(padless_httplib PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${_padless_httplib_includes}"
+    INTERFACE_COMPILE_DEFINITIONS "${_padless_httplib_defs}"
+    INTERFACE_LINK_LIBRARIES "${HTTPLIB_LIBRARY};Threads::Threads")
+  message(STATUS "padless: cpp-httplib ${HTTPLIB_LIBRARY} (${_padless_httplib_defs})")
 endif()

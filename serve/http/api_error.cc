@@ -1,0 +1,65 @@
+#include "padless/serve/http/api_error.h"
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace padless::serve::http {
+
+absl::string_view ErrorTypeName(ErrorType type) {
+  switch (type) {
+    case ErrorType::kValidation:
+      return "Validation";
+    case ErrorType::kTokenizer:
+      return "Tokenizer";
+    case ErrorType::kEmpty:
+      return "Empty";
+    case ErrorType::kOverloaded:
+      return "Overloaded";
+    case ErrorType::kBackend:
+      return "Backend";
+    case ErrorType::kUnhealthy:
+      return "Unhealthy";
+  }
+  return "Backend";
+}
+
+std::string ApiError::ToJson() const {
+  // error_handler_t::replace: a message that quotes bad input (invalid UTF-8) still serializes.
+  nlohmann::json j = {{"error", message}, {"error_type", std::string(ErrorTypeName(type))}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ApiError MalformedBody(absl::string_view why) {
+  return {400, ErrorType::kValidation, std::string(why)};
+}
+ApiError WrongShape(absl::string_view why) {
+  return {422, ErrorType::kValidation, std::string(why)};
+}
+ApiError TooLarge(absl::string_view why) { return {413, ErrorType::kValidation, std::string(why)}; }
+ApiError NotFound(absl::string_view method, absl::string_view path) {
+  return {404, ErrorType::kValidation, absl::StrCat("no route ", method, " ", path)};
+}
+ApiError MethodNotAllowed(absl::string_view method, absl::string_view path) {
+  return {405, ErrorType::kValidation, absl::StrCat("method ", method, " not allowed on ", path)};
+}
+ApiError Unavailable(absl::string_view why) {
+  return {503, ErrorType::kUnhealthy, std::string(why)};
+}
+ApiError Internal(absl::string_view why) { return {500, ErrorType::kBackend, std::string(why)}; }
+
+ApiError FromEngineStatus(const absl::Status& status) {
+  const std::string message(status.message());
+  switch (status.code()) {
+    case absl::StatusCode::kResourceExhausted:
+      return {429, ErrorType::kOverloaded, message};
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kCancelled:
+      return {503, ErrorType::kUnhealthy, message};
+    case absl::StatusCode::kInvalidArgument:
+      return {413, ErrorType::kValidation, message};
+    default:
+      return {424, ErrorType::kBackend, message};
+  }
+}
+
+}  // namespace padless::serve::http
