@@ -398,26 +398,26 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
   absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/false);
   if (!reader.ok()) return Usage(kCmd, reader.status().message());
-  models::InferenceOptions options;
+  serve::InferenceOptions options;
   options.device = *device;
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
   options.amp = *amp;
   options.max_len = absl::GetFlag(FLAGS_max_len);
-  absl::StatusOr<models::LongText> long_text =
-      models::ParseLongText(absl::GetFlag(FLAGS_long_text));
+  absl::StatusOr<serve::LongText> long_text =
+      serve::ParseLongText(absl::GetFlag(FLAGS_long_text));
   if (!long_text.ok()) return Usage(kCmd, std::string(long_text.status().message()));
   options.long_text = *long_text;
   options.window_stride = absl::GetFlag(FLAGS_window_stride);
-  options.max_tokens = MaxTokensFromFlag();
+  options.max_batch_tokens = MaxTokensFromFlag();
   if (absl::Status s = CheckSizeFlags(kMaxLen | kMaxTokens); !s.ok()) return ReportError(kCmd, s);
   if (absl::Status s = CheckPathFlags(
           {ModelDirFlag(model_dir), {"data", absl::GetFlag(FLAGS_data), PathUse::kInputTextFile}});
       !s.ok()) {
     return Fail(kCmd, s);
   }
-  absl::StatusOr<std::unique_ptr<models::TextClassifier>> classifier =
-      models::TextClassifier::Load(model_dir, options);
+  absl::StatusOr<std::unique_ptr<serve::TextClassifier>> classifier =
+      serve::TextClassifier::Load(model_dir, options);
   if (!classifier.ok()) return Fail(kCmd, classifier.status());
 
   std::vector<std::string> texts;
@@ -444,15 +444,14 @@ int RunPredict(const std::vector<std::string>& args) {
       texts.push_back(std::move(line));
     }
   }
-  // Bounded chunks keep memory flat on long inputs; the classifier batches within each.
+  // Chunks are printed as they finish while the next ones are tokenized and batched.
   constexpr size_t kChunk = 4096;
-  for (size_t begin = 0; begin < texts.size(); begin += kChunk) {
-    const size_t n = std::min(kChunk, texts.size() - begin);
-    absl::StatusOr<std::vector<models::Prediction>> preds =
-        (*classifier)->Predict(absl::MakeConstSpan(texts).subspan(begin, n));
-    if (!preds.ok()) return Fail(kCmd, preds.status());
-    for (const models::Prediction& p : *preds) absl::PrintF("%s\t%.6f\n", p.label, p.probability);
-  }
+  const absl::Status predicted = (*classifier)->PredictChunks(
+      texts, kChunk, [](size_t, std::vector<serve::Prediction> chunk) {
+        for (const serve::Prediction& p : chunk) absl::PrintF("%s\t%.6f\n", p.label, p.probability);
+        return absl::OkStatus();
+      });
+  if (!predicted.ok()) return Fail(kCmd, predicted.status());
   return kExitOk;
 }
 

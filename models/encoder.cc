@@ -4,6 +4,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "padless/models/recompute.h"
@@ -142,45 +143,90 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
 
 at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx) {
   const LayerSpec spec = Spec();
-  const bool recompute_possible = at::GradMode::is_enabled();
-  // Training on varlen batches goes through the fused layer (fused_layer.h), except for the
-  // layers an ffn/attn checkpoint policy names, which only the generic path can split.
-  const bool fused =
-      runtime_.fused_layers && recompute_possible && FusedLayerSupported(x, spec, ctx);
-  // Every layer input is a checkpoint boundary, the first one included.
-  // The fused layers' compute-dtype weights, all cast at once; each layer's are dropped after its
-  // forward unless it keeps them for backward.
-  std::vector<std::vector<at::Tensor>> compute;
-  if (fused) {
-    x = x.to(FusedComputeDtype(x));
-    std::vector<at::TensorList> all;
-    for (const auto& layer : layers_) all.emplace_back(layer->weights());
-    compute = FusedComputeWeights(all, x.scalar_type());
-  } else if (spec.lean) {
-    x = ToResidualStream(x);
+  // Varlen batches go through the fused layer (fused_layer.h): in training with its hand-written
+  // backward, in inference (no autograd) as a forward alone.
+  if (!runtime_.fused_layers || !FusedLayerSupported(x, spec, ctx)) {
+    return RunGenericLayers(std::move(x), spec, ctx);
   }
+  if (!at::GradMode::is_enabled()) return RunFusedInferenceLayers(std::move(x), spec, ctx);
+  return RunFusedTrainingLayers(std::move(x), spec, ctx);
+}
+
+std::vector<at::TensorList> EncoderClassifierImpl::LayerWeights() const {
+  std::vector<at::TensorList> all;
+  for (const auto& layer : layers_) all.emplace_back(layer->weights());
+  return all;
+}
+
+at::Tensor EncoderClassifierImpl::RunGenericLayers(at::Tensor x, const LayerSpec& spec,
+                                                   const AttentionContext& ctx) {
+  const bool recompute_possible = at::GradMode::is_enabled();
+  if (spec.lean) x = ToResidualStream(x);
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
-    const bool checkpointed =
-        recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers());
-    const CheckpointScope scope = runtime_.checkpoint.scope;
-    const std::vector<at::Tensor>* cast = fused ? &compute[i] : nullptr;
-    const FusedLayerFp8 fp8{.scaling = runtime_.fp8.get(), .first_gemm = i * kFusedLayerGemms};
-    if (fused && !checkpointed) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll, cast, fp8);
-    } else if (fused && scope == CheckpointScope::kLayer) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeAll, cast, fp8);
-    } else if (fused && scope == CheckpointScope::kSelective) {
-      x = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kRecomputeToActivation, cast,
-                                   fp8);
-    } else if (checkpointed) {
+    if (recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers())) {
       x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
     } else {
       x = EncoderLayerForward(x, w, spec, ctx);
     }
-    if (fused) compute[i].clear();  // a kSaveAll layer kept its own copies
   }
   return x;
+}
+
+at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const LayerSpec& spec,
+                                                         const AttentionContext& ctx) {
+  // The fused layers' compute-dtype weights, all cast at once; each layer's are dropped after its
+  // forward unless it keeps them for backward.
+  x = x.to(FusedComputeDtype(x));
+  std::vector<std::vector<at::Tensor>> compute =
+      FusedComputeWeights(LayerWeights(), x.scalar_type());
+  for (int64_t i = 0; i < num_layers(); ++i) {
+    const std::vector<at::Tensor>& w = layers_[i]->weights();
+    // Every layer input is a checkpoint boundary, the first one included.
+    const bool checkpointed = runtime_.checkpoint.Checkpoints(i, num_layers());
+    FusedSaving saving = FusedSaving::kSaveAll;
+    if (checkpointed && runtime_.checkpoint.scope == CheckpointScope::kLayer) {
+      saving = FusedSaving::kRecomputeAll;
+    } else if (checkpointed && runtime_.checkpoint.scope == CheckpointScope::kSelective) {
+      saving = FusedSaving::kRecomputeToActivation;
+    }
+    if (checkpointed && saving == FusedSaving::kSaveAll) {
+      // An ffn/attn scope: only the generic path can split a layer.
+      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
+    } else {
+      FusedLayerFp8 fp8;  // C++17: no designated initializers
+      fp8.scaling = runtime_.fp8.get();
+      fp8.first_gemm = i * kFusedLayerGemms;
+      x = FusedEncoderLayerForward(x, w, spec, ctx, saving, &compute[i], fp8);
+    }
+    compute[i].clear();  // a kSaveAll layer kept its own copies
+  }
+  return x;
+}
+
+at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,
+                                                          const AttentionContext& ctx) {
+  x = x.to(FusedComputeDtype(x));
+  // PrepareInference's copies when they fit this call; else cast now, as training does.
+  const bool cached = !inference_weights_.empty() && inference_dtype_ == x.scalar_type() &&
+                      inference_weights_[0][0].device() == x.device();
+  std::vector<std::vector<at::Tensor>> fresh;
+  if (!cached) fresh = FusedComputeWeights(LayerWeights(), x.scalar_type());
+  const std::vector<std::vector<at::Tensor>>& compute = cached ? inference_weights_ : fresh;
+  for (int64_t i = 0; i < num_layers(); ++i) {
+    x = FusedEncoderLayerInfer(x, layers_[i]->weights(), spec, ctx, &compute[i]);
+  }
+  return x;
+}
+
+void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype) {
+  inference_weights_ = FusedComputeWeights(LayerWeights(), dtype);
+  inference_dtype_ = dtype;
+}
+
+void EncoderClassifierImpl::train(bool on) {
+  torch::nn::Module::train(on);
+  if (on) inference_weights_.clear();
 }
 
 at::Tensor EncoderClassifierImpl::FinishTokens(const at::Tensor& h, at::ScalarType dtype) {

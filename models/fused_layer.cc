@@ -261,9 +261,11 @@ void SaveFp8(torch::autograd::AutogradContext* actx, const FusedLayerFp8& fp8) {
 }
 
 FusedLayerFp8 LoadFp8(torch::autograd::AutogradContext* actx) {
-  return {.scaling = reinterpret_cast<Fp8Scaling*>(
-              static_cast<intptr_t>(actx->saved_data["fp8_scaling"].toInt())),
-          .first_gemm = actx->saved_data["fp8_first_gemm"].toInt()};
+  FusedLayerFp8 fp8;  // C++17: no designated initializers
+  fp8.scaling =
+      reinterpret_cast<Fp8Scaling*>(static_cast<intptr_t>(actx->saved_data["fp8_scaling"].toInt()));
+  fp8.first_gemm = actx->saved_data["fp8_first_gemm"].toInt();
+  return fp8;
 }
 
 class FusedLayer : public torch::autograd::Function<FusedLayer> {
@@ -420,6 +422,28 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
   }
   return FusedLayer::apply(x, weights, &spec, &ctx, static_cast<int64_t>(saving), compute_weights,
                            &fp8);
+}
+
+at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
+                                  const LayerSpec& spec, const AttentionContext& ctx,
+                                  const std::vector<at::Tensor>* compute_weights) {
+  TORCH_CHECK(!at::GradMode::is_enabled(),
+              "FusedEncoderLayerInfer: grad mode is on; training uses FusedEncoderLayerForward");
+  const at::ScalarType dtype = x.scalar_type();
+  TORCH_CHECK(dtype == FusedComputeDtype(x),
+              "FusedEncoderLayerInfer: x must be in the compute dtype");
+  if (compute_weights != nullptr) {
+    TORCH_CHECK(compute_weights->size() == weights.size(),
+                "FusedEncoderLayerInfer: ", compute_weights->size(), " compute weights for ",
+                weights.size(), " weights");
+  }
+  // As in FusedLayer::forward: the layer computes in x's dtype itself; autocast must not re-cast.
+  AutocastGuard no_autocast(x.device().type(), dtype, /*enabled=*/false);
+  const std::vector<at::Tensor> w =
+      compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
+  at::Tensor y;
+  Forward(x, w, LayerGemms(w, FusedLayerFp8()), spec, ctx, /*through_ffn_out=*/true, &y);
+  return y;
 }
 
 std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,

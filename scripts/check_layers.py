@@ -26,8 +26,7 @@ ALLOWED = {
     'eval': {'model_files', 'models', 'distributed', 'cuda', 'batching', 'tokenize', 'base'},
     'train': {'eval', 'model_files', 'models', 'distributed', 'cuda', 'batching', 'tokenize',
               'base'},
-    # eval only until the serving engine replaces ScoreCorpus in TextClassifier (issue 26).
-    'serve': {'model_files', 'models', 'cuda', 'batching', 'tokenize', 'base', 'eval'},
+    'serve': {'model_files', 'models', 'cuda', 'batching', 'tokenize', 'base'},
 }
 SOURCE_SUFFIXES = ('.h', '.cc', '.cu', '.cuh')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"padless/([a-z_]+)/')

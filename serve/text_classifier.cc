@@ -1,118 +1,107 @@
 #include "padless/serve/text_classifier.h"
 
-#include <ATen/ATen.h>
-#include <c10/util/Exception.h>
-
 #include <algorithm>
+#include <chrono>
+#include <deque>
+#include <iterator>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "padless/eval/corpus_scores.h"
-#include "padless/model_files/model_io.h"
-#include "padless/tokenize/special_tokens.h"
-#include "padless/tokenize/tokenizer.h"
 
-namespace padless::models {
+namespace padless::serve {
+namespace {
 
-absl::StatusOr<LongText> ParseLongText(const std::string& name) {
-  if (name == "head_tail") return LongText::kHeadTail;
-  if (name == "windows" || name == "window") return LongText::kWindows;
-  return absl::InvalidArgumentError(
-      absl::StrCat("long text mode: unknown '", name, "' (expected head_tail or windows)"));
-}
+// Chunks kept in the engine at once: enough that the tokenizer pool and the batcher never run
+// dry between two chunks.
+constexpr size_t kChunksInFlight = 3;
 
-struct TextClassifier::Impl {
-  LoadedModel loaded;
-  InferenceOptions options;
+struct PendingChunk {
+  size_t first = 0;
+  RequestHandle handle;
 };
 
-TextClassifier::TextClassifier(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-TextClassifier::~TextClassifier() = default;
-
-absl::StatusOr<std::unique_ptr<TextClassifier>> TextClassifier::Load(const std::string& model_dir,
-                                                                     InferenceOptions options) {
-  absl::StatusOr<LoadedModel> loaded = LoadModelDir(model_dir, options.device);
-  if (!loaded.ok()) return loaded.status();
-  options.max_len = std::min(options.max_len, loaded->config.max_sequence_length());
-  if (options.max_len < 3) {
-    return absl::InvalidArgumentError(absl::StrCat("max_len: must be >= 3, got ", options.max_len));
-  }
-  if (options.long_text == LongText::kWindows &&
-      (options.window_stride < 0 || options.window_stride >= options.max_len - 2)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("window_stride: must be in [0, max_len - 2), got ", options.window_stride));
-  }
-  options.max_tokens = std::max(options.max_tokens, options.max_len);
-  auto impl = std::make_unique<Impl>(Impl{std::move(*loaded), options});
-  return std::unique_ptr<TextClassifier>(new TextClassifier(std::move(impl)));
-}
-
-const tokenize::LabelMap& TextClassifier::labels() const { return impl_->loaded.labels; }
-const EncoderConfig& TextClassifier::config() const { return impl_->loaded.config; }
-
-absl::StatusOr<std::vector<Prediction>> TextClassifier::Predict(
-    absl::Span<const std::string> texts) const {
-  const InferenceOptions& o = impl_->options;
-  const tokenize::Tokenizer& tokenizer = impl_->loaded.tokenizer;
-  // Every text (or window of a text) becomes one example; `owner` maps it back.
-  tokenize::TokenizedCorpus corpus;
-  std::vector<size_t> owner;
-  tokenize::EncodeOptions encode;
-  encode.max_length = o.max_len;
-  encode.truncation = tokenize::Truncation::kHeadTail;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (o.long_text == LongText::kWindows) {
-      absl::StatusOr<std::vector<tokenize::Encoding>> windows =
-          tokenizer.EncodeWindows(texts[i], o.max_len, o.window_stride);
-      if (!windows.ok()) {
-        return absl::Status(windows.status().code(),
-                            absl::StrCat("text ", i, ": ", windows.status().message()));
-      }
-      for (const tokenize::Encoding& w : *windows) {
-        corpus.Add(w.ids, {}, 0);
-        owner.push_back(i);
-      }
-    } else {
-      absl::StatusOr<tokenize::Encoding> e = tokenizer.Encode(texts[i], encode);
-      if (!e.ok()) {
-        return absl::Status(e.status().code(),
-                            absl::StrCat("text ", i, ": ", e.status().message()));
-      }
-      corpus.Add(e->ids, {}, 0);
-      owner.push_back(i);
+absl::StatusOr<std::vector<Prediction>> ToPredictions(
+    size_t first, std::vector<absl::StatusOr<Classification>> results,
+    const tokenize::LabelMap& labels) {
+  std::vector<Prediction> out;
+  out.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) {
+      const absl::Status& s = results[i].status();
+      return absl::Status(s.code(), absl::StrCat("text ", first + i, ": ", s.message()));
     }
-  }
-  std::vector<Prediction> out(texts.size());
-  if (corpus.empty()) return out;
-  // Sorted token-budget batches: similar lengths together, little padding, on any device.
-  const batching::PlannerOptions plan = batching::PlannerOptions()
-                                            .sampler(batching::Sampler::kTokenBudget)
-                                            .max_len(o.max_len)
-                                            .max_tokens(o.max_tokens)
-                                            .seed(0);
-  absl::StatusOr<CorpusScores> scores =
-      ScoreCorpus(impl_->loaded.model, corpus, plan, o.device, o.amp,
-                  impl_->loaded.tokenizer.special_ids().pad, /*workers=*/0);
-  if (!scores.ok()) return scores.status();
-  const int64_t classes = impl_->loaded.config.num_labels();
-  std::vector<std::vector<double>> sums(texts.size(), std::vector<double>(classes, 0.0));
-  std::vector<int64_t> counts(texts.size(), 0);
-  for (size_t k = 0; k < owner.size(); ++k) {
-    ++counts[owner[k]];
-    for (int64_t c = 0; c < classes; ++c) sums[owner[k]][c] += scores->probabilities[k][c];
-  }
-  for (size_t i = 0; i < texts.size(); ++i) {
-    Prediction& p = out[i];
-    p.probabilities.resize(classes);
-    for (int64_t c = 0; c < classes; ++c) {
-      p.probabilities[c] = static_cast<float>(sums[i][c] / std::max<int64_t>(counts[i], 1));
-    }
-    p.label_id =
-        std::max_element(p.probabilities.begin(), p.probabilities.end()) - p.probabilities.begin();
-    p.label = impl_->loaded.labels.Name(p.label_id);
+    Prediction& p = out.emplace_back();
+    p.label_id = results[i]->label_id;
+    p.label = labels.Name(p.label_id);
+    p.probabilities = std::move(results[i]->probabilities);
     p.probability = p.probabilities[p.label_id];
   }
   return out;
 }
 
-}  // namespace padless::models
+}  // namespace
+
+TextClassifier::TextClassifier(std::unique_ptr<InferenceEngine> engine)
+    : engine_(std::move(engine)) {}
+TextClassifier::~TextClassifier() = default;
+
+absl::StatusOr<std::unique_ptr<TextClassifier>> TextClassifier::Load(const std::string& model_dir,
+                                                                     InferenceOptions options) {
+  absl::StatusOr<std::unique_ptr<InferenceEngine>> engine =
+      InferenceEngine::Load(model_dir, std::move(options));
+  if (!engine.ok()) return engine.status();
+  return std::unique_ptr<TextClassifier>(new TextClassifier(std::move(*engine)));
+}
+
+const tokenize::LabelMap& TextClassifier::labels() const { return engine_->model().labels; }
+const models::EncoderConfig& TextClassifier::config() const { return engine_->model().config; }
+InferenceEngine& TextClassifier::engine() const { return *engine_; }
+
+absl::StatusOr<std::vector<Prediction>> TextClassifier::Predict(
+    absl::Span<const std::string> texts) const {
+  std::vector<Prediction> out;
+  out.reserve(texts.size());
+  absl::Status s = PredictChunks(texts, 1024, [&](size_t, std::vector<Prediction> chunk) {
+    std::move(chunk.begin(), chunk.end(), std::back_inserter(out));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::Status TextClassifier::PredictChunks(absl::Span<const std::string> texts, size_t chunk,
+                                           const ChunkSink& sink) const {
+  // A chunk must fit the engine's queue even when it is empty of other work.
+  chunk = std::clamp<size_t>(chunk, 1, static_cast<size_t>(engine_->options().max_queued_requests));
+  std::deque<PendingChunk> pending;  // cancelled if this call returns early (handles' destructors)
+  size_t next = 0;
+  while (next < texts.size() || !pending.empty()) {
+    if (next < texts.size() && pending.size() < kChunksInFlight) {
+      const size_t n = std::min(chunk, texts.size() - next);
+      std::vector<ClassifyRequest> requests(n);
+      for (size_t i = 0; i < n; ++i) requests[i].text = texts[next + i];
+      absl::StatusOr<RequestHandle> handle = engine_->Submit(requests);
+      if (handle.ok()) {
+        pending.push_back({next, std::move(*handle)});
+        next += n;
+        continue;
+      }
+      // A full queue (other callers' work) is waited out: this client is synchronous.
+      if (!absl::IsResourceExhausted(handle.status())) return handle.status();
+      if (pending.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+    }
+    PendingChunk done = std::move(pending.front());
+    pending.pop_front();
+    absl::StatusOr<std::vector<Prediction>> predictions =
+        ToPredictions(done.first, done.handle.Wait(), labels());
+    if (!predictions.ok()) return predictions.status();
+    if (absl::Status s = sink(done.first, std::move(*predictions)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace padless::serve

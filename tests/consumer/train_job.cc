@@ -14,6 +14,7 @@
 #include "padless/serve/text_classifier.h"
 
 namespace pm = padless::models;
+namespace ps = padless::serve;
 
 int main() {
   // No std::filesystem: libtorch.so exports some of its symbols, built against another ABI.
@@ -45,11 +46,11 @@ int main() {
   if (!result.ok()) return std::printf("train_job: %s\n", result.status().ToString().c_str()), 1;
   // --- end of the example.
 
-  absl::StatusOr<std::unique_ptr<pm::TextClassifier>> classifier =
-      pm::TextClassifier::Load(result->model_dir, pm::InferenceOptions());
+  absl::StatusOr<std::unique_ptr<ps::TextClassifier>> classifier =
+      ps::TextClassifier::Load(result->model_dir, ps::InferenceOptions());
   if (!classifier.ok()) return std::printf("%s\n", classifier.status().ToString().c_str()), 1;
   const std::vector<std::string> texts = {"a wonderful film", "a tedious mess"};
-  absl::StatusOr<std::vector<pm::Prediction>> predictions = (*classifier)->Predict(texts);
+  absl::StatusOr<std::vector<ps::Prediction>> predictions = (*classifier)->Predict(texts);
   if (!predictions.ok()) return std::printf("%s\n", predictions.status().ToString().c_str()), 1;
   std::printf("train_job: %lld steps on %lld examples, dev %lld, predicted %s and %s\n",
               static_cast<long long>(result->train.steps),

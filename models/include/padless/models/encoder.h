@@ -46,6 +46,17 @@ class EncoderClassifierImpl : public torch::nn::Module {
   void set_runtime(const ModelRuntime& runtime) { runtime_ = runtime; }
   const ModelRuntime& runtime() const { return runtime_; }
 
+  // Inference (grad mode off, e.g. under c10::InferenceMode) on varlen batches runs each post-LN
+  // layer through the fused forward alone (FusedEncoderLayerInfer: fused LayerNorm kernels and the
+  // GEMM + bias + GELU epilogue, nothing kept for a backward). PrepareInference casts the layers'
+  // weights to `dtype` (the compute dtype: fp32, or the autocast dtype) once, on their current
+  // device, so that inference forwards do not cast them on every call. The copies are of the
+  // weights as they are now: call it again after the weights change or move; train(true) drops
+  // them. Not thread-safe against forwards running at the same time.
+  void PrepareInference(at::ScalarType dtype);
+  // torch::nn::Module::train, which also drops PrepareInference's copies when training resumes.
+  void train(bool on = true) override;
+
   // Transfer learning: freeze (requires_grad = false) the embeddings, and layers [0, k).
   void FreezeEmbeddings(bool frozen);
   void FreezeLayersBelow(int64_t k);
@@ -58,6 +69,15 @@ class EncoderClassifierImpl : public torch::nn::Module {
   // The encoder layers; the output stays in the dtype they computed in (bf16 under the fused
   // layers), per token.
   at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx);
+  // RunLayers' three paths: autograd per op (with checkpointing), the fused layers with their
+  // hand-written backward (training), and the fused forward alone (inference).
+  at::Tensor RunGenericLayers(at::Tensor x, const LayerSpec& spec, const AttentionContext& ctx);
+  at::Tensor RunFusedTrainingLayers(at::Tensor x, const LayerSpec& spec,
+                                    const AttentionContext& ctx);
+  at::Tensor RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,
+                                     const AttentionContext& ctx);
+  // The layers' weights as TensorLists, for FusedComputeWeights.
+  std::vector<at::TensorList> LayerWeights() const;
   // The layers' per-token output in `dtype` (the embeddings'), with the final LayerNorm of pre-LN
   // models. Works row by row, so it may run on selected rows only.
   at::Tensor FinishTokens(const at::Tensor& h, at::ScalarType dtype);
@@ -79,6 +99,9 @@ class EncoderClassifierImpl : public torch::nn::Module {
   at::Tensor head_dense_bias_;
   at::Tensor head_weight_;
   at::Tensor head_bias_;
+  // PrepareInference's compute-dtype copies, per layer (empty when not prepared).
+  std::vector<std::vector<at::Tensor>> inference_weights_;
+  at::ScalarType inference_dtype_ = at::kFloat;
 };
 TORCH_MODULE(EncoderClassifier);
 

@@ -82,6 +82,15 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const std::vector<at::Tensor>* compute_weights = nullptr,
                                     const FusedLayerFp8& fp8 = {});
 
+// The same layer for inference: FusedEncoderLayerForward's forward run directly, without an
+// autograd function and keeping nothing for a backward (its activations are freed as it returns),
+// so that inference gets the fused kernels too. Grad mode must be off (e.g. c10::InferenceMode);
+// x in the compute dtype; `compute_weights` as for FusedEncoderLayerForward (null: cast here).
+// No FP8: inference computes in the compute dtype, as evaluation does.
+at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
+                                  const LayerSpec& spec, const AttentionContext& ctx,
+                                  const std::vector<at::Tensor>* compute_weights = nullptr);
+
 }  // namespace padless::models
 
 #endif  // PADLESS_MODELS_FUSED_LAYER_H_

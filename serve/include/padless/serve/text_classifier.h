@@ -1,40 +1,27 @@
-// Inference for services: a TextClassifier loads a trained model directory and classifies raw
-// texts. Predict() is const and thread-safe; it sorts each request by length into token-budget
-// batches internally, and handles texts longer than the model either by a head+tail cut or by
-// voting over overlapping windows.
+// TextClassifier: the synchronous client of the InferenceEngine (inference_engine.h) for
+// programs that classify lists of texts: load a model directory, Predict(texts), get one
+// Prediction per text in order. Predict() is thread-safe; concurrent callers share the engine's
+// batches. Long texts are cut (head+tail) or classified by windows, per InferenceOptions.
 #ifndef PADLESS_SERVE_TEXT_CLASSIFIER_H_
 #define PADLESS_SERVE_TEXT_CLASSIFIER_H_
 
-#include <c10/core/Device.h>
-
-#include <cstdint>
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "padless/models/autocast.h"
-#include "padless/models/encoder.h"
+#include "padless/models/encoder_config.h"
+#include "padless/serve/inference_engine.h"
 #include "padless/tokenize/label_map.h"
 
-namespace padless::models {
+namespace padless::serve {
 
-enum class LongText {
-  kHeadTail,  // keep the first and last tokens within max_len
-  kWindows,   // classify overlapping windows of max_len and average their probabilities
-};
-
-absl::StatusOr<LongText> ParseLongText(const std::string& name);
-
-struct InferenceOptions {
-  c10::Device device = c10::Device(c10::kCPU);
-  AmpMode amp = AmpMode::kOff;
-  int64_t max_len = 512;  // clamped to the model's max_positions
-  LongText long_text = LongText::kHeadTail;
-  int64_t window_stride = 128;  // tokens shared by consecutive windows
-  int64_t max_tokens = 16384;   // token budget per internal batch
-};
+// The engine's options: device, AMP, max_len, long-text handling, batch limits.
+using InferenceOptions = EngineOptions;
 
 struct Prediction {
   int64_t label_id = 0;
@@ -49,18 +36,26 @@ class TextClassifier {
                                                               InferenceOptions options = {});
   ~TextClassifier();
 
-  // One prediction per text, in order. Empty texts are classified as [CLS][SEP].
+  // One prediction per text, in order. Empty texts are classified as [CLS][SEP]. The first text
+  // that fails (e.g. its tokenization) fails the call, with the text's index in the message.
   absl::StatusOr<std::vector<Prediction>> Predict(absl::Span<const std::string> texts) const;
 
+  // Predict in chunks of `chunk` texts, handing each chunk's predictions, in order, to `sink`
+  // (on the calling thread) while later chunks are already in the engine: for long inputs whose
+  // results are written out as they come. A sink error stops the call and is returned.
+  using ChunkSink = std::function<absl::Status(size_t first, std::vector<Prediction> chunk)>;
+  absl::Status PredictChunks(absl::Span<const std::string> texts, size_t chunk,
+                             const ChunkSink& sink) const;
+
   const tokenize::LabelMap& labels() const;
-  const EncoderConfig& config() const;
+  const models::EncoderConfig& config() const;
+  InferenceEngine& engine() const;
 
  private:
-  struct Impl;
-  explicit TextClassifier(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit TextClassifier(std::unique_ptr<InferenceEngine> engine);
+  std::unique_ptr<InferenceEngine> engine_;
 };
 
-}  // namespace padless::models
+}  // namespace padless::serve
 
 #endif  // PADLESS_SERVE_TEXT_CLASSIFIER_H_

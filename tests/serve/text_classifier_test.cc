@@ -1,10 +1,14 @@
 // Model directories round-trip (same logits after load), --init-from style loading with another
-// label set, and TextClassifier: thread-safe Predict equal to sequential calls, window voting.
+// label set, and TextClassifier, the engine's synchronous client: thread-safe Predict equal to
+// sequential calls, window voting, chunked prediction in order.
 #include "padless/serve/text_classifier.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -15,43 +19,23 @@
 #include "padless/model_files/model_io.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
+#include "serve_fixtures.h"
 
-namespace padless::models {
+namespace padless::serve {
 namespace {
 
-std::string ScratchDir(const std::string& name) {
-  const std::string dir =
-      ::testing::TempDir() + "/padless_inference_" + name + "_" + std::to_string(::getpid());
-  EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-  return dir;
-}
+using models::EncoderClassifier;
+using models::kLegacyWeightsFile;
+using models::kWeightsFile;
+using models::LoadedModel;
+using models::LoadModelDir;
+using models::LoadWeights;
+using models::SaveModelDir;
+using testing::ScratchDir;
+using testing::SmallTokenizer;
 
-tokenize::Tokenizer SmallTokenizer() {
-  std::vector<std::string> sentences;
-  const char* words[] = {"good", "bad",   "film",   "plot",  "great", "awful", "actors", "the",
-                         "a",    "story", "boring", "funny", "and",   "was",   "very"};
-  for (int i = 0; i < 400; ++i) {
-    std::string s;
-    for (int k = 0; k < 8; ++k) s += std::string(words[(i * 7 + k * 3) % 15]) + " ";
-    sentences.push_back(s);
-  }
-  tokenize::TrainOptions options;
-  options.vocab_size = 40;
-  absl::StatusOr<tokenize::Tokenizer> t =
-      tokenize::Tokenizer::TrainFromSentences(sentences, options);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return std::move(*t);
-}
-
-EncoderConfig Config(int64_t vocab, int64_t labels) {
-  return EncoderConfig()
-      .vocab_size(vocab)
-      .hidden(32)
-      .layers(2)
-      .heads(4)
-      .ffn(64)
-      .max_positions(32)
-      .num_labels(labels);
+models::EncoderConfig Config(int64_t vocab, int64_t labels) {
+  return testing::SmallConfig(vocab, labels);
 }
 
 class InferenceTest : public ::testing::Test {
@@ -212,5 +196,36 @@ TEST_F(InferenceTest, WindowVotingAveragesWindows) {
   EXPECT_FALSE(TextClassifier::Load(dir_ + "/missing").ok());
 }
 
+TEST_F(InferenceTest, PredictChunksHandsOutChunksInOrder) {
+  absl::StatusOr<std::unique_ptr<TextClassifier>> c = TextClassifier::Load(dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 23; ++i) texts.push_back(testing::Words(1 + i % 9, i));
+  absl::StatusOr<std::vector<Prediction>> all = (*c)->Predict(texts);
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::vector<size_t> firsts;
+  std::vector<Prediction> joined;
+  const absl::Status s =
+      (*c)->PredictChunks(texts, 5, [&](size_t first, std::vector<Prediction> chunk) {
+        firsts.push_back(first);
+        EXPECT_EQ(chunk.size(), std::min<size_t>(5, texts.size() - first));
+        for (Prediction& p : chunk) joined.push_back(std::move(p));
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(firsts, (std::vector<size_t>{0, 5, 10, 15, 20}));
+  ASSERT_EQ(joined.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(joined[i].label_id, (*all)[i].label_id);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(joined[i].probabilities[k], (*all)[i].probabilities[k], 1e-5) << i;
+    }
+  }
+  // A sink's error stops the call and comes back.
+  const absl::Status stopped = (*c)->PredictChunks(
+      texts, 5, [](size_t, std::vector<Prediction>) { return absl::AbortedError("stop"); });
+  EXPECT_TRUE(absl::IsAborted(stopped)) << stopped;
+}
+
 }  // namespace
-}  // namespace padless::models
+}  // namespace padless::serve

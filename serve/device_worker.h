@@ -1,0 +1,44 @@
+// DeviceWorker: the one thread that runs the model. It launches each formed batch's forward
+// (inference mode, the model in eval mode, autocast per the engine's AMP mode), the softmax, and
+// the copies of probabilities and logits into pinned host memory, then records an event and hands
+// the batch to the completion thread without waiting: no host sync per batch, so the next batch
+// is launched while the device still runs this one. On the CPU the same code runs synchronously.
+#ifndef PADLESS_SERVE_DEVICE_WORKER_H_
+#define PADLESS_SERVE_DEVICE_WORKER_H_
+
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <thread>
+
+#include "padless/models/autocast.h"
+#include "padless/models/encoder.h"
+#include "pipeline.h"
+#include "work_queue.h"
+
+namespace padless::serve::internal {
+
+class DeviceWorker {
+ public:
+  using Emit = std::function<void(ScoredBatch)>;
+  // Runs until `input` is closed and drained. `model` must outlive Join().
+  DeviceWorker(models::EncoderClassifierImpl* model, c10::Device device, models::AmpMode amp,
+               WorkQueue<FormedBatch>* input, Emit emit);
+  ~DeviceWorker();  // Join()
+  void Join();
+
+ private:
+  void Run();
+  ScoredBatch Launch(FormedBatch formed);
+
+  models::EncoderClassifierImpl* model_;
+  const c10::Device device_;
+  const models::AmpMode amp_;
+  WorkQueue<FormedBatch>* input_;
+  const Emit emit_;
+  std::thread thread_;
+};
+
+}  // namespace padless::serve::internal
+
+#endif  // PADLESS_SERVE_DEVICE_WORKER_H_

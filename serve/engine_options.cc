@@ -1,0 +1,79 @@
+#include "engine_options.h"
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::serve {
+
+absl::StatusOr<LongText> ParseLongText(const std::string& name) {
+  if (name == "head_tail") return LongText::kHeadTail;
+  if (name == "windows" || name == "window") return LongText::kWindows;
+  return absl::InvalidArgumentError(
+      absl::StrCat("long text mode: unknown '", name, "' (expected head_tail or windows)"));
+}
+
+namespace internal {
+namespace {
+
+absl::Status Positive(const char* name, int64_t value) {
+  if (value > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(name, ": must be > 0, got ", value));
+}
+
+}  // namespace
+
+absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOptions* options) {
+  EngineOptions& o = *options;
+  for (const auto& [name, value] : {std::pair<const char*, int64_t>{"max_len", o.max_len},
+                                    {"max_batch_tokens", o.max_batch_tokens},
+                                    {"max_batch_requests", o.max_batch_requests},
+                                    {"max_queued_requests", o.max_queued_requests}}) {
+    if (absl::Status s = Positive(name, value); !s.ok()) return s;
+  }
+  o.max_len = std::min(o.max_len, config.max_sequence_length());
+  if (o.max_len < 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_len: must be >= 3 ([CLS], a token, [SEP]), got ", o.max_len));
+  }
+  if (o.long_text == LongText::kWindows &&
+      (o.window_stride < 0 || o.window_stride >= o.max_len - 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window_stride: must be in [0, max_len - 2 = ", o.max_len - 2, "), got ", o.window_stride));
+  }
+  // One sequence of max_len tokens must fit a batch, or it could never be scored.
+  if (o.max_batch_tokens < o.max_len) {
+    return absl::InvalidArgumentError(absl::StrCat("max_batch_tokens: must be >= max_len ",
+                                                   o.max_len, ", got ", o.max_batch_tokens));
+  }
+  if (o.max_batch_delay.count() < 0) {
+    return absl::InvalidArgumentError("max_batch_delay: must not be negative");
+  }
+  if (o.tokenizer_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokenizer_threads: must be >= 0, got ", o.tokenizer_threads));
+  }
+  if (o.tokenizer_threads == 0) {
+    o.tokenizer_threads =
+        static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));
+  }
+  return absl::OkStatus();
+}
+
+c10::ScalarType ComputeDtype(models::AmpMode amp) {
+  switch (amp) {
+    case models::AmpMode::kOff:
+      return c10::kFloat;
+    case models::AmpMode::kFp16:
+      return c10::kHalf;
+    case models::AmpMode::kBf16:
+    case models::AmpMode::kFp8:  // autocasts to bf16 (autocast.h)
+      break;
+  }
+  return c10::kBFloat16;
+}
+
+}  // namespace internal
+}  // namespace padless::serve

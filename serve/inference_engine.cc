@@ -1,0 +1,174 @@
+#include "padless/serve/inference_engine.h"
+
+#include <c10/util/Exception.h>
+
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "batch_former.h"
+#include "completion.h"
+#include "device_worker.h"
+#include "engine_counters.h"
+#include "engine_options.h"
+#include "pipeline.h"
+#include "request_state.h"
+#include "tokenizer_pool.h"
+#include "work_queue.h"
+
+namespace padless::serve {
+
+using internal::WorkQueue;
+
+// The stages, their queues and the admission state. Stages are started in Start() and stopped
+// upstream first in Stop(), each draining what it was given before the next is closed.
+struct InferenceEngine::Impl {
+  Impl(models::LoadedModel m, EngineOptions o) : model(std::move(m)), options(o) {}
+  void Start();
+  void Stop();
+  void BatchFinished(const BatchStats& stats);
+
+  models::LoadedModel model;
+  const EngineOptions options;
+  const std::shared_ptr<internal::EngineCounters> counters =
+      std::make_shared<internal::EngineCounters>();
+
+  std::mutex admission_mu;  // orders admissions; guards stopping
+  bool stopping = false;
+  std::mutex shutdown_mu;  // a second Shutdown() waits for the first
+  bool stopped = false;
+  std::mutex observer_mu;
+  std::function<void(const BatchStats&)> observer;
+
+  WorkQueue<internal::WorkItem> to_tokenize;
+  WorkQueue<internal::FormedBatch> to_device;
+  WorkQueue<internal::ScoredBatch> to_complete;
+  std::unique_ptr<internal::BatchFormer> former;
+  std::unique_ptr<internal::DeviceWorker> worker;
+  std::unique_ptr<internal::Completion> completion;
+  std::unique_ptr<internal::TokenizerPool> tokenizers;
+};
+
+void InferenceEngine::Impl::Start() {
+  internal::BatchLimits limits;
+  limits.max_tokens = options.max_batch_tokens;
+  limits.max_sequences = options.max_batch_requests;
+  limits.max_delay = options.max_batch_delay;
+  former = std::make_unique<internal::BatchFormer>(
+      limits, options.device, model.config.type_vocab_size() > 1,
+      [this](internal::FormedBatch b) { to_device.Push(std::move(b)); });
+  worker = std::make_unique<internal::DeviceWorker>(
+      model.model.get(), options.device, options.amp, &to_device,
+      [this](internal::ScoredBatch b) { to_complete.Push(std::move(b)); });
+  completion = std::make_unique<internal::Completion>(
+      model.config.num_labels(), &to_complete,
+      [this](const BatchStats& stats) { BatchFinished(stats); });
+  internal::RequestEncoding encoding;
+  encoding.max_len = options.max_len;
+  encoding.long_text = options.long_text;
+  encoding.window_stride = options.window_stride;
+  tokenizers = std::make_unique<internal::TokenizerPool>(
+      &model.tokenizer, encoding, &to_tokenize,
+      [this](internal::TokenizedRequest r) { former->Add(std::move(r)); },
+      options.tokenizer_threads);
+}
+
+void InferenceEngine::Impl::Stop() {
+  to_tokenize.Close();
+  tokenizers->Join();
+  former->Close();
+  former->Join();
+  to_device.Close();
+  worker->Join();
+  to_complete.Close();
+  completion->Join();
+}
+
+void InferenceEngine::Impl::BatchFinished(const BatchStats& stats) {
+  counters->batches.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(observer_mu);
+    if (observer) observer(stats);
+  }
+  former->BatchDone();
+}
+
+InferenceEngine::InferenceEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+InferenceEngine::~InferenceEngine() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Load(const std::string& model_dir,
+                                                                       EngineOptions options) {
+  absl::StatusOr<models::LoadedModel> loaded = models::LoadModelDir(model_dir, options.device);
+  if (!loaded.ok()) return loaded.status();
+  return Create(std::move(*loaded), std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(models::LoadedModel model,
+                                                                         EngineOptions options) {
+  if (absl::Status s = internal::ResolveEngineOptions(model.config, &options); !s.ok()) return s;
+  try {
+    model.model->to(options.device);
+    model.model->eval();
+    // The fused inference layers' weights in the compute dtype, cast once for every batch.
+    if (!model.config.pre_ln()) model.model->PrepareInference(internal::ComputeDtype(options.amp));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("inference engine: preparing the model: ", e.what_without_backtrace()));
+  }
+  auto impl = std::make_unique<Impl>(std::move(model), options);
+  impl->Start();
+  return std::unique_ptr<InferenceEngine>(new InferenceEngine(std::move(impl)));
+}
+
+absl::StatusOr<RequestHandle> InferenceEngine::Submit(absl::Span<const ClassifyRequest> requests) {
+  const int64_t n = static_cast<int64_t>(requests.size());
+  // Copied before the lock: admission itself stays short.
+  auto state = std::make_shared<RequestHandle::State>(
+      std::vector<ClassifyRequest>(requests.begin(), requests.end()), impl_->counters);
+  internal::EngineCounters& counters = *impl_->counters;
+  std::lock_guard<std::mutex> lock(impl_->admission_mu);
+  if (impl_->stopping) return absl::UnavailableError("inference engine: shut down");
+  // Only admissions raise `queued`, and they hold the lock: finishing requests can only make room.
+  const int64_t queued = counters.queued.load();
+  if (queued + n > impl_->options.max_queued_requests) {
+    counters.rejected.fetch_add(n);
+    return absl::ResourceExhaustedError(absl::StrCat("inference engine: queue full (", queued,
+                                                     " of ", impl_->options.max_queued_requests,
+                                                     " requests queued, ", n, " submitted)"));
+  }
+  counters.queued.fetch_add(n);
+  counters.accepted.fetch_add(n);
+  for (size_t i = 0; i < requests.size(); ++i) impl_->to_tokenize.Push({state, i});
+  return RequestHandle(std::move(state));
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<Classification>>> InferenceEngine::Classify(
+    absl::Span<const ClassifyRequest> requests) {
+  absl::StatusOr<RequestHandle> handle = Submit(requests);
+  if (!handle.ok()) return handle.status();
+  return handle->Wait();
+}
+
+void InferenceEngine::Shutdown() {
+  std::lock_guard<std::mutex> once(impl_->shutdown_mu);
+  if (impl_->stopped) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->admission_mu);
+    impl_->stopping = true;
+  }
+  impl_->Stop();
+  impl_->stopped = true;
+}
+
+void InferenceEngine::SetBatchObserver(std::function<void(const BatchStats&)> observer) {
+  std::lock_guard<std::mutex> lock(impl_->observer_mu);
+  impl_->observer = std::move(observer);
+}
+
+EngineStats InferenceEngine::stats() const { return impl_->counters->Snapshot(); }
+const models::LoadedModel& InferenceEngine::model() const { return impl_->model; }
+const EngineOptions& InferenceEngine::options() const { return impl_->options; }
+
+}  // namespace padless::serve
