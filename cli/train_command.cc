@@ -448,10 +448,12 @@ int RunPredict(const std::vector<std::string>& args) {
   constexpr size_t kChunk = 4096;
   const absl::Status predicted = (*classifier)->PredictChunks(
       texts, kChunk, [](size_t, std::vector<serve::Prediction> chunk) {
-        for (const serve::Prediction& p : chunk) absl::PrintF("%s\t%.6f\n", p.label, p.probability);
+        for (const serve::Prediction& p : chunk) {
+          absl::PrintF("%s\t%.6f\n", p.label, p.probability);
+        }
         return absl::OkStatus();
       });
-  if (!predicted.ok()) return Fail(kCmd, predicted.status());
+  if (!predicted.ok()) return Fail(kCmd, predicted);
   return kExitOk;
 }
 
