@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "padless/base/directory.h"
+#include "padless/base/file_kind.h"
 #include "padless/model_files/safetensors.h"
 #include "padless/base/atomic_file_writer.h"
 #include "padless/base/read_file.h"

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "padless/base/directory.h"
+#include "padless/model_files/hf_weights.h"
 #include "padless/model_files/safetensors.h"
 #include "padless/base/atomic_file_writer.h"
 #include "padless/base/file_kind.h"
@@ -63,7 +64,42 @@ absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
   return s;
 }
 
+namespace {
+
+// A Hugging Face directory as a LoadedModel: the weights through ImportHuggingFace, the tokenizer
+// from its tokenizer.json (or XLM-R's sentencepiece model), the labels from id2label
+// (LABEL_0, LABEL_1, ... as transformers names them when the config has none).
+absl::StatusOr<LoadedModel> LoadHuggingFaceDir(const std::string& dir, const c10::Device& device) {
+  absl::StatusOr<ImportedModel> imported = ImportHuggingFace(dir);
+  if (!imported.ok()) return imported.status();
+  absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(dir);
+  if (!tokenizer.ok()) return tokenizer.status();
+  const EncoderConfig& config = imported->hf.encoder;
+  std::vector<std::string> names = imported->hf.labels;
+  if (names.empty()) {
+    for (int64_t i = 0; i < config.num_labels(); ++i) names.push_back(absl::StrCat("LABEL_", i));
+  }
+  absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::FromNames(std::move(names));
+  if (!labels.ok()) return labels.status();
+  if (tokenizer->vocab_size() > config.vocab_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        JoinPath(dir, tokenizer->file_name()), ": vocabulary of ", tokenizer->vocab_size(),
+        " exceeds the model's vocab_size ", config.vocab_size()));
+  }
+  try {
+    imported->model->to(device);
+    imported->model->eval();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat(dir, ": cannot move the model: ", e.what_without_backtrace()));
+  }
+  return LoadedModel{config, imported->model, std::move(*tokenizer), std::move(*labels)};
+}
+
+}  // namespace
+
 absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device) {
+  if (IsHuggingFaceModelDir(dir)) return LoadHuggingFaceDir(dir, device);
   if (const base::FileKind kind = base::KindOfPath(dir); kind != base::FileKind::kDirectory) {
     if (kind == base::FileKind::kMissing) {
       return absl::NotFoundError(absl::StrCat(dir, ": not a model directory (does not exist)"));

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "padless/base/directory.h"
+#include "padless/base/file_kind.h"
 #include "padless/base/atomic_file_writer.h"
 #include "padless/models/rng_state.h"
 

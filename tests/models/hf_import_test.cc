@@ -19,7 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "padless/model_files/hf_weights.h"
 #include "padless/model_files/hf_config.h"
+#include "padless/model_files/model_io.h"
 #include "padless/model_files/safetensors.h"
+#include "tiny_wordpiece.h"
 
 namespace padless::models {
 namespace {
@@ -91,6 +93,31 @@ TEST_F(HfImportTest, RoundTripIsExact) {
   // Q, K and V are split on export: transformers' names, each [hidden, hidden].
   EXPECT_EQ(Weights().at("bert.encoder.layer.1.attention.self.key.weight").sizes(),
             (c10::IntArrayRef{16, 16}));
+}
+
+// LoadModelDir serves a Hugging Face directory as it is (what `padless serve`, `predict` and the
+// engine load): the same weights, id2label as the labels, the directory's tokenizer.json.
+TEST_F(HfImportTest, LoadModelDirReadsAHuggingFaceDirectory) {
+  absl::StatusOr<LoadedModel> missing_tokenizer = LoadModelDir(dir_, c10::Device(c10::kCPU));
+  EXPECT_FALSE(missing_tokenizer.ok());
+  std::ofstream(dir_ + "/tokenizer.json") << tokenize::testing::TinyWordPieceJson().dump();
+  absl::StatusOr<LoadedModel> loaded = LoadModelDir(dir_, c10::Device(c10::kCPU));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->labels.Name(0), "neg");
+  EXPECT_EQ(loaded->labels.Name(1), "pos");
+  EXPECT_FALSE(loaded->model->is_training());
+  auto want = model_->named_parameters();
+  for (const auto& p : loaded->model->named_parameters()) {
+    EXPECT_TRUE(p.value().equal(want[p.key()])) << p.key();
+  }
+  // Without id2label, transformers' names.
+  nlohmann::json config = Config();
+  config.erase("id2label");
+  config.erase("label2id");
+  WriteConfig(config);
+  loaded = LoadModelDir(dir_, c10::Device(c10::kCPU));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->labels.Name(1), "LABEL_1");
 }
 
 TEST_F(HfImportTest, AnotherLabelCountGetsANewHead) {

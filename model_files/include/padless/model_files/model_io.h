@@ -44,7 +44,9 @@ struct LoadedModel {
 // Writes the four files of a model directory (creating it); the tokenizer is saved as given.
 absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
                           const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels);
-// Loads a model directory onto `device`, in eval mode. A missing directory or file, corrupt JSON
+// Loads a model directory onto `device`, in eval mode: padless's own, or a Hugging Face one
+// (config.json naming a model_type, safetensors weights, tokenizer.json; see hf_weights.h), whose
+// labels come from id2label. A missing directory or file, corrupt JSON
 // or weights, or a config that does not match the weights or the label map gives a clear status.
 absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device);
 
