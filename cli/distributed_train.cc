@@ -54,7 +54,9 @@ std::vector<std::string> WorkerCommandLine() {
 std::optional<int> RunLocalWorkersIfAsked() {
   const int n = absl::GetFlag(FLAGS_nproc_per_node);
   if (n <= 0 || std::getenv("WORLD_SIZE") != nullptr) return std::nullopt;
-  absl::Status s = distributed::LaunchLocalWorkers(WorkerCommandLine(), distributed::LaunchOptions{.nproc = n});
+  distributed::LaunchOptions launch;
+  launch.nproc = n;
+  absl::Status s = distributed::LaunchLocalWorkers(WorkerCommandLine(), launch);
   if (s.ok()) return kExitOk;
   absl::FPrintF(stderr, "padless train: %s\n", s.message());
   return kExitFailure;
@@ -75,10 +77,10 @@ absl::Status JoinDataParallelJob(models::TrainJobOptions& job) {
   c10::Device device = job.device.value_or(models::DefaultTrainingDevice());
   if (device.is_cuda()) device = c10::Device(c10::kCUDA, env->local_rank);
   job.device = device;
-  absl::StatusOr<std::shared_ptr<distributed::ProcessGroup>> group = distributed::ProcessGroup::Create(
-      *env, device,
-      distributed::ProcessGroupOptions{.timeout =
-                                    std::chrono::seconds(absl::GetFlag(FLAGS_dist_timeout))});
+  distributed::ProcessGroupOptions group_options;
+  group_options.timeout = std::chrono::seconds(absl::GetFlag(FLAGS_dist_timeout));
+  absl::StatusOr<std::shared_ptr<distributed::ProcessGroup>> group =
+      distributed::ProcessGroup::Create(*env, device, group_options);
   if (!group.ok()) return group.status();
   distributed::DataParallel dp;
   dp.group = *group;

@@ -120,7 +120,9 @@ class Profiler {
 
   // Peak memory of one step at (b, len) under `sc`, after a warm-up step of the same shape.
   absl::StatusOr<MemoryProfilePoint> Measure(const SweepConfig& sc, int64_t b, int64_t len) {
-    model_->set_runtime(models::ModelRuntime{.checkpoint = sc.policy});
+    models::ModelRuntime runtime;
+    runtime.checkpoint = sc.policy;
+    model_->set_runtime(runtime);
     MemoryProfilePoint point{sc.Name(), b, len};
     point.gradient_bytes = gradient_bytes_;
     absl::StatusOr<batching::Batch> batch =
@@ -228,7 +230,9 @@ int VerifyBudget(const models::EncoderConfig& config, const c10::Device& device,
                                                        .batch_size(1)
                                                        .max_len(len);
           // The planner probes the model as its runtime is set: this sweep point's policy.
-          model->set_runtime(models::ModelRuntime{.checkpoint = policy});
+          models::ModelRuntime runtime;
+          runtime.checkpoint = policy;
+          model->set_runtime(runtime);
           models::MemoryPlanOptions mo;
           mo.budget_bytes = budget;
           mo.amp = amp;

@@ -18,12 +18,34 @@ struct Quantize {
   int64_t pad_rows_to = kFp8Align;
 };
 
+// The first quantization of an operand: its rows (and with `transposed` its transpose too), its
+// amax recorded.
+Quantize Recorded(bool transposed, int64_t pad_rows_to) {
+  Quantize q;
+  q.rows = true;
+  q.transposed = transposed;
+  q.record_amax = true;
+  q.pad_rows_to = pad_rows_to;
+  return q;
+}
+
+// A second quantization of an operand already recorded: its transpose only.
+Quantize TransposedAgain(int64_t pad_rows_to) {
+  Quantize q;
+  q.transposed = true;
+  q.pad_rows_to = pad_rows_to;
+  return q;
+}
+
 cuda::Fp8Quantized QuantizeOperand(const at::Tensor& v, const Fp8Gemm& gemm, Fp8Operand operand,
                                    const Quantize& q) {
   Fp8Scaling& s = *gemm.scaling;
   if (q.record_amax && s.calibrating()) s.Calibrate(gemm.index, operand, at::abs(v).amax());
-  return cuda::Fp8Quantize(v, s.scale(gemm.index, operand), Fp8FormatOf(operand),
-                           {.rows = q.rows, .transposed = q.transposed, .pad_rows_to = q.pad_rows_to},
+  cuda::Fp8QuantizeOptions options;
+  options.rows = q.rows;
+  options.transposed = q.transposed;
+  options.pad_rows_to = q.pad_rows_to;
+  return cuda::Fp8Quantize(v, s.scale(gemm.index, operand), Fp8FormatOf(operand), options,
                            q.record_amax ? s.amax(gemm.index, operand) : at::Tensor());
 }
 
@@ -43,9 +65,10 @@ struct ForwardOperands {
 };
 ForwardOperands QuantizeForward(const at::Tensor& x, const at::Tensor& weight,
                                 const Fp8Gemm& gemm) {
-  return {QuantizeOperand(x, gemm, Fp8Operand::kInput, {.rows = true, .record_amax = true}),
+  return {QuantizeOperand(x, gemm, Fp8Operand::kInput,
+                          Recorded(/*transposed=*/false, /*pad_rows_to=*/kFp8Align)),
           QuantizeOperand(weight, gemm, Fp8Operand::kWeight,
-                          {.rows = true, .record_amax = true, .pad_rows_to = 1})};
+                          Recorded(/*transposed=*/false, /*pad_rows_to=*/1))};
 }
 
 }  // namespace
@@ -72,19 +95,21 @@ cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weig
 }
 
 Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad) {
-  cuda::Fp8Quantized q = QuantizeOperand(
-      dy, gemm, Fp8Operand::kGrad, {.rows = true, .transposed = weight_grad, .record_amax = true});
-  return {.rows = std::move(q.rows),
-          .transposed = std::move(q.transposed),
-          .tokens = dy.size(0),
-          .dtype = dy.scalar_type(),
-          .gemm = gemm};
+  cuda::Fp8Quantized q =
+      QuantizeOperand(dy, gemm, Fp8Operand::kGrad, Recorded(/*transposed=*/weight_grad, kFp8Align));
+  Fp8OutputGrad out;
+  out.rows = std::move(q.rows);
+  out.transposed = std::move(q.transposed);
+  out.tokens = dy.size(0);
+  out.dtype = dy.scalar_type();
+  out.gemm = gemm;
+  return out;
 }
 
 at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
                               const at::Tensor& accumulate) {
-  const cuda::Fp8Quantized wq = QuantizeOperand(weight, dy.gemm, Fp8Operand::kWeight,
-                                                {.transposed = true, .pad_rows_to = 1});
+  const cuda::Fp8Quantized wq =
+      QuantizeOperand(weight, dy.gemm, Fp8Operand::kWeight, TransposedAgain(/*pad_rows_to=*/1));
   at::Tensor dx = ScaledMm(dy.rows, wq.transposed.t(), dy.gemm, Fp8Operand::kGrad,
                            Fp8Operand::kWeight, at::Tensor(), dy.dtype, /*fast=*/false)
                       .narrow(0, 0, dy.tokens);
@@ -94,7 +119,7 @@ at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
 
 at::Tensor Fp8LinearWeightGrad(const Fp8OutputGrad& dy, const at::Tensor& x) {
   const cuda::Fp8Quantized xq =
-      QuantizeOperand(x, dy.gemm, Fp8Operand::kInput, {.transposed = true});
+      QuantizeOperand(x, dy.gemm, Fp8Operand::kInput, TransposedAgain(kFp8Align));
   return ScaledMm(dy.transposed, xq.transposed.t(), dy.gemm, Fp8Operand::kGrad,
                   Fp8Operand::kInput, at::Tensor(), at::kFloat, /*fast=*/false);
 }

@@ -21,7 +21,9 @@ cuda::LinearGeluResult LayerGemms::ForwardGelu(LayerGemm g, const at::Tensor& x)
 }
 
 OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {
-  OutputGrad d{.gemm = g, .dy = dy, .fp8 = std::nullopt};
+  OutputGrad d;
+  d.gemm = g;
+  d.dy = dy;
   if (InFp8(g)) d.fp8 = QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad);
   return d;
 }

@@ -47,7 +47,9 @@ absl::StatusOr<batching::Batch> SyntheticTrainingBatch(batching::Layout layout, 
   }
   // Every row of a synthetic batch is full length, so no position is padded; the probe has no
   // tokenizer to ask, and any valid id would do.
-  batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
+  batching::CollatorOptions collator_options;
+  collator_options.pad_id = tokenize::kPadId;
+  batching::Collator collator(collator_options);
   absl::StatusOr<batching::Batch> b = collator.Collate(corpus, spec);
   if (!b.ok()) return b.status();
   try {
@@ -65,7 +67,9 @@ namespace {
 // An out-of-memory error propagates as the exception.
 absl::Status RunStep(EncoderClassifier& model, FusedAdamW& opt, const batching::Batch& batch,
                      AmpMode amp, double lr, const c10::Device& device) {
-  GradScaler scaler(GradScalerOptions{.enabled = amp == AmpMode::kFp16});
+  GradScalerOptions scaler_options;
+  scaler_options.enabled = amp == AmpMode::kFp16;
+  GradScaler scaler(scaler_options);
   TrainStepOptions options;
   options.amp = amp;
   TrainStep step(model, model->parameters(), opt, scaler, device, std::move(options));
@@ -94,7 +98,9 @@ absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAd
   } catch (const c10::OutOfMemoryError&) {
     opt.ZeroGrad();
     meter.EmptyCache();
-    return StepMemory{.oom = true};
+    StepMemory oom;
+    oom.oom = true;
+    return oom;
   } catch (const c10::Error& e) {
     opt.ZeroGrad();
     return absl::InternalError(absl::StrCat("training step of ", batch.num_sequences,

@@ -39,6 +39,13 @@ using tokenize::TokenizedCorpus;
 
 namespace {
 
+// Loss scaling for fp16 only: bf16 and fp8 (bf16 with FP8 GEMMs) keep fp32's exponent range.
+GradScalerOptions ScalerOptions(AmpMode amp) {
+  GradScalerOptions options;
+  options.enabled = amp == AmpMode::kFp16;
+  return options;
+}
+
 absl::Status CheckInputs(const EncoderConfig& mc, const TrainConfig& config,
                          const batching::PlannerOptions& plan, const c10::Device& device,
                          const TokenizedCorpus& train, const TokenizedCorpus* dev) {
@@ -132,7 +139,7 @@ class TrainingRun {
         meter_(meter),
         lengths_(train.Lengths()),
         planner_(plan),
-        scaler_(GradScalerOptions{.enabled = config.amp() == AmpMode::kFp16}),
+        scaler_(ScalerOptions(config.amp())),
         store_(config.checkpoint_dir(), config.keep_checkpoints(), config.progress()) {}
 
   // Schedule, model on the device, optimizer, resume, seed, log.
@@ -293,8 +300,9 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
         absl::StrCat("cannot move the model to ", device_.str(), ": ", e.what_without_backtrace()));
   }
   params_ = ParametersForAdamW(model_);
-  optimizer_ = std::make_unique<FusedAdamW>(params_.params, params_.decay,
-                                            AdamWOptions{.weight_decay = config_.weight_decay()});
+  AdamWOptions adamw_options;
+  adamw_options.weight_decay = config_.weight_decay();
+  optimizer_ = std::make_unique<FusedAdamW>(params_.params, params_.decay, adamw_options);
   if (absl::Status s = StartDataParallel(); !s.ok()) return s;
   step_ = std::make_unique<TrainStep>(model_, params_.params, *optimizer_, scaler_, device_,
                                       StepOptions());

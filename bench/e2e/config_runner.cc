@@ -284,9 +284,12 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   // stays on the device too. No loss scaling: the bench runs fp32, bf16 or fp8 (bf16 with FP8
   // GEMMs).
   models::AdamWParameters params = models::ParametersForAdamW(model);
-  models::FusedAdamW optimizer(params.params, params.decay,
-                               models::AdamWOptions{.weight_decay = kWeightDecay});
-  models::GradScaler scaler(models::GradScalerOptions{.enabled = false});
+  models::AdamWOptions adamw_options;
+  adamw_options.weight_decay = kWeightDecay;
+  models::FusedAdamW optimizer(params.params, params.decay, adamw_options);
+  models::GradScalerOptions no_loss_scaling;
+  no_loss_scaling.enabled = false;
+  models::GradScaler scaler(no_loss_scaling);
   const models::TrainStepOptions step_options = StepOptionsFor(config, o);
   models::TrainStep train_step(model, params.params, optimizer, scaler, o.device, step_options);
   absl::StatusOr<std::unique_ptr<batching::Loader>> loader = MakeLoader(corpus, *specs, o);

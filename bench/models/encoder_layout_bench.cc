@@ -169,7 +169,9 @@ int Main(int argc, char** argv) {
     EncoderClassifier model(config);
     model->to(device);
     model->train();
-    model->set_runtime(ModelRuntime{.checkpoint = *policy});
+    ModelRuntime runtime;
+    runtime.checkpoint = *policy;
+    model->set_runtime(runtime);
     std::vector<at::Tensor> params = model->parameters();
     FusedAdamW optimizer(params, std::vector<bool>(params.size(), true), AdamWOptions{});
     Row row{name, AttentionBackendName(model->ResolveBackend(batches.front()))};

@@ -44,6 +44,7 @@ extern char** environ;
 namespace padless::models {
 namespace {
 
+using testing::NoLossScaling;
 using testing::SyntheticCorpus;
 using testing::TinyConfig;
 
@@ -73,7 +74,9 @@ std::vector<std::vector<batching::BatchSpec>> RankPlans(const tokenize::Tokenize
 std::vector<StepBatch> Collate(const tokenize::TokenizedCorpus& data,
                                const std::vector<const batching::BatchSpec*>& specs,
                                c10::Device device = at::kCPU) {
-  batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
+  batching::CollatorOptions collator_options;
+  collator_options.pad_id = tokenize::kPadId;
+  batching::Collator collator(collator_options);
   std::vector<StepBatch> out;
   for (const batching::BatchSpec* spec : specs) {
     absl::StatusOr<batching::Batch> b = collator.Collate(data, *spec);
@@ -98,9 +101,11 @@ struct Rig {
     options.on_loss = std::move(on_loss);
     if (group != nullptr) {
       EXPECT_TRUE(group->Broadcast(params.params, 0).ok());
-      reducer = std::make_unique<distributed::GradientReducer>(
-          group, params.params,
-          distributed::GradientReducerOptions{.bucket_bytes = 4096, .comm_dtype = comm});
+      distributed::GradientReducerOptions reducer_options;
+      reducer_options.bucket_bytes = 4096;
+      reducer_options.comm_dtype = comm;
+      reducer =
+          std::make_unique<distributed::GradientReducer>(group, params.params, reducer_options);
       options.reducer = reducer.get();
     }
     step = std::make_unique<TrainStep>(model, params.params, *optimizer, scaler, device,
@@ -109,7 +114,7 @@ struct Rig {
   EncoderClassifier model{nullptr};
   AdamWParameters params;
   std::unique_ptr<FusedAdamW> optimizer;
-  GradScaler scaler{GradScalerOptions{.enabled = false}};
+  GradScaler scaler{NoLossScaling()};
   std::unique_ptr<distributed::GradientReducer> reducer;
   std::unique_ptr<TrainStep> step;
 };
@@ -150,8 +155,10 @@ TEST(DataParallelWorker, Run) {
   ASSERT_TRUE(env.ok()) << env.status();
   const c10::Device device =
       mode == "nccl" ? c10::Device(c10::kCUDA, env->local_rank) : c10::Device(at::kCPU);
-  absl::StatusOr<std::shared_ptr<distributed::ProcessGroup>> group = distributed::ProcessGroup::Create(
-      *env, device, distributed::ProcessGroupOptions{.timeout = std::chrono::seconds(30)});
+  distributed::ProcessGroupOptions group_options;
+  group_options.timeout = std::chrono::seconds(30);
+  absl::StatusOr<std::shared_ptr<distributed::ProcessGroup>> group =
+      distributed::ProcessGroup::Create(*env, device, group_options);
   ASSERT_TRUE(group.ok()) << group.status();
   const auto data = SyntheticCorpus(3, 200);
   const auto plans = RankPlans(data);

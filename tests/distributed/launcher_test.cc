@@ -15,11 +15,17 @@
 namespace padless::distributed {
 namespace {
 
+LaunchOptions Workers(int nproc) {
+  LaunchOptions options;
+  options.nproc = nproc;
+  return options;
+}
+
 TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
   models::testing::TempDir dir;
   const std::string script = "echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR > " + dir.str() +
                              "/rank.$RANK; [ -n \"$MASTER_PORT\" ]";
-  ASSERT_TRUE(LaunchLocalWorkers({"/bin/sh", "-c", script}, LaunchOptions{.nproc = 3}).ok());
+  ASSERT_TRUE(LaunchLocalWorkers({"/bin/sh", "-c", script}, Workers(3)).ok());
   for (int r = 0; r < 3; ++r) {
     std::ifstream in(dir.file("rank." + std::to_string(r)));
     std::stringstream text;
@@ -29,12 +35,14 @@ TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
 }
 
 TEST(LocalLauncherTest, AFailingWorkerEndsTheJobAndIsNamed) {
+  LaunchOptions options = Workers(3);
+  options.grace = std::chrono::seconds(2);
   const auto start = std::chrono::steady_clock::now();
   const absl::Status s = LaunchLocalWorkers(
       {"/bin/sh", "-c",
        "if [ $RANK = 1 ]; then echo 'first line' >&2; echo 'rank one broke' >&2; exit 3; fi; "
        "exec sleep 60"},
-      LaunchOptions{.nproc = 3, .grace = std::chrono::seconds(2)});
+      options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(absl::IsAborted(s)) << s;
@@ -44,8 +52,7 @@ TEST(LocalLauncherTest, AFailingWorkerEndsTheJobAndIsNamed) {
 
 TEST(LocalLauncherTest, BadArguments) {
   EXPECT_TRUE(absl::IsInvalidArgument(LaunchLocalWorkers({}, LaunchOptions{})));
-  EXPECT_TRUE(
-      absl::IsInvalidArgument(LaunchLocalWorkers({"/bin/true"}, LaunchOptions{.nproc = 0})));
+  EXPECT_TRUE(absl::IsInvalidArgument(LaunchLocalWorkers({"/bin/true"}, Workers(0))));
 }
 
 }  // namespace

@@ -42,6 +42,19 @@ using testing::Relative;
 using testing::RunLayer;
 using testing::ToDevice;
 
+// Scaling options with an amax history of `history` steps and the default margin.
+Fp8ScalingOptions History(int64_t history) {
+  Fp8ScalingOptions options;
+  options.history = history;
+  return options;
+}
+
+GradScalerOptions NoLossScaling() {
+  GradScalerOptions options;
+  options.enabled = false;
+  return options;
+}
+
 float At(const at::Tensor& t) { return t.item<float>(); }
 
 
@@ -85,7 +98,7 @@ TEST(Fp8ScalingTest, CalibrateSetsOneSlotFromTheTensorInHand) {
 }
 
 TEST(Fp8ScalingTest, AdvanceScalesFromTheLargestAmaxOfTheHistory) {
-  Fp8Scaling s(1, at::kCPU, {.history = 2});
+  Fp8Scaling s(1, at::kCPU, History(2));
   const at::Tensor in = s.amax(0, Fp8Operand::kInput);
   in.fill_(8.0);
   s.amax(0, Fp8Operand::kGrad).fill_(0.5);
@@ -105,7 +118,7 @@ TEST(Fp8ScalingTest, AdvanceScalesFromTheLargestAmaxOfTheHistory) {
 }
 
 TEST(Fp8ScalingTest, CountsTheGemmsThatQuantizedTheirInput) {
-  Fp8Scaling s(3, at::kCPU, {.history = 2});
+  Fp8Scaling s(3, at::kCPU, History(2));
   EXPECT_EQ(s.GemmsInHistory(), 0);
   s.amax(1, Fp8Operand::kInput).fill_(1.0);
   s.amax(2, Fp8Operand::kWeight).fill_(1.0);  // a weight alone: its GEMM did not run
@@ -120,7 +133,7 @@ TEST(Fp8ScalingTest, CountsTheGemmsThatQuantizedTheirInput) {
 }
 
 TEST(Fp8ScalingTest, NonFiniteAmaxesDoNotEnterTheHistory) {
-  Fp8Scaling s(1, at::kCPU, {.history = 4});
+  Fp8Scaling s(1, at::kCPU, History(4));
   s.amax(0, Fp8Operand::kInput).fill_(4.0);
   s.Advance();
   s.amax(0, Fp8Operand::kInput).fill_(std::numeric_limits<float>::infinity());
@@ -131,19 +144,21 @@ TEST(Fp8ScalingTest, NonFiniteAmaxesDoNotEnterTheHistory) {
 }
 
 TEST(Fp8ScalingTest, MarginLeavesHeadroom) {
-  Fp8Scaling s(1, at::kCPU, {.history = 1, .margin = 2});
+  Fp8ScalingOptions options = History(1);
+  options.margin = 2;
+  Fp8Scaling s(1, at::kCPU, options);
   s.amax(0, Fp8Operand::kInput).fill_(1.0);
   s.Advance();
   EXPECT_EQ(At(s.scale(0, Fp8Operand::kInput)), 112.0f);
 }
 
 TEST(Fp8ScalingTest, StateRoundTripsAndResumesTheSameScales) {
-  Fp8Scaling a(2, at::kCPU, {.history = 3});
+  Fp8Scaling a(2, at::kCPU, History(3));
   for (float v : {3.0f, 5.0f}) {
     a.amax(1, Fp8Operand::kGrad).fill_(v);
     a.Advance();
   }
-  Fp8Scaling b(2, at::kCPU, {.history = 3});
+  Fp8Scaling b(2, at::kCPU, History(3));
   b.load_state(a.state());
   EXPECT_FALSE(b.calibrating());
   EXPECT_TRUE(at::equal(a.state(), b.state()));
@@ -155,17 +170,23 @@ TEST(Fp8ScalingTest, StateRoundTripsAndResumesTheSameScales) {
   }
   EXPECT_TRUE(at::equal(a.state(), b.state()));
   EXPECT_EQ(At(b.scale(1, Fp8Operand::kGrad)), 57344.0f / 5.0f);
-  Fp8Scaling fresh(2, at::kCPU, {.history = 3});
-  Fp8Scaling c(2, at::kCPU, {.history = 3});
+  Fp8Scaling fresh(2, at::kCPU, History(3));
+  Fp8Scaling c(2, at::kCPU, History(3));
   c.load_state(fresh.state());
   EXPECT_TRUE(c.calibrating());
 }
 
 TEST(Fp8ScalingTest, BrokenOptionsAndStatesThrow) {
   ExpectC10Error([] { Fp8Scaling(0, at::kCPU); }, "at least one GEMM");
-  ExpectC10Error([] { Fp8Scaling(1, at::kCPU, {.history = 0}); }, "history");
-  ExpectC10Error([] { Fp8Scaling(1, at::kCPU, {.margin = -1}); }, "margin");
-  Fp8Scaling s(2, at::kCPU, {.history = 3});
+  ExpectC10Error([] { Fp8Scaling(1, at::kCPU, History(0)); }, "history");
+  ExpectC10Error(
+      [] {
+        Fp8ScalingOptions options;
+        options.margin = -1;
+        Fp8Scaling(1, at::kCPU, options);
+      },
+      "margin");
+  Fp8Scaling s(2, at::kCPU, History(3));
   ExpectC10Error([&] { s.scale(2, Fp8Operand::kInput); }, "out of");
   ExpectC10Error([&] { s.amax(-1, Fp8Operand::kInput); }, "out of");
   const at::Tensor good = s.state();
@@ -323,7 +344,7 @@ struct Fp8Rig {
   EncoderClassifier model;
   AdamWParameters params;
   std::unique_ptr<FusedAdamW> optimizer;
-  GradScaler scaler{GradScalerOptions{.enabled = false}};
+  GradScaler scaler{NoLossScaling()};
   std::unique_ptr<TrainStep> step;
 };
 

@@ -26,6 +26,7 @@ namespace {
 
 using testing::BitwiseEqual;
 using testing::MaxDiff;
+using testing::NoLossScaling;
 using testing::Params;
 using testing::Plan;
 using testing::Quiet;
@@ -44,7 +45,9 @@ PlannedBatches FirstBatches(const tokenize::TokenizedCorpus& data, int64_t n) {
       batching::Planner(Plan(batching::Sampler::kRandom)).Plan(data.Lengths(), 0);
   EXPECT_TRUE(plan.ok()) << plan.status();
   out.specs.assign(plan->begin(), plan->begin() + n);
-  batching::Collator collator(batching::CollatorOptions{.pad_id = tokenize::kPadId});
+  batching::CollatorOptions collator_options;
+  collator_options.pad_id = tokenize::kPadId;
+  batching::Collator collator(collator_options);
   for (const batching::BatchSpec& spec : out.specs) {
     absl::StatusOr<batching::Batch> b = collator.Collate(data, spec);
     EXPECT_TRUE(b.ok()) << b.status();
@@ -67,7 +70,7 @@ struct StepRig {
   EncoderClassifier model{nullptr};
   AdamWParameters params;
   std::unique_ptr<FusedAdamW> optimizer;
-  GradScaler scaler{GradScalerOptions{.enabled = false}};
+  GradScaler scaler{NoLossScaling()};
   std::unique_ptr<TrainStep> step;
 };
 

@@ -70,6 +70,12 @@ bool BitwiseEqual(const std::vector<at::Tensor>& a, const std::vector<at::Tensor
   return true;
 }
 
+GradScalerOptions NoLossScaling() {
+  GradScalerOptions options;
+  options.enabled = false;
+  return options;
+}
+
 bool AllFinite(const std::vector<at::Tensor>& tensors) {
   for (const at::Tensor& t : tensors) {
     if (!at::isfinite(t).all().item<bool>()) return false;

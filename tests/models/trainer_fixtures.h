@@ -12,8 +12,9 @@
 
 #include "padless/batching/planner.h"
 #include "padless/models/encoder.h"
-#include "padless/train/trainer.h"
 #include "padless/tokenize/tokenized_corpus.h"
+#include "padless/train/grad_scaler.h"
+#include "padless/train/trainer.h"
 
 namespace padless::models::testing {
 
@@ -36,6 +37,9 @@ double MaxDiff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& 
 // Same shapes and bit-for-bit equal values (NaN never equals: a NaN parameter fails).
 bool BitwiseEqual(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b);
 bool AllFinite(const std::vector<at::Tensor>& tensors);
+
+// A GradScaler's options with loss scaling off: the steps of these tests run fp32 or bf16.
+GradScalerOptions NoLossScaling();
 
 // A fresh directory, removed afterwards (POSIX calls: libtorch.so's exported std::filesystem
 // symbols make std::filesystem::remove_all crash in binaries linked against it).

@@ -31,6 +31,13 @@ using testing::SyntheticCorpus;
 using testing::TempDir;
 using testing::TinyConfig;
 
+// The reference varlen attention, so that the fused layers (and their FP8 GEMMs) run on the CPU.
+ModelRuntime ReferenceAttention() {
+  ModelRuntime runtime;
+  runtime.attention = AttentionBackend::kVarlenReference;
+  return runtime;
+}
+
 TEST(TrainerTest, ResumeEqualsUninterruptedRun) {
   const auto data = SyntheticCorpus(1, 48);
   const auto dev = SyntheticCorpus(2, 16);
@@ -83,7 +90,7 @@ TEST(TrainerTest, ResumeEqualsUninterruptedRun) {
 TEST(TrainerTest, Fp8ResumeEqualsUninterruptedRun) {
   const auto data = SyntheticCorpus(1, 48);
   TrainConfig config = Quiet().epochs(2).lr(1e-3).amp(AmpMode::kFp8);
-  config.runtime(ModelRuntime{.attention = AttentionBackend::kVarlenReference});
+  config.runtime(ReferenceAttention());
   auto train = [&](uint64_t seed, const TrainConfig& c) {
     at::manual_seed(seed);
     EncoderClassifier model(TinyConfig(0.0));
@@ -110,8 +117,9 @@ TEST(TrainerTest, Fp8SaysHowManyGemmsRanInFp8) {
   const auto data = SyntheticCorpus(1, 16);
   for (const bool fused : {true, false}) {
     TrainConfig config = Quiet().max_steps(1).amp(AmpMode::kFp8);
-    config.runtime(ModelRuntime{.attention = AttentionBackend::kVarlenReference,
-                                .fused_layers = fused});
+    ModelRuntime runtime = ReferenceAttention();
+    runtime.fused_layers = fused;
+    config.runtime(runtime);
     at::manual_seed(5);
     EncoderClassifier model(TinyConfig(0.0));
     absl::StatusOr<TrainResult> r =
