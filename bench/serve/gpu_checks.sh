@@ -15,7 +15,7 @@ echo "== serving benchmark" >&2
 bash "$(dirname "$0")/h200_serve.sh" "$build" "$tokenizer_dir" "$data" "$out"
 echo "== padless predict (text in, label out, all texts of $data)" >&2
 start=$(date +%s.%N)
-"$build/cli/padless" predict --model "$out/hf_${SHAPE:-base}" --data "$data" --device cuda \
+"$build/cli/padless" predict --model "${MODEL_DIR:-$out/hf_${SHAPE:-base}}" --data "$data" --device cuda \
   --amp bf16 > "$out/predict.txt"
 end=$(date +%s.%N)
 python3 -c "import sys; n=sum(1 for _ in open(sys.argv[1])); s=float(sys.argv[3])-float(sys.argv[2]); print(f'padless predict: {n} texts in {s:.2f} s = {n/s:.0f} texts/s (process start and model load included)')" "$out/predict.txt" "$start" "$end"

@@ -18,7 +18,7 @@ else
 fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
-model=$out/hf_${SHAPE:-base}
+model=${MODEL_DIR:-$out/hf_${SHAPE:-base}}  # MODEL_DIR: where the checkpoint is written
 [[ -f $model/config.json ]] ||
   python3 "$root/bench/serve/make_hf_model.py" --tokenizer-dir "$tokenizer_dir" --out "$model" \
     --shape "${SHAPE:-base}" >/dev/null
