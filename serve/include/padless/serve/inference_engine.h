@@ -63,7 +63,8 @@ struct EngineOptions {
 struct ClassifyRequest {
   std::string text;
   std::optional<std::string> pair;
-  // false: a text longer than max_len fails with InvalidArgument instead of being cut.
+  // false: an input longer than max_len fails with InvalidArgument instead of being cut. Under
+  // LongText::kWindows a single text is never cut (its windows cover it), so only pairs can fail.
   bool truncate = true;
 };
 
@@ -85,7 +86,7 @@ struct EngineStats {
   int64_t queued = 0;     // accepted, not yet finished
   int64_t accepted = 0;   // since start
   int64_t rejected = 0;   // ResourceExhausted
-  int64_t completed = 0;  // finished with a result or an error
+  int64_t completed = 0;  // finished with a result or an error (cancelled ones included)
   int64_t cancelled = 0;
   int64_t batches = 0;
 };
@@ -99,11 +100,13 @@ class RequestHandle {
   RequestHandle& operator=(RequestHandle&&) noexcept;
   ~RequestHandle();
 
-  // Blocks until every result is set; one per submitted request, in order. Call once.
+  // Blocks until every result is set; one per submitted request, in order. Call once (a second
+  // call gets FailedPrecondition results). A default-constructed handle returns no results.
   std::vector<absl::StatusOr<Classification>> Wait();
   // Waits at most `timeout`; false when the results are not all set yet.
   bool WaitFor(std::chrono::nanoseconds timeout);
-  // Drops the work that has not reached the device; its results become Cancelled.
+  // Drops the work that has not reached the device; its results become Cancelled at once.
+  // Requests already in a device batch finish normally.
   void Cancel();
 
   struct State;  // shared with the engine
@@ -134,7 +137,8 @@ class InferenceEngine {
   // Stops admission, finishes what was accepted, joins the threads. Idempotent.
   void Shutdown();
 
-  // Called on the completion thread after each device batch; must be quick and thread-safe.
+  // Called on the completion thread after each device batch, once its requests' results are set;
+  // must be quick and thread-safe (while it runs, that batch still counts as in flight).
   void SetBatchObserver(std::function<void(const BatchStats&)> observer);
 
   EngineStats stats() const;
