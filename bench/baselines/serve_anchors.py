@@ -37,7 +37,10 @@ def forward_flops(lengths):
 
 
 def timed(fn, batches, device, repeats=1):
-    fn(batches[0])  # warm-up: kernels, allocator, autotuning
+    # Warm-up over every batch: each new shape may build kernels or attention plans (cuDNN's SDPA
+    # plans are per shape), which a server has done long before; only the second pass is timed.
+    for b in batches:
+        fn(b)
     if device == "cuda":
         torch.cuda.synchronize()
     start = time.perf_counter()

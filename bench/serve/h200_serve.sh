@@ -6,9 +6,10 @@
 # shared and noisy: compare within a round). JSON lines go to OUT/serve.jsonl; a table is printed.
 #   bench/serve/h200_serve.sh BUILD_DIR TOKENIZER_DIR DATA OUT [DEVICE]
 # Environment: ROUNDS (2), LIMIT (texts, 0 = all), AMP (bf16), LOADS (0.75,1.0), SHAPE (base),
-# ANCHORS (torch_varlen,hf_sorted,hf_arrival,hf_e2e on cuda; hf_sorted,hf_int8_cpu on cpu).
+# ANCHORS (torch_varlen,hf_sorted,hf_arrival,hf_e2e on cuda; hf_sorted,hf_int8_cpu on cpu),
+# ENGINE_FLAGS (more padless_bench_serve flags).
 set -euo pipefail
-build=$1 tokenizer_dir=$2 data=$3 out=$4 device=${5:-cuda}
+build=$(realpath "$1") tokenizer_dir=$(realpath "$2") data=$(realpath "$3") out=$4 device=${5:-cuda}
 rounds=${ROUNDS:-2} limit=${LIMIT:-0} amp=${AMP:-bf16} loads=${LOADS:-0.75,1.0}
 if [[ $device == cpu ]]; then
   amp=off
@@ -18,6 +19,7 @@ else
 fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
+out=$(realpath "$out")
 model=${MODEL_DIR:-$out/hf_${SHAPE:-base}}  # MODEL_DIR: where the checkpoint is written
 [[ -f $model/config.json ]] ||
   python3 "$root/bench/serve/make_hf_model.py" --tokenizer-dir "$tokenizer_dir" --out "$model" \
@@ -26,6 +28,7 @@ for ((r = 1; r <= rounds; r++)); do
   echo "== round $r: padless engine ($device, $amp)" >&2
   "$build/bench/serve/padless_bench_serve" --model "$model" --data "$data" --limit "$limit" \
     --device "$device" --amp "$amp" --loads "$loads" --lengths_out "$out/lengths.txt" \
+    ${ENGINE_FLAGS:-} \
     --label "padless_engine" | sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
   echo "== round $r: anchors ($anchors)" >&2
   (cd "$root/bench/baselines" && python3 serve_anchors.py --lengths "$out/lengths.txt" \

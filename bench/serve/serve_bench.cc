@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "config_runner.h"
+#include "step_trace.h"
 #include "padless/base/atomic_file_writer.h"
 #include "padless/serve/inference_engine.h"
 #include "padless/tokenize/corpus_reader.h"
@@ -48,6 +49,10 @@ ABSL_FLAG(std::string, loads, "0.75,1.0", "online: arrival rates as fractions of
 ABSL_FLAG(double, online_seconds, 8, "online: seconds of arrivals per load");
 ABSL_FLAG(std::string, lengths_out, "", "write each text's token count, one per line");
 ABSL_FLAG(std::string, label, "padless_engine", "the 'name' field of the JSON lines");
+ABSL_FLAG(std::string, trace, "",
+          "write a GPU-only Kineto trace of an offline pass over --trace_texts texts here "
+          "(bench/e2e/trace_summary.py sums it per kernel family)");
+ABSL_FLAG(int64_t, trace_texts, 2000, "texts in the traced pass");
 
 namespace padless::bench::serve {
 namespace {
@@ -266,6 +271,18 @@ absl::Status WriteLengths(const std::vector<int64_t>& lengths, const std::string
   return base::WriteFileAtomically(path, text);
 }
 
+// A GPU-only trace (no host operators: they would open gaps that an untraced run does not have)
+// of one offline pass over the first texts, after the timed runs.
+absl::Status TraceOffline(InferenceEngine& engine, const std::vector<ClassifyRequest>& requests) {
+  const int64_t n = std::min<int64_t>(absl::GetFlag(FLAGS_trace_texts), requests.size());
+  e2e::StepTrace trace(/*record_host=*/false);
+  if (absl::Status s = trace.Start(); !s.ok()) return s;
+  absl::StatusOr<OfflineResult> r = RunOffline(
+      engine, std::vector<ClassifyRequest>(requests.begin(), requests.begin() + n));
+  if (!r.ok()) return r.status();
+  return trace.Save(absl::GetFlag(FLAGS_trace));
+}
+
 absl::Status Run() {
   absl::StatusOr<std::vector<ClassifyRequest>> requests =
       ReadRequests(absl::GetFlag(FLAGS_data), absl::GetFlag(FLAGS_limit));
@@ -288,6 +305,9 @@ absl::Status Run() {
   if (!absl::GetFlag(FLAGS_lengths_out).empty()) {
     if (absl::Status s = WriteLengths(offline->lengths, absl::GetFlag(FLAGS_lengths_out)); !s.ok())
       return s;
+  }
+  if (!absl::GetFlag(FLAGS_trace).empty()) {
+    if (absl::Status s = TraceOffline(**engine, *requests); !s.ok()) return s;
   }
   const double offline_rate = offline->texts / offline->seconds;
   for (absl::string_view piece : absl::StrSplit(absl::GetFlag(FLAGS_loads), ',', absl::SkipEmpty())) {
