@@ -8,34 +8,29 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "padless/base/enum_names.h"
 
 namespace padless::models {
 
+namespace {
+// The short names are canonical; the varlen_ ones, the enumerators' own, are accepted too.
+constexpr base::EnumName<AttentionBackend> kAttentionBackends[] = {
+    {"auto", AttentionBackend::kAuto},
+    {"dense", AttentionBackend::kDense},
+    {"flash", AttentionBackend::kVarlenFlash},
+    {"varlen_flash", AttentionBackend::kVarlenFlash},
+    {"efficient", AttentionBackend::kVarlenEfficient},
+    {"varlen_efficient", AttentionBackend::kVarlenEfficient},
+    {"reference", AttentionBackend::kVarlenReference},
+    {"varlen_reference", AttentionBackend::kVarlenReference}};
+}  // namespace
+
 absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name) {
-  if (name == "auto") return AttentionBackend::kAuto;
-  if (name == "dense") return AttentionBackend::kDense;
-  if (name == "varlen_flash" || name == "flash") return AttentionBackend::kVarlenFlash;
-  if (name == "varlen_efficient" || name == "efficient") return AttentionBackend::kVarlenEfficient;
-  if (name == "varlen_reference" || name == "reference") return AttentionBackend::kVarlenReference;
-  return absl::InvalidArgumentError(
-      absl::StrCat("attention backend: unknown '", name,
-                   "' (expected auto, dense, flash, efficient or reference)"));
+  return base::ParseEnum("attention backend", name, kAttentionBackends);
 }
 
 std::string AttentionBackendName(AttentionBackend b) {
-  switch (b) {
-    case AttentionBackend::kAuto:
-      return "auto";
-    case AttentionBackend::kDense:
-      return "dense";
-    case AttentionBackend::kVarlenFlash:
-      return "flash";
-    case AttentionBackend::kVarlenEfficient:
-      return "efficient";
-    case AttentionBackend::kVarlenReference:
-      return "reference";
-  }
-  return "auto";
+  return std::string(base::EnumToName(b, kAttentionBackends));
 }
 
 bool IsVarlen(AttentionBackend b) {

@@ -2,32 +2,24 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "absl/strings/str_cat.h"
+#include "padless/base/enum_names.h"
 
 namespace padless::models {
 
+namespace {
+// "fp32" is accepted for "off": no autocast, full precision.
+constexpr base::EnumName<AmpMode> kAmpModes[] = {{"off", AmpMode::kOff},
+                                                 {"fp32", AmpMode::kOff},
+                                                 {"bf16", AmpMode::kBf16},
+                                                 {"fp16", AmpMode::kFp16},
+                                                 {"fp8", AmpMode::kFp8}};
+}  // namespace
+
 absl::StatusOr<AmpMode> ParseAmpMode(const std::string& name) {
-  if (name == "off" || name == "fp32") return AmpMode::kOff;
-  if (name == "bf16") return AmpMode::kBf16;
-  if (name == "fp16") return AmpMode::kFp16;
-  if (name == "fp8") return AmpMode::kFp8;
-  return absl::InvalidArgumentError(
-      absl::StrCat("amp: unknown mode '", name, "' (expected off, bf16, fp16 or fp8)"));
+  return base::ParseEnum("amp mode", name, kAmpModes);
 }
 
-std::string AmpModeName(AmpMode mode) {
-  switch (mode) {
-    case AmpMode::kOff:
-      return "off";
-    case AmpMode::kBf16:
-      return "bf16";
-    case AmpMode::kFp16:
-      return "fp16";
-    case AmpMode::kFp8:
-      return "fp8";
-  }
-  return "off";
-}
+std::string AmpModeName(AmpMode mode) { return std::string(base::EnumToName(mode, kAmpModes)); }
 
 AutocastGuard::AutocastGuard(c10::DeviceType device_type, c10::ScalarType dtype, bool enabled)
     : device_type_(device_type),

@@ -3,56 +3,38 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "padless/base/enum_names.h"
 
 namespace padless::models {
 
+namespace {
+constexpr base::EnumName<Activation> kActivations[] = {
+    {"gelu", Activation::kGelu}, {"gelu_tanh", Activation::kGeluTanh}, {"relu", Activation::kRelu}};
+constexpr base::EnumName<Pooling> kPoolings[] = {{"cls", Pooling::kCls}, {"mean", Pooling::kMean}};
+constexpr base::EnumName<ClassifierHidden> kClassifierHiddens[] = {
+    {"none", ClassifierHidden::kNone},
+    {"tanh", ClassifierHidden::kTanh},
+    {"relu", ClassifierHidden::kRelu}};
+}  // namespace
+
 absl::StatusOr<Activation> ParseActivation(const std::string& name) {
-  if (name == "gelu") return Activation::kGelu;
-  if (name == "gelu_tanh") return Activation::kGeluTanh;
-  if (name == "relu") return Activation::kRelu;
-  return absl::InvalidArgumentError(
-      absl::StrCat("activation: unknown '", name, "' (expected gelu, gelu_tanh or relu)"));
+  return base::ParseEnum("activation", name, kActivations);
 }
 
-std::string ActivationName(Activation a) {
-  switch (a) {
-    case Activation::kGelu:
-      return "gelu";
-    case Activation::kGeluTanh:
-      return "gelu_tanh";
-    case Activation::kRelu:
-      return "relu";
-  }
-  return "gelu";
-}
+std::string ActivationName(Activation a) { return std::string(base::EnumToName(a, kActivations)); }
 
 absl::StatusOr<Pooling> ParsePooling(const std::string& name) {
-  if (name == "cls") return Pooling::kCls;
-  if (name == "mean") return Pooling::kMean;
-  return absl::InvalidArgumentError(
-      absl::StrCat("pooling: unknown '", name, "' (expected cls or mean)"));
+  return base::ParseEnum("pooling", name, kPoolings);
 }
 
-std::string PoolingName(Pooling p) { return p == Pooling::kCls ? "cls" : "mean"; }
+std::string PoolingName(Pooling p) { return std::string(base::EnumToName(p, kPoolings)); }
 
 absl::StatusOr<ClassifierHidden> ParseClassifierHidden(const std::string& name) {
-  if (name == "none") return ClassifierHidden::kNone;
-  if (name == "tanh") return ClassifierHidden::kTanh;
-  if (name == "relu") return ClassifierHidden::kRelu;
-  return absl::InvalidArgumentError(
-      absl::StrCat("classifier_hidden: unknown '", name, "' (expected none, tanh or relu)"));
+  return base::ParseEnum("classifier_hidden", name, kClassifierHiddens);
 }
 
 std::string ClassifierHiddenName(ClassifierHidden h) {
-  switch (h) {
-    case ClassifierHidden::kTanh:
-      return "tanh";
-    case ClassifierHidden::kRelu:
-      return "relu";
-    case ClassifierHidden::kNone:
-      break;
-  }
-  return "none";
+  return std::string(base::EnumToName(h, kClassifierHiddens));
 }
 
 EncoderConfig EncoderConfig::Tiny() {

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "padless/base/enum_names.h"
 #include "padless/base/file_kind.h"
 #include "padless/tokenize/utf8.h"
 
@@ -321,12 +322,11 @@ absl::StatusOr<RawCorpus> ParseJsonl(absl::string_view content, Collector& out,
 }  // namespace
 
 absl::StatusOr<CorpusFormat> ParseCorpusFormat(absl::string_view name) {
-  if (name == "auto") return CorpusFormat::kAuto;
-  if (name == "tsv") return CorpusFormat::kTsv;
-  if (name == "csv") return CorpusFormat::kCsv;
-  if (name == "jsonl") return CorpusFormat::kJsonl;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown data format '", name, "' (expected auto, tsv, csv or jsonl)"));
+  static constexpr base::EnumName<CorpusFormat> kFormats[] = {{"auto", CorpusFormat::kAuto},
+                                                              {"tsv", CorpusFormat::kTsv},
+                                                              {"csv", CorpusFormat::kCsv},
+                                                              {"jsonl", CorpusFormat::kJsonl}};
+  return base::ParseEnum("data format", name, kFormats);
 }
 
 absl::StatusOr<CorpusFormat> FormatFromPath(absl::string_view path) {

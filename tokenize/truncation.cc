@@ -5,47 +5,33 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "padless/base/enum_names.h"
 
 namespace padless::tokenize {
 
+namespace {
+constexpr base::EnumName<Truncation> kTruncations[] = {{"head", Truncation::kHead},
+                                                       {"tail", Truncation::kTail},
+                                                       {"head_tail", Truncation::kHeadTail},
+                                                       {"head-tail", Truncation::kHeadTail}};
+constexpr base::EnumName<PairTruncation> kPairTruncations[] = {
+    {"longest_first", PairTruncation::kLongestFirst},
+    {"only_first", PairTruncation::kOnlyFirst},
+    {"only_second", PairTruncation::kOnlySecond}};
+}  // namespace
+
 absl::StatusOr<Truncation> ParseTruncation(absl::string_view name) {
-  if (name == "head") return Truncation::kHead;
-  if (name == "tail") return Truncation::kTail;
-  if (name == "head_tail" || name == "head-tail") return Truncation::kHeadTail;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown truncation '", name, "' (expected head, tail or head_tail)"));
+  return base::ParseEnum("truncation", name, kTruncations);
 }
 
 absl::StatusOr<PairTruncation> ParsePairTruncation(absl::string_view name) {
-  if (name == "longest_first") return PairTruncation::kLongestFirst;
-  if (name == "only_first") return PairTruncation::kOnlyFirst;
-  if (name == "only_second") return PairTruncation::kOnlySecond;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown pair truncation '", name, "' (expected longest_first, only_first or only_second)"));
+  return base::ParseEnum("pair truncation", name, kPairTruncations);
 }
 
-std::string TruncationName(Truncation t) {
-  switch (t) {
-    case Truncation::kHead:
-      return "head";
-    case Truncation::kTail:
-      return "tail";
-    case Truncation::kHeadTail:
-      return "head_tail";
-  }
-  return "?";
-}
+std::string TruncationName(Truncation t) { return std::string(base::EnumToName(t, kTruncations)); }
 
 std::string PairTruncationName(PairTruncation t) {
-  switch (t) {
-    case PairTruncation::kLongestFirst:
-      return "longest_first";
-    case PairTruncation::kOnlyFirst:
-      return "only_first";
-    case PairTruncation::kOnlySecond:
-      return "only_second";
-  }
-  return "?";
+  return std::string(base::EnumToName(t, kPairTruncations));
 }
 
 SingleKeep PlanSingle(int64_t length, int64_t budget, Truncation strategy, double head_fraction) {

@@ -3,16 +3,17 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
+#include "padless/base/enum_names.h"
 
 namespace padless::models {
 
+namespace {
+constexpr base::EnumName<LrDecay> kLrDecays[] = {
+    {"linear", LrDecay::kLinear}, {"cosine", LrDecay::kCosine}, {"constant", LrDecay::kConstant}};
+}  // namespace
+
 absl::StatusOr<LrDecay> ParseLrDecay(const std::string& name) {
-  if (name == "linear") return LrDecay::kLinear;
-  if (name == "cosine") return LrDecay::kCosine;
-  if (name == "constant") return LrDecay::kConstant;
-  return absl::InvalidArgumentError(
-      absl::StrCat("lr schedule: unknown '", name, "' (expected linear, cosine or constant)"));
+  return base::ParseEnum("lr schedule", name, kLrDecays);
 }
 
 double LearningRate(double peak, int64_t step, int64_t warmup_steps, int64_t total_steps,

@@ -4,9 +4,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "padless/base/enum_names.h"
 #include "padless/batching/strategy_registry.h"
 #include "padless/models/recompute.h"
 
@@ -15,18 +15,16 @@ namespace {
 
 // The enum is the bench's own handle (colours, the dense-attention choice); its names are the
 // registry's e2e strategies (padless/batching/strategy_registry.h), which hold the planner options.
-struct StrategyEntry {
-  Strategy strategy;
-  const char* name;
+constexpr base::EnumName<Strategy> kStrategies[] = {
+    {"pad_to_max", Strategy::kPadToMax},
+    {"pad_longest", Strategy::kPadLongest},
+    {"hf_group_by_length", Strategy::kHfGroupByLength},
+    {"token_budget_buckets", Strategy::kTokenBudgetBuckets},
+    {"packed_dense", Strategy::kPackedDense},
+    {"packed_varlen", Strategy::kPackedVarlen},
 };
-constexpr StrategyEntry kStrategies[] = {
-    {Strategy::kPadToMax, "pad_to_max"},
-    {Strategy::kPadLongest, "pad_longest"},
-    {Strategy::kHfGroupByLength, "hf_group_by_length"},
-    {Strategy::kTokenBudgetBuckets, "token_budget_buckets"},
-    {Strategy::kPackedDense, "packed_dense"},
-    {Strategy::kPackedVarlen, "packed_varlen"},
-};
+constexpr base::EnumName<Precision> kPrecisions[] = {
+    {"fp32", Precision::kFp32}, {"bf16", Precision::kBf16}, {"fp8", Precision::kFp8}};
 
 std::vector<std::string> Items(absl::string_view list) {
   std::vector<std::string> out;
@@ -68,47 +66,22 @@ absl::StatusOr<std::vector<Strategy>> ParseStrategies(absl::string_view flag,
 
 }  // namespace
 
-std::string StrategyName(Strategy s) {
-  for (const StrategyEntry& e : kStrategies) {
-    if (e.strategy == s) return e.name;
-  }
-  return "unknown";
-}
+std::string StrategyName(Strategy s) { return std::string(base::EnumToName(s, kStrategies)); }
 
 absl::StatusOr<Strategy> ParseStrategy(absl::string_view name) {
-  std::vector<std::string> names;
-  for (const StrategyEntry& e : kStrategies) {
-    if (name == e.name) return e.strategy;
-    names.push_back(e.name);
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown strategy '", name, "' (expected all or ",
-                                                 absl::StrJoin(names, ", "), ")"));
+  return base::ParseEnum("strategy", name, kStrategies);
 }
 
 std::vector<Strategy> AllStrategies() {
   std::vector<Strategy> out;
-  for (const StrategyEntry& e : kStrategies) out.push_back(e.strategy);
+  for (const base::EnumName<Strategy>& e : kStrategies) out.push_back(e.value);
   return out;
 }
 
-std::string PrecisionName(Precision p) {
-  switch (p) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kBf16:
-      return "bf16";
-    case Precision::kFp8:
-      return "fp8";
-  }
-  return "bf16";
-}
+std::string PrecisionName(Precision p) { return std::string(base::EnumToName(p, kPrecisions)); }
 
 absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
-  if (name == "fp32") return Precision::kFp32;
-  if (name == "bf16") return Precision::kBf16;
-  if (name == "fp8") return Precision::kFp8;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown precision '", name, "' (expected fp32, bf16 or fp8)"));
+  return base::ParseEnum("precision", name, kPrecisions);
 }
 
 std::string RunConfig::Name() const {
