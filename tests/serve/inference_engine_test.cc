@@ -279,9 +279,9 @@ TEST_F(InferenceEngineTest, CancelDropsWorkNotYetOnTheDevice) {
   EngineOptions options;
   options.max_batch_requests = 1;  // one request per batch: which batch holds what is known
   options.tokenizer_threads = 1;   // and requests reach the batcher in submission order
+  Gate gate;  // outlives the engine: its batches call the observer until its Shutdown
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
-  Gate gate;
   engine->SetBatchObserver([&](const BatchStats&) { gate.Wait(); });
   const std::vector<ClassifyRequest> one = {ClassifyRequest{Words(4, 1), std::nullopt, true}};
   absl::StatusOr<RequestHandle> first = engine->Submit(one);  // its completion waits at the gate
@@ -318,9 +318,9 @@ TEST_F(InferenceEngineTest, FullQueueRefusesWholeSubmissionsAndLosesNothing) {
   options.max_queued_requests = 8;
   options.max_batch_requests = 1;
   options.tokenizer_threads = 1;
+  Gate gate;  // outlives the engine: its batches call the observer until its Shutdown
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
-  Gate gate;
   engine->SetBatchObserver([&](const BatchStats&) { gate.Wait(); });
   const std::vector<ClassifyRequest> five(5, ClassifyRequest{Words(6, 3), std::nullopt, true});
   std::vector<RequestHandle> accepted;
