@@ -148,7 +148,11 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   if (!runtime_.fused_layers || !FusedLayerSupported(x, spec, ctx)) {
     return RunGenericLayers(std::move(x), spec, ctx);
   }
-  if (!at::GradMode::is_enabled()) return RunFusedInferenceLayers(std::move(x), spec, ctx);
+  // The inference forward applies no dropout: a training-mode model without grad (dropout on,
+  // nothing to backpropagate) takes the training path, which does.
+  if (!at::GradMode::is_enabled() && !is_training()) {
+    return RunFusedInferenceLayers(std::move(x), spec, ctx);
+  }
   return RunFusedTrainingLayers(std::move(x), spec, ctx);
 }
 

@@ -20,6 +20,11 @@ cuda::LinearGeluResult LayerGemms::ForwardGelu(LayerGemm g, const at::Tensor& x)
   return cuda::LinearGelu(x, Weight(g), Bias(g));
 }
 
+at::Tensor LayerGemms::ForwardGeluAct(LayerGemm g, const at::Tensor& x) const {
+  if (InFp8(g)) return Fp8LinearGelu(x, Weight(g), Bias(g), Fp8Slots(g)).act;
+  return cuda::LinearBiasGelu(x, Weight(g), Bias(g));
+}
+
 OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {
   OutputGrad d;
   d.gemm = g;

@@ -43,6 +43,8 @@ class LayerGemms {
 
   // pre = x @ W^T + bias and act = gelu_tanh(pre), the GELU in the GEMM's epilogue either way.
   cuda::LinearGeluResult ForwardGelu(LayerGemm g, const at::Tensor& x) const;
+  // act alone, for inference: no pre-activation written (cuda::LinearBiasGelu) unless in FP8.
+  at::Tensor ForwardGeluAct(LayerGemm g, const at::Tensor& x) const;
 
   // dy as GEMM g's backward takes it (quantized once in FP8); `weight_grad`: whether WeightGrad
   // will be asked for.

@@ -445,6 +445,12 @@ bool FusedLinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Te
   return out.act.defined();
 }
 
+bool FusedLinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                         at::Tensor& out) {
+  out = FusedLinear(x, weight, bias, CUBLASLT_EPILOGUE_GELU_BIAS, nullptr, "LinearBiasGelu");
+  return out.defined();
+}
+
 bool FusedLinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                      at::Tensor& out) {
   out = FusedLinear(x, weight, bias, CUBLASLT_EPILOGUE_BIAS, nullptr, "LinearBias");
@@ -565,6 +571,10 @@ bool FusedLinearBias(Args&&...) {
   return false;
 }
 template <typename... Args>
+bool FusedLinearBiasGelu(Args&&...) {
+  return false;
+}
+template <typename... Args>
 bool FusedLinearNoBias(Args&&...) {
   return false;
 }
@@ -611,6 +621,14 @@ LinearGeluResult LinearGeluEntry(const at::Tensor& x, const at::Tensor& weight,
   return Run<LinearGeluResult>(
       x, allow_fused, [&](LinearGeluResult& out) { return FusedLinearGelu(x, weight, bias, out); },
       [&] { return ReferenceLinearGelu(x, weight, bias); });
+}
+
+at::Tensor LinearBiasGeluEntry(const at::Tensor& x, const at::Tensor& weight,
+                               const at::Tensor& bias, bool allow_fused) {
+  CheckLinearArgs(x, weight, bias, "LinearBiasGelu");
+  return Run<at::Tensor>(
+      x, allow_fused, [&](at::Tensor& out) { return FusedLinearBiasGelu(x, weight, bias, out); },
+      [&] { return at::gelu(at::addmm(bias, x, weight.t()), "tanh"); });
 }
 
 at::Tensor LinearBiasEntry(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -768,9 +786,17 @@ at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x) {
   return LinearWeightGradEntry(dy, x, /*allow_fused=*/true);
 }
 
+at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return LinearBiasGeluEntry(x, weight, bias, /*allow_fused=*/true);
+}
+
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
 
 namespace reference {
+
+at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return LinearBiasGeluEntry(x, weight, bias, /*allow_fused=*/false);
+}
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearGeluEntry(x, weight, bias, /*allow_fused=*/false);

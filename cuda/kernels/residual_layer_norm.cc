@@ -179,9 +179,10 @@ std::pair<uint64_t, uint64_t> ReservePhilox(const c10::Device& device, int64_t r
 }
 
 // The fused forward, or nullopt when this input has to take the reference path.
+// With `keep` false (inference) only `out` is written: no sum or statistics for a backward.
 std::optional<DropoutResidualLayerNormResult> ForwardKernel(
     const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,
-    const at::Tensor& gamma, const at::Tensor& beta, double p, double eps) {
+    const at::Tensor& gamma, const at::Tensor& beta, double p, double eps, bool keep = true) {
   const int64_t rows = input.size(0);
   const int64_t hidden = input.size(1);
   const std::optional<internal::FloatType> type = KernelType(input);
@@ -194,9 +195,11 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
   const auto float_opts = input.options().dtype(at::kFloat);
   DropoutResidualLayerNormResult r;
   r.out = at::empty_like(input);
-  r.sum = at::empty_like(input);
-  r.mean = at::empty({rows}, float_opts);
-  r.rstd = at::empty({rows}, float_opts);
+  if (keep) {
+    r.sum = at::empty_like(input);
+    r.mean = at::empty({rows}, float_opts);
+    r.rstd = at::empty({rows}, float_opts);
+  }
   internal::ResidualLayerNormForwardArgs args;
   if (p > 0.0) {
     r.mask = at::empty({rows, hidden}, input.options().dtype(at::kBool));
@@ -210,9 +213,11 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
   args.gamma = gamma_f.data_ptr<float>();
   args.beta = beta_f.data_ptr<float>();
   args.out = r.out.data_ptr();
-  args.sum = r.sum.data_ptr();
-  args.mean = r.mean.data_ptr<float>();
-  args.rstd = r.rstd.data_ptr<float>();
+  if (keep) {
+    args.sum = r.sum.data_ptr();
+    args.mean = r.mean.data_ptr<float>();
+    args.rstd = r.rstd.data_ptr<float>();
+  }
   args.rows = rows;
   args.hidden = hidden;
   args.type = *type;
@@ -324,6 +329,18 @@ DropoutResidualLayerNormGrads Backward(const at::Tensor& d_out, const at::Tensor
 }
 
 }  // namespace
+
+at::Tensor ResidualLayerNorm(const at::Tensor& input, const at::Tensor& bias,
+                             const at::Tensor& residual, const at::Tensor& gamma,
+                             const at::Tensor& beta, double eps) {
+  CheckForwardArgs(input, bias, residual, gamma, beta, 0.0, eps);
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  if (auto r = ForwardKernel(input, bias, residual, gamma, beta, 0.0, eps, /*keep=*/false)) {
+    return std::move(r->out);
+  }
+#endif
+  return ForwardReference(input, bias, residual, gamma, beta, 0.0, eps).out;
+}
 
 DropoutResidualLayerNormResult DropoutResidualLayerNorm(
     const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,

@@ -449,3 +449,36 @@ TEST_F(GemmEpilogueCudaTest, DeviceMismatchIsRejected) {
 
 }  // namespace
 }  // namespace padless::cuda
+
+namespace padless::cuda {
+namespace {
+
+// LinearBiasGelu (inference: the GELU_BIAS epilogue, no pre-activation written) computes
+// LinearGelu's act: on the CPU through the same reference ops exactly, on the GPU within bf16/fp16
+// rounding of the fp32 ops, on fresh random inputs each time, the output poisoned first.
+TEST(GemmEpilogueTest, LinearBiasGeluIsLinearGelusActivation) {
+  at::manual_seed(17);
+  const at::Tensor x = at::randn({37, 24}), w = at::randn({40, 24}) * 0.2, b = at::randn({40});
+  EXPECT_TRUE(LinearBiasGelu(x, w, b).equal(LinearGelu(x, w, b).act));
+  EXPECT_TRUE(reference::LinearBiasGelu(x, w, b).equal(LinearGelu(x, w, b).act));
+  EXPECT_THROW(LinearBiasGelu(x, w, at::Tensor()), c10::Error);
+}
+
+TEST_F(GemmEpilogueCudaTest, LinearBiasGeluMatchesFp32Ops) {
+  at::manual_seed(43);
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    for (int64_t t : {1, 300, 16384}) {
+      const at::Tensor x = Randn({t, 768}, dtype), w = Randn({3072, 768}, dtype, 0.05);
+      const at::Tensor b = Randn({3072}, dtype);
+      Poison();
+      const at::Tensor got = LinearBiasGelu(x, w, b);
+      EXPECT_TRUE(LastGemmEpilogueWasFused()) << "T " << t;
+      const at::Tensor want = at::gelu(Fp32PreActivation(x, w, b), "tanh");
+      EXPECT_REL_ERR(got.to(at::kFloat), want, 1e-2, "T " << t);
+      EXPECT_EQ(got.scalar_type(), dtype);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace padless::cuda

@@ -426,5 +426,34 @@ TEST_F(ResidualLayerNormCudaTest, MisalignedInputsStillMatch) {
                        /*poison=*/true);
 }
 
+// ResidualLayerNorm (inference: only `out`, no sum or statistics written) equals the training
+// forward's `out` at p = 0: bit for bit, since the kernel computes the same values and only skips
+// stores; on the CPU through the reference ops, on the GPU through the fused kernel and its
+// reference fallback (H 98), the outputs poisoned first.
+void ExpectInferenceMatchesTraining(const c10::Device& device) {
+  uint64_t seed = 900;
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (int64_t hidden : {768, 98}) {
+      const Inputs in = MakeInputs(300, hidden, dtype, at::kFloat, /*with_bias=*/true, device,
+                                   seed++);
+      const at::Tensor want =
+          DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 0.0, 1e-12)
+              .out;
+      if (device.is_cuda()) PoisonFreeMemory(device, kPoisonBytes);
+      const at::Tensor got =
+          ResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 1e-12);
+      EXPECT_TRUE(got.equal(want)) << "H " << hidden << " " << dtype;
+    }
+  }
+}
+
+TEST(ResidualLayerNormTest, InferenceOutputEqualsTheTrainingForwards) {
+  ExpectInferenceMatchesTraining(c10::Device(c10::kCPU));
+}
+
+TEST_F(ResidualLayerNormCudaTest, InferenceOutputEqualsTheTrainingForwards) {
+  ExpectInferenceMatchesTraining(gpu_);
+}
+
 }  // namespace
 }  // namespace padless::cuda

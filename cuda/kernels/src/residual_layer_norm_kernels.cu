@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
   const T* __restrict__ input = static_cast<const T*>(a.input) + base;
   const T* __restrict__ residual = static_cast<const T*>(a.residual) + base;
   const T* __restrict__ bias = static_cast<const T*>(a.bias);
-  T* __restrict__ sum = static_cast<T*>(a.sum) + base;
+  // Inference keeps nothing for a backward: no sum, no statistics (null pointers).
+  T* __restrict__ sum = a.sum != nullptr ? static_cast<T*>(a.sum) + base : nullptr;
   T* __restrict__ out = static_cast<T*>(a.out) + base;
   const bool dropout = a.p > 0.f;
   const float keep_prob = 1.f - a.p;
@@ -203,7 +204,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
     UnpackWords<T, kVec>(x[i], res);  // statistics of the stored (rounded) sum
 #pragma unroll
     for (int k = 0; k < kVec; ++k) total += res[k];
-    *reinterpret_cast<Words*>(sum + v * kVec) = x[i];
+    if (sum != nullptr) *reinterpret_cast<Words*>(sum + v * kVec) = x[i];
   }
   const float inv_hidden = 1.f / static_cast<float>(a.hidden);
   const float mean = WarpSum(total) * inv_hidden;
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
     }
   }
   const float rstd = rsqrtf(WarpSum(squares) * inv_hidden + a.eps);
-  if (lane == 0) {
+  if (lane == 0 && a.mean != nullptr) {
     a.mean[row] = mean;
     a.rstd[row] = rstd;
   }

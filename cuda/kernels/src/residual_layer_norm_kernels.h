@@ -33,9 +33,9 @@ struct ResidualLayerNormForwardArgs {
   const float* gamma = nullptr;    // [hidden]
   const float* beta = nullptr;     // [hidden]
   void* out = nullptr;             // [rows, hidden] of `type`
-  void* sum = nullptr;             // [rows, hidden] of `type`
+  void* sum = nullptr;             // [rows, hidden] of `type`; null: not written (inference)
   bool* mask = nullptr;            // [rows, hidden]; null when p == 0
-  float* mean = nullptr;           // [rows]
+  float* mean = nullptr;           // [rows]; null (with rstd): not written (inference)
   float* rstd = nullptr;           // [rows]
   int64_t rows = 0;
   int64_t hidden = 0;

@@ -55,6 +55,11 @@ struct LinearGeluResult {
 };
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
+// act = gelu_tanh(x @ weight^T + bias) alone, for inference: the epilogue is
+// CUBLASLT_EPILOGUE_GELU_BIAS, which writes no pre-activation (a backward's input), so the GEMM
+// moves a [T, N] write less than LinearGelu. Same arguments, conditions and fallback as LinearGelu.
+at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
 // y = x @ weight^T + bias with the bias added in the GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS),
 // under the same conditions and the same algorithm cache as LinearGelu; else at::addmm. Same math
 // as at::addmm, but LibTorch's addmm asks cuBLASLt's heuristic on every call: in an H200 profile
@@ -102,6 +107,7 @@ LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at
 // on any device and dtype they support: the fallback, and the baseline for tests and benchmarks.
 namespace reference {
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight);
 at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,

@@ -32,6 +32,13 @@ DropoutResidualLayerNormResult DropoutResidualLayerNorm(
     const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,
     const at::Tensor& gamma, const at::Tensor& beta, double p, double eps);
 
+// Inference: LayerNorm(residual + input + bias) * gamma + beta without dropout, returning only
+// `out`: the kernel writes neither `sum` nor the statistics, which only a backward reads (one
+// [T, H] write less per call). Same arguments, paths and errors as DropoutResidualLayerNorm.
+at::Tensor ResidualLayerNorm(const at::Tensor& input, const at::Tensor& bias,
+                             const at::Tensor& residual, const at::Tensor& gamma,
+                             const at::Tensor& beta, double eps);
+
 struct DropoutResidualLayerNormGrads {
   at::Tensor d_sum;            // [T, H] gradient w.r.t. `sum` (= the residual's gradient)
   at::Tensor d_input;          // [T, H] d_sum * mask / (1 - p); may alias d_sum when p == 0
