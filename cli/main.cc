@@ -20,7 +20,7 @@ namespace {
 const std::vector<const Subcommand*>& Subcommands() {
   static const std::vector<const Subcommand*> kAll = {
       &kTokenizeCommand, &kBenchPaddingCommand,  &kTrainCommand,   &kEvalCommand,
-      &kPredictCommand,  &kProfileMemoryCommand, &kExportHfCommand};
+      &kPredictCommand,  &kProfileMemoryCommand, &kExportHfCommand, &kServeCommand};
   return kAll;
 }
 

@@ -34,6 +34,7 @@ extern const Subcommand kEvalCommand;           // train_command.cc
 extern const Subcommand kPredictCommand;        // train_command.cc
 extern const Subcommand kProfileMemoryCommand;  // profile_memory_command.cc
 extern const Subcommand kExportHfCommand;       // export_hf_command.cc
+extern const Subcommand kServeCommand;          // serve_command.cc
 
 }  // namespace padless::cli
 

@@ -16,7 +16,7 @@ seed=${PADLESS_FUZZ_SEED:-20261130}
 build=${PADLESS_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${PADLESS_JOBS:-$(nproc)}
 all_targets=(corpus_reader_fuzzer tokenizer_fuzzer tokenizer_json_fuzzer corpus_cache_fuzzer model_dir_fuzzer
-             planner_fuzzer safetensors_fuzzer)
+             planner_fuzzer safetensors_fuzzer predict_request_fuzzer)
 read -r -a targets <<< "${PADLESS_FUZZ_TARGETS:-${all_targets[*]}}"
 step() { printf '== %s\n' "$*" >&2; }
 start=$(date +%s)

@@ -1,6 +1,7 @@
 #include "padless/serve/http/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <utility>
@@ -16,6 +17,14 @@ namespace {
 // how long a drain waits for an idle client.
 constexpr size_t kKeepAliveMaxRequests = 100000;
 
+// httplib's default sets SO_REUSEPORT, under which a second server binds a port in use without an
+// error (and the kernel splits the connections between them). SO_REUSEADDR alone still allows a
+// restart while the last run's connections linger in TIME_WAIT.
+void ListenerSocketOptions(int socket) {
+  int yes = 1;
+  setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
 }  // namespace
 
 RequestTrace& CurrentTrace() {
@@ -28,6 +37,13 @@ HttpServer::HttpServer(ServerOptions options, ServerLog* log)
   const size_t threads = static_cast<size_t>(std::max(1, options_.http_threads));
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server_->set_keep_alive_max_count(kKeepAliveMaxRequests);
+  server_->set_socket_options([this](int socket) {
+    ListenerSocketOptions(socket);
+    listen_socket_ = socket;  // the one socket httplib creates with these options
+  });
+  // httplib writes a response's headers and body apart: without TCP_NODELAY, Nagle's algorithm
+  // holds the body until the client's delayed ACK, 40 ms per request on Linux.
+  server_->set_tcp_nodelay(true);
   server_->set_payload_max_length(options_.body_limit);
   InstallRoutes();
   InstallHooks();

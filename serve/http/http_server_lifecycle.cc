@@ -2,6 +2,7 @@
 // the JSON error bodies of the answers httplib makes itself, the exception guard, and the one log
 // line and the metrics of each answered request.
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <exception>
@@ -50,6 +51,10 @@ absl::StatusOr<int> HttpServer::Bind() {
                                                options_.port, " (address in use, or not local)"));
   }
   port_ = port;
+  // Debian's cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the
+  // library): a burst of a dozen new connections overflows it, the kernel drops their SYNs, and
+  // clients stall for a second or fail. Linux lets listen() on a listening socket raise it.
+  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   return port;
 }
 
@@ -73,8 +78,10 @@ void HttpServer::SetEngine(std::unique_ptr<InferenceEngine> engine, ServerInfo i
   state_.compare_exchange_strong(loading, State::kReady);
 }
 
+void HttpServer::BeginDrain() { state_.store(State::kDraining); }
+
 void HttpServer::Drain() {
-  state_.store(State::kDraining);
+  BeginDrain();
   // Closes the listener; listen_after_bind returns once the pool has finished every connection
   // it accepted, i.e. every request in flight has been answered.
   if (listener_.joinable()) {
@@ -134,10 +141,10 @@ void HttpServer::LogAnswer(const httplib::Request& req, const httplib::Response&
   metrics_.RecordRequest(route, res.status, seconds);
   const LogLevel level = LevelForStatus(res.status);
   if (log_ != nullptr && log_->enabled(level)) {
-    std::string line =
-        absl::StrFormat("%s %s %d %.1fms in=%dB out=%dB inputs=%d peer=%s", Printable(req.method),
-                        Printable(req.path), res.status, seconds * 1e3, req.body.size(),
-                        res.body.size(), trace.inputs, req.remote_addr);
+    std::string line = absl::StrFormat("%s %s %d %.1fms in=%dB out=%dB inputs=%d peer=%s:%d",
+                                       Printable(req.method), Printable(req.path), res.status,
+                                       seconds * 1e3, req.body.size(), res.body.size(),
+                                       trace.inputs, req.remote_addr, req.remote_port);
     if (!trace.error.empty() && log_->enabled(LogLevel::kDebug)) {
       absl::StrAppend(&line, " error=\"", Printable(trace.error), "\"");
     }

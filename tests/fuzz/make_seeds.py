@@ -222,7 +222,26 @@ def safetensors_seeds():
              '"z":{"dtype":"F16","shape":[0,5],"data_offsets":[4,4]}}', bytes(4)))
 
 
+def predict_request_seeds():
+    # max_client_batch_size: Range(1, 64) from one byte (byte % 64 + 1), then the request body.
+    def seed(name, body, limit=32):
+        write("predict_request_fuzzer", name, bytes([limit - 1]) + body)
+    seed("single", b'{"inputs": "What a great film"}')
+    seed("pair", b'{"inputs": ["premise", "hypothesis"], "raw_scores": true}')
+    seed("batch", b'{"inputs": [["a"], ["b", "c"], [""]], "truncate": false, '
+         b'"truncation_direction": "Right"}')
+    seed("options", b'{"inputs": ["alone"], "truncate": null, "raw_scores": false, '
+         b'"parameters": {"top_k": 2}}')
+    seed("batch_over_limit", b'{"inputs": [["a"], ["b"], ["c"]]}', limit=2)
+    seed("escapes", b'{"inputs": "caf\u00e9 \"q\" \ud83d\ude00 \u0000"}')
+    seed("wrong_shapes", b'{"inputs": [["a"], "b", 3, null]}')
+    seed("left", b'{"inputs": "x", "truncation_direction": "Left"}')
+    seed("bad_utf8", b'{"inputs": "caf\xe9 \xc3\x28"}'.decode("unicode_escape").encode("latin-1"))
+    seed("deep", b"[" * 40 + b"]" * 40)
+
+
 def main():
+    predict_request_seeds()
     safetensors_seeds()
     model_dir_seeds()
     cache_seeds()

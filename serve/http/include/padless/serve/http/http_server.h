@@ -63,8 +63,10 @@ class HttpServer {
   absl::Status Start();
   // Serves `engine`, described by `info` in /info. Called once.
   void SetEngine(std::unique_ptr<InferenceEngine> engine, ServerInfo info);
-  // Stops accepting, finishes what was accepted, joins the threads, shuts the engine down.
-  // Idempotent; thread-safe against the handlers (not against itself).
+  // From now on /health and new predict requests answer 503 (the first step of Drain).
+  void BeginDrain();
+  // BeginDrain, then stops accepting connections, finishes what was accepted, joins the threads,
+  // and shuts the engine down. Idempotent; thread-safe against the handlers (not against itself).
   void Drain();
 
   bool ready() const { return state_.load() == State::kReady; }
@@ -99,6 +101,7 @@ class HttpServer {
   std::atomic<bool> has_engine_{false};
   std::thread listener_;
   int port_ = -1;
+  int listen_socket_ = -1;  // the listening socket, for its backlog (Bind)
 };
 
 }  // namespace padless::serve::http

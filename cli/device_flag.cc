@@ -1,0 +1,25 @@
+#include "device_flag.h"
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "padless/train/train_job.h"
+
+namespace padless::cli {
+
+absl::StatusOr<c10::Device> DeviceFlag() {
+  const std::string d = absl::GetFlag(FLAGS_device);
+  if (d == "auto") return models::DefaultTrainingDevice();
+  try {
+    c10::Device device(d);
+    if (device.is_cuda() && !models::DefaultTrainingDevice().is_cuda()) {
+      return absl::InvalidArgumentError(absl::StrCat("--device ", d, ": no CUDA device available"));
+    }
+    return device;
+  } catch (const c10::Error&) {
+    return absl::InvalidArgumentError(absl::StrCat("--device: bad device '", d, "'"));
+  }
+}
+
+absl::StatusOr<models::AmpMode> AmpFlag() { return models::ParseAmpMode(absl::GetFlag(FLAGS_amp)); }
+
+}  // namespace padless::cli

@@ -1,0 +1,30 @@
+// --device and --amp, read by train, eval, predict and serve. The flags are defined in
+// train_command.cc (which predates this file); every other command reads them through here, so
+// that the device rule (auto: CUDA when available; a CUDA device without one is an error) is
+// written once.
+#ifndef PADLESS_CLI_DEVICE_FLAG_H_
+#define PADLESS_CLI_DEVICE_FLAG_H_
+
+#include <c10/core/Device.h>
+
+#include <string>
+
+#include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "padless/models/autocast.h"
+
+ABSL_DECLARE_FLAG(std::string, device);
+ABSL_DECLARE_FLAG(std::string, amp);
+
+namespace padless::cli {
+
+// --device: auto, cpu, cuda or cuda:N. InvalidArgument (a usage error) for a bad name or a CUDA
+// device on a machine without one.
+absl::StatusOr<c10::Device> DeviceFlag();
+
+// --amp: off, bf16, fp16 or fp8; InvalidArgument for another name.
+absl::StatusOr<models::AmpMode> AmpFlag();
+
+}  // namespace padless::cli
+
+#endif  // PADLESS_CLI_DEVICE_FLAG_H_
