@@ -4,6 +4,10 @@
 #include "absl/strings/str_cat.h"
 #include "padless/train/train_job.h"
 
+ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16, fp16 or fp8 (fp16 needs CUDA; fp8 trains the "
+          "encoder's GEMMs in FP8 on GPUs of compute capability 8.9+, and evaluates in bf16)");
+ABSL_FLAG(std::string, device, "auto", "Device: auto (CUDA when available), cpu, cuda or cuda:N");
+
 namespace padless::cli {
 
 absl::StatusOr<c10::Device> DeviceFlag() {

@@ -1,7 +1,6 @@
-// --device and --amp, read by train, eval, predict and serve. The flags are defined in
-// train_command.cc (which predates this file); every other command reads them through here, so
-// that the device rule (auto: CUDA when available; a CUDA device without one is an error) is
-// written once.
+// --device and --amp, defined here and read by train, eval, predict and serve through these two
+// functions, so that the device rule (auto: CUDA when available; a CUDA device without one is an
+// error) is written once.
 #ifndef PADLESS_CLI_DEVICE_FLAG_H_
 #define PADLESS_CLI_DEVICE_FLAG_H_
 

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli_util.h"
+#include "device_flag.h"
 #include "common_flags.h"
 #include "data_flags.h"
 #include "distributed_train.h"
@@ -48,8 +49,6 @@ ABSL_FLAG(std::string, preset, "",
           "a preset that differs from the --init-from model is an error)");
 ABSL_FLAG(std::string, batching, "packed",
           "train: batching strategy: packed, varlen, buckets, padded, or any bench-padding name");
-ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16, fp16 or fp8 (fp16 needs CUDA; fp8 trains the "
-          "encoder's GEMMs in FP8 on GPUs of compute capability 8.9+, and evaluates in bf16)");
 ABSL_FLAG(std::string, checkpoint, "none",
           "train: activation checkpointing: none, all, every:K, keep_last:K, selective, ffn or "
           "attn (the last three optionally /every:K or /keep_last:K)");
@@ -83,7 +82,6 @@ ABSL_FLAG(bool, resume, false, "train: continue from the latest checkpoint in DI
 ABSL_FLAG(int64_t, checkpoint_every, 0,
           "train: optimizer steps between checkpoints (0: per epoch)");
 ABSL_FLAG(int64_t, keep_checkpoints, 2, "train: checkpoints to keep");
-ABSL_FLAG(std::string, device, "auto", "Device: auto (CUDA when available), cpu, cuda or cuda:N");
 ABSL_FLAG(std::string, metrics_json, "", "Write the final metrics as JSON to this path");
 ABSL_FLAG(std::string, long_text, "head_tail",
           "predict: texts longer than --max-len: head_tail, or windows (vote over windows)");
@@ -110,20 +108,6 @@ namespace {
 
 namespace tok = padless::tokenize;
 namespace models = padless::models;
-
-absl::StatusOr<c10::Device> DeviceFromFlag() {
-  const std::string d = absl::GetFlag(FLAGS_device);
-  if (d == "auto") return models::DefaultTrainingDevice();
-  try {
-    c10::Device device(d);
-    if (device.is_cuda() && !models::DefaultTrainingDevice().is_cuda()) {
-      return absl::InvalidArgumentError(absl::StrCat("--device ", d, ": no CUDA device available"));
-    }
-    return device;
-  } catch (const c10::Error&) {
-    return absl::InvalidArgumentError(absl::StrCat("--device: bad device '", d, "'"));
-  }
-}
 
 absl::StatusOr<batching::PlannerOptions> PlanFromFlags(int64_t max_len) {
   return models::BatchingPlan(
@@ -184,7 +168,7 @@ absl::StatusOr<models::ModelRuntime> RuntimeFromFlags() {
 
 // The optimization, precision and checkpointing flags; errors are usage errors.
 absl::StatusOr<models::TrainConfig> TrainConfigFromFlags() {
-  absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
+  absl::StatusOr<models::AmpMode> amp = cli::AmpFlag();
   if (!amp.ok()) return amp.status();
   absl::StatusOr<models::ModelRuntime> runtime = RuntimeFromFlags();
   if (!runtime.ok()) return runtime.status();
@@ -245,7 +229,7 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   job.epochs = absl::GetFlag(FLAGS_epochs);
   job.warmup_fraction = absl::GetFlag(FLAGS_warmup);
   job.quiet = absl::GetFlag(FLAGS_quiet);
-  absl::StatusOr<c10::Device> device = DeviceFromFlag();
+  absl::StatusOr<c10::Device> device = cli::DeviceFlag();
   if (!device.ok()) return device.status();
   job.device = *device;
   absl::StatusOr<models::TrainConfig> train = TrainConfigFromFlags();
@@ -341,9 +325,9 @@ int RunEval(const std::vector<std::string>& args) {
   const std::string data = absl::GetFlag(FLAGS_data);
   if (model_dir.empty()) return Usage(kCmd, RequiredMessage("model", "DIR"));
   if (data.empty()) return Usage(kCmd, RequiredMessage("data", "FILE"));
-  absl::StatusOr<c10::Device> device = DeviceFromFlag();
+  absl::StatusOr<c10::Device> device = cli::DeviceFlag();
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
-  absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
+  absl::StatusOr<models::AmpMode> amp = cli::AmpFlag();
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
   absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
   if (!reader.ok()) return Usage(kCmd, reader.status().message());
@@ -394,13 +378,13 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   const std::string model_dir = absl::GetFlag(FLAGS_model);
   if (model_dir.empty()) return Usage(kCmd, RequiredMessage("model", "DIR"));
-  absl::StatusOr<c10::Device> device = DeviceFromFlag();
+  absl::StatusOr<c10::Device> device = cli::DeviceFlag();
   if (!device.ok()) return Usage(kCmd, std::string(device.status().message()));
   absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/false);
   if (!reader.ok()) return Usage(kCmd, reader.status().message());
   serve::InferenceOptions options;
   options.device = *device;
-  absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
+  absl::StatusOr<models::AmpMode> amp = cli::AmpFlag();
   if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
   options.amp = *amp;
   options.max_len = absl::GetFlag(FLAGS_max_len);
