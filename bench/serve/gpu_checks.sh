@@ -19,3 +19,6 @@ start=$(date +%s.%N)
   --amp bf16 > "$out/predict.txt"
 end=$(date +%s.%N)
 python3 -c "import sys; n=sum(1 for _ in open(sys.argv[1])); s=float(sys.argv[3])-float(sys.argv[2]); print(f'padless predict: {n} texts in {s:.2f} s = {n/s:.0f} texts/s (process start and model load included)')" "$out/predict.txt" "$start" "$end"
+echo "== padless serve over HTTP: parity with transformers, concurrent clients, SIGTERM drain" >&2
+python3 "$(dirname "$0")/serve_smoke.py" --padless "$build/cli/padless" \
+  --model "${MODEL_DIR:-$out/hf_${SHAPE:-base}}" --data "$data" --device cuda --amp bf16
