@@ -46,7 +46,8 @@ at::Tensor AutogradLogits(EncoderClassifier& model, const batching::Batch& b, Am
   return model->forward(b).to(at::kFloat).detach().clone();
 }
 
-double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
+// Not MaxDiff: encoder_test.cc has one, and a unity build (PADLESS_UNITY) may batch the two files.
+double MaxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
   return (a - b).abs().max().item<double>();
 }
 
@@ -58,12 +59,12 @@ TEST(FusedInferenceTest, MatchesAutogradPathOnCpu) {
   ASSERT_EQ(model->ResolveBackend(b), AttentionBackend::kVarlenReference);
   const at::Tensor autograd = AutogradLogits(model, b, AmpMode::kOff);
   const at::Tensor inference = InferenceLogits(model, b, AmpMode::kOff);
-  EXPECT_LE(MaxDiff(autograd, inference), 1e-5);
+  EXPECT_LE(MaxAbsDiff(autograd, inference), 1e-5);
   model->PrepareInference(at::kFloat);
-  EXPECT_LE(MaxDiff(autograd, InferenceLogits(model, b, AmpMode::kOff)), 1e-5);
+  EXPECT_LE(MaxAbsDiff(autograd, InferenceLogits(model, b, AmpMode::kOff)), 1e-5);
   // The generic layers (no fused layer at all) agree too.
   ChangeRuntime(model, [](ModelRuntime& r) { r.fused_layers = false; });
-  EXPECT_LE(MaxDiff(autograd, InferenceLogits(model, b, AmpMode::kOff)), 1e-5);
+  EXPECT_LE(MaxAbsDiff(autograd, InferenceLogits(model, b, AmpMode::kOff)), 1e-5);
 }
 
 TEST(FusedInferenceTest, TrainingDropsThePreparedWeights) {
@@ -80,8 +81,8 @@ TEST(FusedInferenceTest, TrainingDropsThePreparedWeights) {
   model->train();  // a training step would change the weights like this
   model->eval();
   const at::Tensor after = InferenceLogits(model, b, AmpMode::kOff);
-  EXPECT_GT(MaxDiff(before, after), 1e-3);
-  EXPECT_LE(MaxDiff(AutogradLogits(model, b, AmpMode::kOff), after), 1e-5);
+  EXPECT_GT(MaxAbsDiff(before, after), 1e-3);
+  EXPECT_LE(MaxAbsDiff(AutogradLogits(model, b, AmpMode::kOff), after), 1e-5);
 }
 
 TEST(FusedInferenceTest, PreLnModelsRunTheGenericLayers) {
@@ -91,7 +92,7 @@ TEST(FusedInferenceTest, PreLnModelsRunTheGenericLayers) {
   model->PrepareInference(at::kFloat);
   const batching::Batch b = MakeVarlen(RandomSequences(5, 6, 2, 40, 100, 3));
   EXPECT_LE(
-      MaxDiff(AutogradLogits(model, b, AmpMode::kOff), InferenceLogits(model, b, AmpMode::kOff)),
+      MaxAbsDiff(AutogradLogits(model, b, AmpMode::kOff), InferenceLogits(model, b, AmpMode::kOff)),
       1e-5);
 }
 
@@ -104,12 +105,12 @@ TEST(FusedInferenceTest, MatchesAutogradPathWithBf16FlashOnGpu) {
   const batching::Batch b =
       ToDevice(MakeVarlen(RandomSequences(9, 32, 1, 300, 1000, 2)), at::Device(at::kCUDA));
   const at::Tensor autograd = AutogradLogits(model, b, AmpMode::kBf16);
-  EXPECT_LE(MaxDiff(autograd, InferenceLogits(model, b, AmpMode::kBf16)), 2e-2);
+  EXPECT_LE(MaxAbsDiff(autograd, InferenceLogits(model, b, AmpMode::kBf16)), 2e-2);
   model->PrepareInference(at::kBFloat16);
-  EXPECT_LE(MaxDiff(autograd, InferenceLogits(model, b, AmpMode::kBf16)), 2e-2);
+  EXPECT_LE(MaxAbsDiff(autograd, InferenceLogits(model, b, AmpMode::kBf16)), 2e-2);
   // fp32 on the GPU: the memory-efficient kernel, no fused layer, the same logits to fp32.
   EXPECT_LE(
-      MaxDiff(AutogradLogits(model, b, AmpMode::kOff), InferenceLogits(model, b, AmpMode::kOff)),
+      MaxAbsDiff(AutogradLogits(model, b, AmpMode::kOff), InferenceLogits(model, b, AmpMode::kOff)),
       1e-4);
 }
 
