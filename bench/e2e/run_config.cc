@@ -142,16 +142,17 @@ batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, in
   return *batching::LookupStrategy(StrategyName(strategy), sizes);
 }
 
+double ForwardFlops(int64_t len, const ModelShape& shape) {
+  const double l = static_cast<double>(len);
+  return l * (2.0 * static_cast<double>(shape.MatmulParams()) +
+              static_cast<double>(shape.layers) * 4.0 * l * static_cast<double>(shape.hidden));
+}
+
 double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape) {
-  const double matmul = 2.0 * static_cast<double>(shape.MatmulParams());
   double forward = 0;
   for (const batching::BatchSpec& spec : specs) {
     for (const std::vector<batching::Placement>& row : spec.rows) {
-      for (const batching::Placement& p : row) {
-        const double len = static_cast<double>(p.length);
-        forward += len * (matmul + static_cast<double>(shape.layers) * 4.0 * len *
-                                       static_cast<double>(shape.hidden));
-      }
+      for (const batching::Placement& p : row) forward += ForwardFlops(p.length, shape);
     }
   }
   return 3.0 * forward;

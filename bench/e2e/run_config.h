@@ -77,6 +77,10 @@ struct ModelShape {
   int64_t ffn = 3072;
   int64_t MatmulParams() const { return layers * (4 * hidden * hidden + 2 * hidden * ffn); }
 };
+// Forward FLOPs of one sequence of `len` tokens: 2 x the matmul parameters per token, plus the
+// attention scores and their weighted sum (4 x len x hidden per token and layer).
+double ForwardFlops(int64_t len, const ModelShape& shape);
+// 3 x the forward FLOPs (forward and backward) of every sequence of `specs`.
 double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape);
 
 }  // namespace padless::bench::e2e

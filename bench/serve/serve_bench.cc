@@ -28,6 +28,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "config_runner.h"
+#include "run_config.h"
 #include "step_trace.h"
 #include "padless/base/atomic_file_writer.h"
 #include "padless/serve/inference_engine.h"
@@ -80,12 +81,13 @@ absl::StatusOr<std::vector<ClassifyRequest>> ReadRequests(const std::string& pat
   return out;
 }
 
-// Forward FLOPs of one sequence of `len` tokens: 2 x the matmul parameters per token, plus the
-// attention scores and their weighted sum (4 x len x hidden per token and layer).
-double ForwardFlops(const models::EncoderConfig& c, int64_t len) {
-  const double h = c.hidden(), f = c.ffn(), layers = c.layers();
-  const double matmul_params = layers * (4 * h * h + 2 * h * f);
-  return len * (2 * matmul_params + 4.0 * len * h * layers);
+// The served model's shape, for the forward FLOPs (run_config.h's ForwardFlops, as the e2e bench).
+e2e::ModelShape ShapeOf(const models::EncoderConfig& c) {
+  e2e::ModelShape shape;
+  shape.hidden = c.hidden();
+  shape.layers = c.layers();
+  shape.ffn = c.ffn();
+  return shape;
 }
 
 struct OfflineResult {
@@ -109,7 +111,7 @@ absl::StatusOr<OfflineResult> RunOffline(InferenceEngine& engine,
       if (!c.ok()) return c.status();
       r.lengths.push_back(c->tokens);
       r.tokens += c->tokens;
-      r.flops += ForwardFlops(engine.model().config, c->tokens);
+      r.flops += e2e::ForwardFlops(c->tokens, ShapeOf(engine.model().config));
     }
     in_flight.pop_front();
     return absl::OkStatus();
