@@ -7,7 +7,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "varlen_batch.h"
+#include "absl/types/span.h"
+#include "padless/batching/collator.h"
+#include "padless/tokenize/tokenized_corpus.h"
 
 namespace padless::serve::internal {
 
@@ -105,6 +107,30 @@ std::vector<BatchFormer::Taken> BatchFormer::TakeLocked() {
   return taken;
 }
 
+namespace {
+
+// The claimed sequences as one kVarlen batch, built by the one collator (batching/collator.h):
+// each sequence whole, in order; token types only when the model uses them and a pair is there.
+absl::StatusOr<batching::Batch> Collate(const std::vector<const tokenize::Encoding*>& sequences,
+                                        bool with_types, bool pinned) {
+  tokenize::TokenizedCorpus corpus;
+  batching::BatchSpec spec;
+  spec.layout = batching::Layout::kVarlen;
+  spec.rows.emplace_back();
+  for (const tokenize::Encoding* e : sequences) {
+    const int64_t length = static_cast<int64_t>(e->ids.size());
+    spec.rows[0].push_back({static_cast<int64_t>(spec.rows[0].size()), 0, length});
+    spec.length += length;
+    corpus.Add(e->ids, with_types ? absl::MakeConstSpan(e->type_ids) : absl::Span<const int8_t>(),
+               /*label=*/0);
+  }
+  batching::CollatorOptions options;
+  options.pin_memory = pinned;
+  return batching::Collator(options).Collate(corpus, spec);
+}
+
+}  // namespace
+
 void BatchFormer::Build(std::vector<Taken> taken) {
   FormedBatch formed;
   std::vector<const tokenize::Encoding*> sequences;
@@ -120,13 +146,19 @@ void BatchFormer::Build(std::vector<Taken> taken) {
     BatchDone();
     return;
   }
+  absl::Status error;
   try {
     const bool cuda = device_.is_cuda() && at::globalContext().hasCUDA();
-    formed.batch = BuildVarlenBatch(sequences, types_ && pair, /*pinned=*/cuda);
-    if (cuda) formed.batch = formed.batch.To(device_, /*non_blocking=*/true);
+    absl::StatusOr<batching::Batch> batch = Collate(sequences, types_ && pair, /*pinned=*/cuda);
+    if (batch.ok()) {
+      formed.batch = cuda ? batch->To(device_, /*non_blocking=*/true) : *std::move(batch);
+    } else {
+      error = absl::InternalError(absl::StrCat("batch: ", batch.status().message()));
+    }
   } catch (const c10::Error& e) {
-    const absl::Status error =
-        absl::InternalError(absl::StrCat("batch: ", e.what_without_backtrace()));
+    error = absl::InternalError(absl::StrCat("batch: ", e.what_without_backtrace()));
+  }
+  if (!error.ok()) {
     for (const SequenceOwner& o : formed.owners) o.state->Finish(o.index, error);
     BatchDone();
     return;
