@@ -5,7 +5,9 @@
 #include "padless/train/train_job.h"
 
 ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16, fp16 or fp8 (fp16 needs CUDA; fp8 trains the "
-          "encoder's GEMMs in FP8 on GPUs of compute capability 8.9+, and evaluates in bf16)");
+          "encoder's GEMMs in FP8 on GPUs of compute capability 8.9+ and evaluates in bf16, while "
+          "predict and serve run them with FP8 weights, one scale per channel and per token; "
+          "elsewhere FP8 is emulated, slowly)");
 ABSL_FLAG(std::string, device, "auto", "Device: auto (CUDA when available), cpu, cuda or cuda:N");
 
 namespace padless::cli {

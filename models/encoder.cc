@@ -217,20 +217,27 @@ at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const La
   std::vector<std::vector<at::Tensor>> fresh;
   if (!cached) fresh = FusedComputeWeights(LayerWeights(), x.scalar_type());
   const std::vector<std::vector<at::Tensor>>& compute = cached ? inference_weights_ : fresh;
+  const bool fp8 = cached && !inference_fp8_.empty();
   for (int64_t i = 0; i < num_layers(); ++i) {
-    x = FusedEncoderLayerInfer(x, layers_[i]->weights(), spec, ctx, &compute[i]);
+    x = FusedEncoderLayerInfer(x, layers_[i]->weights(), spec, ctx, &compute[i],
+                               fp8 ? &inference_fp8_[i] : nullptr);
   }
   return x;
 }
 
-void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype) {
+void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype, bool fp8_weights) {
   inference_weights_ = FusedComputeWeights(LayerWeights(), dtype);
   inference_dtype_ = dtype;
+  inference_fp8_.clear();
+  if (fp8_weights) inference_fp8_ = QuantizeInferenceWeights(LayerWeights());
 }
 
 void EncoderClassifierImpl::train(bool on) {
   torch::nn::Module::train(on);
-  if (on) inference_weights_.clear();
+  if (on) {
+    inference_weights_.clear();
+    inference_fp8_.clear();
+  }
 }
 
 at::Tensor EncoderClassifierImpl::FinishTokens(const at::Tensor& h, at::ScalarType dtype) {

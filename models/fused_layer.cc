@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "layer_call.h"
+#include "inference_gemms.h"
 #include "layer_gemms.h"
 #include "padless/cuda/kernels/bias_grad.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
@@ -21,7 +22,9 @@ namespace padless::models {
 
 namespace {
 
+using internal::Activate;
 using internal::CaptureRng;
+using internal::InferenceGemms;
 using internal::LayerGemms;
 using internal::OutputGrad;
 using internal::kFfnInGemm;
@@ -79,18 +82,6 @@ Activation EffectiveActivation(const LayerSpec& spec, const at::Tensor& x) {
     return Activation::kGeluTanh;
   }
   return spec.activation;
-}
-
-at::Tensor Activate(const at::Tensor& f, Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return at::relu(f);
-    case Activation::kGeluTanh:
-      return at::gelu(f, "tanh");
-    case Activation::kGelu:
-      break;
-  }
-  return at::gelu(f);
 }
 
 // Gradient of a bias: the row sum, in fp32 for half grads (the parameters are fp32).
@@ -199,23 +190,19 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
 // layer: the FFN-in GEMM writes no pre-activation (GELU_BIAS epilogue instead of GELU_AUX_BIAS),
 // and the two LayerNorms write neither their sums nor their statistics.
 at::Tensor InferForward(const at::Tensor& x, const std::vector<at::Tensor>& w,
-                        const LayerGemms& gemms, const LayerSpec& spec,
+                        const InferenceGemms& gemms, const LayerSpec& spec,
                         const AttentionContext& ctx) {
   const int64_t tokens = x.size(0);
   const int64_t hidden = x.size(1);
   Activations a;  // only the attention's outputs are filled
-  const at::Tensor qkv = gemms.Forward(kQkvGemm, x, /*bias=*/true);
+  const at::Tensor qkv = gemms.Linear(kQkvGemm, x, /*bias=*/true);
   AttendForward(qkv.view({tokens, 3, spec.heads, hidden / spec.heads}).unbind(1), ctx,
                 spec.attention_dropout, &a);
   const at::Tensor h = cuda::ResidualLayerNorm(
-      gemms.Forward(kOutGemm, a.attended.view({tokens, hidden}), /*bias=*/false), w[kOutBias], x,
+      gemms.Linear(kOutGemm, a.attended.view({tokens, hidden}), /*bias=*/false), w[kOutBias], x,
       w[kAttnNormWeight], w[kAttnNormBias], spec.eps);
-  const Activation activation = EffectiveActivation(spec, x);
-  const at::Tensor g = activation == Activation::kGeluTanh
-                           ? gemms.ForwardGeluAct(kFfnInGemm, h)
-                           : Activate(gemms.Forward(kFfnInGemm, h, /*bias=*/true), activation);
-  return cuda::ResidualLayerNorm(gemms.Forward(kFfnOutGemm, g, /*bias=*/false), w[kFfnOutBias], h,
-                                 w[kFfnNormWeight], w[kFfnNormBias], spec.eps);
+  return cuda::ResidualLayerNorm(gemms.FeedForward(h, EffectiveActivation(spec, x)),
+                                 w[kFfnOutBias], h, w[kFfnNormWeight], w[kFfnNormBias], spec.eps);
 }
 
 // What a FusedSaving mode keeps of the forward's activations; the rest is recomputed.
@@ -449,7 +436,8 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
 
 at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
                                   const LayerSpec& spec, const AttentionContext& ctx,
-                                  const std::vector<at::Tensor>* compute_weights) {
+                                  const std::vector<at::Tensor>* compute_weights,
+                                  const Fp8LayerWeights* fp8) {
   TORCH_CHECK(!at::GradMode::is_enabled(),
               "FusedEncoderLayerInfer: grad mode is on; training uses FusedEncoderLayerForward");
   const at::ScalarType dtype = x.scalar_type();
@@ -464,7 +452,22 @@ at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
   AutocastGuard no_autocast(x.device().type(), dtype, /*enabled=*/false);
   const std::vector<at::Tensor> w =
       compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
-  return InferForward(x, w, LayerGemms(w, FusedLayerFp8()), spec, ctx);
+  return InferForward(x, w, InferenceGemms(w, fp8), spec, ctx);
+}
+
+std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers) {
+  const at::NoGradGuard no_grad;
+  std::vector<Fp8LayerWeights> out;
+  out.reserve(layers.size());
+  for (at::TensorList w : layers) {
+    Fp8LayerWeights& layer = out.emplace_back();
+    for (int g = 0; g < kFusedLayerGemms; ++g) {
+      const at::Tensor& weight = w[internal::kGemmWeight[g]];
+      if (!internal::Fp8GemmFits(weight)) continue;  // stays in the compute dtype
+      layer[g] = cuda::Fp8QuantizeRows(weight, cuda::RowActivation::kNone, /*pad_rows_to=*/1);
+    }
+  }
+  return out;
 }
 
 std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,

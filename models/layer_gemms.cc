@@ -1,8 +1,22 @@
 #include "layer_gemms.h"
 
+#include <ATen/ATen.h>
+
 #include "padless/cuda/kernels/gemm_epilogue.h"
 
 namespace padless::models::internal {
+
+at::Tensor Activate(const at::Tensor& f, Activation a) {
+  switch (a) {
+    case Activation::kRelu:
+      return at::relu(f);
+    case Activation::kGeluTanh:
+      return at::gelu(f, "tanh");
+    case Activation::kGelu:
+      break;
+  }
+  return at::gelu(f);
+}
 
 bool LayerGemms::InFp8(LayerGemm g) const {
   return fp8_.scaling != nullptr && Fp8GemmFits(Weight(g));

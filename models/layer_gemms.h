@@ -18,6 +18,9 @@
 
 namespace padless::models::internal {
 
+// The FFN's activation of f, as ATen computes it.
+at::Tensor Activate(const at::Tensor& f, Activation a);
+
 // The layer's four GEMMs, in order. Each one's weight is followed by its bias in the weights.
 enum LayerGemm { kQkvGemm, kOutGemm, kFfnInGemm, kFfnOutGemm };
 inline constexpr std::array<int, kFusedLayerGemms> kGemmWeight = {kQkvWeight, kOutWeight,

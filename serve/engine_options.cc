@@ -33,6 +33,12 @@ absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOpt
                                     {"max_queued_requests", o.max_queued_requests}}) {
     if (absl::Status s = Positive(name, value); !s.ok()) return s;
   }
+  // FP8 weights live in the fused inference layers, which run post-LN models only; computing
+  // a pre-LN model in bf16 instead would hide the precision asked for.
+  if (o.amp == models::AmpMode::kFp8 && config.pre_ln()) {
+    return absl::InvalidArgumentError(
+        "amp fp8: FP8 inference weights need a post-LN model (this one is pre-LN); use bf16");
+  }
   o.max_len = std::min(o.max_len, config.max_sequence_length());
   if (o.max_len < 3) {
     return absl::InvalidArgumentError(

@@ -111,8 +111,12 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(models:
   try {
     model.model->to(options.device);
     model.model->eval();
-    // The fused inference layers' weights in the compute dtype, cast once for every batch.
-    if (!model.config.pre_ln()) model.model->PrepareInference(internal::ComputeDtype(options.amp));
+    // The fused inference layers' weights in the compute dtype, cast once for every batch, and
+    // under amp fp8 their GEMM weights quantized to FP8 too.
+    if (!model.config.pre_ln()) {
+      model.model->PrepareInference(internal::ComputeDtype(options.amp),
+                                    /*fp8_weights=*/options.amp == models::AmpMode::kFp8);
+    }
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("inference engine: preparing the model: ", e.what_without_backtrace()));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the serving issue measures on the GPU machine, in one call (bench/serve/README.md):
-#   1. the GPU tests of the inference path (fused inference layer against autograd, engine);
+#   1. the GPU tests of the inference path (per-row FP8 kernels, fused inference layer against
+#      autograd and FP8 against its CPU emulation, engine);
 #   2. the serving benchmark (h200_serve.sh: engine offline/online against the anchors);
 #   3. `padless predict` end to end on the same texts (the CLI's path through the engine).
 # usage (on the GPU machine, after .gpu/remote.sh built the targets):
@@ -9,6 +10,7 @@ set -uo pipefail
 build=$1 tokenizer_dir=$2 data=$3 out=$4
 mkdir -p "$out"
 echo "== GPU tests" >&2
+"$build/tests/cuda/padless_cuda_tests" --gtest_filter='*Fp8Rowwise*' 2>&1 | tail -4
 "$build/tests/models/padless_models_tests" --gtest_filter='*Inference*:*Fused*' 2>&1 | tail -4
 "$build/tests/serve/padless_serve_tests" 2>&1 | tail -4
 echo "== serving benchmark" >&2

@@ -5,8 +5,9 @@
 # same texts and the token lengths the engine saw, alternating ROUNDS times (the machines are
 # shared and noisy: compare within a round). JSON lines go to OUT/serve.jsonl; a table is printed.
 #   bench/serve/h200_serve.sh BUILD_DIR TOKENIZER_DIR DATA OUT [DEVICE]
-# Environment: ROUNDS (2), LIMIT (texts, 0 = all), AMP (bf16), LOADS (0.75,1.0), SHAPE (base),
-# ANCHORS (torch_varlen,hf_sorted,hf_arrival,hf_e2e on cuda; hf_sorted,hf_int8_cpu on cpu),
+# Environment: ROUNDS (2), LIMIT (texts, 0 = all), AMP (bf16; a list such as "bf16 fp8" runs the
+# engine once per precision, rows after the first named padless_engine_<amp>), LOADS (0.75,1.0),
+# SHAPE (base), ANCHORS (torch_varlen,hf_sorted,hf_arrival,hf_e2e on cuda; hf_sorted,hf_int8_cpu on cpu),
 # ENGINE_FLAGS (more padless_bench_serve flags).
 set -euo pipefail
 build=$(realpath "$1") tokenizer_dir=$(realpath "$2") data=$(realpath "$3") out=$4 device=${5:-cuda}
@@ -25,11 +26,16 @@ model=${MODEL_DIR:-$out/hf_${SHAPE:-base}}  # MODEL_DIR: where the checkpoint is
   python3 "$root/bench/serve/make_hf_model.py" --tokenizer-dir "$tokenizer_dir" --out "$model" \
     --shape "${SHAPE:-base}" >/dev/null
 for ((r = 1; r <= rounds; r++)); do
-  echo "== round $r: padless engine ($device, $amp)" >&2
-  "$build/bench/serve/padless_bench_serve" --model "$model" --data "$data" --limit "$limit" \
-    --device "$device" --amp "$amp" --loads "$loads" --lengths_out "$out/lengths.txt" \
-    ${ENGINE_FLAGS:-} \
-    --label "padless_engine" | sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
+  for a in $amp; do
+    # The first precision is the engine row the anchors are read against; others are named.
+    label=padless_engine
+    [[ $a == "${amp%% *}" ]] || label=padless_engine_$a
+    echo "== round $r: padless engine ($device, $a)" >&2
+    "$build/bench/serve/padless_bench_serve" --model "$model" --data "$data" --limit "$limit" \
+      --device "$device" --amp "$a" --loads "$loads" --lengths_out "$out/lengths.txt" \
+      ${ENGINE_FLAGS:-} \
+      --label "$label" | sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
+  done
   echo "== round $r: anchors ($anchors)" >&2
   (cd "$root/bench/baselines" && python3 serve_anchors.py --lengths "$out/lengths.txt" \
       --hf-dir "$model" --data "$data" --limit "$limit" --device "$device" --anchors "$anchors") |

@@ -75,19 +75,6 @@ Fp8Quantized ReferenceQuantize(const at::Tensor& x, const at::Tensor& scale, Fp8
 }
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
-std::optional<internal::FloatType> KernelType(at::ScalarType t) {
-  switch (t) {
-    case at::kBFloat16:
-      return internal::FloatType::kBFloat16;
-    case at::kHalf:
-      return internal::FloatType::kFloat16;
-    case at::kFloat:
-      return internal::FloatType::kFloat32;
-    default:
-      return std::nullopt;
-  }
-}
-
 // The outputs asked for, allocated, and the launch arguments pointing at them (x, scale and amax
 // are the caller's to fill in).
 internal::Fp8QuantizeArgs MakeOutputs(const at::Tensor& x, int64_t padded_rows, Fp8Format format,
@@ -112,7 +99,7 @@ internal::Fp8QuantizeArgs MakeOutputs(const at::Tensor& x, int64_t padded_rows, 
 std::optional<Fp8Quantized> QuantizeKernel(const at::Tensor& x_in, const at::Tensor& scale,
                                            Fp8Format format, const Fp8QuantizeOptions& options,
                                            const at::Tensor& amax) {
-  const std::optional<internal::FloatType> type = KernelType(x_in.scalar_type());
+  const std::optional<internal::FloatType> type = internal::KernelFloatType(x_in.scalar_type());
   if (!internal::UseKernel(x_in) || !type) return std::nullopt;
   const int64_t padded_rows = PaddedRows(x_in.size(0), options.pad_rows_to);
   if (!internal::Fp8QuantizeSupported(padded_rows, x_in.size(1), options.transposed)) {

@@ -1,7 +1,9 @@
 // The fused inference path (EncoderClassifierImpl::RunLayers without grad mode: the fused layer's
 // forward alone, FusedEncoderLayerInfer) against the fused autograd path and the generic layers:
 // the same logits, with and without PrepareInference's cached weights, and a stale cache dropped
-// by train(true).
+// by train(true); and FP8 inference weights (PrepareInference(dtype, true)): logits close to the
+// unquantized ones, a text's logits independent of its batch (per-token scales), dropped by
+// train(true), and on the GPU the tensor-core path against the CPU's exact emulation.
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@ using testing::GpuTestConfig;
 using testing::HasCuda;
 using testing::MakeVarlen;
 using testing::RandomSequences;
+using testing::Sequences;
 using testing::ToDevice;
 
 EncoderConfig SmallPostLn() {
@@ -94,6 +97,73 @@ TEST(FusedInferenceTest, PreLnModelsRunTheGenericLayers) {
   EXPECT_LE(
       MaxAbsDiff(AutogradLogits(model, b, AmpMode::kOff), InferenceLogits(model, b, AmpMode::kOff)),
       1e-5);
+}
+
+// Relative L2 distance of two logit tensors [n, C], each centred over the texts first: the head's
+// bias, shared by every text, would otherwise hide how far the texts' own logits moved.
+double RelativeDistance(const at::Tensor& got, const at::Tensor& want) {
+  const at::Tensor g = got - got.mean(0), w = want - want.mean(0);
+  return ((g - w).norm() / w.norm()).item<double>();
+}
+
+// Two E4M3 roundings per GEMM (3 mantissa bits; per-channel and per-token scales) over the layers
+// of an amplified random model: 1.5 % on the CPU test's seed, where dropping the GEMMs' biases in
+// FP8 gives 4.6 %.
+constexpr double kFp8LogitTolerance = 0.03;
+
+// A random model whose layers matter: at the initial 0.02 spread the GEMMs add little to the
+// residual stream, which would hide their quantization error (and a broken FP8 GEMM) in the
+// logits; and biases that are not zero, so that a GEMM that drops its bias shows.
+void AmplifyLayerMatrices(EncoderClassifier& model) {
+  at::NoGradGuard no_grad;
+  for (const auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (name.find("layer") == std::string::npos || name.find("norm") != std::string::npos) continue;
+    at::Tensor p = item.value();
+    if (p.dim() == 2) p.mul_(2);
+    if (p.dim() == 1) p.normal_(0, 0.3);
+  }
+}
+
+TEST(FusedInferenceTest, Fp8WeightsStayCloseToUnquantizedOnCpu) {
+  at::manual_seed(9);
+  EncoderClassifier model(SmallPostLn());
+  AmplifyLayerMatrices(model);
+  model->eval();
+  const Sequences s = RandomSequences(10, 8, 1, 50, 100, 3);
+  const batching::Batch b = MakeVarlen(s);
+  const at::Tensor fp32 = InferenceLogits(model, b, AmpMode::kOff);
+  model->PrepareInference(at::kFloat, /*fp8_weights=*/true);
+  const at::Tensor fp8 = InferenceLogits(model, b, AmpMode::kOff);
+  EXPECT_GT(MaxAbsDiff(fp32, fp8), 1e-5);  // FP8 ran
+  EXPECT_LT(RelativeDistance(fp8, fp32), kFp8LogitTolerance);
+  // Per-token scales: the first text alone gets the logits it got in the batch.
+  const Sequences first{{s.tokens[0]}, {s.labels[0]}};
+  EXPECT_LE(MaxAbsDiff(InferenceLogits(model, MakeVarlen(first), AmpMode::kOff), fp8[0]), 1e-5);
+  // Training drops the FP8 weights with the rest.
+  model->train();
+  model->eval();
+  EXPECT_LE(MaxAbsDiff(InferenceLogits(model, b, AmpMode::kOff), fp32), 1e-6);
+}
+
+TEST(FusedInferenceTest, Fp8WeightsOnGpuMatchTheCpuEmulation) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(10);
+  EncoderClassifier model(GpuTestConfig(0.0));
+  AmplifyLayerMatrices(model);
+  model->eval();
+  const batching::Batch cpu_batch = MakeVarlen(RandomSequences(11, 32, 1, 300, 1000, 2));
+  model->PrepareInference(at::kFloat, /*fp8_weights=*/true);
+  const at::Tensor emulated = InferenceLogits(model, cpu_batch, AmpMode::kOff);
+  model->to(at::Device(at::kCUDA));
+  const batching::Batch b = ToDevice(cpu_batch, at::Device(at::kCUDA));
+  const at::Tensor bf16 = InferenceLogits(model, b, AmpMode::kBf16);
+  model->PrepareInference(at::kBFloat16, /*fp8_weights=*/true);
+  const at::Tensor fp8 = InferenceLogits(model, b, AmpMode::kBf16).cpu();
+  // A larger model than the CPU test's, with bf16 rounding on top: twice the CPU bound.
+  EXPECT_LT(RelativeDistance(fp8, bf16.cpu()), 2 * kFp8LogitTolerance);
+  // The GPU computes the same quantized GEMMs with a bf16 residual stream and fast accumulation.
+  EXPECT_LT(RelativeDistance(fp8, emulated), kFp8LogitTolerance);
 }
 
 TEST(FusedInferenceTest, MatchesAutogradPathWithBf16FlashOnGpu) {

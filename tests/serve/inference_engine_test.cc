@@ -2,12 +2,13 @@
 // model run one sequence at a time; windows average probabilities and logits; truncate=false;
 // cancellation (explicit and by dropping the handle) of work not yet on the device; a full queue
 // refuses whole submissions and loses nothing it accepted; Shutdown finishes work in flight and
-// then refuses; bad options fail at Create.
+// then refuses; bad options fail at Create; FP8 weights (amp fp8) batch like one at a time.
 #include "padless/serve/inference_engine.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "padless/model_files/model_io.h"
+#include "padless/models/autocast.h"
 #include "serve_fixtures.h"
 
 namespace padless::serve {
@@ -56,6 +58,7 @@ Classification Reference(models::LoadedModel& m, const ClassifyRequest& r, const
       b.token_type_ids = at::tensor(std::vector<int64_t>(e.type_ids.begin(), e.type_ids.end()));
     }
     b.cu_seqlens = at::tensor(std::vector<int32_t>{0, static_cast<int32_t>(n)}, at::kInt);
+    models::AutocastGuard autocast(at::kCPU, o.amp);
     const at::Tensor logits = m.model->forward(b)[0].to(at::kDouble);
     scores += logits;
     probabilities += at::softmax(logits, 0);
@@ -71,13 +74,13 @@ Classification Reference(models::LoadedModel& m, const ClassifyRequest& r, const
 }
 
 void ExpectSame(const absl::StatusOr<Classification>& got, const Classification& want,
-                const std::string& what) {
+                const std::string& what, double tolerance = 1e-5) {
   ASSERT_TRUE(got.ok()) << what << ": " << got.status();
   ASSERT_EQ(got->probabilities.size(), want.probabilities.size()) << what;
   ASSERT_EQ(got->scores.size(), want.scores.size()) << what;
   for (size_t k = 0; k < want.probabilities.size(); ++k) {
-    EXPECT_NEAR(got->probabilities[k], want.probabilities[k], 1e-5) << what << " label " << k;
-    EXPECT_NEAR(got->scores[k], want.scores[k], 1e-5) << what << " label " << k;
+    EXPECT_NEAR(got->probabilities[k], want.probabilities[k], tolerance) << what << " label " << k;
+    EXPECT_NEAR(got->scores[k], want.scores[k], tolerance) << what << " label " << k;
   }
   EXPECT_EQ(got->label_id, want.label_id) << what;
   EXPECT_EQ(got->tokens, want.tokens) << what;
@@ -420,6 +423,53 @@ TEST_F(InferenceEngineTest, BadOptionsFailAtLoad) {
   b.window_stride = 30;
   EXPECT_TRUE(invalid(b));
   EXPECT_FALSE(InferenceEngine::Load(*dir_ + "/missing", EngineOptions()).ok());
+}
+
+// amp fp8: the layers' GEMMs in FP8 (emulated exactly on the CPU). Per-token scales make a text's
+// result independent of its batch, so concurrent batching still equals the FP8 model run one
+// sequence at a time; and FP8 stays close to fp32.
+TEST_F(InferenceEngineTest, Fp8WeightsBatchLikeOneAtATimeAndStayCloseToFp32) {
+  EngineOptions options;
+  options.amp = models::AmpMode::kFp8;
+  options.max_batch_tokens = 96;
+  options.max_batch_requests = 5;
+  std::unique_ptr<InferenceEngine> engine = Make(options);
+  ASSERT_NE(engine, nullptr);
+  // amp fp8 computes in bf16 (the autocast dtype) around the FP8 GEMMs, here as in the engine.
+  models::LoadedModel fp8_model = *models::LoadModelDir(*dir_, at::kCPU);
+  fp8_model.model->PrepareInference(at::kBFloat16, /*fp8_weights=*/true);
+  models::LoadedModel fp32_model = ReferenceModel();
+  const std::vector<ClassifyRequest> pool = MixedRequests(24);
+  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got = engine->Classify(pool);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EngineOptions fp32_options = engine->options();
+  fp32_options.amp = models::AmpMode::kOff;
+  double max_fp32_gap = 0;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    // bf16 rounding of the logits (2^-9 relative) may differ with the batch's shape.
+    ExpectSame((*got)[i], Reference(fp8_model, pool[i], engine->options()),
+               "request " + std::to_string(i), 2e-3);
+    const Classification fp32 = Reference(fp32_model, pool[i], fp32_options);
+    for (size_t k = 0; k < fp32.probabilities.size(); ++k) {
+      max_fp32_gap = std::max<double>(
+          max_fp32_gap, std::abs((*got)[i]->probabilities[k] - fp32.probabilities[k]));
+    }
+  }
+  EXPECT_GT(max_fp32_gap, 0.0);   // FP8 ran
+  EXPECT_LT(max_fp32_gap, 0.02);
+}
+
+TEST_F(InferenceEngineTest, Fp8NeedsAPostLnModel) {
+  models::LoadedModel m = *models::LoadModelDir(*dir_, at::kCPU);
+  m.config = testing::SmallConfig(m.config.vocab_size(), 3).pre_ln(true);
+  m.model = models::EncoderClassifier(m.config);
+  EngineOptions options;
+  options.amp = models::AmpMode::kFp8;
+  absl::StatusOr<std::unique_ptr<InferenceEngine>> e =
+      InferenceEngine::Create(std::move(m), options);
+  ASSERT_FALSE(e.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
+  EXPECT_NE(e.status().message().find("post-LN"), std::string::npos) << e.status();
 }
 
 TEST(ParseLongTextTest, NamesAndErrors) {

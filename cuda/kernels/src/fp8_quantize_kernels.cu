@@ -17,12 +17,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "float_pack.cuh"
+#include "fp8_cast.cuh"
 
 namespace padless::cuda::internal {
 namespace {
 
-constexpr int kVec = 8;          // elements a thread converts at once: one 8-byte store
+constexpr int kVec = kFp8Vec;
 constexpr int kThreads = 256;    // per block, both kernels
 constexpr int kBlocksPerSm = 8;  // rows-only grid: 2048 resident threads per SM
 constexpr int kUnroll = 4;       // rows-only: vectors loaded ahead of their stores
@@ -33,42 +33,6 @@ constexpr int kTileVecs = kTile * kTile / kVec / kThreads;  // vectors per threa
 constexpr int kTileWords = kTile / 4 + 1;
 
 static_assert(kTileVecs * kVec * kThreads == kTile * kTile, "the tile splits into whole vectors");
-
-// x[0..8) as fp32: one 16-byte load of a 16-bit type, two of fp32.
-template <typename T>
-__device__ __forceinline__ void LoadFloats(const T* __restrict__ p, float (&f)[kVec]) {
-  const Pack<T, kVec> v = *reinterpret_cast<const Pack<T, kVec>*>(p);
-#pragma unroll
-  for (int i = 0; i < kVec; ++i) f[i] = ToFloat(v.v[i]);
-}
-
-template <>
-__device__ __forceinline__ void LoadFloats<float>(const float* __restrict__ p, float (&f)[kVec]) {
-#pragma unroll
-  for (int h = 0; h < kVec; h += 4) {
-    const Pack<float, 4> v = *reinterpret_cast<const Pack<float, 4>*>(p + h);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) f[h + i] = v.v[i];
-  }
-}
-
-// Four scaled values as four fp8 bytes, v[0] in the lowest (the first in memory).
-template <Fp8Type F>
-__device__ __forceinline__ uint32_t Fp8x4(const float* v) {
-  constexpr __nv_fp8_interpretation_t kFormat = F == Fp8Type::kE4M3 ? __NV_E4M3 : __NV_E5M2;
-  uint32_t word = __nv_cvt_float2_to_fp8x2(make_float2(v[0], v[1]), __NV_SATFINITE, kFormat);
-  word |= static_cast<uint32_t>(
-              __nv_cvt_float2_to_fp8x2(make_float2(v[2], v[3]), __NV_SATFINITE, kFormat))
-          << 16;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if (isnan(v[i])) {  // c10's NaN byte: 0x7f with the value's sign (see the top of the file)
-      const uint32_t nan = 0x7fu | ((__float_as_uint(v[i]) >> 24) & 0x80u);
-      word = (word & ~(0xffu << (8 * i))) | (nan << (8 * i));
-    }
-  }
-  return word;
-}
 
 // x * scale (fp32 multiply, as the reference's) as 8 fp8 bytes; folds max |x| into `m`.
 template <Fp8Type F>

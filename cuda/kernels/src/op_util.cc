@@ -100,6 +100,19 @@ bool Aligned16(std::initializer_list<const at::Tensor*> tensors) {
 void CheckLaunch(cudaError_t err, const char* op) {
   TORCH_CHECK(err == cudaSuccess, op, ": CUDA launch failed: ", cudaGetErrorString(err));
 }
+
+std::optional<FloatType> KernelFloatType(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16:
+      return FloatType::kBFloat16;
+    case at::kHalf:
+      return FloatType::kFloat16;
+    case at::kFloat:
+      return FloatType::kFloat32;
+    default:
+      return std::nullopt;
+  }
+}
 #endif
 
 }  // namespace padless::cuda::internal

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -71,6 +72,9 @@ bool Aligned16(std::initializer_list<const at::Tensor*> tensors);
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 // Throws c10::Error naming the op when a launch failed.
 void CheckLaunch(cudaError_t err, const char* op);
+
+// The kernels' name for a bf16, fp16 or fp32 dtype; nullopt for any other.
+std::optional<FloatType> KernelFloatType(at::ScalarType t);
 #endif
 
 // Runs f (which may throw c10::Error) and turns the exception into a status naming `op`.

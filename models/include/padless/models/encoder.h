@@ -17,6 +17,7 @@
 #include "padless/models/attention.h"
 #include "padless/models/encoder_config.h"
 #include "padless/models/encoder_layer.h"
+#include "padless/models/fused_layer.h"
 #include "padless/models/model_runtime.h"
 
 namespace padless::models {
@@ -53,7 +54,11 @@ class EncoderClassifierImpl : public torch::nn::Module {
   // device, so that inference forwards do not cast them on every call. The copies are of the
   // weights as they are now: call it again after the weights change or move; train(true) drops
   // them. Not thread-safe against forwards running at the same time.
-  void PrepareInference(at::ScalarType dtype);
+  // `fp8_weights`: also quantize the layers' GEMM weights to FP8 (QuantizeInferenceWeights), and
+  // run the prepared inference forwards' GEMMs in FP8 with per-token activation scales (on GPUs
+  // with FP8 tensor cores; elsewhere emulated exactly, which is slow and meant for checking
+  // accuracy). Only prepared forwards use FP8: an unprepared inference forward computes in `dtype`.
+  void PrepareInference(at::ScalarType dtype, bool fp8_weights = false);
   // torch::nn::Module::train, which also drops PrepareInference's copies when training resumes.
   void train(bool on = true) override;
 
@@ -102,6 +107,8 @@ class EncoderClassifierImpl : public torch::nn::Module {
   // PrepareInference's compute-dtype copies, per layer (empty when not prepared).
   std::vector<std::vector<at::Tensor>> inference_weights_;
   at::ScalarType inference_dtype_ = at::kFloat;
+  // PrepareInference's FP8 GEMM weights, per layer (empty unless asked for).
+  std::vector<Fp8LayerWeights> inference_fp8_;
 };
 TORCH_MODULE(EncoderClassifier);
 

@@ -36,8 +36,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <vector>
 
+#include "padless/cuda/kernels/fp8_rowwise.h"
 #include "padless/models/attention.h"
 #include "padless/models/encoder_layer.h"
 #include "padless/models/fp8_scaling.h"
@@ -82,14 +84,27 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const std::vector<at::Tensor>* compute_weights = nullptr,
                                     const FusedLayerFp8& fp8 = {});
 
+// A layer's four GEMM weights quantized for inference, in GEMM order (QKV, output projection, FFN
+// in, FFN out): E4M3 with one scale per output channel (cuda::Fp8QuantizeRows). A GEMM whose
+// weight's sides are not multiples of 16 is left undefined (values undefined) and computes in the
+// compute dtype.
+using Fp8LayerWeights = std::array<cuda::Fp8Rows, kFusedLayerGemms>;
+
+// Each layer's Fp8LayerWeights, from the layers' weights (fp32 masters) as they are now.
+std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers);
+
 // The same layer for inference: FusedEncoderLayerForward's forward run directly, without an
 // autograd function and keeping nothing for a backward (its activations are freed as it returns),
 // so that inference gets the fused kernels too. Grad mode must be off (e.g. c10::InferenceMode);
 // x in the compute dtype; `compute_weights` as for FusedEncoderLayerForward (null: cast here).
-// No FP8: inference computes in the compute dtype, as evaluation does.
+// `fp8` (QuantizeInferenceWeights' entry for this layer): the GEMMs it holds run in FP8 with
+// per-token activation scales (cuda::Fp8RowwiseLinear), the FFN's activation applied while its
+// output is quantized; attention, LayerNorms and the residual stream stay in the compute dtype.
+// Null: every GEMM in the compute dtype, as evaluation does.
 at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
                                   const LayerSpec& spec, const AttentionContext& ctx,
-                                  const std::vector<at::Tensor>* compute_weights = nullptr);
+                                  const std::vector<at::Tensor>* compute_weights = nullptr,
+                                  const Fp8LayerWeights* fp8 = nullptr);
 
 }  // namespace padless::models
 

@@ -46,7 +46,10 @@ absl::StatusOr<LongText> ParseLongText(const std::string& name);
 
 struct EngineOptions {
   c10::Device device = c10::Device(c10::kCPU);
-  models::AmpMode amp = models::AmpMode::kOff;  // kOff: fp32; kBf16, kFp16 on a GPU
+  // kOff: fp32; kBf16, kFp16 on a GPU; kFp8: bf16 with the encoder's GEMMs in FP8 (E4M3
+  // weights with one scale per output channel, activations with one per token; post-LN models
+  // only; emulated exactly, and slowly, off GPUs with FP8 tensor cores).
+  models::AmpMode amp = models::AmpMode::kOff;
   int64_t max_len = 512;                        // clamped to the model's max_positions
   LongText long_text = LongText::kHeadTail;
   int64_t window_stride = 128;  // tokens shared by consecutive windows (kWindows)

@@ -1,0 +1,42 @@
+#include "inference_gemms.h"
+
+#include <ATen/ATen.h>
+
+#include "padless/cuda/kernels/fp8_rowwise.h"
+
+namespace padless::models::internal {
+namespace {
+
+cuda::RowActivation RowActivationOf(Activation a) {
+  switch (a) {
+    case Activation::kRelu:
+      return cuda::RowActivation::kRelu;
+    case Activation::kGeluTanh:
+      return cuda::RowActivation::kGeluTanh;
+    case Activation::kGelu:
+      break;
+  }
+  return cuda::RowActivation::kGelu;
+}
+
+}  // namespace
+
+at::Tensor InferenceGemms::Linear(LayerGemm g, const at::Tensor& x, bool bias) const {
+  if (!InFp8(g)) return compute_.Forward(g, x, bias);
+  const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
+  return cuda::Fp8RowwiseLinear(cuda::Fp8QuantizeRows(x), Quantized(g), b, x.scalar_type());
+}
+
+at::Tensor InferenceGemms::FeedForward(const at::Tensor& h, Activation activation) const {
+  if (InFp8(kFfnInGemm) && InFp8(kFfnOutGemm)) {
+    const at::Tensor pre = Linear(kFfnInGemm, h, /*bias=*/true);
+    return cuda::Fp8RowwiseLinear(cuda::Fp8QuantizeRows(pre, RowActivationOf(activation)),
+                                  Quantized(kFfnOutGemm), at::Tensor(), h.scalar_type());
+  }
+  const at::Tensor g = activation == Activation::kGeluTanh && !InFp8(kFfnInGemm)
+                           ? compute_.ForwardGeluAct(kFfnInGemm, h)
+                           : Activate(Linear(kFfnInGemm, h, /*bias=*/true), activation);
+  return Linear(kFfnOutGemm, g, /*bias=*/false);
+}
+
+}  // namespace padless::models::internal

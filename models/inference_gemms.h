@@ -1,0 +1,45 @@
+// Internal: the GEMMs of the fused layer's inference forward (fused_layer.cc's InferForward). Each
+// runs in the compute dtype through LayerGemms (the cached cuBLASLt path) or, when the layer has
+// FP8 inference weights for it (fused_layer.h's Fp8LayerWeights), in FP8 with per-token
+// activation scales (padless/cuda/kernels/fp8_rowwise.h). Results come back in x's dtype either
+// way, so the forward reads the same with or without FP8.
+#ifndef PADLESS_MODELS_INFERENCE_GEMMS_H_
+#define PADLESS_MODELS_INFERENCE_GEMMS_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "layer_gemms.h"
+#include "padless/models/fused_layer.h"
+
+namespace padless::models::internal {
+
+class InferenceGemms {
+ public:
+  // `w`: the layer's weights in the compute dtype; `fp8`: its quantized GEMM weights or null. Both
+  // must outlive this object.
+  InferenceGemms(const std::vector<at::Tensor>& w, const Fp8LayerWeights* fp8)
+      : w_(w), compute_(w, FusedLayerFp8()), fp8_(fp8) {}
+
+  // x @ W^T (+ the GEMM's bias when `bias`), in x's dtype.
+  at::Tensor Linear(LayerGemm g, const at::Tensor& x, bool bias) const;
+
+  // The FFN without its output bias: activation(h @ W_in^T + b_in) @ W_out^T, in h's dtype. With
+  // both FFN GEMMs in FP8 the activation is applied while the FFN-out GEMM's input is quantized
+  // (one pass over the [T, 4H] tensor); in the compute dtype a tanh GELU runs in the FFN-in GEMM's
+  // epilogue.
+  at::Tensor FeedForward(const at::Tensor& h, Activation activation) const;
+
+ private:
+  bool InFp8(LayerGemm g) const { return fp8_ != nullptr && (*fp8_)[g].values.defined(); }
+  const cuda::Fp8Rows& Quantized(LayerGemm g) const { return (*fp8_)[g]; }
+
+  const std::vector<at::Tensor>& w_;
+  LayerGemms compute_;
+  const Fp8LayerWeights* fp8_;
+};
+
+}  // namespace padless::models::internal
+
+#endif  // PADLESS_MODELS_INFERENCE_GEMMS_H_
