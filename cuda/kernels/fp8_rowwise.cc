@@ -58,7 +58,10 @@ Fp8Rows ReferenceQuantize(const at::Tensor& x, RowActivation activation, int64_t
                                          : std::get<0>(magnitude.max(1, /*keepdim=*/true));
   const at::Tensor scaled = at::logical_and(amax > 0, at::isfinite(amax));
   const at::Tensor one = at::ones_like(amax);
-  const at::Tensor scale = at::where(scaled, kE4M3Max / amax, one);
+  // Divisions of tensors by tensors: ATen turns a division by a scalar into a multiplication by
+  // its reciprocal (rounded differently), and the kernel divides.
+  const at::Tensor max = at::full_like(amax, kE4M3Max);
+  const at::Tensor scale = at::where(scaled, max / amax, one);
   const int64_t pad = PaddedRows(x.size(0), pad_rows_to) - x.size(0);
   Fp8Rows q;
   q.rows = x.size(0);
@@ -66,7 +69,7 @@ Fp8Rows ReferenceQuantize(const at::Tensor& x, RowActivation activation, int64_t
   q.values = at::constant_pad_nd(at::clamp(v * scale, -kE4M3Max, kE4M3Max), {0, 0, 0, pad})
                  .to(at::kFloat8_e4m3fn);
   q.scale_inv =
-      at::constant_pad_nd(at::where(scaled, amax / kE4M3Max, one), {0, 0, 0, pad}, 1.0);
+      at::constant_pad_nd(at::where(scaled, amax / max, one), {0, 0, 0, pad}, 1.0);
   return q;
 }
 
