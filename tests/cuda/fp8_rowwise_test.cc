@@ -197,13 +197,16 @@ TEST_F(Fp8RowwiseCudaTest, KernelActivationsWithinOneStep) {
     ASSERT_TRUE(LastFp8QuantizeRowsRanKernel());
     const Fp8Rows want = reference::Fp8QuantizeRows(x, a, 16);
     // The kernel's erff may differ from ATen's in the last fp32 bit, and its tanh GELU uses the
-    // hardware tanh (relative error below 2^-10.9): either can move a value across an E4M3
-    // rounding boundary, one step (1/8 relative) at most, for a small share of the values.
+    // hardware tanh (relative error below 2^-10.9, which also moves the row's scale): either can
+    // move a value across an E4M3 rounding boundary, one step at most: 1/8 relative in the normal
+    // range, one subnormal step (2^-9 of 448 in scaled units) below it.
     const bool approx = a == RowActivation::kGeluTanh;
     EXPECT_TRUE(at::allclose(got.scale_inv, want.scale_inv, approx ? 1e-3 : 1e-5, 0))
         << static_cast<int>(a);
     const at::Tensor g = Dequantized(got), w = Dequantized(want);
-    EXPECT_TRUE(((g - w).abs() <= w.abs() / 8 + 1e-6).all().item<bool>()) << static_cast<int>(a);
+    const at::Tensor subnormal_step = want.scale_inv.narrow(0, 0, want.rows) / 512;
+    EXPECT_TRUE(((g - w).abs() <= w.abs() / 8 + subnormal_step * 1.001).all().item<bool>())
+        << static_cast<int>(a);
     EXPECT_LT((g != w).to(at::kFloat).mean().item<double>(), approx ? 2e-2 : 1e-3)
         << static_cast<int>(a);
   }
