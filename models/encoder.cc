@@ -218,11 +218,17 @@ at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const La
   if (!cached) fresh = FusedComputeWeights(LayerWeights(), x.scalar_type());
   const std::vector<std::vector<at::Tensor>>& compute = cached ? inference_weights_ : fresh;
   const bool fp8 = cached && !inference_fp8_.empty();
+  InferenceRows rows;
+  rows.x = std::move(x);
   for (int64_t i = 0; i < num_layers(); ++i) {
-    x = FusedEncoderLayerInfer(x, layers_[i]->weights(), spec, ctx, &compute[i],
-                               fp8 ? &inference_fp8_[i] : nullptr);
+    // The next layer's QKV GEMM (its first, [0]) in FP8: this layer's last LayerNorm writes the
+    // FP8 copy of that GEMM's input.
+    const bool next_fp8 =
+        fp8 && i + 1 < num_layers() && inference_fp8_[i + 1][0].values.defined();
+    rows = FusedEncoderLayerInfer(rows, layers_[i]->weights(), spec, ctx, &compute[i],
+                                  fp8 ? &inference_fp8_[i] : nullptr, next_fp8);
   }
-  return x;
+  return std::move(rows.x);
 }
 
 void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype, bool fp8_weights) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "layer_call.h"
@@ -189,20 +190,39 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
 // Forward for inference: the same layer, keeping nothing for a backward, so fewer bytes move per
 // layer: the FFN-in GEMM writes no pre-activation (GELU_BIAS epilogue instead of GELU_AUX_BIAS),
 // and the two LayerNorms write neither their sums nor their statistics.
-at::Tensor InferForward(const at::Tensor& x, const std::vector<at::Tensor>& w,
-                        const InferenceGemms& gemms, const LayerSpec& spec,
-                        const AttentionContext& ctx) {
+// LayerNorm(residual + input + bias) as the inference forward writes it, with the per-token FP8
+// copy that the next GEMM reads when `fp8` (written by the LayerNorm kernel itself on a GPU).
+InferenceRows NormRows(const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,
+                       const at::Tensor& gamma, const at::Tensor& beta, double eps, bool fp8) {
+  InferenceRows r;
+  if (!fp8) {
+    r.x = cuda::ResidualLayerNorm(input, bias, residual, gamma, beta, eps);
+    return r;
+  }
+  cuda::ResidualLayerNormFp8Result n =
+      cuda::ResidualLayerNormWithFp8(input, bias, residual, gamma, beta, eps);
+  r.x = std::move(n.out);
+  r.fp8 = std::move(n.fp8);
+  return r;
+}
+
+InferenceRows InferForward(const InferenceRows& in, const std::vector<at::Tensor>& w,
+                           const InferenceGemms& gemms, const LayerSpec& spec,
+                           const AttentionContext& ctx, bool fp8_output) {
+  const at::Tensor& x = in.x;
   const int64_t tokens = x.size(0);
   const int64_t hidden = x.size(1);
   Activations a;  // only the attention's outputs are filled
-  const at::Tensor qkv = gemms.Linear(kQkvGemm, x, /*bias=*/true);
+  const at::Tensor qkv = gemms.Linear(kQkvGemm, in, /*bias=*/true);
   AttendForward(qkv.view({tokens, 3, spec.heads, hidden / spec.heads}).unbind(1), ctx,
                 spec.attention_dropout, &a);
-  const at::Tensor h = cuda::ResidualLayerNorm(
-      gemms.Linear(kOutGemm, a.attended.view({tokens, hidden}), /*bias=*/false), w[kOutBias], x,
-      w[kAttnNormWeight], w[kAttnNormBias], spec.eps);
-  return cuda::ResidualLayerNorm(gemms.FeedForward(h, EffectiveActivation(spec, x)),
-                                 w[kFfnOutBias], h, w[kFfnNormWeight], w[kFfnNormBias], spec.eps);
+  InferenceRows attended;
+  attended.x = a.attended.view({tokens, hidden});
+  const InferenceRows h =
+      NormRows(gemms.Linear(kOutGemm, attended, /*bias=*/false), w[kOutBias], x,
+               w[kAttnNormWeight], w[kAttnNormBias], spec.eps, gemms.InFp8(kFfnInGemm));
+  return NormRows(gemms.FeedForward(h, EffectiveActivation(spec, x)), w[kFfnOutBias], h.x,
+                  w[kFfnNormWeight], w[kFfnNormBias], spec.eps, fp8_output);
 }
 
 // What a FusedSaving mode keeps of the forward's activations; the rest is recomputed.
@@ -434,10 +454,11 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
                            &fp8);
 }
 
-at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
-                                  const LayerSpec& spec, const AttentionContext& ctx,
-                                  const std::vector<at::Tensor>* compute_weights,
-                                  const Fp8LayerWeights* fp8) {
+InferenceRows FusedEncoderLayerInfer(const InferenceRows& in, at::TensorList weights,
+                                     const LayerSpec& spec, const AttentionContext& ctx,
+                                     const std::vector<at::Tensor>* compute_weights,
+                                     const Fp8LayerWeights* fp8, bool fp8_output) {
+  const at::Tensor& x = in.x;
   TORCH_CHECK(!at::GradMode::is_enabled(),
               "FusedEncoderLayerInfer: grad mode is on; training uses FusedEncoderLayerForward");
   const at::ScalarType dtype = x.scalar_type();
@@ -452,7 +473,7 @@ at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
   AutocastGuard no_autocast(x.device().type(), dtype, /*enabled=*/false);
   const std::vector<at::Tensor> w =
       compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
-  return InferForward(x, w, InferenceGemms(w, fp8), spec, ctx);
+  return InferForward(in, w, InferenceGemms(w, fp8), spec, ctx, fp8_output);
 }
 
 std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers) {

@@ -21,21 +21,24 @@ cuda::RowActivation RowActivationOf(Activation a) {
 
 }  // namespace
 
-at::Tensor InferenceGemms::Linear(LayerGemm g, const at::Tensor& x, bool bias) const {
-  if (!InFp8(g)) return compute_.Forward(g, x, bias);
+at::Tensor InferenceGemms::Linear(LayerGemm g, const InferenceRows& x, bool bias) const {
+  if (!InFp8(g)) return compute_.Forward(g, x.x, bias);
   const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
-  return cuda::Fp8RowwiseLinear(cuda::Fp8QuantizeRows(x), Quantized(g), b, x.scalar_type());
+  return cuda::Fp8RowwiseLinear(x.fp8.values.defined() ? x.fp8 : cuda::Fp8QuantizeRows(x.x),
+                                Quantized(g), b, x.x.scalar_type());
 }
 
-at::Tensor InferenceGemms::FeedForward(const at::Tensor& h, Activation activation) const {
+at::Tensor InferenceGemms::FeedForward(const InferenceRows& h, Activation activation) const {
+  const at::ScalarType dtype = h.x.scalar_type();
   if (InFp8(kFfnInGemm) && InFp8(kFfnOutGemm)) {
     const at::Tensor pre = Linear(kFfnInGemm, h, /*bias=*/true);
     return cuda::Fp8RowwiseLinear(cuda::Fp8QuantizeRows(pre, RowActivationOf(activation)),
-                                  Quantized(kFfnOutGemm), at::Tensor(), h.scalar_type());
+                                  Quantized(kFfnOutGemm), at::Tensor(), dtype);
   }
-  const at::Tensor g = activation == Activation::kGeluTanh && !InFp8(kFfnInGemm)
-                           ? compute_.ForwardGeluAct(kFfnInGemm, h)
-                           : Activate(Linear(kFfnInGemm, h, /*bias=*/true), activation);
+  InferenceRows g;
+  g.x = activation == Activation::kGeluTanh && !InFp8(kFfnInGemm)
+            ? compute_.ForwardGeluAct(kFfnInGemm, h.x)
+            : Activate(Linear(kFfnInGemm, h, /*bias=*/true), activation);
   return Linear(kFfnOutGemm, g, /*bias=*/false);
 }
 

@@ -22,17 +22,20 @@ class InferenceGemms {
   InferenceGemms(const std::vector<at::Tensor>& w, const Fp8LayerWeights* fp8)
       : w_(w), compute_(w, FusedLayerFp8()), fp8_(fp8) {}
 
-  // x @ W^T (+ the GEMM's bias when `bias`), in x's dtype.
-  at::Tensor Linear(LayerGemm g, const at::Tensor& x, bool bias) const;
+  // Whether GEMM g runs in FP8 (and so reads an FP8 copy of its input).
+  bool InFp8(LayerGemm g) const { return fp8_ != nullptr && (*fp8_)[g].values.defined(); }
+
+  // x @ W^T (+ the GEMM's bias when `bias`), in x's dtype. In FP8 the GEMM reads x.fp8 when it is
+  // defined, else quantizes x.x.
+  at::Tensor Linear(LayerGemm g, const InferenceRows& x, bool bias) const;
 
   // The FFN without its output bias: activation(h @ W_in^T + b_in) @ W_out^T, in h's dtype. With
   // both FFN GEMMs in FP8 the activation is applied while the FFN-out GEMM's input is quantized
   // (one pass over the [T, 4H] tensor); in the compute dtype a tanh GELU runs in the FFN-in GEMM's
   // epilogue.
-  at::Tensor FeedForward(const at::Tensor& h, Activation activation) const;
+  at::Tensor FeedForward(const InferenceRows& h, Activation activation) const;
 
  private:
-  bool InFp8(LayerGemm g) const { return fp8_ != nullptr && (*fp8_)[g].values.defined(); }
   const cuda::Fp8Rows& Quantized(LayerGemm g) const { return (*fp8_)[g]; }
 
   const std::vector<at::Tensor>& w_;

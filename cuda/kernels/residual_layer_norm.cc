@@ -180,9 +180,12 @@ std::pair<uint64_t, uint64_t> ReservePhilox(const c10::Device& device, int64_t r
 
 // The fused forward, or nullopt when this input has to take the reference path.
 // With `keep` false (inference) only `out` is written: no sum or statistics for a backward.
+// `fp8` (inference, 16-bit rows only): also write `out`'s per-row FP8 copy there, its rows padded
+// to a multiple of `pad_rows_to`.
 std::optional<DropoutResidualLayerNormResult> ForwardKernel(
     const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,
-    const at::Tensor& gamma, const at::Tensor& beta, double p, double eps, bool keep = true) {
+    const at::Tensor& gamma, const at::Tensor& beta, double p, double eps, bool keep = true,
+    Fp8Rows* fp8 = nullptr, int64_t pad_rows_to = 1) {
   const int64_t rows = input.size(0);
   const int64_t hidden = input.size(1);
   const std::optional<internal::FloatType> type = KernelType(input);
@@ -217,6 +220,15 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
     args.sum = r.sum.data_ptr();
     args.mean = r.mean.data_ptr<float>();
     args.rstd = r.rstd.data_ptr<float>();
+  }
+  if (fp8 != nullptr) {
+    fp8->rows = rows;
+    const int64_t padded = (rows + pad_rows_to - 1) / pad_rows_to * pad_rows_to;
+    fp8->values = at::empty({padded, hidden}, input.options().dtype(at::kFloat8_e4m3fn));
+    fp8->scale_inv = at::empty({padded, 1}, float_opts);
+    args.fp8 = static_cast<uint8_t*>(fp8->values.data_ptr());
+    args.fp8_scale_inv = fp8->scale_inv.data_ptr<float>();
+    args.padded_rows = padded;
   }
   args.rows = rows;
   args.hidden = hidden;
@@ -340,6 +352,28 @@ at::Tensor ResidualLayerNorm(const at::Tensor& input, const at::Tensor& bias,
   }
 #endif
   return ForwardReference(input, bias, residual, gamma, beta, 0.0, eps).out;
+}
+
+ResidualLayerNormFp8Result ResidualLayerNormWithFp8(const at::Tensor& input, const at::Tensor& bias,
+                                                    const at::Tensor& residual,
+                                                    const at::Tensor& gamma,
+                                                    const at::Tensor& beta, double eps,
+                                                    int64_t pad_rows_to) {
+  CheckForwardArgs(input, bias, residual, gamma, beta, 0.0, eps);
+  TORCH_CHECK(pad_rows_to >= 1, kForwardOp, ": pad_rows_to must be >= 1, got ", pad_rows_to);
+  ResidualLayerNormFp8Result r;
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  if (internal::Is16BitFloat(input.scalar_type())) {
+    if (auto k = ForwardKernel(input, bias, residual, gamma, beta, 0.0, eps, /*keep=*/false,
+                               &r.fp8, pad_rows_to)) {
+      r.out = std::move(k->out);
+      return r;
+    }
+  }
+#endif
+  r.out = ResidualLayerNorm(input, bias, residual, gamma, beta, eps);
+  r.fp8 = Fp8QuantizeRows(r.out, RowActivation::kNone, pad_rows_to);
+  return r;
 }
 
 DropoutResidualLayerNormResult DropoutResidualLayerNorm(

@@ -455,5 +455,42 @@ TEST_F(ResidualLayerNormCudaTest, InferenceOutputEqualsTheTrainingForwards) {
   ExpectInferenceMatchesTraining(gpu_);
 }
 
+// ResidualLayerNormWithFp8: `out` bit for bit the inference output, and `fp8` byte for byte
+// Fp8QuantizeRows(out) (the reference quantizer, on the same device), padded rows included; on the
+// GPU through the LayerNorm kernel's own FP8 pass for bf16 / fp16 (H 768, 1024; 3000 rows padded
+// to 3008, and 1 row to 16), and through the two ops for fp32 and H 98.
+void ExpectFp8CopyIsTheQuantizedOutput(const c10::Device& device) {
+  uint64_t seed = 950;
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
+    for (int64_t hidden : {768, 1024, 98}) {
+      for (int64_t rows : {3000, 1}) {
+        const Inputs in = MakeInputs(rows, hidden, dtype, at::kFloat, /*with_bias=*/true, device,
+                                     seed++);
+        const std::string what = std::to_string(rows) + "x" + std::to_string(hidden) + " " +
+                                 std::string(c10::toString(dtype));
+        if (device.is_cuda()) PoisonFreeMemory(device, kPoisonBytes);
+        const ResidualLayerNormFp8Result got =
+            ResidualLayerNormWithFp8(in.input, in.bias, in.residual, in.gamma, in.beta, 1e-12);
+        const at::Tensor out =
+            ResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 1e-12);
+        EXPECT_TRUE(got.out.equal(out)) << what;
+        const Fp8Rows want = reference::Fp8QuantizeRows(out, RowActivation::kNone, 16);
+        EXPECT_EQ(got.fp8.rows, rows) << what;
+        ASSERT_EQ(got.fp8.values.sizes(), want.values.sizes()) << what;
+        EXPECT_TRUE(got.fp8.values.view(at::kByte).equal(want.values.view(at::kByte))) << what;
+        EXPECT_TRUE(got.fp8.scale_inv.equal(want.scale_inv)) << what;
+      }
+    }
+  }
+}
+
+TEST(ResidualLayerNormTest, Fp8CopyIsTheQuantizedOutput) {
+  ExpectFp8CopyIsTheQuantizedOutput(c10::Device(c10::kCPU));
+}
+
+TEST_F(ResidualLayerNormCudaTest, Fp8CopyIsTheQuantizedOutput) {
+  ExpectFp8CopyIsTheQuantizedOutput(gpu_);
+}
+
 }  // namespace
 }  // namespace padless::cuda

@@ -32,6 +32,7 @@
 #include <type_traits>
 
 #include "float_pack.cuh"
+#include "fp8_cast.cuh"
 #include "float_type_dispatch.cuh"
 #include "partials_reduction.cuh"
 #include "residual_layer_norm_kernels.h"
@@ -145,13 +146,78 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
+__device__ __forceinline__ float WarpMax(float v) {
+#pragma unroll
+  for (int offset = kLanes / 2; offset > 0; offset >>= 1) {
+    v = fmaxf(v, __shfl_xor_sync(kFullWarp, v, offset));
+  }
+  return v;
+}
+
+// One vector of the LayerNorm's output in fp32, before its rounding to T: the same expression for
+// the stored output and for the FP8 copy's second pass, so both see the same values.
+template <typename T, int kVec>
+__device__ __forceinline__ void NormalizeVector(const Words& x, const float* gamma,
+                                                const float* beta, float mean, float rstd,
+                                                float (&y)[kVec]) {
+  float g[kVec], b[kVec];
+  UnpackWords<T, kVec>(x, y);
+  LoadParams<kVec>(gamma, g);
+  LoadParams<kVec>(beta, b);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) y[k] = (y[k] - mean) * rstd * g[k] + b[k];
+}
+
+// The FP8 copy of a padded row: zeros at scale 1, as Fp8QuantizeRows pads.
+template <int kVec>
+__device__ __forceinline__ void ZeroFp8Row(const ResidualLayerNormForwardArgs& a, int64_t row,
+                                           int lane) {
+  const int64_t vecs = a.hidden / kVec;
+  for (int64_t v = lane; v < vecs; v += kLanes) {
+    *reinterpret_cast<uint2*>(a.fp8 + row * a.hidden + v * kVec) = make_uint2(0u, 0u);
+  }
+  if (lane == 0) a.fp8_scale_inv[row] = 1.f;
+}
+
+// The FP8 copy of the row just stored (Fp8QuantizeRows of `out`): the amax of the stored values
+// `stored_max` (this lane's), then each vector normalised again, rounded to T, scaled and cast.
+template <typename T, int kIters>
+__device__ __forceinline__ void WriteFp8Row(const ResidualLayerNormForwardArgs& a, int64_t row,
+                                            int lane, const Words (&x)[kIters], float mean,
+                                            float rstd, float stored_max) {
+  constexpr int kVec = kVecOf<T>;
+  static_assert(kVec == kFp8Vec, "FP8 copies of 16-bit rows only: 8 elements a vector");
+  const float amax = WarpMax(stored_max);
+  const bool scaled = amax > 0.f && isfinite(amax);
+  const float scale = scaled ? __fdiv_rn(448.f, amax) : 1.f;
+  if (lane == 0) a.fp8_scale_inv[row] = scaled ? __fdiv_rn(amax, 448.f) : 1.f;
+  const int64_t vecs = a.hidden / kVec;
+#pragma unroll
+  for (int i = 0; i < kIters; ++i) {
+    const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
+    if (v >= vecs) continue;
+    float y[kVec];
+    NormalizeVector<T, kVec>(x[i], a.gamma + v * kVec, a.beta + v * kVec, mean, rstd, y);
+    UnpackWords<T, kVec>(PackWords<T, kVec>(y), y);  // the stored (rounded) values
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) y[k] = __fmul_rn(y[k], scale);
+    *reinterpret_cast<uint2*>(a.fp8 + row * a.hidden + v * kVec) =
+        make_uint2(Fp8x4<Fp8Type::kE4M3>(y), Fp8x4<Fp8Type::kE4M3>(y + 4));
+  }
+}
+
 template <typename T, int kIters>
 __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters))
     ForwardKernel(const ResidualLayerNormForwardArgs a) {
   constexpr int kVec = kVecOf<T>;
   const int lane = threadIdx.x % kLanes;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kForwardWarps + threadIdx.x / kLanes;
-  if (row >= a.rows) return;  // the whole warp: the shuffles below see full warps only
+  if (row >= a.rows) {  // the whole warp: the shuffles below see full warps only
+    if constexpr (kVec == kFp8Vec) {
+      if (a.fp8 != nullptr && row < a.padded_rows) ZeroFp8Row<kVec>(a, row, lane);
+    }
+    return;
+  }
   const int64_t vecs = a.hidden / kVec;
   const int64_t base = row * a.hidden;
   const T* __restrict__ input = static_cast<const T*>(a.input) + base;
@@ -229,17 +295,23 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
     a.rstd[row] = rstd;
   }
 
+  float stored_max = 0.f;  // max |out| of this lane's elements, for the FP8 copy
 #pragma unroll
   for (int i = 0; i < kIters; ++i) {
     const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
     if (v >= vecs) continue;
-    float g[kVec], b[kVec], y[kVec];
-    UnpackWords<T, kVec>(x[i], y);
-    LoadParams<kVec>(a.gamma + v * kVec, g);
-    LoadParams<kVec>(a.beta + v * kVec, b);
+    float y[kVec];
+    NormalizeVector<T, kVec>(x[i], a.gamma + v * kVec, a.beta + v * kVec, mean, rstd, y);
+    const Words stored = PackWords<T, kVec>(y);
+    *reinterpret_cast<Words*>(out + v * kVec) = stored;
+    if (a.fp8 != nullptr) {
+      UnpackWords<T, kVec>(stored, y);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) y[k] = (y[k] - mean) * rstd * g[k] + b[k];
-    Store<T, kVec>(out + v * kVec, y);
+      for (int k = 0; k < kVec; ++k) stored_max = fmaxf(stored_max, fabsf(y[k]));
+    }
+  }
+  if constexpr (kVec == kFp8Vec) {
+    if (a.fp8 != nullptr) WriteFp8Row<T, kIters>(a, row, lane, x, mean, rstd, stored_max);
   }
 }
 
@@ -417,7 +489,8 @@ template <typename T>
 cudaError_t ForwardTyped(const ResidualLayerNormForwardArgs& a, cudaStream_t stream) {
   return DispatchIters<T>(a.hidden, [&](auto iters) {
     constexpr int kIters = decltype(iters)::value;
-    const int64_t blocks = (a.rows + kForwardWarps - 1) / kForwardWarps;
+    const int64_t rows = a.fp8 != nullptr && a.padded_rows > a.rows ? a.padded_rows : a.rows;
+    const int64_t blocks = (rows + kForwardWarps - 1) / kForwardWarps;
     ForwardKernel<T, kIters>
         <<<static_cast<unsigned>(blocks), kForwardWarps * kLanes, 0, stream>>>(a);
     return cudaGetLastError();

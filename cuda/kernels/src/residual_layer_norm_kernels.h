@@ -37,6 +37,12 @@ struct ResidualLayerNormForwardArgs {
   bool* mask = nullptr;            // [rows, hidden]; null when p == 0
   float* mean = nullptr;           // [rows]; null (with rstd): not written (inference)
   float* rstd = nullptr;           // [rows]
+  // Inference before an FP8 GEMM: `out` also as E4M3 with one scale per row, exactly what
+  // Fp8QuantizeRows(out) writes ([padded_rows, hidden] bytes, [padded_rows] scale_inv; rows from
+  // `rows` on zero at scale 1). Null: not written. bf16 / fp16 only.
+  uint8_t* fp8 = nullptr;
+  float* fp8_scale_inv = nullptr;
+  int64_t padded_rows = 0;
   int64_t rows = 0;
   int64_t hidden = 0;
   FloatType type = FloatType::kFloat32;

@@ -93,6 +93,14 @@ using Fp8LayerWeights = std::array<cuda::Fp8Rows, kFusedLayerGemms>;
 // Each layer's Fp8LayerWeights, from the layers' weights (fp32 masters) as they are now.
 std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers);
 
+// A layer's input or output in inference: the compute-dtype rows and, when the FP8 GEMM that reads
+// them next was known as they were written, their per-token FP8 copy (Fp8QuantizeRows of x,
+// written by the LayerNorm that produced x); else fp8.values is undefined and the GEMM quantizes x.
+struct InferenceRows {
+  at::Tensor x;
+  cuda::Fp8Rows fp8;
+};
+
 // The same layer for inference: FusedEncoderLayerForward's forward run directly, without an
 // autograd function and keeping nothing for a backward (its activations are freed as it returns),
 // so that inference gets the fused kernels too. Grad mode must be off (e.g. c10::InferenceMode);
@@ -100,11 +108,13 @@ std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::Tens
 // `fp8` (QuantizeInferenceWeights' entry for this layer): the GEMMs it holds run in FP8 with
 // per-token activation scales (cuda::Fp8RowwiseLinear), the FFN's activation applied while its
 // output is quantized; attention, LayerNorms and the residual stream stay in the compute dtype.
-// Null: every GEMM in the compute dtype, as evaluation does.
-at::Tensor FusedEncoderLayerInfer(const at::Tensor& x, at::TensorList weights,
-                                  const LayerSpec& spec, const AttentionContext& ctx,
-                                  const std::vector<at::Tensor>* compute_weights = nullptr,
-                                  const Fp8LayerWeights* fp8 = nullptr);
+// Null: every GEMM in the compute dtype, as evaluation does. `fp8_output`: the next layer's QKV
+// GEMM runs in FP8, so the output's LayerNorm also writes the output's FP8 copy.
+InferenceRows FusedEncoderLayerInfer(const InferenceRows& x, at::TensorList weights,
+                                     const LayerSpec& spec, const AttentionContext& ctx,
+                                     const std::vector<at::Tensor>* compute_weights = nullptr,
+                                     const Fp8LayerWeights* fp8 = nullptr,
+                                     bool fp8_output = false);
 
 }  // namespace padless::models
 

@@ -13,6 +13,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
+#include "padless/cuda/kernels/fp8_rowwise.h"
+
 namespace padless::cuda {
 
 struct DropoutResidualLayerNormResult {
@@ -38,6 +42,20 @@ DropoutResidualLayerNormResult DropoutResidualLayerNorm(
 at::Tensor ResidualLayerNorm(const at::Tensor& input, const at::Tensor& bias,
                              const at::Tensor& residual, const at::Tensor& gamma,
                              const at::Tensor& beta, double eps);
+
+// ResidualLayerNorm whose output is also the next FP8 GEMM's input: `fp8` equals
+// Fp8QuantizeRows(out, RowActivation::kNone, pad_rows_to) (fp8_rowwise.h). On a GPU for bf16 /
+// fp16 rows the LayerNorm kernel writes it from the row it holds in registers, saving the [T, H]
+// read of a separate quantize pass; elsewhere the two functions run one after the other.
+struct ResidualLayerNormFp8Result {
+  at::Tensor out;  // [T, H] as ResidualLayerNorm returns it
+  Fp8Rows fp8;     // its E4M3 copy with one scale per row, rows padded to pad_rows_to
+};
+ResidualLayerNormFp8Result ResidualLayerNormWithFp8(const at::Tensor& input, const at::Tensor& bias,
+                                                    const at::Tensor& residual,
+                                                    const at::Tensor& gamma,
+                                                    const at::Tensor& beta, double eps,
+                                                    int64_t pad_rows_to = 16);
 
 struct DropoutResidualLayerNormGrads {
   at::Tensor d_sum;            // [T, H] gradient w.r.t. `sum` (= the residual's gradient)
