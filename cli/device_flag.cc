@@ -7,7 +7,8 @@
 ABSL_FLAG(std::string, amp, "off", "Mixed precision: off, bf16, fp16 or fp8 (fp16 needs CUDA; fp8 trains the "
           "encoder's GEMMs in FP8 on GPUs of compute capability 8.9+ and evaluates in bf16, while "
           "predict and serve run them with FP8 weights, one scale per channel and per token; "
-          "elsewhere FP8 is emulated, slowly)");
+          "elsewhere FP8 is emulated, slowly). predict and serve also take int8: fp32 with int8 "
+          "weights on the CPU");
 ABSL_FLAG(std::string, device, "auto", "Device: auto (CUDA when available), cpu, cuda or cuda:N");
 
 namespace padless::cli {
@@ -27,5 +28,19 @@ absl::StatusOr<c10::Device> DeviceFlag() {
 }
 
 absl::StatusOr<models::AmpMode> AmpFlag() { return models::ParseAmpMode(absl::GetFlag(FLAGS_amp)); }
+
+absl::StatusOr<InferencePrecision> InferencePrecisionFlag() {
+  InferencePrecision p;
+  if (absl::GetFlag(FLAGS_amp) == "int8") {
+    p.int8_weights = true;
+    return p;
+  }
+  absl::StatusOr<models::AmpMode> amp = AmpFlag();
+  if (!amp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(amp.status().message(), "; predict and serve also take int8"));
+  }
+  p.amp = *amp;
+  return p;
+}
 
 }  // namespace padless::cli

@@ -24,6 +24,14 @@ absl::StatusOr<c10::Device> DeviceFlag();
 // --amp: off, bf16, fp16 or fp8; InvalidArgument for another name.
 absl::StatusOr<models::AmpMode> AmpFlag();
 
+// --amp as predict and serve read it: the modes above (fp8: FP8 inference weights), and int8:
+// fp32 with int8 weights on the CPU (serve::EngineOptions::int8_weights).
+struct InferencePrecision {
+  models::AmpMode amp = models::AmpMode::kOff;
+  bool int8_weights = false;
+};
+absl::StatusOr<InferencePrecision> InferencePrecisionFlag();
+
 }  // namespace padless::cli
 
 #endif  // PADLESS_CLI_DEVICE_FLAG_H_

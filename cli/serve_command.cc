@@ -106,15 +106,12 @@ absl::StatusOr<serve::EngineOptions> EngineOptionsFromFlags() {
     return UsageError(absl::StrCat(FlagAsWritten("log_level"), ": ", level.status().message()));
   absl::StatusOr<c10::Device> device = DeviceFlag();
   if (!device.ok()) return UsageError(device.status().message());
-  absl::StatusOr<models::AmpMode> amp = AmpFlag();
-  if (!amp.ok()) return UsageError(amp.status().message());
-  if (*amp == models::AmpMode::kFp8) {
-    return UsageError(
-        absl::StrCat(FlagAsWritten("amp"), " fp8 is for training; serve takes off, bf16 or fp16"));
-  }
+  absl::StatusOr<InferencePrecision> precision = InferencePrecisionFlag();
+  if (!precision.ok()) return UsageError(precision.status().message());
   serve::EngineOptions options;
   options.device = *device;
-  options.amp = *amp;
+  options.amp = precision->amp;
+  options.int8_weights = precision->int8_weights;
   options.max_len = absl::GetFlag(FLAGS_max_len);
   options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   options.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
@@ -134,15 +131,24 @@ http::ServerOptions ServerOptionsFromFlags() {
   return options;
 }
 
-std::string DtypeName(models::AmpMode amp) {
-  switch (amp) {
+// TEI's model_dtype: the weights' format as the GEMMs read them.
+std::string DtypeName(const serve::EngineOptions& o) {
+  if (o.int8_weights) return "int8";
+  switch (o.amp) {
     case models::AmpMode::kBf16:
       return "bfloat16";
     case models::AmpMode::kFp16:
       return "float16";
+    case models::AmpMode::kFp8:
+      return "float8_e4m3";
     default:
       return "float32";
   }
+}
+
+// The startup line's precision: --amp as given.
+std::string PrecisionName(const serve::EngineOptions& o) {
+  return o.int8_weights ? "int8" : models::AmpModeName(o.amp);
 }
 
 // /info, from the engine's options as Load clamped them.
@@ -150,7 +156,7 @@ http::ServerInfo InfoOf(const serve::InferenceEngine& engine, const std::string&
   const serve::EngineOptions& o = engine.options();
   http::ServerInfo info;
   info.model_id = model_dir;
-  info.model_dtype = DtypeName(o.amp);
+  info.model_dtype = DtypeName(o);
   info.device = o.device.str();
   info.labels = engine.model().labels.names();
   info.max_concurrent_requests = o.max_queued_requests;
@@ -173,7 +179,7 @@ void PrintStartupLine(const http::ServerInfo& info, const std::string& host, int
                 "labels=%d max_input_length=%d max_batch_tokens=%d max_batch_requests=%d "
                 "max_batch_delay_us=%d max_concurrent_requests=%d max_client_batch_size=%d "
                 "tokenizer_threads=%d http_threads=%d body_limit=%d\n",
-                host, port, info.model_id, info.device, models::AmpModeName(o.amp),
+                host, port, info.model_id, info.device, PrecisionName(o),
                 info.labels.size(), info.max_input_length, info.max_batch_tokens,
                 info.max_batch_requests, o.max_batch_delay.count(), info.max_concurrent_requests,
                 info.max_client_batch_size, info.tokenization_workers,

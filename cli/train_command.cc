@@ -384,9 +384,10 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!reader.ok()) return Usage(kCmd, reader.status().message());
   serve::InferenceOptions options;
   options.device = *device;
-  absl::StatusOr<models::AmpMode> amp = cli::AmpFlag();
-  if (!amp.ok()) return Usage(kCmd, std::string(amp.status().message()));
-  options.amp = *amp;
+  absl::StatusOr<cli::InferencePrecision> precision = cli::InferencePrecisionFlag();
+  if (!precision.ok()) return Usage(kCmd, std::string(precision.status().message()));
+  options.amp = precision->amp;
+  options.int8_weights = precision->int8_weights;
   options.max_len = absl::GetFlag(FLAGS_max_len);
   absl::StatusOr<serve::LongText> long_text =
       serve::ParseLongText(absl::GetFlag(FLAGS_long_text));

@@ -218,6 +218,7 @@ at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const La
   if (!cached) fresh = FusedComputeWeights(LayerWeights(), x.scalar_type());
   const std::vector<std::vector<at::Tensor>>& compute = cached ? inference_weights_ : fresh;
   const bool fp8 = cached && !inference_fp8_.empty();
+  const bool int8 = cached && !inference_int8_.empty() && x.device().is_cpu();
   InferenceRows rows;
   rows.x = std::move(x);
   for (int64_t i = 0; i < num_layers(); ++i) {
@@ -226,7 +227,8 @@ at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const La
     const bool next_fp8 =
         fp8 && i + 1 < num_layers() && inference_fp8_[i + 1][0].values.defined();
     rows = FusedEncoderLayerInfer(rows, layers_[i]->weights(), spec, ctx, &compute[i],
-                                  fp8 ? &inference_fp8_[i] : nullptr, next_fp8);
+                                  fp8 ? &inference_fp8_[i] : nullptr, next_fp8,
+                                  int8 ? &inference_int8_[i] : nullptr);
   }
   return std::move(rows.x);
 }
@@ -235,7 +237,16 @@ void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype, bool fp8_weig
   inference_weights_ = FusedComputeWeights(LayerWeights(), dtype);
   inference_dtype_ = dtype;
   inference_fp8_.clear();
+  inference_int8_.clear();
   if (fp8_weights) inference_fp8_ = QuantizeInferenceWeights(LayerWeights());
+}
+
+absl::Status EncoderClassifierImpl::PrepareInt8Inference() {
+  PrepareInference(at::kFloat);
+  absl::StatusOr<std::vector<Int8LayerWeights>> packed = PackInt8InferenceWeights(LayerWeights());
+  if (!packed.ok()) return packed.status();
+  inference_int8_ = *std::move(packed);
+  return absl::OkStatus();
 }
 
 void EncoderClassifierImpl::train(bool on) {
@@ -243,6 +254,7 @@ void EncoderClassifierImpl::train(bool on) {
   if (on) {
     inference_weights_.clear();
     inference_fp8_.clear();
+    inference_int8_.clear();
   }
 }
 

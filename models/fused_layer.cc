@@ -457,7 +457,8 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
 InferenceRows FusedEncoderLayerInfer(const InferenceRows& in, at::TensorList weights,
                                      const LayerSpec& spec, const AttentionContext& ctx,
                                      const std::vector<at::Tensor>* compute_weights,
-                                     const Fp8LayerWeights* fp8, bool fp8_output) {
+                                     const Fp8LayerWeights* fp8, bool fp8_output,
+                                     const Int8LayerWeights* int8) {
   const at::Tensor& x = in.x;
   TORCH_CHECK(!at::GradMode::is_enabled(),
               "FusedEncoderLayerInfer: grad mode is on; training uses FusedEncoderLayerForward");
@@ -473,7 +474,25 @@ InferenceRows FusedEncoderLayerInfer(const InferenceRows& in, at::TensorList wei
   AutocastGuard no_autocast(x.device().type(), dtype, /*enabled=*/false);
   const std::vector<at::Tensor> w =
       compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
-  return InferForward(in, w, InferenceGemms(w, fp8), spec, ctx, fp8_output);
+  return InferForward(in, w, InferenceGemms(w, fp8, int8), spec, ctx, fp8_output);
+}
+
+absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(
+    const std::vector<at::TensorList>& layers) {
+  std::vector<Int8LayerWeights> out;
+  out.reserve(layers.size());
+  for (at::TensorList w : layers) {
+    Int8LayerWeights& layer = out.emplace_back();
+    for (int g = 0; g < kFusedLayerGemms; ++g) {
+      const int weight = internal::kGemmWeight[g];
+      const bool bias_in_gemm = g == internal::kQkvGemm || g == internal::kFfnInGemm;
+      absl::StatusOr<Int8Linear> packed =
+          Int8Linear::Pack(w[weight], bias_in_gemm ? w[weight + 1] : at::Tensor());
+      if (!packed.ok()) return packed.status();
+      layer[g] = *std::move(packed);
+    }
+  }
+  return out;
 }
 
 std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers) {

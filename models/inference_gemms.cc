@@ -22,6 +22,8 @@ cuda::RowActivation RowActivationOf(Activation a) {
 }  // namespace
 
 at::Tensor InferenceGemms::Linear(LayerGemm g, const InferenceRows& x, bool bias) const {
+  // Int8 weights carry the biases of the GEMMs that add them (PackInt8InferenceWeights).
+  if (InInt8(g)) return (*int8_)[g]->Apply(x.x).to(x.x.scalar_type());
   if (!InFp8(g)) return compute_.Forward(g, x.x, bias);
   const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
   return cuda::Fp8RowwiseLinear(x.fp8.values.defined() ? x.fp8 : cuda::Fp8QuantizeRows(x.x),
@@ -36,7 +38,7 @@ at::Tensor InferenceGemms::FeedForward(const InferenceRows& h, Activation activa
                                   Quantized(kFfnOutGemm), at::Tensor(), dtype);
   }
   InferenceRows g;
-  g.x = activation == Activation::kGeluTanh && !InFp8(kFfnInGemm)
+  g.x = activation == Activation::kGeluTanh && !InFp8(kFfnInGemm) && !InInt8(kFfnInGemm)
             ? compute_.ForwardGeluAct(kFfnInGemm, h.x)
             : Activate(Linear(kFfnInGemm, h, /*bias=*/true), activation);
   return Linear(kFfnOutGemm, g, /*bias=*/false);

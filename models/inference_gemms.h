@@ -1,7 +1,8 @@
 // Internal: the GEMMs of the fused layer's inference forward (fused_layer.cc's InferForward). Each
 // runs in the compute dtype through LayerGemms (the cached cuBLASLt path) or, when the layer has
 // FP8 inference weights for it (fused_layer.h's Fp8LayerWeights), in FP8 with per-token
-// activation scales (padless/cuda/kernels/fp8_rowwise.h). Results come back in x's dtype either
+// activation scales (padless/cuda/kernels/fp8_rowwise.h), or on the CPU with int8 weights
+// (Int8Linear). Results come back in x's dtype either
 // way, so the forward reads the same with or without FP8.
 #ifndef PADLESS_MODELS_INFERENCE_GEMMS_H_
 #define PADLESS_MODELS_INFERENCE_GEMMS_H_
@@ -17,13 +18,16 @@ namespace padless::models::internal {
 
 class InferenceGemms {
  public:
-  // `w`: the layer's weights in the compute dtype; `fp8`: its quantized GEMM weights or null. Both
-  // must outlive this object.
-  InferenceGemms(const std::vector<at::Tensor>& w, const Fp8LayerWeights* fp8)
-      : w_(w), compute_(w, FusedLayerFp8()), fp8_(fp8) {}
+  // `w`: the layer's weights in the compute dtype; `fp8` / `int8`: its quantized GEMM weights or
+  // null (at most one of them). All must outlive this object.
+  InferenceGemms(const std::vector<at::Tensor>& w, const Fp8LayerWeights* fp8,
+                 const Int8LayerWeights* int8 = nullptr)
+      : w_(w), compute_(w, FusedLayerFp8()), fp8_(fp8), int8_(int8) {}
 
   // Whether GEMM g runs in FP8 (and so reads an FP8 copy of its input).
   bool InFp8(LayerGemm g) const { return fp8_ != nullptr && (*fp8_)[g].values.defined(); }
+  // Whether GEMM g runs with int8 weights.
+  bool InInt8(LayerGemm g) const { return int8_ != nullptr && (*int8_)[g].has_value(); }
 
   // x @ W^T (+ the GEMM's bias when `bias`), in x's dtype. In FP8 the GEMM reads x.fp8 when it is
   // defined, else quantizes x.x.
@@ -41,6 +45,7 @@ class InferenceGemms {
   const std::vector<at::Tensor>& w_;
   LayerGemms compute_;
   const Fp8LayerWeights* fp8_;
+  const Int8LayerWeights* int8_;
 };
 
 }  // namespace padless::models::internal

@@ -39,6 +39,10 @@ absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOpt
     return absl::InvalidArgumentError(
         "amp fp8: FP8 inference weights need a post-LN model (this one is pre-LN); use bf16");
   }
+  if (o.int8_weights && (!o.device.is_cpu() || o.amp != models::AmpMode::kOff || config.pre_ln())) {
+    return absl::InvalidArgumentError(
+        "int8 weights: CPU only, with amp off, for post-LN models");
+  }
   o.max_len = std::min(o.max_len, config.max_sequence_length());
   if (o.max_len < 3) {
     return absl::InvalidArgumentError(

@@ -113,7 +113,9 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(models:
     model.model->eval();
     // The fused inference layers' weights in the compute dtype, cast once for every batch, and
     // under amp fp8 their GEMM weights quantized to FP8 too.
-    if (!model.config.pre_ln()) {
+    if (options.int8_weights) {
+      if (absl::Status s = model.model->PrepareInt8Inference(); !s.ok()) return s;
+    } else if (!model.config.pre_ln()) {
       model.model->PrepareInference(internal::ComputeDtype(options.amp),
                                     /*fp8_weights=*/options.amp == models::AmpMode::kFp8);
     }

@@ -13,7 +13,7 @@ set -euo pipefail
 build=$(realpath "$1") tokenizer_dir=$(realpath "$2") data=$(realpath "$3") out=$4 device=${5:-cuda}
 rounds=${ROUNDS:-2} limit=${LIMIT:-0} amp=${AMP:-bf16} loads=${LOADS:-0.75,1.0}
 if [[ $device == cpu ]]; then
-  amp=off
+  amp=${AMP:-off}  # off, or "off int8" for the engine's int8 weights beside fp32
   anchors=${ANCHORS:-hf_sorted,hf_int8_cpu}
 else
   anchors=${ANCHORS:-torch_varlen,hf_sorted,hf_arrival,hf_e2e}

@@ -39,7 +39,7 @@ ABSL_FLAG(std::string, data, "", "TSV/CSV/JSONL file whose texts are classified"
 ABSL_FLAG(int64_t, limit, 0, "classify at most this many texts (0: all)");
 ABSL_FLAG(int64_t, warmup, 512, "texts classified before timing");
 ABSL_FLAG(std::string, device, "cuda", "cuda or cpu");
-ABSL_FLAG(std::string, amp, "bf16", "off (fp32), bf16 or fp16");
+ABSL_FLAG(std::string, amp, "bf16", "off (fp32), bf16, fp16, fp8 (FP8 weights) or int8 (int8 weights, CPU)");
 ABSL_FLAG(int64_t, max_len, 512, "tokens per text, special tokens included");
 ABSL_FLAG(int64_t, max_batch_tokens, 32768, "engine: real tokens per device batch");
 ABSL_FLAG(int64_t, max_batch_requests, 1024, "engine: sequences per device batch");
@@ -234,9 +234,13 @@ class BatchTimes {
 absl::StatusOr<std::unique_ptr<InferenceEngine>> MakeEngine() {
   padless::serve::EngineOptions o;
   o.device = c10::Device(absl::GetFlag(FLAGS_device) == "cuda" ? c10::kCUDA : c10::kCPU);
-  absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
-  if (!amp.ok()) return amp.status();
-  o.amp = *amp;
+  // int8: fp32 with int8 weights on the CPU (EngineOptions::int8_weights), as predict/serve read it.
+  o.int8_weights = absl::GetFlag(FLAGS_amp) == "int8";
+  if (!o.int8_weights) {
+    absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
+    if (!amp.ok()) return amp.status();
+    o.amp = *amp;
+  }
   o.max_len = absl::GetFlag(FLAGS_max_len);
   o.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);

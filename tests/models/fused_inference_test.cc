@@ -147,6 +147,25 @@ TEST(FusedInferenceTest, Fp8WeightsStayCloseToUnquantizedOnCpu) {
   EXPECT_LE(MaxAbsDiff(InferenceLogits(model, b, AmpMode::kOff), fp32), 1e-6);
 }
 
+// Int8 weights on the CPU (PrepareInt8Inference): FBGEMM's int8 GEMMs, fp32 elsewhere; close to
+// fp32 (8-bit weights with per-channel scales, activations with one scale per call), and dropped
+// by train(true).
+TEST(FusedInferenceTest, Int8WeightsStayCloseToFp32OnCpu) {
+  at::manual_seed(12);
+  EncoderClassifier model(SmallPostLn());
+  AmplifyLayerMatrices(model);
+  model->eval();
+  const batching::Batch b = MakeVarlen(RandomSequences(13, 8, 1, 50, 100, 3));
+  const at::Tensor fp32 = InferenceLogits(model, b, AmpMode::kOff);
+  ASSERT_TRUE(model->PrepareInt8Inference().ok());
+  const at::Tensor int8 = InferenceLogits(model, b, AmpMode::kOff);
+  EXPECT_GT(MaxAbsDiff(fp32, int8), 1e-5);  // int8 ran
+  EXPECT_LT(RelativeDistance(int8, fp32), kFp8LogitTolerance);
+  model->train();
+  model->eval();
+  EXPECT_LE(MaxAbsDiff(InferenceLogits(model, b, AmpMode::kOff), fp32), 1e-6);
+}
+
 // The GPU's FP8 path (the per-row kernel, at::_scaled_mm's rowwise product, bf16 around them)
 // against the CPU's exact emulation of the same quantized GEMMs in fp32: no farther apart than
 // the GPU's bf16 forward is from the CPU's fp32 one, which is what computing in bf16 costs.

@@ -459,6 +459,34 @@ TEST_F(InferenceEngineTest, Fp8WeightsBatchLikeOneAtATimeAndStayCloseToFp32) {
   EXPECT_LT(max_fp32_gap, 0.02);
 }
 
+// int8 weights on the CPU: close to fp32 (activations are quantized per batch, so not equal to
+// a one-at-a-time run: a bound, not an equality); refused off the CPU or with amp.
+TEST_F(InferenceEngineTest, Int8WeightsStayCloseToFp32) {
+  EngineOptions options;
+  options.int8_weights = true;
+  options.max_batch_tokens = 96;
+  std::unique_ptr<InferenceEngine> engine = Make(options);
+  ASSERT_NE(engine, nullptr);
+  models::LoadedModel fp32_model = ReferenceModel();
+  const std::vector<ClassifyRequest> pool = MixedRequests(24);
+  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got = engine->Classify(pool);
+  ASSERT_TRUE(got.ok()) << got.status();
+  double max_gap = 0;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    ASSERT_TRUE((*got)[i].ok()) << (*got)[i].status();
+    const Classification fp32 = Reference(fp32_model, pool[i], engine->options());
+    for (size_t k = 0; k < fp32.probabilities.size(); ++k) {
+      max_gap = std::max<double>(max_gap,
+                                 std::abs((*got)[i]->probabilities[k] - fp32.probabilities[k]));
+    }
+  }
+  EXPECT_GT(max_gap, 0.0);
+  EXPECT_LT(max_gap, 0.02);
+  EngineOptions bad = options;
+  bad.amp = models::AmpMode::kBf16;
+  EXPECT_TRUE(absl::IsInvalidArgument(InferenceEngine::Load(*dir_, bad).status()));
+}
+
 TEST_F(InferenceEngineTest, Fp8NeedsAPostLnModel) {
   models::LoadedModel m = *models::LoadModelDir(*dir_, at::kCPU);
   m.config = testing::SmallConfig(m.config.vocab_size(), 3).pre_ln(true);

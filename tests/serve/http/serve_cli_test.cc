@@ -51,8 +51,8 @@ TEST(ServeCliTest, BadNamesAreUsageErrors) {
   const std::string model = WriteSmallModelDir("serve_cli_names");
   ExpectUsageErrors({
       {{"--model", model, "--log-level", "loud"}, "--log-level: unknown log level 'loud'"},
-      {{"--model", model, "--amp", "fp8"}, "--amp fp8 is for training"},
       {{"--model", model, "--amp", "fp4"}, "fp4"},
+      {{"--model", model, "--amp", "int4"}, "predict and serve also take int8"},
       {{"--model", model, "--device", "tpu"}, "--device: bad device 'tpu'"},
       {{"--model", model, "--host", ""}, "--host must not be empty"},
       {{"--model", model, "--port", "x"}, "bad value 'x'"},

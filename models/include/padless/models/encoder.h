@@ -59,6 +59,10 @@ class EncoderClassifierImpl : public torch::nn::Module {
   // with FP8 tensor cores; elsewhere emulated exactly, which is slow and meant for checking
   // accuracy). Only prepared forwards use FP8: an unprepared inference forward computes in `dtype`.
   void PrepareInference(at::ScalarType dtype, bool fp8_weights = false);
+  // PrepareInference(fp32) with the layers' GEMM weights also packed as int8 for the CPU
+  // (Int8Linear: FBGEMM, activations quantized per call), used by the prepared inference forwards
+  // on the CPU. Errors: Int8Linear::Pack's (no FBGEMM; weights not on the CPU).
+  absl::Status PrepareInt8Inference();
   // torch::nn::Module::train, which also drops PrepareInference's copies when training resumes.
   void train(bool on = true) override;
 
@@ -109,6 +113,8 @@ class EncoderClassifierImpl : public torch::nn::Module {
   at::ScalarType inference_dtype_ = at::kFloat;
   // PrepareInference's FP8 GEMM weights, per layer (empty unless asked for).
   std::vector<Fp8LayerWeights> inference_fp8_;
+  // PrepareInt8Inference's int8 GEMM weights, per layer (empty unless asked for).
+  std::vector<Int8LayerWeights> inference_int8_;
 };
 TORCH_MODULE(EncoderClassifier);
 

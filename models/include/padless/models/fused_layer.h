@@ -37,12 +37,15 @@
 #include <ATen/core/Tensor.h>
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "padless/cuda/kernels/fp8_rowwise.h"
 #include "padless/models/attention.h"
 #include "padless/models/encoder_layer.h"
+#include "absl/status/statusor.h"
 #include "padless/models/fp8_scaling.h"
+#include "padless/models/int8_linear.h"
 
 namespace padless::models {
 
@@ -93,6 +96,14 @@ using Fp8LayerWeights = std::array<cuda::Fp8Rows, kFusedLayerGemms>;
 // Each layer's Fp8LayerWeights, from the layers' weights (fp32 masters) as they are now.
 std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers);
 
+// A layer's four GEMM weights as int8 for CPU inference (Int8Linear), in GEMM order; the QKV and
+// FFN-in GEMMs carry their biases (the other two biases are added by the LayerNorms that follow).
+using Int8LayerWeights = std::array<std::optional<Int8Linear>, kFusedLayerGemms>;
+
+// Each layer's Int8LayerWeights (CPU weights); Int8Linear::Pack's errors.
+absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(
+    const std::vector<at::TensorList>& layers);
+
 // A layer's input or output in inference: the compute-dtype rows and, when the FP8 GEMM that reads
 // them next was known as they were written, their per-token FP8 copy (Fp8QuantizeRows of x,
 // written by the LayerNorm that produced x); else fp8.values is undefined and the GEMM quantizes x.
@@ -109,12 +120,14 @@ struct InferenceRows {
 // per-token activation scales (cuda::Fp8RowwiseLinear), the FFN's activation applied while its
 // output is quantized; attention, LayerNorms and the residual stream stay in the compute dtype.
 // Null: every GEMM in the compute dtype, as evaluation does. `fp8_output`: the next layer's QKV
-// GEMM runs in FP8, so the output's LayerNorm also writes the output's FP8 copy.
+// GEMM runs in FP8, so the output's LayerNorm also writes the output's FP8 copy. `int8` (CPU,
+// instead of fp8): the GEMMs run with int8 weights (Int8Linear), the rest in x's dtype (fp32).
 InferenceRows FusedEncoderLayerInfer(const InferenceRows& x, at::TensorList weights,
                                      const LayerSpec& spec, const AttentionContext& ctx,
                                      const std::vector<at::Tensor>* compute_weights = nullptr,
                                      const Fp8LayerWeights* fp8 = nullptr,
-                                     bool fp8_output = false);
+                                     bool fp8_output = false,
+                                     const Int8LayerWeights* int8 = nullptr);
 
 }  // namespace padless::models
 

@@ -50,6 +50,10 @@ struct EngineOptions {
   // weights with one scale per output channel, activations with one per token; post-LN models
   // only; emulated exactly, and slowly, off GPUs with FP8 tensor cores).
   models::AmpMode amp = models::AmpMode::kOff;
+  // CPU only, with amp off: the encoder's GEMMs with int8 weights (models::Int8Linear: one scale
+  // per output channel; activations quantized per batch, so results move slightly with the batch
+  // a text shares; post-LN models only).
+  bool int8_weights = false;
   int64_t max_len = 512;                        // clamped to the model's max_positions
   LongText long_text = LongText::kHeadTail;
   int64_t window_stride = 128;  // tokens shared by consecutive windows (kWindows)

@@ -1,0 +1,87 @@
+#include "padless/models/int8_linear.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/quantized/PackedParams.h>
+#include <c10/util/Exception.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace padless::models {
+
+struct Int8Linear::Packed {
+  c10::intrusive_ptr<LinearPackedParamsBase> params;
+  int64_t out_features = 0;
+};
+
+namespace {
+
+bool HasFbgemm() {
+  for (at::QEngine e : at::globalContext().supportedQEngines()) {
+    if (e == at::QEngine::FBGEMM) return true;
+  }
+  return false;
+}
+
+// quantized::linear_prepack, the op quantize_dynamic's modules call, picks the engine from the
+// global context: FBGEMM, the x86 CPU kernels.
+c10::intrusive_ptr<LinearPackedParamsBase> Prepack(const at::Tensor& qweight,
+                                                    const std::optional<at::Tensor>& bias) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("quantized::linear_prepack", "")
+          .typed<c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor,
+                                                            std::optional<at::Tensor>)>();
+  return op.call(qweight, bias);
+}
+
+}  // namespace
+
+absl::StatusOr<Int8Linear> Int8Linear::Pack(const at::Tensor& weight, const at::Tensor& bias) {
+  if (!HasFbgemm()) {
+    return absl::FailedPreconditionError("int8 weights: this LibTorch has no FBGEMM engine");
+  }
+  if (!weight.defined() || weight.dim() != 2 || !weight.device().is_cpu() ||
+      !at::isFloatingType(weight.scalar_type())) {
+    return absl::InvalidArgumentError("int8 weights: the weight must be a 2-D floating CPU tensor");
+  }
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("int8 weights: bias must be [", weight.size(0), "]"));
+  }
+  try {
+    at::globalContext().setQEngine(at::QEngine::FBGEMM);
+    const at::NoGradGuard no_grad;
+    const at::Tensor w = weight.to(at::kFloat).contiguous();
+    // Symmetric per-channel scales: the row's amax maps to 127 (a zero row gets scale 1).
+    at::Tensor amax = std::get<0>(w.abs().max(1));
+    const at::Tensor scales =
+        at::where(amax > 0, amax / 127.0, at::ones_like(amax)).to(at::kDouble);
+    const at::Tensor qweight = at::quantize_per_channel(
+        w, scales, at::zeros({w.size(0)}, at::kLong), /*axis=*/0, at::kQInt8);
+    auto packed = std::make_shared<Packed>();
+    packed->params = Prepack(qweight, bias.defined() ? std::optional<at::Tensor>(
+                                                           bias.to(at::kFloat).contiguous())
+                                                     : std::nullopt);
+    packed->out_features = w.size(0);
+    return Int8Linear(std::move(packed));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("int8 weights: packing failed: ", e.what_without_backtrace()));
+  }
+}
+
+at::Tensor Int8Linear::Apply(const at::Tensor& x) const {
+  TORCH_CHECK(x.dim() == 2 && x.device().is_cpu(), "Int8Linear: x must be a 2-D CPU tensor");
+  return packed_->params->apply_dynamic(x.to(at::kFloat).contiguous(), /*reduce_range=*/false);
+}
+
+int64_t Int8Linear::out_features() const { return packed_->out_features; }
+
+}  // namespace padless::models
