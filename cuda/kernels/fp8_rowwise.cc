@@ -167,6 +167,12 @@ at::Tensor FastLinear(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor&
   const at::Tensor real = y.narrow(0, 0, x.rows);
   return out_dtype == at::kBFloat16 ? real : real.to(out_dtype);
 }
+bool FastLinearFits(const Fp8Rows& x, const Fp8Rows& weight) {
+  // The padded rows too: CUTLASS and cuBLASLt want every side a multiple of 16.
+  return x.values.size(0) % 16 == 0 && weight.values.size(0) == weight.rows &&
+         weight.rows % 16 == 0 && weight.values.size(1) % 16 == 0;
+}
+
 #endif  // PADLESS_HAVE_CUDA_KERNELS
 
 Fp8Rows Quantize(const at::Tensor& x, RowActivation activation, int64_t pad_rows_to,
@@ -184,12 +190,6 @@ Fp8Rows Quantize(const at::Tensor& x, RowActivation activation, int64_t pad_rows
 #endif
   (void)allow_kernel;
   return ReferenceQuantize(x, activation, pad_rows_to);
-}
-
-bool FastLinearFits(const Fp8Rows& x, const Fp8Rows& weight) {
-  // The padded rows too: CUTLASS and cuBLASLt want every side a multiple of 16.
-  return x.values.size(0) % 16 == 0 && weight.values.size(0) == weight.rows &&
-         weight.rows % 16 == 0 && weight.values.size(1) % 16 == 0;
 }
 
 at::Tensor Linear(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
