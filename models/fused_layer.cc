@@ -485,9 +485,9 @@ absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(
     Int8LayerWeights& layer = out.emplace_back();
     for (int g = 0; g < kFusedLayerGemms; ++g) {
       const int weight = internal::kGemmWeight[g];
-      const bool bias_in_gemm = g == internal::kQkvGemm || g == internal::kFfnInGemm;
+      const bool bias = internal::GemmAddsBias(static_cast<internal::LayerGemm>(g));
       absl::StatusOr<Int8Linear> packed =
-          Int8Linear::Pack(w[weight], bias_in_gemm ? w[weight + 1] : at::Tensor());
+          Int8Linear::Pack(w[weight], bias ? w[weight + 1] : at::Tensor());
       if (!packed.ok()) return packed.status();
       layer[g] = *std::move(packed);
     }

@@ -22,8 +22,12 @@ cuda::RowActivation RowActivationOf(Activation a) {
 }  // namespace
 
 at::Tensor InferenceGemms::Linear(LayerGemm g, const InferenceRows& x, bool bias) const {
-  // Int8 weights carry the biases of the GEMMs that add them (PackInt8InferenceWeights).
-  if (InInt8(g)) return (*int8_)[g]->Apply(x.x).to(x.x.scalar_type());
+  if (InInt8(g)) {
+    // Int8 weights carry the biases of the GEMMs that add them (PackInt8InferenceWeights).
+    TORCH_CHECK(bias == GemmAddsBias(g), "InferenceGemms: int8 GEMM ", static_cast<int>(g),
+                " was packed ", GemmAddsBias(g) ? "with" : "without", " its bias");
+    return (*int8_)[g]->Apply(x.x).to(x.x.scalar_type());
+  }
   if (!InFp8(g)) return compute_.Forward(g, x.x, bias);
   const at::Tensor b = bias ? w_[kGemmWeight[g] + 1] : at::Tensor();
   return cuda::Fp8RowwiseLinear(x.fp8.values.defined() ? x.fp8 : cuda::Fp8QuantizeRows(x.x),

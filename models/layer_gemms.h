@@ -26,6 +26,10 @@ enum LayerGemm { kQkvGemm, kOutGemm, kFfnInGemm, kFfnOutGemm };
 inline constexpr std::array<int, kFusedLayerGemms> kGemmWeight = {kQkvWeight, kOutWeight,
                                                                   kFfnInWeight, kFfnOutWeight};
 
+// Whether the forward adds GEMM g's bias in the GEMM (QKV, FFN in); the other two biases are added
+// by the LayerNorm kernels that follow them.
+inline bool GemmAddsBias(LayerGemm g) { return g == kQkvGemm || g == kFfnInGemm; }
+
 // The gradient of a GEMM's output, as its backward GEMMs take it.
 struct OutputGrad {
   LayerGemm gemm;
