@@ -23,7 +23,8 @@ ABSL_FLAG(int64_t, batch_size, padless::models::kDefaultSequencesPerBatch,
 ABSL_FLAG(std::optional<int64_t>, max_tokens, std::nullopt,
           "Token budget per batch, padding included, for the token-budget and packed strategies "
           "(empty: train: --batch-size x the training texts' mean length in tokens, at least "
-          "the longest text, at most 16384; eval, predict, bench-padding: 16384)");
+          "the longest text, at most 16384; eval, bench-padding: 16384; predict: 16384 on a GPU, "
+          "2048 on the CPU)");
 ABSL_FLAG(std::string, truncation, "head_tail",
           "Truncation of long single texts: head, tail or head_tail (first k + last tokens)");
 ABSL_FLAG(std::string, pair_truncation, "longest_first",

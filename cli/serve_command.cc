@@ -27,8 +27,9 @@
 
 ABSL_FLAG(int, port, 8080, "serve: TCP port (0: a free port, printed in the startup line)");
 ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on (0.0.0.0: every interface)");
-ABSL_FLAG(int64_t, max_batch_tokens, 16384,
-          "serve: real tokens per device batch, across requests (at least --max-len)");
+ABSL_FLAG(int64_t, max_batch_tokens, 0,
+          "serve: real tokens per device batch, across requests (at least --max-len; 0: 16384 on "
+          "a GPU, 2048 on the CPU)");
 ABSL_FLAG(int64_t, max_batch_requests, 512, "serve: sequences per device batch");
 ABSL_FLAG(int64_t, max_concurrent_requests, 512,
           "serve: inputs accepted and not yet answered; beyond it requests get 429");
@@ -78,7 +79,7 @@ absl::Status CheckServeRanges() {
 // The limits that depend on each other, after each is in range.
 absl::Status CheckServeRelations() {
   const int64_t max_len = absl::GetFlag(FLAGS_max_len);
-  if (absl::GetFlag(FLAGS_max_batch_tokens) < max_len) {
+  if (absl::GetFlag(FLAGS_max_batch_tokens) != 0 && absl::GetFlag(FLAGS_max_batch_tokens) < max_len) {
     return UsageError(absl::StrCat(FlagAsWritten("max_batch_tokens"),
                                    " must be >= ", FlagAsWritten("max_len"), " (", max_len,
                                    "), got ", absl::GetFlag(FLAGS_max_batch_tokens)));

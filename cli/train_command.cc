@@ -394,7 +394,7 @@ int RunPredict(const std::vector<std::string>& args) {
   if (!long_text.ok()) return Usage(kCmd, std::string(long_text.status().message()));
   options.long_text = *long_text;
   options.window_stride = absl::GetFlag(FLAGS_window_stride);
-  options.max_batch_tokens = MaxTokensFromFlag();
+  options.max_batch_tokens = absl::GetFlag(FLAGS_max_tokens).value_or(0);  // 0: by device
   if (absl::Status s = CheckSizeFlags(kMaxLen | kMaxTokens); !s.ok()) return ReportError(kCmd, s);
   if (absl::Status s = CheckPathFlags(
           {ModelDirFlag(model_dir), {"data", absl::GetFlag(FLAGS_data), PathUse::kInputTextFile}});

@@ -18,6 +18,10 @@ absl::StatusOr<LongText> ParseLongText(const std::string& name) {
 namespace internal {
 namespace {
 
+// EngineOptions::max_batch_tokens = 0 resolves to these.
+constexpr int64_t kCpuBatchTokens = 2048;
+constexpr int64_t kGpuBatchTokens = 16384;
+
 absl::Status Positive(const char* name, int64_t value) {
   if (value > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(name, ": must be > 0, got ", value));
@@ -27,6 +31,10 @@ absl::Status Positive(const char* name, int64_t value) {
 
 absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOptions* options) {
   EngineOptions& o = *options;
+  if (o.max_batch_tokens == 0) {  // by device (inference_engine.h), at least one whole text
+    o.max_batch_tokens = std::max<int64_t>(o.device.is_cpu() ? kCpuBatchTokens : kGpuBatchTokens,
+                                           std::min(o.max_len, config.max_sequence_length()));
+  }
   for (const auto& [name, value] : {std::pair<const char*, int64_t>{"max_len", o.max_len},
                                     {"max_batch_tokens", o.max_batch_tokens},
                                     {"max_batch_requests", o.max_batch_requests},

@@ -401,7 +401,7 @@ TEST_F(InferenceEngineTest, BadOptionsFailAtLoad) {
     EXPECT_TRUE(invalid(b));
     b = EngineOptions();
     b.max_batch_tokens = bad;
-    EXPECT_TRUE(invalid(b));
+    EXPECT_EQ(invalid(b), bad < 0);  // 0: by device
     b = EngineOptions();
     b.max_batch_requests = bad;
     EXPECT_TRUE(invalid(b));
@@ -498,6 +498,13 @@ TEST_F(InferenceEngineTest, Fp8NeedsAPostLnModel) {
   ASSERT_FALSE(e.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
   EXPECT_NE(e.status().message().find("post-LN"), std::string::npos) << e.status();
+}
+
+// max_batch_tokens 0 (the default) resolves by device: 2048 on the CPU.
+TEST_F(InferenceEngineTest, DefaultBatchTokensFollowTheDevice) {
+  std::unique_ptr<InferenceEngine> engine = Make(EngineOptions());
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->options().max_batch_tokens, 2048);
 }
 
 TEST(ParseLongTextTest, NamesAndErrors) {
