@@ -22,15 +22,11 @@ struct Int8Linear::Packed {
 
 namespace {
 
-bool HasFbgemm() {
-  for (at::QEngine e : at::globalContext().supportedQEngines()) {
-    if (e == at::QEngine::FBGEMM) return true;
-  }
-  return false;
-}
+bool HasQuantizedEngine() { return !at::globalContext().supportedQEngines().empty(); }
 
-// quantized::linear_prepack, the op quantize_dynamic's modules call, picks the engine from the
-// global context: FBGEMM, the x86 CPU kernels.
+// quantized::linear_prepack, the op quantize_dynamic's modules call, packs for the global context's
+// quantized engine (x86 by default on x86 CPUs, FBGEMM's kernels for dynamic linears); padless
+// leaves that process-wide choice to the application.
 c10::intrusive_ptr<LinearPackedParamsBase> Prepack(const at::Tensor& qweight,
                                                     const std::optional<at::Tensor>& bias) {
   static const auto op =
@@ -44,8 +40,8 @@ c10::intrusive_ptr<LinearPackedParamsBase> Prepack(const at::Tensor& qweight,
 }  // namespace
 
 absl::StatusOr<Int8Linear> Int8Linear::Pack(const at::Tensor& weight, const at::Tensor& bias) {
-  if (!HasFbgemm()) {
-    return absl::FailedPreconditionError("int8 weights: this LibTorch has no FBGEMM engine");
+  if (!HasQuantizedEngine()) {
+    return absl::FailedPreconditionError("int8 weights: this LibTorch has no quantized engine");
   }
   if (!weight.defined() || weight.dim() != 2 || !weight.device().is_cpu() ||
       !at::isFloatingType(weight.scalar_type())) {
@@ -56,7 +52,6 @@ absl::StatusOr<Int8Linear> Int8Linear::Pack(const at::Tensor& weight, const at::
         absl::StrCat("int8 weights: bias must be [", weight.size(0), "]"));
   }
   try {
-    at::globalContext().setQEngine(at::QEngine::FBGEMM);
     const at::NoGradGuard no_grad;
     const at::Tensor w = weight.to(at::kFloat).contiguous();
     // Symmetric per-channel scales: the row's amax maps to 127 (a zero row gets scale 1).

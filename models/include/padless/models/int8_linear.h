@@ -20,8 +20,9 @@ namespace padless::models {
 
 class Int8Linear {
  public:
-  // weight [N, K] and bias [N] (or undefined), floating, on the CPU. FailedPrecondition when this
-  // LibTorch has no FBGEMM quantized engine; InvalidArgument for bad shapes or devices.
+  // weight [N, K] and bias [N] (or undefined), floating, on the CPU, packed for the process's
+  // quantized engine (x86 / FBGEMM on x86 CPUs). FailedPrecondition when this LibTorch has none;
+  // InvalidArgument for bad shapes or devices.
   static absl::StatusOr<Int8Linear> Pack(const at::Tensor& weight, const at::Tensor& bias);
 
   // x [T, K] (any floating dtype; computed in fp32): [T, N] fp32 = x @ W^T + bias.
