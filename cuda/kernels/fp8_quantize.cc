@@ -45,10 +45,6 @@ void CheckArgs(const at::Tensor& x, const at::Tensor& scale, const Fp8QuantizeOp
               ": neither rows nor transposed is asked for");
 }
 
-int64_t PaddedRows(int64_t rows, int64_t multiple) {
-  return (rows + multiple - 1) / multiple * multiple;
-}
-
 // amax = max(amax, max |x|) with the NaN elements left out (at::max would return NaN).
 void RecordAmax(const at::Tensor& x, const at::Tensor& amax) {
   if (x.numel() == 0) return;  // the max of nothing leaves amax as it is
@@ -64,8 +60,8 @@ Fp8Quantized ReferenceQuantize(const at::Tensor& x, const at::Tensor& scale, Fp8
   // The clamp first: torch's cast turns values beyond the format's range into NaN (E4M3) or inf
   // (E5M2) instead of saturating. NaN passes at::clamp with its sign, and the cast keeps it NaN.
   const at::Tensor scaled = at::clamp(x.to(at::kFloat) * scale.reshape({}), -max, max);
-  const at::Tensor padded =
-      at::constant_pad_nd(scaled, {0, 0, 0, PaddedRows(rows, options.pad_rows_to) - rows});
+  const int64_t pad = internal::PaddedRows(rows, options.pad_rows_to) - rows;
+  const at::Tensor padded = at::constant_pad_nd(scaled, {0, 0, 0, pad});
   const at::Tensor fp8 = padded.to(Fp8ScalarType(format));
   Fp8Quantized q;
   if (options.rows) q.rows = fp8;
@@ -101,7 +97,7 @@ std::optional<Fp8Quantized> QuantizeKernel(const at::Tensor& x_in, const at::Ten
                                            const at::Tensor& amax) {
   const std::optional<internal::FloatType> type = internal::KernelFloatType(x_in.scalar_type());
   if (!internal::UseKernel(x_in) || !type) return std::nullopt;
-  const int64_t padded_rows = PaddedRows(x_in.size(0), options.pad_rows_to);
+  const int64_t padded_rows = internal::PaddedRows(x_in.size(0), options.pad_rows_to);
   if (!internal::Fp8QuantizeSupported(padded_rows, x_in.size(1), options.transposed)) {
     return std::nullopt;
   }

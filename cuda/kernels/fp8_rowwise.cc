@@ -23,10 +23,6 @@ constexpr double kE4M3Max = 448.0;
 thread_local bool g_last_quantize_kernel = false;
 thread_local bool g_last_linear_fast = false;
 
-int64_t PaddedRows(int64_t rows, int64_t multiple) {
-  return (rows + multiple - 1) / multiple * multiple;
-}
-
 void CheckQuantizeArgs(const at::Tensor& x, int64_t pad_rows_to) {
   constexpr const char* kOp = "Fp8QuantizeRows";
   TORCH_CHECK(x.defined(), kOp, ": x is undefined");
@@ -62,7 +58,7 @@ Fp8Rows ReferenceQuantize(const at::Tensor& x, RowActivation activation, int64_t
   // its reciprocal (rounded differently), and the kernel divides.
   const at::Tensor max = at::full_like(amax, kE4M3Max);
   const at::Tensor scale = at::where(scaled, max / amax, one);
-  const int64_t pad = PaddedRows(x.size(0), pad_rows_to) - x.size(0);
+  const int64_t pad = internal::PaddedRows(x.size(0), pad_rows_to) - x.size(0);
   Fp8Rows q;
   q.rows = x.size(0);
   // The clamp first: torch's cast turns values beyond E4M3's range into NaN instead of saturating.
@@ -130,7 +126,7 @@ std::optional<Fp8Rows> QuantizeKernel(const at::Tensor& x_in, RowActivation acti
   const at::Tensor x = x_in.contiguous();
   if (!internal::Aligned16({&x})) return std::nullopt;
   const c10::cuda::CUDAGuard guard(x.device());
-  const int64_t padded_rows = PaddedRows(x.size(0), pad_rows_to);
+  const int64_t padded_rows = internal::PaddedRows(x.size(0), pad_rows_to);
   Fp8Rows q;
   q.rows = x.size(0);
   q.values = at::empty({padded_rows, x.size(1)}, x.options().dtype(at::kFloat8_e4m3fn));
@@ -167,10 +163,11 @@ at::Tensor FastLinear(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor&
   const at::Tensor real = y.narrow(0, 0, x.rows);
   return out_dtype == at::kBFloat16 ? real : real.to(out_dtype);
 }
+
+// Beyond Fp8RowwiseLinearFast's weight sides: the activation's padded rows are a multiple of 16
+// too (cuBLASLt wants every side so), and the weight has no padded rows.
 bool FastLinearFits(const Fp8Rows& x, const Fp8Rows& weight) {
-  // The padded rows too: CUTLASS and cuBLASLt want every side a multiple of 16.
-  return x.values.size(0) % 16 == 0 && weight.values.size(0) == weight.rows &&
-         weight.rows % 16 == 0 && weight.values.size(1) % 16 == 0;
+  return x.values.size(0) % 16 == 0 && weight.values.size(0) == weight.rows;
 }
 
 #endif  // PADLESS_HAVE_CUDA_KERNELS

@@ -152,10 +152,7 @@ DropoutResidualLayerNormGrads BackwardReference(const at::Tensor& d_out, const a
 // The kernels' element type for [T, H] rows of `rows`' dtype, device and width; nullopt when the
 // rows take the reference path (CPU, fp64, widths the kernels do not hold in registers).
 std::optional<internal::FloatType> KernelType(const at::Tensor& rows) {
-  std::optional<internal::FloatType> type;
-  if (rows.scalar_type() == at::kBFloat16) type = internal::FloatType::kBFloat16;
-  if (rows.scalar_type() == at::kHalf) type = internal::FloatType::kFloat16;
-  if (rows.scalar_type() == at::kFloat) type = internal::FloatType::kFloat32;
+  const std::optional<internal::FloatType> type = internal::KernelFloatType(rows.scalar_type());
   if (!type || !internal::UseKernel(rows) ||
       !internal::ResidualLayerNormSupported(rows.size(1), *type)) {
     return std::nullopt;
@@ -223,7 +220,7 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
   }
   if (fp8 != nullptr) {
     fp8->rows = rows;
-    const int64_t padded = (rows + pad_rows_to - 1) / pad_rows_to * pad_rows_to;
+    const int64_t padded = internal::PaddedRows(rows, pad_rows_to);
     fp8->values = at::empty({padded, hidden}, input.options().dtype(at::kFloat8_e4m3fn));
     fp8->scale_inv = at::empty({padded, 1}, float_opts);
     args.fp8 = static_cast<uint8_t*>(fp8->values.data_ptr());

@@ -25,7 +25,8 @@ __device__ __forceinline__ void LoadFloats(const T* __restrict__ p, float (&f)[k
 }
 
 template <>
-__device__ __forceinline__ void LoadFloats<float>(const float* __restrict__ p, float (&f)[kFp8Vec]) {
+__device__ __forceinline__ void LoadFloats<float>(const float* __restrict__ p,
+                                                 float (&f)[kFp8Vec]) {
 #pragma unroll
   for (int h = 0; h < kFp8Vec; h += 4) {
     const Pack<float, 4> v = *reinterpret_cast<const Pack<float, 4>*>(p + h);

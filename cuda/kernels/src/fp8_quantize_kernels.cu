@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "float_type_dispatch.cuh"
 #include "fp8_cast.cuh"
 
 namespace padless::cuda::internal {
@@ -223,15 +224,9 @@ bool Fp8QuantizeSupported(int64_t padded_rows, int64_t cols, bool transposed) {
 
 cudaError_t LaunchFp8Quantize(const Fp8QuantizeArgs& a, cudaStream_t stream) {
   if (a.padded_rows == 0 || a.cols == 0) return cudaSuccess;
-  switch (a.type) {
-    case FloatType::kBFloat16:
-      return LaunchTyped<__nv_bfloat16>(a, stream);
-    case FloatType::kFloat16:
-      return LaunchTyped<__half>(a, stream);
-    case FloatType::kFloat32:
-      return LaunchTyped<float>(a, stream);
-  }
-  return cudaErrorInvalidValue;
+  return DispatchType(a.type, cudaErrorInvalidValue, [&](auto tag) {
+    return LaunchTyped<typename decltype(tag)::type>(a, stream);
+  });
 }
 
 }  // namespace padless::cuda::internal

@@ -1,11 +1,13 @@
 // The per-row FP8 cast: see fp8_rowwise_kernels.h. Values and scales follow the reference of
-// fp8_rowwise.cc (the tanh GELU to within the hardware tanh's error): the activation in fp32, amax = max |v| ignoring NaN, scale = 448 / amax in IEEE
-// fp32 (1 when amax is 0 or infinite), v * scale rounded to nearest-even and saturated by
-// cvt.rn.satfinite (what the reference's clamp then cast gives), NaN written as c10's byte.
+// fp8_rowwise.cc (the tanh GELU to within the hardware tanh's error): the activation in fp32,
+// amax = max |v| ignoring NaN, scale = 448 / amax in IEEE fp32 (1 when amax is 0 or infinite),
+// v * scale rounded to nearest-even and saturated by cvt.rn.satfinite (what the reference's clamp
+// then cast gives), NaN written as c10's byte.
 #include "fp8_rowwise_kernels.h"
 
 #include <cstdint>
 
+#include "float_type_dispatch.cuh"
 #include "fp8_cast.cuh"
 
 namespace padless::cuda::internal {
@@ -117,15 +119,9 @@ bool Fp8QuantizeRowsSupported(int64_t cols) {
 cudaError_t LaunchFp8QuantizeRows(const Fp8QuantizeRowsArgs& a, cudaStream_t stream) {
   if (a.padded_rows == 0) return cudaSuccess;
   if (a.padded_rows > INT32_MAX) return cudaErrorInvalidValue;  // one block per row
-  switch (a.type) {
-    case FloatType::kBFloat16:
-      return LaunchActivation<__nv_bfloat16>(a, stream);
-    case FloatType::kFloat16:
-      return LaunchActivation<__half>(a, stream);
-    case FloatType::kFloat32:
-      return LaunchActivation<float>(a, stream);
-  }
-  return cudaErrorInvalidValue;
+  return DispatchType(a.type, cudaErrorInvalidValue, [&](auto tag) {
+    return LaunchActivation<typename decltype(tag)::type>(a, stream);
+  });
 }
 
 }  // namespace padless::cuda::internal

@@ -72,6 +72,10 @@ std::pair<at::Tensor, at::Tensor> ReferenceVarlenIds(const at::Tensor& cu, int64
   return {sequence_ids, position_ids};
 }
 
+int64_t PaddedRows(int64_t rows, int64_t multiple) {
+  return (rows + multiple - 1) / multiple * multiple;
+}
+
 int64_t RowBytes(const at::Tensor& t, int64_t token_dims) {
   int64_t n = static_cast<int64_t>(t.element_size());
   for (int64_t d = token_dims; d < t.dim(); ++d) n *= t.size(d);

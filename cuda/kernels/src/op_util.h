@@ -56,6 +56,10 @@ void CheckRows(const at::Tensor& t, const char* name, const at::Tensor& like, co
 std::pair<at::Tensor, at::Tensor> ReferenceVarlenIds(const at::Tensor& cu_seqlens,
                                                      int64_t total_tokens);
 
+// `rows` rounded up to a multiple of `multiple` (>= 1): the padded row count of the FP8 copies,
+// whose GEMMs want multiples of 16.
+int64_t PaddedRows(int64_t rows, int64_t multiple);
+
 // Bytes of one token row of a tensor whose first `token_dims` dimensions index tokens.
 int64_t RowBytes(const at::Tensor& t, int64_t token_dims);
 

@@ -14,8 +14,9 @@
 //
 // On a GPU with the kernels built, for contiguous bf16 / fp16 / fp32 x with C a multiple of 8 up to
 // 8192 and 16-byte aligned data: one kernel, one block per row, the row kept in registers between
-// its amax and its cast. Fp8RowwiseLinear runs at::_scaled_mm's rowwise product (CUTLASS on sm90,
-// bf16 output) when K and N are multiples of 16 on a GPU with FP8 tensor cores. Otherwise, and as
+// its amax and its cast. Fp8RowwiseLinear runs at::_scaled_mm's rowwise product (cuBLASLt's
+// outer-vector-scaled kernels on the H200, bf16 output) when K and N are multiples of 16 on a GPU
+// with FP8 tensor cores. Otherwise, and as
 // the reference namespace, unfused ATen ops: the reference linear dequantizes both operands to
 // fp32 and multiplies them, so it is the exact product of the quantized values (the GPU product
 // accumulates in fp32 with Hopper's fast accumulation).
