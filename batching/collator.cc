@@ -174,6 +174,22 @@ Batch CollateRows(const tokenize::TokenizedCorpus& corpus, const BatchSpec& spec
 
 }  // namespace
 
+absl::StatusOr<Batch> Collator::CollateVarlen(
+    absl::Span<const tokenize::Encoding* const> sequences, bool with_types) const {
+  tokenize::TokenizedCorpus corpus;
+  BatchSpec spec;
+  spec.layout = Layout::kVarlen;
+  spec.rows.emplace_back();
+  for (const tokenize::Encoding* e : sequences) {
+    const int64_t length = static_cast<int64_t>(e->ids.size());
+    spec.rows[0].push_back({static_cast<int64_t>(spec.rows[0].size()), 0, length});
+    spec.length += length;
+    corpus.Add(e->ids, with_types ? absl::MakeConstSpan(e->type_ids) : absl::Span<const int8_t>(),
+               /*label=*/0);
+  }
+  return Collate(corpus, spec);
+}
+
 absl::StatusOr<Batch> Collator::Collate(const tokenize::TokenizedCorpus& corpus,
                                         const BatchSpec& spec) const {
   if (absl::Status s = CheckSpec(corpus, spec); !s.ok()) return s;

@@ -107,29 +107,6 @@ std::vector<BatchFormer::Taken> BatchFormer::TakeLocked() {
   return taken;
 }
 
-namespace {
-
-// The claimed sequences as one kVarlen batch, built by the one collator (batching/collator.h):
-// each sequence whole, in order; token types only when the model uses them and a pair is there.
-absl::StatusOr<batching::Batch> Collate(const std::vector<const tokenize::Encoding*>& sequences,
-                                        bool with_types, bool pinned) {
-  tokenize::TokenizedCorpus corpus;
-  batching::BatchSpec spec;
-  spec.layout = batching::Layout::kVarlen;
-  spec.rows.emplace_back();
-  for (const tokenize::Encoding* e : sequences) {
-    const int64_t length = static_cast<int64_t>(e->ids.size());
-    spec.rows[0].push_back({static_cast<int64_t>(spec.rows[0].size()), 0, length});
-    spec.length += length;
-    corpus.Add(e->ids, with_types ? absl::MakeConstSpan(e->type_ids) : absl::Span<const int8_t>(),
-               /*label=*/0);
-  }
-  batching::CollatorOptions options;
-  options.pin_memory = pinned;
-  return batching::Collator(options).Collate(corpus, spec);
-}
-
-}  // namespace
 
 void BatchFormer::Build(std::vector<Taken> taken) {
   FormedBatch formed;
@@ -149,7 +126,10 @@ void BatchFormer::Build(std::vector<Taken> taken) {
   absl::Status error;
   try {
     const bool cuda = device_.is_cuda() && at::globalContext().hasCUDA();
-    absl::StatusOr<batching::Batch> batch = Collate(sequences, types_ && pair, /*pinned=*/cuda);
+    batching::CollatorOptions options;
+    options.pin_memory = cuda;
+    absl::StatusOr<batching::Batch> batch =
+        batching::Collator(options).CollateVarlen(sequences, types_ && pair);
     if (batch.ok()) {
       formed.batch = cuda ? batch->To(device_, /*non_blocking=*/true) : *std::move(batch);
     } else {

@@ -42,28 +42,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The first n texts as one kVarlen batch on the GPU, collated as serve/batch_former.cc does.
+// The first n texts as one kVarlen batch on the GPU, collated as the engine's batch former does.
 absl::StatusOr<batching::Batch> MakeBatch(const models::LoadedModel& m,
                                           const std::vector<tokenize::Example>& examples,
                                           int64_t n) {
   tokenize::EncodeOptions encode;
   encode.max_length = absl::GetFlag(FLAGS_max_len);
-  tokenize::TokenizedCorpus corpus;
-  batching::BatchSpec spec;
-  spec.layout = batching::Layout::kVarlen;
-  spec.rows.emplace_back();
+  std::vector<tokenize::Encoding> encodings;
   for (int64_t i = 0; i < n; ++i) {
     absl::StatusOr<tokenize::Encoding> e =
         m.tokenizer.Encode(examples[i % examples.size()].text, encode);
     if (!e.ok()) return e.status();
-    const int64_t length = static_cast<int64_t>(e->ids.size());
-    spec.rows[0].push_back({static_cast<int64_t>(spec.rows[0].size()), 0, length});
-    spec.length += length;
-    corpus.Add(e->ids, absl::Span<const int8_t>(), /*label=*/0);
+    encodings.push_back(*std::move(e));
   }
+  std::vector<const tokenize::Encoding*> sequences;
+  for (const tokenize::Encoding& e : encodings) sequences.push_back(&e);
   batching::CollatorOptions options;
   options.pin_memory = true;
-  absl::StatusOr<batching::Batch> b = batching::Collator(options).Collate(corpus, spec);
+  absl::StatusOr<batching::Batch> b =
+      batching::Collator(options).CollateVarlen(sequences, /*with_types=*/false);
   if (!b.ok()) return b.status();
   return b->To(at::Device(at::kCUDA));
 }

@@ -235,6 +235,35 @@ TEST(CollatorTest, VarlenHasNoDenseMask) {
   EXPECT_FALSE(BlockDiagonalMask(*b).ok());
 }
 
+// CollateVarlen: encoded sequences whole and in order; token types only when asked for.
+TEST(CollatorTest, CollateVarlenConcatenatesEncodingsInOrder) {
+  tokenize::Encoding a, b;
+  a.ids = {2, 11, 12, 3};
+  b.ids = {2, 21, 3, 31, 3};
+  b.type_ids = {0, 0, 0, 1, 1};
+  const std::vector<const tokenize::Encoding*> sequences = {&a, &b, &a};
+  absl::StatusOr<Batch> plain = Collator().CollateVarlen(sequences, /*with_types=*/false);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->layout, Layout::kVarlen);
+  EXPECT_EQ(plain->num_sequences, 3);
+  EXPECT_EQ(plain->real_tokens, 13);
+  EXPECT_EQ(plain->max_seqlen, 5);
+  const std::vector<int64_t> ids = {2, 11, 12, 3, 2, 21, 3, 31, 3, 2, 11, 12, 3};
+  EXPECT_EQ(std::vector<int64_t>(plain->input_ids.data_ptr<int64_t>(),
+                                 plain->input_ids.data_ptr<int64_t>() + 13),
+            ids);
+  const std::vector<int32_t> cu = {0, 4, 9, 13};
+  EXPECT_EQ(std::vector<int32_t>(plain->cu_seqlens.data_ptr<int32_t>(),
+                                 plain->cu_seqlens.data_ptr<int32_t>() + 4),
+            cu);
+  EXPECT_FALSE(plain->token_type_ids.defined());
+  absl::StatusOr<Batch> typed = Collator().CollateVarlen(sequences, /*with_types=*/true);
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  ASSERT_TRUE(typed->token_type_ids.defined());
+  EXPECT_EQ(typed->token_type_ids[7].item<int64_t>(), 1);
+  EXPECT_EQ(typed->token_type_ids[0].item<int64_t>(), 0);
+}
+
 TEST(CollatorTest, RejectsSpecsThatDoNotFitTheCorpus) {
   const tokenize::TokenizedCorpus corpus = RandomCorpus(4, 2, 30);
   const Collator collator;

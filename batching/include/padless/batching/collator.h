@@ -7,10 +7,12 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "padless/batching/batch.h"
 #include "padless/batching/batch_spec.h"
 #include "padless/tokenize/special_tokens.h"
 #include "padless/tokenize/tokenized_corpus.h"
+#include "padless/tokenize/tokenizer.h"
 
 namespace padless::batching {
 
@@ -36,6 +38,12 @@ class Collator {
   // than spec.length).
   absl::StatusOr<Batch> Collate(const tokenize::TokenizedCorpus& corpus,
                                 const BatchSpec& spec) const;
+
+  // Encoded sequences as one kVarlen batch, each whole and in order (labels 0): the serving
+  // engine's batches. Token types only when `with_types` (a model that uses them, with a pair in
+  // the batch).
+  absl::StatusOr<Batch> CollateVarlen(absl::Span<const tokenize::Encoding* const> sequences,
+                                      bool with_types) const;
 
  private:
   CollatorOptions options_;
