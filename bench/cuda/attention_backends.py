@@ -9,6 +9,8 @@ look like IMDB after truncation at 512 (median ~230, a tail clipped at 512), 12 
 Before timing, the outputs and gradients of the two backends are compared without dropout.
 
 usage (on the GPU machine): python3 bench/cuda/attention_backends.py [--steps 50] [--dropout 0.1]
+  [--lengths FILE]  (sequence lengths, one per line, taken in order up to --budget: e.g. the
+  lengths padless_bench_serve --lengths_out wrote, for the serving engine's batches)
 
 Measured on the H200 (torch 2.11.0+cu130, cuDNN 9.19, 2026-12-02; 69 sequences, 16258 tokens):
 flash 0.149 ms forward, 0.496 ms forward + backward (0.550 with dropout 0.1), i.e. 6.6 ms per
@@ -33,6 +35,18 @@ def packed_lengths(budget, max_len, seed):
         if sum(lengths) + length > budget:
             return lengths
         lengths.append(length)
+
+
+def file_lengths(path, budget):
+    """The file's lengths in order, as many as fit `budget` tokens."""
+    lengths = []
+    for line in open(path):
+        if not line.strip():
+            continue
+        if sum(lengths) + int(line) > budget:
+            break
+        lengths.append(int(line))
+    return lengths
 
 
 def flash(q, k, v, cu, max_len, p, grad_out):
@@ -75,9 +89,11 @@ def main():
     parser.add_argument("--head_dim", type=int, default=64)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--lengths", default="", help="lengths file (default: drawn, IMDB-like)")
     args = parser.parse_args()
     torch.manual_seed(0)
-    lengths = packed_lengths(args.budget, 512, seed=1)
+    lengths = (file_lengths(args.lengths, args.budget) if args.lengths
+               else packed_lengths(args.budget, 512, seed=1))
     cu = torch.tensor([0] + list(torch.tensor(lengths).cumsum(0)), dtype=torch.int32, device="cuda")
     total, max_len = int(cu[-1]), max(lengths)
     print(f"{len(lengths)} sequences, {total} tokens, max {max_len}, median {statistics.median(lengths)}; "
