@@ -37,7 +37,8 @@ absl::StatusOr<InferencePrecision> InferencePrecisionFlag() {
   }
   absl::StatusOr<models::AmpMode> amp = AmpFlag();
   if (!amp.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(amp.status().message(), "; predict and serve also take int8"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(amp.status().message(), "; predict and serve also take int8"));
   }
   p.amp = *amp;
   return p;

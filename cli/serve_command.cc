@@ -79,10 +79,11 @@ absl::Status CheckServeRanges() {
 // The limits that depend on each other, after each is in range.
 absl::Status CheckServeRelations() {
   const int64_t max_len = absl::GetFlag(FLAGS_max_len);
-  if (absl::GetFlag(FLAGS_max_batch_tokens) != 0 && absl::GetFlag(FLAGS_max_batch_tokens) < max_len) {
+  const int64_t batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  if (batch_tokens != 0 && batch_tokens < max_len) {  // 0: by device, resolved by the engine
     return UsageError(absl::StrCat(FlagAsWritten("max_batch_tokens"),
                                    " must be >= ", FlagAsWritten("max_len"), " (", max_len,
-                                   "), got ", absl::GetFlag(FLAGS_max_batch_tokens)));
+                                   "), got ", batch_tokens));
   }
   if (absl::GetFlag(FLAGS_max_client_batch_size) > absl::GetFlag(FLAGS_max_concurrent_requests)) {
     return UsageError(absl::StrCat(

@@ -107,7 +107,6 @@ std::vector<BatchFormer::Taken> BatchFormer::TakeLocked() {
   return taken;
 }
 
-
 void BatchFormer::Build(std::vector<Taken> taken) {
   FormedBatch formed;
   std::vector<const tokenize::Encoding*> sequences;
