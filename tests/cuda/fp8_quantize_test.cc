@@ -25,17 +25,11 @@
 namespace padless::cuda {
 namespace {
 
+using testing::Bytes;
 using testing::ExpectC10Error;
+using testing::kInf;
+using testing::kNaN;
 using testing::PoisonFreeMemory;
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-// An fp8 tensor's bytes, row-major.
-std::vector<uint8_t> Bytes(const at::Tensor& fp8) {
-  const at::Tensor b = fp8.contiguous().view(at::kByte).cpu().flatten();
-  return std::vector<uint8_t>(b.data_ptr<uint8_t>(), b.data_ptr<uint8_t>() + b.numel());
-}
 
 at::Tensor Row(const std::vector<float>& values) {
   return at::tensor(values, at::kFloat).view({1, -1});

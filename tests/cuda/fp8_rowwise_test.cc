@@ -23,12 +23,15 @@
 namespace padless::cuda {
 namespace {
 
+using testing::Bytes;
+using testing::Bytes;
 using testing::ExpectC10Error;
+using testing::kInf;
+using testing::kNaN;
+using testing::kInf;
+using testing::kNaN;
 using testing::PoisonFreeMemory;
 using testing::RelErr;
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 at::Tensor Rows(const std::vector<float>& values, int64_t cols) {
   return at::tensor(values, at::kFloat).view({-1, cols});
@@ -36,11 +39,6 @@ at::Tensor Rows(const std::vector<float>& values, int64_t cols) {
 
 at::Tensor Dequantized(const Fp8Rows& q) {
   return (q.values.to(at::kFloat) * q.scale_inv).narrow(0, 0, q.rows);
-}
-
-std::vector<uint8_t> Bytes(const at::Tensor& fp8) {
-  const at::Tensor b = fp8.contiguous().view(at::kByte).cpu().flatten();
-  return std::vector<uint8_t>(b.data_ptr<uint8_t>(), b.data_ptr<uint8_t>() + b.numel());
 }
 
 TEST(Fp8RowwiseTest, EachRowsAmaxMapsTo448) {

@@ -1,6 +1,6 @@
 // Helpers of the cuda/ op tests: random varlen batches (lengths including empty and full-length
 // sequences, drawn with a fixed seed, and their cu_seqlens), poisoned free GPU memory, the relative
-// error of a kernel's output, and the check that broken input throws a c10::Error saying what is
+// error of a kernel's output, an FP8 tensor's bytes, the float special values, and the check that broken input throws a c10::Error saying what is
 // wrong. In one header so that the test files define none of them twice (and can share a unity
 // batch, PADLESS_UNITY).
 #ifndef PADLESS_TESTS_CUDA_PACKING_TEST_UTIL_H_
@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ inline double RelErr(const at::Tensor& got, const at::Tensor& want) {
   if (want.numel() == 0) return 0.0;
   const at::Tensor w = want.to(at::kFloat);
   return ((got.to(at::kFloat) - w).norm() / w.norm().clamp_min(1e-30)).item<double>();
+}
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// An FP8 (or any 1-byte) tensor's bytes, row-major, on the CPU: FP8 results are compared bit for bit.
+inline std::vector<uint8_t> Bytes(const at::Tensor& fp8) {
+  const at::Tensor b = fp8.contiguous().view(at::kByte).cpu().flatten();
+  return std::vector<uint8_t>(b.data_ptr<uint8_t>(), b.data_ptr<uint8_t>() + b.numel());
 }
 
 // Runs f, which must throw c10::Error whose message contains `needle`.
