@@ -15,6 +15,9 @@
 ABSL_DECLARE_FLAG(std::string, data);
 ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(std::string, out);
+// Shared by train and prune.
+ABSL_DECLARE_FLAG(std::string, dev);
+ABSL_DECLARE_FLAG(std::optional<double>, lr);
 ABSL_DECLARE_FLAG(int64_t, max_len);
 ABSL_DECLARE_FLAG(std::string, csv);
 ABSL_DECLARE_FLAG(std::string, svg);

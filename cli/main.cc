@@ -20,7 +20,8 @@ namespace {
 const std::vector<const Subcommand*>& Subcommands() {
   static const std::vector<const Subcommand*> kAll = {
       &kTokenizeCommand, &kBenchPaddingCommand,  &kTrainCommand,   &kEvalCommand,
-      &kPredictCommand,  &kProfileMemoryCommand, &kExportHfCommand, &kServeCommand};
+      &kPredictCommand,  &kProfileMemoryCommand, &kExportHfCommand, &kServeCommand,
+      &kPruneCommand};
   return kAll;
 }
 

@@ -35,6 +35,7 @@ extern const Subcommand kPredictCommand;        // train_command.cc
 extern const Subcommand kProfileMemoryCommand;  // profile_memory_command.cc
 extern const Subcommand kExportHfCommand;       // export_hf_command.cc
 extern const Subcommand kServeCommand;          // serve_command.cc
+extern const Subcommand kPruneCommand;          // prune_command.cc
 
 }  // namespace padless::cli
 

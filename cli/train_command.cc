@@ -41,7 +41,6 @@
 #include "path_checks.h"
 #include "subcommand.h"
 
-ABSL_FLAG(std::string, dev, "", "train: labeled dev file for evaluation and early stopping");
 ABSL_FLAG(double, dev_fraction, 0.0,
           "train: hold out this share of --data as the dev set when --dev is not given");
 ABSL_FLAG(std::string, preset, "",
@@ -56,9 +55,6 @@ ABSL_FLAG(std::optional<int64_t>, epochs, std::nullopt,
           "train: epochs (empty: at least 3, more when 3 give fewer than 250 optimizer steps, at "
           "most 20)");
 ABSL_FLAG(int64_t, max_steps, 0, "train: stop after this many optimizer steps (0: epochs decide)");
-ABSL_FLAG(std::optional<double>, lr, std::nullopt,
-          "train: peak learning rate (AdamW) (empty: by model origin: tiny 5e-4, small 1e-4, "
-          "base 5e-5 from scratch; 3e-5 when fine-tuning --init-from)");
 ABSL_FLAG(double, weight_decay, 0.01, "train: AdamW weight decay");
 ABSL_FLAG(std::optional<double>, warmup, std::nullopt,
           "train: share of the steps spent warming up the learning rate (empty: by model "

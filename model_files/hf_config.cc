@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -190,6 +192,52 @@ absl::Status Labels(const json& j, const std::string& origin, HfConfig& c) {
   return absl::OkStatus();
 }
 
+// `lists` with each all-integer list sorted and deduplicated: transformers keeps a layer's pruned
+// heads as a set and writes them in any order. Anything else is left for EncoderConfig to refuse.
+json SortedHeadLists(json lists) {
+  if (!lists.is_object()) return lists;
+  for (auto& [layer, heads] : lists.items()) {
+    if (!heads.is_array() || !std::all_of(heads.begin(), heads.end(),
+                                          [](const json& h) { return h.is_number_integer(); })) {
+      continue;
+    }
+    std::vector<int64_t> v = heads.get<std::vector<int64_t>>();
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    heads = v;
+  }
+  return lists;
+}
+
+// config.json's `pruned_heads` ({"layer": [original head, ...]}, what transformers 4.x writes
+// after prune_heads) into c.encoder. EncoderConfig records pruning in the same convention, so its
+// own reader parses and validates the field (layer keys, head ranges, a head left per layer).
+absl::Status PrunedHeads(const json& j, const std::string& origin, HfConfig& c) {
+  if (!j.contains("pruned_heads")) return absl::OkStatus();
+  json merged = json::parse(c.encoder.ToJson());
+  merged["pruned_heads"] = SortedHeadLists(j["pruned_heads"]);
+  absl::StatusOr<EncoderConfig> pruned = EncoderConfig::FromJson(merged.dump(), origin);
+  if (!pruned.ok()) return pruned.status();
+  c.encoder = *pruned;
+  return absl::OkStatus();
+}
+
+// The one FFN width Hugging Face's intermediate_size (DistilBERT: hidden_dim) can hold: every
+// layer's, which must then agree.
+absl::StatusOr<int64_t> UniformFfn(const EncoderConfig& e, const char* field) {
+  std::vector<std::string> widths;
+  bool uniform = true;
+  for (int64_t l = 0; l < e.layers(); ++l) {
+    uniform = uniform && e.ffn_in_layer(l) == e.ffn_in_layer(0);
+    widths.push_back(absl::StrCat("layer ", l, ": ", e.ffn_in_layer(l)));
+  }
+  if (uniform) return e.ffn_in_layer(0);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "layer_ffn: Hugging Face's format cannot represent per-layer FFN widths (its ", field,
+      " is one width for every layer), and the pruned model's differ (",
+      absl::StrJoin(widths, ", "), "); prune every layer's FFN to the same width to export"));
+}
+
 std::string FamilyName(HfFamily f) {
   switch (f) {
     case HfFamily::kRoberta:
@@ -226,6 +274,8 @@ absl::StatusOr<HfConfig> ParseHfConfig(const std::string& text, const std::strin
   c.encoder.num_labels(num_labels);
   s = c.encoder.Validate();
   if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));
+  s = PrunedHeads(j, origin, c);
+  if (!s.ok()) return s;
   return c;
 }
 
@@ -254,6 +304,9 @@ absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& e,
     return absl::InvalidArgumentError(
         absl::StrCat("num_labels: ", e.num_labels(), ", but ", labels.size(), " label names"));
   }
+  absl::StatusOr<int64_t> ffn =
+      UniformFfn(e, family == HfFamily::kDistilBert ? "hidden_dim" : "intermediate_size");
+  if (!ffn.ok()) return ffn.status();
   const std::string act = e.activation() == Activation::kGelu       ? "gelu"
                           : e.activation() == Activation::kGeluTanh ? "gelu_new"
                                                                     : "relu";
@@ -267,13 +320,16 @@ absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& e,
   j["label2id"] = label2id;
   j["vocab_size"] = e.vocab_size();
   j["max_position_embeddings"] = e.max_positions();
+  // padless writes its pruning record as transformers does: layers that lost heads only.
+  const json padless = json::parse(e.ToJson());
+  if (padless.contains("pruned_heads")) j["pruned_heads"] = padless["pruned_heads"];
   if (family == HfFamily::kDistilBert) {
     j.update({{"architectures", {"DistilBertForSequenceClassification"}},
               {"model_type", "distilbert"},
               {"dim", e.hidden()},
               {"n_layers", e.layers()},
               {"n_heads", e.heads()},
-              {"hidden_dim", e.ffn()},
+              {"hidden_dim", *ffn},
               {"activation", act},
               {"dropout", e.dropout()},
               {"attention_dropout", e.attention_dropout()},
@@ -289,7 +345,7 @@ absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& e,
             {"hidden_size", e.hidden()},
             {"num_hidden_layers", e.layers()},
             {"num_attention_heads", e.heads()},
-            {"intermediate_size", e.ffn()},
+            {"intermediate_size", *ffn},
             {"hidden_act", act},
             {"hidden_dropout_prob", e.dropout()},
             {"attention_probs_dropout_prob", e.attention_dropout()},

@@ -276,6 +276,7 @@ absl::Status ExportHuggingFace(EncoderClassifier& model, const std::vector<std::
   for (const NameMapping& m : NameTable(hf, FamilyPrefix(hf.family))) {
     const at::Tensor* p = params.find(m.padless);
     if (p == nullptr) continue;
+    // Thirds of the fused QKV rows: Q, K, V, each as wide as this layer's (maybe pruned) heads.
     const std::vector<at::Tensor> parts = p->detach().chunk(static_cast<int64_t>(m.hf.size()), 0);
     for (size_t i = 0; i < m.hf.size(); ++i) tensors.emplace_back(m.hf[i], parts[i].to(at::kFloat));
   }

@@ -28,7 +28,7 @@ EncoderClassifierImpl::EncoderClassifierImpl(const EncoderConfig& config) : conf
   embedding_norm_weight_ = register_parameter("embedding_norm_weight", at::ones({h}));
   embedding_norm_bias_ = register_parameter("embedding_norm_bias", at::zeros({h}));
   for (int64_t i = 0; i < config.layers(); ++i) {
-    layers_.push_back(register_module(absl::StrCat("layer", i), EncoderLayer(config)));
+    layers_.push_back(register_module(absl::StrCat("layer", i), EncoderLayer(config, i)));
   }
   if (config.pre_ln()) {
     final_norm_weight_ = register_parameter("final_norm_weight", at::ones({h}));
@@ -44,7 +44,7 @@ EncoderClassifierImpl::EncoderClassifierImpl(const EncoderConfig& config) : conf
 
 LayerSpec EncoderClassifierImpl::Spec() const {
   LayerSpec s;
-  s.heads = config_.heads();
+  s.head_dim = config_.head_dim();
   s.eps = config_.layer_norm_eps();
   s.dropout = is_training() ? config_.dropout() : 0.0;
   s.attention_dropout = is_training() ? config_.attention_dropout() : 0.0;

@@ -2,6 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "padless/base/enum_names.h"
 
@@ -57,6 +61,124 @@ absl::StatusOr<EncoderConfig> EncoderConfig::Preset(const std::string& name) {
       absl::StrCat("preset: unknown '", name, "' (expected tiny, small or base)"));
 }
 
+int64_t EncoderConfig::heads_in_layer(int64_t layer) const {
+  if (pruned_heads_.empty()) return heads_;
+  return heads_ - static_cast<int64_t>(pruned_heads_.at(layer).size());
+}
+
+int64_t EncoderConfig::ffn_in_layer(int64_t layer) const {
+  return layer_ffn_.empty() ? ffn_ : layer_ffn_.at(layer);
+}
+
+bool EncoderConfig::pruned() const {
+  for (int64_t i = 0; i < layers_; ++i) {
+    if (heads_in_layer(i) != heads_ || ffn_in_layer(i) != ffn_) return true;
+  }
+  return false;
+}
+
+std::vector<int64_t> EncoderConfig::kept_heads(int64_t layer) const {
+  std::vector<int64_t> kept;
+  const std::vector<int64_t> none;
+  const std::vector<int64_t>& removed = pruned_heads_.empty() ? none : pruned_heads_.at(layer);
+  for (int64_t h = 0, r = 0; h < heads_; ++h) {
+    if (r < static_cast<int64_t>(removed.size()) && removed[r] == h) {
+      ++r;
+    } else {
+      kept.push_back(h);
+    }
+  }
+  return kept;
+}
+
+namespace {
+
+absl::Status ValidatePruning(const EncoderConfig& c) {
+  const std::vector<std::vector<int64_t>>& heads = c.pruned_heads();
+  if (!heads.empty() && static_cast<int64_t>(heads.size()) != c.layers()) {
+    return absl::InvalidArgumentError(absl::StrCat("pruned_heads: ", heads.size(),
+                                                   " lists for ", c.layers(), " layers"));
+  }
+  for (size_t layer = 0; layer < heads.size(); ++layer) {
+    const std::vector<int64_t>& removed = heads[layer];
+    for (size_t k = 0; k < removed.size(); ++k) {
+      if (removed[k] < 0 || removed[k] >= c.heads()) {
+        return absl::InvalidArgumentError(absl::StrCat("pruned_heads: layer ", layer, " head ",
+                                                       removed[k], " is not in [0, ", c.heads(),
+                                                       ")"));
+      }
+      if (k > 0 && removed[k] <= removed[k - 1]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("pruned_heads: layer ", layer, " lists are not sorted and unique"));
+      }
+    }
+    if (static_cast<int64_t>(removed.size()) >= c.heads()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pruned_heads: layer ", layer, " would keep no head"));
+    }
+  }
+  const std::vector<int64_t>& ffn = c.layer_ffn();
+  if (!ffn.empty() && static_cast<int64_t>(ffn.size()) != c.layers()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer_ffn: ", ffn.size(), " sizes for ", c.layers(), " layers"));
+  }
+  for (size_t layer = 0; layer < ffn.size(); ++layer) {
+    if (ffn[layer] < 1 || ffn[layer] > c.ffn()) {
+      return absl::InvalidArgumentError(absl::StrCat("layer_ffn: layer ", layer, " has ",
+                                                     ffn[layer], " neurons, not in [1, ffn ",
+                                                     c.ffn(), "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `pruned_heads` ({"layer": [head, ...]}) and `layer_ffn` ([n, ...]) of a config object into
+// `c` (whose `layers` is already read); their ranges are Validate's to check.
+absl::Status ReadPruning(const nlohmann::json& j, EncoderConfig* c) {
+  if (j.contains("pruned_heads")) {
+    const nlohmann::json& heads = j["pruned_heads"];
+    if (!heads.is_object()) {
+      return absl::InvalidArgumentError(
+          "field 'pruned_heads' must be an object from layer index to head list");
+    }
+    std::vector<std::vector<int64_t>> removed(std::max<int64_t>(c->layers(), 0));
+    for (const auto& [key, list] : heads.items()) {
+      int64_t layer = -1;
+      if (!absl::SimpleAtoi(key, &layer) || layer < 0 || layer >= c->layers()) {
+        return absl::InvalidArgumentError(absl::StrCat("pruned_heads: '", key,
+                                                       "' is not a layer index in [0, ",
+                                                       c->layers(), ")"));
+      }
+      if (!list.is_array()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("pruned_heads: layer ", key, " must list head indices"));
+      }
+      for (const nlohmann::json& h : list) {
+        if (!h.is_number_integer()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("pruned_heads: layer ", key, " holds a non-integer head"));
+        }
+        removed[layer].push_back(h.get<int64_t>());
+      }
+    }
+    if (!removed.empty()) c->pruned_heads(std::move(removed));
+  }
+  if (j.contains("layer_ffn")) {
+    const nlohmann::json& ffn = j["layer_ffn"];
+    std::vector<int64_t> sizes;
+    for (const nlohmann::json& n : ffn.is_array() ? ffn : nlohmann::json::array({nullptr})) {
+      if (!n.is_number_integer()) {
+        return absl::InvalidArgumentError("field 'layer_ffn' must be an array of integers");
+      }
+      sizes.push_back(n.get<int64_t>());
+    }
+    c->layer_ffn(std::move(sizes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status EncoderConfig::Validate() const {
   auto positive = [](const char* field, int64_t v) -> absl::Status {
     if (v > 0) return absl::OkStatus();
@@ -94,7 +216,7 @@ absl::Status EncoderConfig::Validate() const {
   if (!(layer_norm_eps_ > 0.0)) {
     return absl::InvalidArgumentError("layer_norm_eps: must be positive");
   }
-  return absl::OkStatus();
+  return ValidatePruning(*this);
 }
 
 std::string EncoderConfig::ToJson() const {
@@ -114,6 +236,12 @@ std::string EncoderConfig::ToJson() const {
                       {"activation", ActivationName(activation_)},
                       {"pooling", PoolingName(pooling_)},
                       {"classifier_hidden", ClassifierHiddenName(classifier_hidden_)}};
+  nlohmann::json heads = nlohmann::json::object();
+  for (size_t layer = 0; layer < pruned_heads_.size(); ++layer) {
+    if (!pruned_heads_[layer].empty()) heads[std::to_string(layer)] = pruned_heads_[layer];
+  }
+  if (!heads.empty()) j["pruned_heads"] = heads;
+  if (!layer_ffn_.empty()) j["layer_ffn"] = layer_ffn_;
   return j.dump(2);
 }
 
@@ -182,6 +310,8 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
       c.pooling_ = *p;
     }
   }
+  absl::Status pruning = ReadPruning(j, &c);
+  if (!pruning.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pruning.message()));
   absl::Status valid = c.Validate();
   if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", valid.message()));
   return c;

@@ -94,18 +94,17 @@ at::Tensor ToResidualStream(const at::Tensor& t) {
 
 at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
                                  const AttentionContext& ctx) {
-  const int64_t hidden = x.size(-1);
-  const int64_t head_dim = hidden / spec.heads;
+  const int64_t heads = w[kQkvWeight].size(0) / (3 * spec.head_dim);
   at::Tensor qkv =
       at::linear(spec.pre_ln ? Norm(x, w, kAttnNormWeight, spec) : x, w[kQkvWeight], w[kQkvBias]);
   at::Tensor attended;
   if (ctx.varlen()) {
     // [T, 3H] -> three [T, heads, head_dim] views (last dim contiguous, as flash requires).
-    auto parts = qkv.view({x.size(0), 3, spec.heads, head_dim}).unbind(1);
+    auto parts = qkv.view({x.size(0), 3, heads, spec.head_dim}).unbind(1);
     attended = Attend(parts[0], parts[1], parts[2], ctx, spec.attention_dropout);
   } else {
     // [B, L, 3H] -> three [B, heads, L, head_dim] views.
-    auto parts = qkv.view({x.size(0), x.size(1), 3, spec.heads, head_dim})
+    auto parts = qkv.view({x.size(0), x.size(1), 3, heads, spec.head_dim})
                      .permute({2, 0, 3, 1, 4})
                      .unbind(0);
     attended = Attend(parts[0], parts[1], parts[2], ctx, spec.attention_dropout);
@@ -130,9 +129,10 @@ at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const Laye
   return FfnBlockForward(AttentionBlockForward(x, w, spec, ctx), w, spec);
 }
 
-EncoderLayerImpl::EncoderLayerImpl(const EncoderConfig& c) {
+EncoderLayerImpl::EncoderLayerImpl(const EncoderConfig& c, int64_t index) {
   const int64_t h = c.hidden();
-  const int64_t f = c.ffn();
+  const int64_t a = c.heads_in_layer(index) * c.head_dim();  // the attention width
+  const int64_t f = c.ffn_in_layer(index);
   // BERT's initialisation: N(0, 0.02) weights, zero biases, unit LayerNorm gains.
   auto normal = [](std::vector<int64_t> shape) { return at::randn(shape) * 0.02; };
   struct Spec {
@@ -140,9 +140,9 @@ EncoderLayerImpl::EncoderLayerImpl(const EncoderConfig& c) {
     at::Tensor init;
   };
   const Spec specs[kNumLayerWeights] = {
-      {"attention_qkv_weight", normal({3 * h, h})},
-      {"attention_qkv_bias", at::zeros({3 * h})},
-      {"attention_out_weight", normal({h, h})},
+      {"attention_qkv_weight", normal({3 * a, h})},
+      {"attention_qkv_bias", at::zeros({3 * a})},
+      {"attention_out_weight", normal({h, a})},
       {"attention_out_bias", at::zeros({h})},
       {"attention_norm_weight", at::ones({h})},
       {"attention_norm_bias", at::zeros({h})},

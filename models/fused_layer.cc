@@ -133,8 +133,7 @@ void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& c
 std::array<at::Tensor, 3> AttendBackward(const at::Tensor& grad, const Activations& a,
                                          const AttentionContext& ctx, const LayerSpec& spec) {
   const int64_t tokens = a.x.size(0);
-  const int64_t head_dim = a.x.size(1) / spec.heads;
-  std::vector<at::Tensor> qkv = a.qkv.view({tokens, 3, spec.heads, head_dim}).unbind(1);
+  std::vector<at::Tensor> qkv = a.qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1);
   std::array<at::Tensor, 3> d;
   if (ctx.backend == AttentionBackend::kVarlenFlash) {
     std::tie(d[0], d[1], d[2]) = at::_flash_attention_backward(
@@ -149,7 +148,7 @@ std::array<at::Tensor, 3> AttendBackward(const at::Tensor& grad, const Activatio
     std::vector<at::Tensor> g = torch::autograd::grad({out}, in, {grad});
     for (int i = 0; i < 3; ++i) d[i] = g[i];
   }
-  for (at::Tensor& t : d) t = t.reshape({tokens, a.x.size(1)});
+  for (at::Tensor& t : d) t = t.reshape({tokens, -1});  // heads x head_dim: narrower when pruned
   return d;
 }
 
@@ -159,14 +158,13 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
                     const LayerSpec& spec, const AttentionContext& ctx, bool through_ffn_out,
                     at::Tensor* y) {
   const int64_t tokens = x.size(0);
-  const int64_t hidden = x.size(1);
   Activations a;
   a.x = x;
   a.qkv = gemms.Forward(kQkvGemm, x, /*bias=*/true);
-  AttendForward(a.qkv.view({tokens, 3, spec.heads, hidden / spec.heads}).unbind(1), ctx,
+  AttendForward(a.qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1), ctx,
                 spec.attention_dropout, &a);
   cuda::DropoutResidualLayerNormResult n1 = cuda::DropoutResidualLayerNorm(
-      gemms.Forward(kOutGemm, a.attended.view({tokens, hidden}), /*bias=*/false), w[kOutBias], x,
+      gemms.Forward(kOutGemm, a.attended.view({tokens, -1}), /*bias=*/false), w[kOutBias], x,
       w[kAttnNormWeight], w[kAttnNormBias], spec.dropout, spec.eps);
   a.h = std::move(n1.out);
   a.s1 = std::move(n1.sum);
@@ -211,13 +209,12 @@ InferenceRows InferForward(const InferenceRows& in, const std::vector<at::Tensor
                            const AttentionContext& ctx, bool fp8_output) {
   const at::Tensor& x = in.x;
   const int64_t tokens = x.size(0);
-  const int64_t hidden = x.size(1);
   Activations a;  // only the attention's outputs are filled
   const at::Tensor qkv = gemms.Linear(kQkvGemm, in, /*bias=*/true);
-  AttendForward(qkv.view({tokens, 3, spec.heads, hidden / spec.heads}).unbind(1), ctx,
+  AttendForward(qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1), ctx,
                 spec.attention_dropout, &a);
   InferenceRows attended;
-  attended.x = a.attended.view({tokens, hidden});
+  attended.x = a.attended.view({tokens, -1});
   const InferenceRows h =
       NormRows(gemms.Linear(kOutGemm, attended, /*bias=*/false), w[kOutBias], x,
                w[kAttnNormWeight], w[kAttnNormBias], spec.eps, gemms.InFp8(kFfnInGemm));
@@ -390,7 +387,7 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kAttnNormWeight, n1.d_gamma);
     set(kAttnNormBias, n1.d_beta);
     set(kOutBias, n1.d_bias);
-    const at::Tensor attended = a.attended.view({x.size(0), x.size(1)});
+    const at::Tensor attended = a.attended.view({x.size(0), -1});
     const OutputGrad d_out = gemms.Grad(kOutGemm, n1.d_input, need(kOutWeight));
     if (need(kOutWeight)) set(kOutWeight, gemms.WeightGrad(d_out, attended));
     // Attention, QKV.

@@ -5,7 +5,7 @@ namespace padless::models::internal {
 void SaveLayerCall(torch::autograd::AutogradContext* actx, const LayerSpec& spec,
                    const AttentionContext& ctx) {
   auto& d = actx->saved_data;
-  d["heads"] = spec.heads;
+  d["head_dim"] = spec.head_dim;
   d["eps"] = spec.eps;
   d["dropout"] = spec.dropout;
   d["attention_dropout"] = spec.attention_dropout;
@@ -22,7 +22,7 @@ void SaveLayerCall(torch::autograd::AutogradContext* actx, const LayerSpec& spec
 LayerSpec LoadLayerSpec(torch::autograd::AutogradContext* actx) {
   auto& d = actx->saved_data;
   LayerSpec spec;
-  spec.heads = d["heads"].toInt();
+  spec.head_dim = d["head_dim"].toInt();
   spec.eps = d["eps"].toDouble();
   spec.dropout = d["dropout"].toDouble();
   spec.attention_dropout = d["attention_dropout"].toDouble();

@@ -3,7 +3,8 @@
 
 Each library folder may include the headers of the folders listed for it below (and its own);
 nothing else. The order: base <- tokenize <- batching <- models (beside cuda) <- model_files <- eval
-<- train; serve uses model_files, models and batching; train and serve never include each other;
+<- train <- prune; serve uses model_files, models and batching; train and serve never include
+each other, nor does prune include serve;
 distributed uses only LibTorch and base. cli/, bench/ and tests/ sit on top and may include any.
 A folder's private headers (included without the padless/ prefix) are its own business.
 
@@ -27,6 +28,8 @@ ALLOWED = {
     'train': {'eval', 'model_files', 'models', 'distributed', 'cuda', 'batching', 'tokenize',
               'base'},
     'serve': {'model_files', 'models', 'cuda', 'batching', 'tokenize', 'base'},
+    'prune': {'train', 'eval', 'model_files', 'models', 'distributed', 'cuda', 'batching',
+              'tokenize', 'base'},
 }
 SOURCE_SUFFIXES = ('.h', '.cc', '.cu', '.cuh')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"padless/([a-z_]+)/')

@@ -112,6 +112,9 @@ class PathChecksTest : public ::testing::Test {
               "--metrics-json", d + "/eval.json", "--device", "cpu"};
     } else if (c == "predict") {
       more = {"--model", d + "/model", "--data", d + "/good.tsv", "--device", "cpu"};
+    } else if (c == "prune") {
+      more = {"--model", d + "/model",     "--data",   d + "/good.tsv", "--dev",
+              d + "/good.tsv", "--out", d + "/prune_out", "--device", "cpu"};
     } else if (c == "tokenize train") {
       more = {"--input", d + "/good.txt", "--out", d + "/newtok"};
     } else if (c == "tokenize encode") {
@@ -202,6 +205,10 @@ const std::vector<Row>& Matrix() {
       {{"eval"}, "--metrics-json", Role::kOutFile},
       {{"predict"}, "--model", Role::kModelDirIn},
       {{"predict"}, "--data", Role::kTextIn},
+      {{"prune"}, "--model", Role::kModelDirIn},
+      {{"prune"}, "--data", Role::kTextIn},
+      {{"prune"}, "--dev", Role::kTextIn},
+      {{"prune"}, "--out", Role::kOutDir},
       {{"tokenize", "train"}, "--input", Role::kTextIn},
       {{"tokenize", "train"}, "--out", Role::kOutPrefix},
       {{"tokenize", "encode"}, "--model", Role::kTokenizerIn},

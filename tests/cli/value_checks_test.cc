@@ -33,6 +33,9 @@ const std::vector<Command>& Commands() {
       {"tokenize encode", {"tokenize", "encode", "--model", "m.model", "--data", "x.tsv"}},
       {"tokenize stats", {"tokenize", "stats", "--model", "m.model", "--data", "x.tsv"}},
       {"bench-padding", {"bench-padding", "--model", "m.model", "--data", "x.tsv"}},
+      {"prune",
+       {"prune", "--model", "/nonexistent/m", "--data", "x.tsv", "--dev", "x.tsv", "--out",
+        "/nonexistent/out"}},
   };
   return *commands;
 }
@@ -55,8 +58,9 @@ void ExpectUsageError(const Command& c, const ValueCase& v) {
 }
 
 TEST(ValueChecksTest, SizeFlagsHaveTheSameBoundsAndMessageEverywhere) {
-  const std::vector<std::string> all = {"train",           "eval",           "predict",
-                                        "tokenize encode", "tokenize stats", "bench-padding"};
+  const std::vector<std::string> all = {"train",          "eval",          "predict",
+                                        "tokenize encode", "tokenize stats", "bench-padding",
+                                        "prune"};
   const std::vector<ValueCase> cases = {
       {{"--max-len", "0"}, "--max-len must be >= 3, got 0", all},
       {{"--max-len", "-5"}, "--max-len must be >= 3, got -5", all},
@@ -67,10 +71,10 @@ TEST(ValueChecksTest, SizeFlagsHaveTheSameBoundsAndMessageEverywhere) {
        {"train", "eval", "bench-padding"}},
       {{"--max-len", "64", "--max-tokens", "10"},
        "--max-tokens must be >= --max-len (64), got 10",
-       {"eval", "predict", "bench-padding"}},
+       {"eval", "predict", "bench-padding", "prune"}},
       {{"--threads", "-1"},
        "--threads must be >= 0, got -1",
-       {"train", "eval", "tokenize encode", "tokenize stats", "bench-padding"}},
+       {"train", "eval", "tokenize encode", "tokenize stats", "bench-padding", "prune"}},
   };
   for (const ValueCase& v : cases) {
     for (const Command& c : Commands()) {

@@ -212,9 +212,9 @@ INSTANTIATE_TEST_SUITE_P(Policies, CheckpointAutocastTest,
 
 TEST(ResidualStreamTest, AutocastDtypeOnlyUnderAutocast) {
   at::manual_seed(25);
-  EncoderLayer layer(DropoutConfig().dropout(0).attention_dropout(0));
+  EncoderLayer layer(DropoutConfig().dropout(0).attention_dropout(0), 0);
   LayerSpec spec;
-  spec.heads = 4;
+  spec.head_dim = 8;
   AttentionContext ctx;
   ctx.mask = at::ones({2, 1, 1, 5}, at::kBool);
   const at::Tensor x = at::randn({2, 5, 32});
@@ -296,10 +296,10 @@ TEST(FfnMemoryTest, KeepsOneFfnWideTensorLessThanPlainOps) {
   cuda::MemoryMeter meter(at::Device(at::kCPU));
   at::manual_seed(28);
   constexpr int64_t kTokens = 512, kHidden = 32, kFfn = 128;
-  EncoderLayer layer(DropoutConfig().hidden(kHidden).ffn(kFfn).dropout(0));
+  EncoderLayer layer(DropoutConfig().hidden(kHidden).ffn(kFfn).dropout(0), 0);
   const std::vector<at::Tensor>& w = layer->weights();
   LayerSpec spec;
-  spec.heads = 4;
+  spec.head_dim = 8;
   const at::Tensor h = at::randn({kTokens, kHidden}).requires_grad_(true);
   auto retained = [&](bool plain) {
     const int64_t before = meter.Snapshot().allocated_bytes;

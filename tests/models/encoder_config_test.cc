@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace padless::models {
 namespace {
@@ -56,6 +58,72 @@ TEST(EncoderConfigTest, BadJsonIsAClearError) {
     absl::StatusOr<EncoderConfig> c = EncoderConfig::FromJson(bad, "dir/config.json");
     ASSERT_FALSE(c.ok()) << bad;
     EXPECT_NE(std::string(c.status().message()).find("dir/config.json"), std::string::npos) << bad;
+  }
+}
+
+TEST(EncoderConfigTest, PruningRecordGivesPerLayerSizes) {
+  const EncoderConfig c = EncoderConfig::Tiny()
+                              .heads(4)
+                              .layers(3)
+                              .pruned_heads({{1, 3}, {}, {0}})
+                              .layer_ffn({512, 256, 16});
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_EQ(c.head_dim(), 32);
+  EXPECT_EQ(c.heads_in_layer(0), 2);
+  EXPECT_EQ(c.heads_in_layer(1), 4);
+  EXPECT_EQ(c.heads_in_layer(2), 3);
+  EXPECT_EQ(c.kept_heads(0), (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(c.kept_heads(2), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(c.ffn_in_layer(1), 256);
+  EXPECT_TRUE(c.pruned());
+  EXPECT_FALSE(EncoderConfig::Tiny().pruned());
+  EXPECT_EQ(EncoderConfig::Tiny().heads_in_layer(1), 2);
+  EXPECT_EQ(EncoderConfig::Tiny().ffn_in_layer(1), 512);
+}
+
+TEST(EncoderConfigTest, PruningRecordRoundTripsAsHuggingFaceWritesIt) {
+  const EncoderConfig c =
+      EncoderConfig::Tiny().heads(4).layers(3).pruned_heads({{1, 3}, {}, {0}}).layer_ffn(
+          {512, 256, 16});
+  const std::string json = c.ToJson();
+  EXPECT_NE(json.find("\"pruned_heads\": {"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"1\": []"), std::string::npos) << "layers without pruning are left out";
+  absl::StatusOr<EncoderConfig> back = EncoderConfig::FromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToJson(), json);
+  EXPECT_EQ(back->pruned_heads(), c.pruned_heads());
+  EXPECT_EQ(back->layer_ffn(), c.layer_ffn());
+  // An unpruned config writes neither field (older readers see nothing new).
+  EXPECT_EQ(EncoderConfig::Tiny().ToJson().find("pruned"), std::string::npos);
+  EXPECT_EQ(EncoderConfig::Tiny().ToJson().find("layer_ffn"), std::string::npos);
+}
+
+TEST(EncoderConfigTest, DamagedPruningRecordIsAClearError) {
+  const std::string base = R"({"hidden": 128, "heads": 4, "layers": 2, "ffn": 512, )";
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("pruned_heads": [1])", "must be an object"},
+      {R"("pruned_heads": {"x": [1]})", "not a layer index"},
+      {R"("pruned_heads": {"2": [1]})", "not a layer index"},
+      {R"("pruned_heads": {"0": 1})", "must list head indices"},
+      {R"("pruned_heads": {"0": ["a"]})", "non-integer"},
+      {R"("pruned_heads": {"0": [4]})", "not in [0, 4)"},
+      {R"("pruned_heads": {"0": [-1]})", "not in [0, 4)"},
+      {R"("pruned_heads": {"0": [2, 1]})", "sorted and unique"},
+      {R"("pruned_heads": {"0": [1, 1]})", "sorted and unique"},
+      {R"("pruned_heads": {"1": [0, 1, 2, 3]})", "keep no head"},
+      {R"("layer_ffn": 12)", "array of integers"},
+      {R"("layer_ffn": [12.5, 3])", "array of integers"},
+      {R"("layer_ffn": [12])", "1 sizes for 2 layers"},
+      {R"("layer_ffn": [0, 12])", "not in [1, ffn 512]"},
+      {R"("layer_ffn": [513, 12])", "not in [1, ffn 512]"},
+  };
+  for (const auto& [field, needle] : cases) {
+    const std::string json = base + field + "}";
+    absl::StatusOr<EncoderConfig> c = EncoderConfig::FromJson(json, "dir/config.json");
+    ASSERT_FALSE(c.ok()) << json;
+    const std::string message(c.status().message());
+    EXPECT_NE(message.find("dir/config.json"), std::string::npos) << message;
+    EXPECT_NE(message.find(needle), std::string::npos) << json << " -> " << message;
   }
 }
 

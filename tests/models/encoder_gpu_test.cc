@@ -159,7 +159,7 @@ TEST(EncoderGpuTest, FfnBlockMatchesPlainOpsUnderAutocast) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   const at::Device gpu(at::kCUDA);
   at::manual_seed(35);
-  EncoderLayer layer(GpuTestConfig(0.0));
+  EncoderLayer layer(GpuTestConfig(0.0), 0);
   layer->to(gpu);
   {
     at::NoGradGuard no_grad;
@@ -167,7 +167,7 @@ TEST(EncoderGpuTest, FfnBlockMatchesPlainOpsUnderAutocast) {
   }
   const std::vector<at::Tensor>& w = layer->weights();
   LayerSpec spec;
-  spec.heads = 4;
+  spec.head_dim = GpuTestConfig(0.0).head_dim();
   const at::Tensor h0 = at::randn({4096, 256}, at::TensorOptions().device(gpu));
   const at::Tensor upstream = at::randn({4096, 256}, at::TensorOptions().device(gpu));
   auto run = [&](bool plain) {

@@ -184,14 +184,14 @@ TEST_P(FfnBlockTest, MatchesPlainOps) {
   at::manual_seed(41);
   const EncoderConfig config =
       EncoderConfig().hidden(32).heads(4).ffn(96).dropout(0).activation(activation);
-  EncoderLayer layer(config);
+  EncoderLayer layer(config, 0);
   // Non-zero biases and norm parameters, so that every gradient is exercised.
   {
     at::NoGradGuard no_grad;
     for (at::Tensor w : layer->weights()) w.add_(at::randn_like(w) * 0.1);
   }
   LayerSpec spec;
-  spec.heads = 4;
+  spec.head_dim = 8;
   spec.activation = activation;
   const at::Tensor h0 = at::randn({3, 7, 32});
   const std::vector<at::Tensor>& w = layer->weights();

@@ -213,7 +213,7 @@ constexpr int64_t kLayerGemmSlots = kFusedLayerGemms * kFp8OperandsPerGemm;
 
 LayerSpec Spec(double dropout) {
   LayerSpec spec;
-  spec.heads = testing::kHeads;
+  spec.head_dim = testing::kHidden / testing::kHeads;
   spec.eps = 1e-5;
   spec.activation = Activation::kGelu;
   spec.dropout = dropout;
@@ -377,7 +377,7 @@ TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
   if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
   at::manual_seed(55);
   const at::Device gpu(at::kCUDA);
-  EncoderLayer layer(EncoderConfig().hidden(256).heads(4).ffn(1024));
+  EncoderLayer layer(EncoderConfig().hidden(256).heads(4).ffn(1024), 0);
   std::vector<at::Tensor> w;
   for (const at::Tensor& t : layer->weights()) {
     w.push_back((t + at::randn_like(t) * 0.02).to(gpu).detach().requires_grad_(true));
@@ -390,6 +390,7 @@ TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
   ctx.max_seqlen = 250;
   ctx.cu_seqlens = at::tensor(ctx.host_offsets, at::kInt).to(gpu);
   LayerSpec spec = Spec(0.0);
+  spec.head_dim = 64;  // 4 heads of this layer's 256
   const at::Tensor x = at::randn({431, 256}, gpu).to(at::kBFloat16);
   const at::Tensor probe = at::randn({431, 256}, gpu).to(at::kBFloat16);
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);

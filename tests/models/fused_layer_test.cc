@@ -56,7 +56,7 @@ TEST_P(FusedLayerTest, MatchesAutogradThroughTheGenericLayer) {
   const std::vector<at::Tensor> w = RandomLayerWeights(at::kDouble);
   const AttentionContext ctx = ReferenceContext({5, 1, 12, 7});
   LayerSpec spec;
-  spec.heads = kHeads;
+  spec.head_dim = kHidden / kHeads;
   spec.eps = 1e-5;
   spec.activation = activation;
   spec.lean = lean;
@@ -89,7 +89,7 @@ TEST(FusedLayerTest, FrozenWeightsGetNoGradient) {
   for (int i : {kQkvWeight, kQkvBias, kFfnNormWeight}) w[i] = w[i].detach();
   const AttentionContext ctx = ReferenceContext({9, 3});
   LayerSpec spec;
-  spec.heads = kHeads;
+  spec.head_dim = kHidden / kHeads;
   const at::Tensor x = at::randn({12, kHidden}, at::kDouble);
   const at::Tensor probe = at::randn({12, kHidden}, at::kDouble);
   for (FusedSaving saving :
@@ -109,7 +109,7 @@ TEST(FusedLayerTest, RecomputeReplaysDropout) {
   const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
   const AttentionContext ctx = ReferenceContext({20, 11, 30});
   LayerSpec spec;
-  spec.heads = kHeads;
+  spec.head_dim = kHidden / kHeads;
   spec.dropout = 0.3;
   const at::Tensor x = at::randn({61, kHidden});
   const at::Tensor probe = at::randn({61, kHidden});
@@ -132,7 +132,7 @@ TEST(FusedLayerTest, DoubleBackwardIsAClearError) {
   const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
   const AttentionContext ctx = ReferenceContext({6, 4});
   LayerSpec spec;
-  spec.heads = kHeads;
+  spec.head_dim = kHidden / kHeads;
   const at::Tensor x = at::randn({10, kHidden}).requires_grad_(true);
   const at::Tensor out = FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll);
   try {
@@ -188,7 +188,7 @@ TEST(FusedLayerTest, PrecomputedComputeWeightsAreUsed) {
   const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
   const AttentionContext ctx = ReferenceContext({7, 2, 9});
   LayerSpec spec;
-  spec.heads = kHeads;
+  spec.head_dim = kHidden / kHeads;
   const at::Tensor x = at::randn({18, kHidden}).to(at::kBFloat16);
   const at::Tensor probe = at::randn({18, kHidden}).to(at::kBFloat16);
   const std::vector<at::Tensor> cast = FusedComputeWeights({at::TensorList(w)}, at::kBFloat16)[0];
@@ -211,7 +211,7 @@ TEST(FusedLayerTest, PrecomputedComputeWeightsAreUsed) {
 TEST(FusedLayerTest, SupportsOnlyPostLnVarlen) {
   const at::Tensor x = at::randn({8, kHidden});
   LayerSpec spec;
-  spec.heads = kHeads;
+  spec.head_dim = kHidden / kHeads;
   AttentionContext ctx = ReferenceContext({8});
   EXPECT_TRUE(FusedLayerSupported(x, spec, ctx));
   EXPECT_FALSE(FusedLayerSupported(x.unsqueeze(0), spec, ctx));

@@ -11,7 +11,8 @@ import argparse
 import json
 
 import torch
-from transformers import AutoModel, AutoModelForSequenceClassification
+import transformers
+from transformers import AutoModel, AutoModelForSequenceClassification, PreTrainedModel
 
 
 def main():
@@ -22,6 +23,12 @@ def main():
     ap.add_argument("--resave")
     ap.add_argument("--base", action="store_true")
     a = ap.parse_args()
+    config = json.load(open(f"{a.model}/config.json"))
+    if config.get("pruned_heads") and not hasattr(PreTrainedModel, "prune_heads"):
+        # transformers 5 dropped pruned_heads: it would build full-width layers and refuse the
+        # pruned weights with a size mismatch.
+        raise SystemExit(f"{a.model}: config.json has pruned_heads, which transformers "
+                         f"{transformers.__version__} no longer applies (4.x does)")
     cls = AutoModel if a.base else AutoModelForSequenceClassification
     model, info = cls.from_pretrained(a.model, output_loading_info=True, dtype=torch.float32)
     bad = {k: v for k, v in info.items() if v and k in ("missing_keys", "unexpected_keys",

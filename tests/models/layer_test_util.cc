@@ -9,7 +9,7 @@
 namespace padless::models::testing {
 
 std::vector<at::Tensor> RandomLayerWeights(at::ScalarType dtype) {
-  EncoderLayer layer(EncoderConfig().hidden(kHidden).heads(kHeads).ffn(64));
+  EncoderLayer layer(EncoderConfig().hidden(kHidden).heads(kHeads).ffn(64), 0);
   std::vector<at::Tensor> w;
   for (const at::Tensor& t : layer->weights()) {
     w.push_back((t.to(dtype) + at::randn_like(t, dtype) * 0.2).detach().requires_grad_(true));

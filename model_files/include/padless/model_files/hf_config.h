@@ -3,6 +3,10 @@
 // RoBERTa and XLM-RoBERTa (positions start at pad_token_id + 1), DistilBERT (no token types,
 // dense + ReLU head). Anything else is an error that names the config field that makes it
 // unrepresentable (model_type, position_embedding_type, embedding_size, ...).
+// Pruned models (issue 27) map to transformers 4.x's `pruned_heads` ({"layer": [original head
+// indices removed]}, applied by from_pretrained before the smaller weights load; transformers 5
+// dropped it) and a reduced intermediate_size: one FFN width for every layer, so a model whose
+// layers' FFN widths differ cannot be exported.
 #ifndef PADLESS_MODEL_FILES_HF_CONFIG_H_
 #define PADLESS_MODEL_FILES_HF_CONFIG_H_
 
@@ -23,12 +27,14 @@ struct HfConfig {
   int64_t pad_token_id = 0;
 };
 
-// Parses config.json text; `origin` (the file) prefixes errors.
+// Parses config.json text; `origin` (the file) prefixes errors. `pruned_heads` becomes
+// encoder.pruned_heads (lists sorted, as EncoderConfig keeps them; intermediate_size is the
+// pruned width).
 absl::StatusOr<HfConfig> ParseHfConfig(const std::string& json, const std::string& origin);
 
 // config.json for `config` as family's *ForSequenceClassification, with id2label/label2id from
 // `labels` (config.num_labels() of them). Errors name the EncoderConfig field that Hugging Face
-// cannot represent (pre_ln, pooling, classifier_hidden).
+// cannot represent (pre_ln, pooling, classifier_hidden, layer_ffn when the widths differ).
 absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& config,
                                          const std::vector<std::string>& labels);
 

@@ -3,7 +3,8 @@
 // model.safetensors.index.json) loaded into an EncoderClassifier, and an EncoderClassifier
 // written back as config.json plus model.safetensors that transformers'
 // AutoModelForSequenceClassification loads. One name table (hf_checkpoint.cc) serves both
-// directions; Q, K and V are concatenated into padless's fused QKV weight and split on export.
+// directions; Q, K and V are concatenated into padless's fused QKV weight and split on export
+// (in a pruned layer each is the kept heads' rows, [heads_in_layer * head_dim, hidden]).
 // pytorch_model.bin is refused (a pickle: it trusts lengths from the file) with a conversion hint.
 // Errors name the file and the tensor or config field.
 #ifndef PADLESS_MODEL_FILES_HF_WEIGHTS_H_

@@ -72,6 +72,10 @@ class EncoderClassifierImpl : public torch::nn::Module {
 
   const EncoderConfig& config() const { return config_; }
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+  // Each layer's weights in LayerWeight order (encoder_layer.h), as views of the parameters:
+  // FusedComputeWeights reads them, pruning (prune/) reads their gradients and slices them.
+  // Valid while the model lives and its parameters are not replaced.
+  std::vector<at::TensorList> LayerWeights() const;
 
  private:
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& types);
@@ -85,8 +89,6 @@ class EncoderClassifierImpl : public torch::nn::Module {
                                     const AttentionContext& ctx);
   at::Tensor RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,
                                      const AttentionContext& ctx);
-  // The layers' weights as TensorLists, for FusedComputeWeights.
-  std::vector<at::TensorList> LayerWeights() const;
   // The layers' per-token output in `dtype` (the embeddings'), with the final LayerNorm of pre-LN
   // models. Works row by row, so it may run on selected rows only.
   at::Tensor FinishTokens(const at::Tensor& h, at::ScalarType dtype);

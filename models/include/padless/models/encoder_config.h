@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -56,6 +57,14 @@ struct EncoderConfig {
   TORCH_ARG(Activation, activation) = Activation::kGelu;
   TORCH_ARG(Pooling, pooling) = Pooling::kCls;
   TORCH_ARG(ClassifierHidden, classifier_hidden) = ClassifierHidden::kNone;
+  // Structured pruning (prune/): per layer, the ORIGINAL indices (in [0, heads)) of the attention
+  // heads removed, sorted; empty, or one list per layer. Hugging Face's `pruned_heads` convention,
+  // so that a pruned model's record survives export and a second pruning round can say which of
+  // the original heads are left. Every layer keeps at least one head; head_dim() stays
+  // hidden / heads.
+  TORCH_ARG(std::vector<std::vector<int64_t>>, pruned_heads);
+  // Per layer, the FFN neurons left (each in [1, ffn]); empty when no layer's FFN was pruned.
+  TORCH_ARG(std::vector<int64_t>, layer_ffn);
 
  public:  // TORCH_ARG leaves the access at private.
   // Presets. base is the BERT-base shape: 12 layers, 768 hidden, 12 heads, FFN 3072.
@@ -64,12 +73,26 @@ struct EncoderConfig {
   static EncoderConfig Base();
   static absl::StatusOr<EncoderConfig> Preset(const std::string& name);
 
-  // Checks sizes (hidden divisible by heads, positives, dropout in [0, 1)); names the field.
+  // The width of one attention head; pruning removes heads, never narrows them.
+  int64_t head_dim() const { return hidden_ / heads_; }
+  // Layer `layer`'s attention heads and FFN neurons after pruning (heads and ffn when unpruned).
+  int64_t heads_in_layer(int64_t layer) const;
+  int64_t ffn_in_layer(int64_t layer) const;
+  // Whether any layer lost a head or an FFN neuron.
+  bool pruned() const;
+  // Layer `layer`'s original head indices that are left, in order: the heads its weights hold.
+  std::vector<int64_t> kept_heads(int64_t layer) const;
+
+  // Checks sizes (hidden divisible by heads, positives, dropout in [0, 1)) and the pruning record
+  // (one entry per layer, head indices sorted, unique, in range, at least one head and one FFN
+  // neuron left per layer); names the field.
   absl::Status Validate() const;
 
   std::string ToJson() const;
   // `origin` (a file path) prefixes error messages. Fields added later (position_offset,
-  // classifier_hidden) default as above when missing, so older model directories still load.
+  // classifier_hidden, pruned_heads, layer_ffn) default as above when missing, so older model
+  // directories still load. pruned_heads is written as Hugging Face writes it: an object from the
+  // layer index (a string) to its list, holding only the layers that lost heads.
   static absl::StatusOr<EncoderConfig> FromJson(const std::string& json,
                                                 const std::string& origin = "config");
 };

@@ -17,8 +17,10 @@
 namespace padless::models {
 
 // The hyper-parameters one layer call needs (everything but tensors).
+// A layer's head count is not here: pruned layers differ (EncoderConfig::heads_in_layer), and the
+// layer's QKV weight holds 3 x heads x head_dim rows.
 struct LayerSpec {
-  int64_t heads = 1;
+  int64_t head_dim = 64;
   double eps = 1e-12;
   double dropout = 0.0;            // 0 in eval mode
   double attention_dropout = 0.0;  // 0 in eval mode
@@ -48,7 +50,8 @@ enum LayerWeight : int {
   kNumLayerWeights
 };
 
-// x: [B, L, H] for a dense context, [T, H] for a varlen one. Returns the same shape.
+// x: [B, L, H] for a dense context, [T, H] for a varlen one. Returns the same shape. The layer's
+// head count is the QKV weight's rows / (3 x spec.head_dim).
 // A layer is its attention block followed by its feed-forward block; each block's output is the
 // residual stream, stored as ToResidualStream says.
 at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList weights, const LayerSpec& spec,
@@ -68,7 +71,8 @@ at::Tensor ToResidualStream(const at::Tensor& t);
 
 class EncoderLayerImpl : public torch::nn::Module {
  public:
-  explicit EncoderLayerImpl(const EncoderConfig& config);
+  // Layer `index` of `config`: its head and FFN counts may differ from other layers' (pruning).
+  EncoderLayerImpl(const EncoderConfig& config, int64_t index);
   // Weights in LayerWeight order.
   const std::vector<at::Tensor>& weights() const { return weights_; }
 
