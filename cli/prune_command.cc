@@ -21,6 +21,8 @@ ABSL_FLAG(double, ffn, 0.0, "prune: share of the model's FFN neurons removed, in
 ABSL_FLAG(int64_t, rounds, 1,
           "prune: rounds of score, remove and fine-tune; round k of K removes k/K of the shares");
 ABSL_FLAG(int64_t, steps, 0, "prune: fine-tuning optimizer steps per round (0: one epoch)");
+ABSL_FLAG(int64_t, score_examples, 4096,
+          "prune: training examples the importance scores read, a seeded sample (0: all)");
 ABSL_FLAG(bool, fine_tune, true, "prune: fine-tune after each round (false: prune only)");
 
 namespace padless::cli {
@@ -39,6 +41,7 @@ absl::StatusOr<prune::PruneJobOptions> PruneOptionsFromFlags() {
   o.rounds = absl::GetFlag(FLAGS_rounds);
   o.steps = absl::GetFlag(FLAGS_steps);
   o.fine_tune = absl::GetFlag(FLAGS_fine_tune);
+  o.score_examples = absl::GetFlag(FLAGS_score_examples);
   o.max_len = absl::GetFlag(FLAGS_max_len);
   o.max_tokens = absl::GetFlag(FLAGS_max_tokens).value_or(0);
   o.lr = absl::GetFlag(FLAGS_lr);
@@ -92,9 +95,9 @@ const Subcommand kPruneCommand = {
     "Writes DIR2 (the final model), DIR2/prune_report.csv (heads, FFN neurons, parameters and dev\n"
     "accuracy per round) and DIR2/rounds/ (each round's model and its importance CSV and SVG).\n"
     "Prints the report on stdout.",
-    {"model", "data", "dev", "out", "heads", "ffn", "rounds", "steps", "fine_tune", "max_len",
-     "max_tokens", "lr", "amp", "device", "threads", "seed", "quiet", "format", "text_field",
-     "text_pair_field", "label_field", "skip_bad_rows"},
+    {"model", "data", "dev", "out", "heads", "ffn", "rounds", "steps", "score_examples",
+     "fine_tune", "max_len", "max_tokens", "lr", "amp", "device", "threads", "seed", "quiet",
+     "format", "text_field", "text_pair_field", "label_field", "skip_bad_rows"},
     RunPrune};
 
 }  // namespace padless::cli

@@ -1,7 +1,10 @@
 #include "padless/prune/prune_job.h"
 
 #include <algorithm>
+#include <numeric>
+#include <random>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -42,8 +45,23 @@ std::string RoundFile(const PruneJobOptions& o, int64_t round, const char* suffi
   return absl::StrCat(o.out, "/rounds/round-", round, suffix);
 }
 
+// `limit` examples of `raw` drawn with `seed`, in file order (all of them when limit is 0 or more).
+void Sample(tok::RawCorpus* raw, int64_t limit, uint64_t seed) {
+  if (limit <= 0 || static_cast<int64_t>(raw->examples.size()) <= limit) return;
+  std::vector<size_t> order(raw->examples.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
+  order.resize(limit);
+  std::sort(order.begin(), order.end());
+  std::vector<tok::Example> kept;
+  for (size_t i : order) kept.push_back(std::move(raw->examples[i]));
+  raw->examples = std::move(kept);
+}
+
+// `path` encoded with the model's tokenizer and labels; at most `limit` examples (0: all).
 absl::StatusOr<tok::TokenizedCorpus> Encode(const PruneJobOptions& o, const std::string& path,
-                                            const models::LoadedModel& m, int64_t max_len) {
+                                            const models::LoadedModel& m, int64_t max_len,
+                                            int64_t limit) {
   absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(path, o.reader);
   if (!raw.ok()) return raw.status();
   if (raw->examples.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no examples"));
@@ -53,6 +71,7 @@ absl::StatusOr<tok::TokenizedCorpus> Encode(const PruneJobOptions& o, const std:
         path, ": its labels (", absl::StrJoin(tok::LabelMap::FromCorpus(*raw).names(), ", "),
         ") are not the model's (", absl::StrJoin(m.labels.names(), ", "), ")"));
   }
+  Sample(&*raw, limit, o.seed);
   tok::EncodeOptions encode;
   encode.max_length = max_len;
   return models::EncodeWithLabels(m.tokenizer, *raw, m.labels, encode, o.threads);
@@ -68,9 +87,9 @@ absl::StatusOr<Workspace> Prepare(const PruneJobOptions& o, const models::Loaded
       "varlen", batching::StrategySizes{w.max_len, 32, std::max(tokens, w.max_len), o.seed});
   if (!plan.ok()) return plan.status();
   w.plan = *plan;
-  absl::StatusOr<tok::TokenizedCorpus> train = Encode(o, o.data, m, w.max_len);
+  absl::StatusOr<tok::TokenizedCorpus> train = Encode(o, o.data, m, w.max_len, o.score_examples);
   if (!train.ok()) return train.status();
-  absl::StatusOr<tok::TokenizedCorpus> dev = Encode(o, o.dev, m, w.max_len);
+  absl::StatusOr<tok::TokenizedCorpus> dev = Encode(o, o.dev, m, w.max_len, 0);
   if (!dev.ok()) return dev.status();
   w.train = std::move(*train);
   w.dev = std::move(*dev);
@@ -183,6 +202,7 @@ absl::Status ValidatePruneJobOptions(const PruneJobOptions& o) {
   }
   if (o.rounds < 1) return absl::InvalidArgumentError("--rounds must be >= 1");
   if (o.steps < 0) return absl::InvalidArgumentError("--steps must be >= 0");
+  if (o.score_examples < 0) return absl::InvalidArgumentError("--score-examples must be >= 0");
   if (o.max_len < 3) return absl::InvalidArgumentError("--max-len must be >= 3");
   if (o.max_tokens < 0) return absl::InvalidArgumentError("--max-tokens must be >= 0");
   if (o.lr.has_value() && !(*o.lr > 0.0)) return absl::InvalidArgumentError("--lr must be > 0");

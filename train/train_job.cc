@@ -171,9 +171,18 @@ absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o,
 
 // ---- Model
 
+// "12 layers, hidden 768, 12 heads, ffn 3072", and for a pruned model what is left of it.
 std::string Shape(const EncoderConfig& c) {
-  return absl::StrFormat("%d layers, hidden %d, %d heads, ffn %d", c.layers(), c.hidden(),
-                         c.heads(), c.ffn());
+  std::string shape = absl::StrFormat("%d layers, hidden %d, %d heads, ffn %d", c.layers(),
+                                      c.hidden(), c.heads(), c.ffn());
+  if (!c.pruned()) return shape;
+  int64_t heads = 0, ffn = 0;
+  for (int64_t l = 0; l < c.layers(); ++l) {
+    heads += c.heads_in_layer(l);
+    ffn += c.ffn_in_layer(l);
+  }
+  return absl::StrFormat("%s, pruned to %d of %d heads and %d of %d FFN neurons", shape, heads,
+                         c.layers() * c.heads(), ffn, c.layers() * c.ffn());
 }
 
 // The init_from model's config, checked against the options' preset and the tokenizer.

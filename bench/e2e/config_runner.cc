@@ -156,7 +156,7 @@ RunResult PlannedResult(const RunConfig& config, const RunOptions& o, double cli
                              ", through padless train's TrainStep");
   r.steps = o.steps;
   r.flops = TrainingFlops(
-      timed, ModelShape{model_config.hidden(), model_config.layers(), model_config.ffn()});
+      timed, ModelShape::Of(model_config));
   r.distinct_shapes = batching::ComputePaddingStats(timed).distinct_shapes;
   for (const batching::BatchSpec& s : timed) {
     r.sequences += s.num_sequences();

@@ -119,12 +119,23 @@ TEST(TrainingFlopsTest, CountsRealTokensWithTheirOwnLength) {
   spec.layout = batching::Layout::kPacked;
   spec.length = 512;
   spec.rows = {{{0, 0, 100, 0}, {1, 0, 300, 0}}, {{2, 0, 7, 0}}};
-  const ModelShape shape{768, 12, 3072};
+  const ModelShape shape = ModelShape::Of(models::EncoderConfig::Base());
   const double p = 12.0 * (4 * 768 * 768 + 2 * 768 * 3072);
   double expected = 0;
   for (double l : {100.0, 300.0, 7.0}) expected += l * (2 * p + 12 * 4 * l * 768);
   EXPECT_DOUBLE_EQ(TrainingFlops({spec}, shape), 3 * expected);
   EXPECT_EQ(TrainingFlops({}, shape), 0);
+}
+
+TEST(TrainingFlopsTest, PrunedLayersCountTheirOwnWidths) {
+  // Layer 0 keeps 8 of 12 heads and 1024 FFN neurons; layer 1 is whole.
+  const models::EncoderConfig c =
+      models::EncoderConfig::Base().layers(2).pruned_heads({{0, 1, 2, 3}, {}}).layer_ffn(
+          {1024, 3072});
+  const ModelShape shape = ModelShape::Of(c);
+  EXPECT_EQ(shape.attention_width, 512 + 768);
+  EXPECT_EQ(shape.MatmulParams(), 4 * 768 * 512 + 2 * 768 * 1024 + 4 * 768 * 768 + 2 * 768 * 3072);
+  EXPECT_DOUBLE_EQ(ForwardFlops(10, shape), 10.0 * (2.0 * shape.MatmulParams() + 4 * 10 * 1280));
 }
 
 constexpr char kAnchorLine[] =

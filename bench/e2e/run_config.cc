@@ -142,10 +142,20 @@ batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, in
   return *batching::LookupStrategy(StrategyName(strategy), sizes);
 }
 
+ModelShape ModelShape::Of(const models::EncoderConfig& c) {
+  ModelShape shape;
+  for (int64_t l = 0; l < c.layers(); ++l) {
+    const int64_t a = c.heads_in_layer(l) * c.head_dim();
+    shape.matmul_params += 4 * c.hidden() * a + 2 * c.hidden() * c.ffn_in_layer(l);
+    shape.attention_width += a;
+  }
+  return shape;
+}
+
 double ForwardFlops(int64_t len, const ModelShape& shape) {
   const double l = static_cast<double>(len);
   return l * (2.0 * static_cast<double>(shape.MatmulParams()) +
-              static_cast<double>(shape.layers) * 4.0 * l * static_cast<double>(shape.hidden));
+              4.0 * l * static_cast<double>(shape.attention_width));
 }
 
 double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape) {

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "padless/batching/batch_spec.h"
 #include "padless/batching/planner.h"
+#include "padless/models/encoder_config.h"
 
 namespace padless::bench::e2e {
 
@@ -69,16 +70,19 @@ batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, in
                                            uint64_t seed);
 
 // Training FLOPs of the real tokens of `specs`, counted as the issue defines MFU: 3 x forward,
-// forward = 2 x matmul parameters per token + 4 * L * hidden per layer per token, L the
-// sequence's own length. Padding contributes nothing.
+// forward = 2 x matmul parameters per token + 4 * L * (the layer's attention width) per layer per
+// token, L the sequence's own length. Padding contributes nothing. Pruned layers differ: each
+// counts its own heads and FFN neurons.
 struct ModelShape {
-  int64_t hidden = 768;
-  int64_t layers = 12;
-  int64_t ffn = 3072;
-  int64_t MatmulParams() const { return layers * (4 * hidden * hidden + 2 * hidden * ffn); }
+  // Sum over layers of 4 x hidden x a + 2 x hidden x f (QKV, output, FFN in and out), a the
+  // layer's attention width (heads x head_dim, hidden when unpruned), f its FFN width.
+  int64_t matmul_params = 0;
+  int64_t attention_width = 0;  // sum over layers of a
+  static ModelShape Of(const models::EncoderConfig& config);
+  int64_t MatmulParams() const { return matmul_params; }
 };
 // Forward FLOPs of one sequence of `len` tokens: 2 x the matmul parameters per token, plus the
-// attention scores and their weighted sum (4 x len x hidden per token and layer).
+// attention scores and their weighted sum (4 x len x a per token and layer).
 double ForwardFlops(int64_t len, const ModelShape& shape);
 // 3 x the forward FLOPs (forward and backward) of every sequence of `specs`.
 double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape);

@@ -82,14 +82,6 @@ absl::StatusOr<std::vector<ClassifyRequest>> ReadRequests(const std::string& pat
 }
 
 // The served model's shape, for the forward FLOPs (run_config.h's ForwardFlops, as the e2e bench).
-e2e::ModelShape ShapeOf(const models::EncoderConfig& c) {
-  e2e::ModelShape shape;
-  shape.hidden = c.hidden();
-  shape.layers = c.layers();
-  shape.ffn = c.ffn();
-  return shape;
-}
-
 struct OfflineResult {
   double seconds = 0;
   int64_t texts = 0;
@@ -111,7 +103,7 @@ absl::StatusOr<OfflineResult> RunOffline(InferenceEngine& engine,
       if (!c.ok()) return c.status();
       r.lengths.push_back(c->tokens);
       r.tokens += c->tokens;
-      r.flops += e2e::ForwardFlops(c->tokens, ShapeOf(engine.model().config));
+      r.flops += e2e::ForwardFlops(c->tokens, e2e::ModelShape::Of(engine.model().config));
     }
     in_flight.pop_front();
     return absl::OkStatus();

@@ -1,7 +1,8 @@
 // PruneJob: everything `padless prune` does, as one library call. From a trained model directory,
 // a labelled training file and a dev file, it removes attention heads and FFN neurons in `rounds`
 // rounds, each one:
-//   1. scores every head and neuron on the training data (unit_importance.h) and writes
+//   1. scores every head and neuron on the training data (at most `score_examples` of it, a
+//      seeded sample; unit_importance.h) and writes
 //      OUT/rounds/round-K-importance.{csv,svg};
 //   2. removes the least important, so that after round k of K a share k/K of the final targets
 //      is gone (prune_plan.h, structured_prune.h), into the model directory OUT/rounds/round-K-pruned;
@@ -41,6 +42,9 @@ struct PruneJobOptions {
   double ffn = 0.0;    // share of the original FFN neurons removed in the end, [0, 1)
   int64_t rounds = 1;
   int64_t steps = 0;  // fine-tuning optimizer steps per round; 0: one epoch
+  // Training examples the importance pass reads (a seeded sample; 0: all). Michel et al. score on
+  // a few thousand; the ranking of the lowest units settles long before a large corpus ends.
+  int64_t score_examples = 4096;
   bool fine_tune = true;
   tokenize::ReaderOptions reader;
   int64_t max_len = 512;   // tokens per sequence, special tokens included (at most the model's)

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Structured pruning of a fine-tuned all-MiniLM-L6-v2 on SST-2 (issue 27): fine-tunes the model
+# with padless, prunes it with `padless prune` (importance scores, K rounds of remove and
+# fine-tune), and measures, in the same run:
+#   - dev accuracy, heads, FFN neurons and parameters per round (DIR/pruned/prune_report.csv);
+#   - serving throughput of the unpruned and the pruned model: `padless predict` over the dev texts
+#     repeated 4 times, alternating the two models for 3 rounds (texts/s, the best and the median).
+# Prints a Markdown table. The CPU by default; PADLESS_DEVICE=cuda PADLESS_AMP=bf16 on a GPU.
+#   bench/prune/sst2_prune.sh [train-rows (4000)] [heads share (0.5)] [ffn share (0.3)]
+#                             [rounds (2)] [fine-tune steps per round (125)]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+rows=${1:-4000}
+heads=${2:-0.5}
+ffn=${3:-0.3}
+rounds=${4:-2}
+steps=${5:-125}
+out=${PADLESS_OUT:-/tmp/padless_prune_sst2}
+padless=${PADLESS_BIN:-$root/build/cli/padless}
+device=${PADLESS_DEVICE:-cpu}
+amp=${PADLESS_AMP:-off}
+minilm=${PADLESS_MINILM:-$("$root/scripts/fetch_minilm.sh")}
+mkdir -p "$out"
+head -n $((rows + 1)) "$root/data/sst2_train_20k.tsv" > "$out/train.tsv"
+dev=$root/data/sst2_dev.tsv
+common=(--max-len 128 --device "$device" --amp "$amp")
+if [[ ! -f $out/base/model.safetensors ]]; then
+  "$padless" train --init-from "$minilm" --data "$out/train.tsv" --dev "$dev" --out "$out/base" \
+    --batching varlen --lr 5e-5 --batch-size 32 --epochs 1 "${common[@]}" --quiet
+fi
+rm -rf "$out/pruned"
+"$padless" prune --model "$out/base" --data "$out/train.tsv" --dev "$dev" --out "$out/pruned" \
+  --heads "$heads" --ffn "$ffn" --rounds "$rounds" --steps "$steps" "${common[@]}" --quiet \
+  > "$out/prune_report.csv"
+# Serving texts: the dev texts (second column) four times over.
+for _ in 1 2 3 4; do tail -n +2 "$dev" | cut -f2; done > "$out/serve_texts.txt"
+texts=$(wc -l < "$out/serve_texts.txt")
+for round in 1 2 3; do
+  for model in base pruned; do
+    start=$(date +%s.%N)
+    "$padless" predict --model "$out/$model" --data "$out/serve_texts.txt" \
+      --device "$device" --amp "$amp" --max-len 128 > /dev/null
+    end=$(date +%s.%N)
+    echo "$model $(python3 -c "print($texts / ($end - $start))")" >> "$out/serve_rates.txt.$$"
+  done
+done
+python3 - "$out/prune_report.csv" "$out/serve_rates.txt.$$" "$device" "$amp" <<'PY'
+import csv, statistics, sys
+report, rates, device, amp = sys.argv[1:]
+rows = list(csv.DictReader(open(report)))
+speed = {}
+for line in open(rates):
+    model, rate = line.split()
+    speed.setdefault(model, []).append(float(rate))
+print(f"device {device}, amp {amp}; serving: padless predict, texts/s (median of 3, best)")
+print("| round | heads | FFN neurons | parameters | dev acc (pruned) | dev acc (fine-tuned) |")
+print("|---:|---:|---:|---:|---:|---:|")
+for r in rows:
+    print(f"| {r['round']} | {r['heads_left']} | {r['ffn_left']} | {int(r['parameters'])/1e6:.2f}M "
+          f"| {float(r['dev_accuracy_pruned']):.4f} | {r['dev_accuracy_tuned'] or '-'} |")
+base, pruned = statistics.median(speed['base']), statistics.median(speed['pruned'])
+print(f"\nserving: unpruned {base:.0f} texts/s (best {max(speed['base']):.0f}), "
+      f"pruned {pruned:.0f} (best {max(speed['pruned']):.0f}): {pruned / base:.2f}x")
+PY
+rm -f "$out/serve_rates.txt.$$"
