@@ -2,7 +2,8 @@
 # Structured pruning of a fine-tuned all-MiniLM-L6-v2 on SST-2 (issue 27): fine-tunes the model
 # with padless, prunes it with `padless prune` (importance scores, K rounds of remove and
 # fine-tune), and measures, in the same run:
-#   - dev accuracy, heads, FFN neurons and parameters per round (DIR/pruned/prune_report.csv);
+#   - dev accuracy, heads, FFN neurons and parameters per round (DIR/pruned/prune_report.csv), and
+#     the unpruned model fine-tuned for the same number of steps (the control);
 #   - serving throughput of the unpruned and the pruned model: `padless predict` over the dev texts
 #     repeated 4 times, alternating the two models for 3 rounds (texts/s, the best and the median).
 # Prints a Markdown table. The CPU by default; PADLESS_DEVICE=cuda PADLESS_AMP=bf16 on a GPU.
@@ -32,6 +33,12 @@ rm -rf "$out/pruned"
 "$padless" prune --model "$out/base" --data "$out/train.tsv" --dev "$dev" --out "$out/pruned" \
   --heads "$heads" --ffn "$ffn" --rounds "$rounds" --steps "$steps" "${common[@]}" --quiet \
   > "$out/prune_report.csv"
+# The control: the unpruned model fine-tuned for as many steps as all rounds together (the same
+# job defaults), so the table separates what pruning costs from what the extra training gives.
+rm -rf "$out/control"
+"$padless" train --init-from "$out/base" --data "$out/train.tsv" --dev "$dev" --out "$out/control" \
+  --epochs 100 --max-steps $((rounds * steps)) "${common[@]}" --quiet \
+  --metrics-json "$out/control.json"
 # Serving texts: the dev texts (second column) four times over.
 for _ in 1 2 3 4; do tail -n +2 "$dev" | cut -f2; done > "$out/serve_texts.txt"
 texts=$(wc -l < "$out/serve_texts.txt")
@@ -44,9 +51,10 @@ for round in 1 2 3; do
     echo "$model $(python3 -c "print($texts / ($end - $start))")" >> "$out/serve_rates.txt.$$"
   done
 done
-python3 - "$out/prune_report.csv" "$out/serve_rates.txt.$$" "$device" "$amp" <<'PY'
-import csv, statistics, sys
-report, rates, device, amp = sys.argv[1:]
+python3 - "$out/prune_report.csv" "$out/serve_rates.txt.$$" "$device" "$amp" \
+  "$out/control.json" <<'PY'
+import csv, json, statistics, sys
+report, rates, device, amp, control = sys.argv[1:]
 rows = list(csv.DictReader(open(report)))
 speed = {}
 for line in open(rates):
@@ -58,6 +66,9 @@ print("|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     print(f"| {r['round']} | {r['heads_left']} | {r['ffn_left']} | {int(r['parameters'])/1e6:.2f}M "
           f"| {float(r['dev_accuracy_pruned']):.4f} | {r['dev_accuracy_tuned'] or '-'} |")
+dev = json.load(open(control))
+print(f"| control (unpruned, fine-tuned as long as all rounds) | 72 | 9216 | | | "
+      f"{dev['accuracy']:.4f} |")
 base, pruned = statistics.median(speed['base']), statistics.median(speed['pruned'])
 print(f"\nserving: unpruned {base:.0f} texts/s (best {max(speed['base']):.0f}), "
       f"pruned {pruned:.0f} (best {max(speed['pruned']):.0f}): {pruned / base:.2f}x")

@@ -16,6 +16,7 @@
 
 #include "padless/model_files/model_io.h"
 #include "padless/serve/text_classifier.h"
+#include "padless/train/train_job.h"
 #include "serve_fixtures.h"
 
 namespace padless::prune {
@@ -122,6 +123,36 @@ TEST_F(PruneJobTest, PruneOnlyWritesTheFinalModelWithoutFineTuning) {
   EXPECT_EQ(result->rounds[1].heads_left, 6);
   EXPECT_EQ(result->rounds[1].ffn_left, 128);
   EXPECT_TRUE(models::LoadModelDir(options_.out, c10::Device(c10::kCPU)).ok());
+}
+
+TEST_F(PruneJobTest, PrunedModelTrainsStopsAndResumes) {
+  options_.heads = 0.5;
+  options_.ffn = 0.5;
+  options_.fine_tune = false;
+  ASSERT_TRUE(RunPruneJob(options_).ok());
+  models::TrainJobOptions t;
+  t.data = options_.data;
+  t.dev = options_.dev;
+  t.init_from = options_.out;
+  t.out = dir_ + "/resumed";
+  t.max_len = 32;
+  t.threads = 1;
+  t.quiet = true;
+  t.device = c10::Device(c10::kCPU);
+  t.epochs = 2;
+  t.train.checkpoint_every(2).stop_after(3);
+  absl::StatusOr<models::TrainJobResult> first = models::RunTrainJob(t);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->train.steps, 3);
+  t.train.stop_after(0).resume(true);
+  absl::StatusOr<models::TrainJobResult> resumed = models::RunTrainJob(t);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_GT(resumed->train.steps, 3);
+  absl::StatusOr<models::LoadedModel> back =
+      models::LoadModelDir(t.out, c10::Device(c10::kCPU));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->config.pruned_heads(),
+            models::LoadModelDir(options_.out, c10::Device(c10::kCPU))->config.pruned_heads());
 }
 
 TEST_F(PruneJobTest, BadOptionsAreErrorsBeforeAnyFile) {
