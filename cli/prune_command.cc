@@ -68,11 +68,11 @@ int RunPrune(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(kPruneCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   absl::StatusOr<prune::PruneJobOptions> o = PruneOptionsFromFlags();
   if (!o.ok()) return ReportError(kPruneCmd, o.status());
-  if (absl::Status s = CheckPathFlags({{"model", o->model, PathUse::kInputDirectory,
-                                        {"config.json"}},
-                                       {"data", o->data, PathUse::kInputTextFile},
-                                       {"dev", o->dev, PathUse::kInputTextFile},
-                                       {"out", o->out, PathUse::kOutputDirectory}});
+  if (absl::Status s =
+          CheckPathFlags({{"model", o->model, PathUse::kInputDirectory, {"config.json"}},
+                          {"data", o->data, PathUse::kInputTextFile},
+                          {"dev", o->dev, PathUse::kInputTextFile},
+                          {"out", o->out, PathUse::kOutputDirectory}});
       !s.ok()) {
     return Fail(kPruneCmd, s);
   }
@@ -95,9 +95,14 @@ const Subcommand kPruneCommand = {
     "Writes DIR2 (the final model), DIR2/prune_report.csv (heads, FFN neurons, parameters and dev\n"
     "accuracy per round) and DIR2/rounds/ (each round's model and its importance CSV and SVG).\n"
     "Prints the report on stdout.",
-    {"model", "data", "dev", "out", "heads", "ffn", "rounds", "steps", "score_examples",
-     "fine_tune", "max_len", "max_tokens", "lr", "amp", "device", "threads", "seed", "quiet",
-     "format", "text_field", "text_pair_field", "label_field", "skip_bad_rows"},
+    {"model",       "data",         "dev",
+     "out",         "heads",        "ffn",
+     "rounds",      "steps",        "score_examples",
+     "fine_tune",   "max_len",      "max_tokens",
+     "lr",          "amp",          "device",
+     "threads",     "seed",         "quiet",
+     "format",      "text_field",   "text_pair_field",
+     "label_field", "skip_bad_rows"},
     RunPrune};
 
 }  // namespace padless::cli

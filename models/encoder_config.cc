@@ -96,8 +96,8 @@ namespace {
 absl::Status ValidatePruning(const EncoderConfig& c) {
   const std::vector<std::vector<int64_t>>& heads = c.pruned_heads();
   if (!heads.empty() && static_cast<int64_t>(heads.size()) != c.layers()) {
-    return absl::InvalidArgumentError(absl::StrCat("pruned_heads: ", heads.size(),
-                                                   " lists for ", c.layers(), " layers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("pruned_heads: ", heads.size(), " lists for ", c.layers(), " layers"));
   }
   for (size_t layer = 0; layer < heads.size(); ++layer) {
     const std::vector<int64_t>& removed = heads[layer];
@@ -145,9 +145,8 @@ absl::Status ReadPruning(const nlohmann::json& j, EncoderConfig* c) {
     for (const auto& [key, list] : heads.items()) {
       int64_t layer = -1;
       if (!absl::SimpleAtoi(key, &layer) || layer < 0 || layer >= c->layers()) {
-        return absl::InvalidArgumentError(absl::StrCat("pruned_heads: '", key,
-                                                       "' is not a layer index in [0, ",
-                                                       c->layers(), ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pruned_heads: '", key, "' is not a layer index in [0, ", c->layers(), ")"));
       }
       if (!list.is_array()) {
         return absl::InvalidArgumentError(
@@ -311,7 +310,8 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
     }
   }
   absl::Status pruning = ReadPruning(j, &c);
-  if (!pruning.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pruning.message()));
+  if (!pruning.ok())
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pruning.message()));
   absl::Status valid = c.Validate();
   if (!valid.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", valid.message()));
   return c;

@@ -10,8 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "padless/base/atomic_file_writer.h"
-#include "padless/base/text_output.h"
 #include "padless/base/directory.h"
+#include "padless/base/text_output.h"
 #include "padless/eval/evaluation.h"
 #include "padless/model_files/model_io.h"
 #include "padless/prune/importance_report.h"
@@ -98,8 +98,8 @@ absl::StatusOr<Workspace> Prepare(const PruneJobOptions& o, const models::Loaded
 
 absl::StatusOr<double> DevAccuracy(models::EncoderClassifier& model, const Workspace& w,
                                    const models::LoadedModel& m) {
-  absl::StatusOr<models::EvalResult> eval = models::Evaluate(
-      model, w.dev, w.plan, w.device, w.score_amp, m.tokenizer.special_ids().pad);
+  absl::StatusOr<models::EvalResult> eval =
+      models::Evaluate(model, w.dev, w.plan, w.device, w.score_amp, m.tokenizer.special_ids().pad);
   if (!eval.ok()) return eval.status();
   return eval->metrics.accuracy;
 }
@@ -146,9 +146,9 @@ absl::StatusOr<PruneRound> RunRound(const PruneJobOptions& o, const Workspace& w
   absl::StatusOr<UnitImportance> importance =
       ScoreUnitImportance(m.model, w.train, w.plan, w.device, w.score_amp, pad);
   if (!importance.ok()) return importance.status();
-  if (absl::Status s = WriteImportanceReport(RoundFile(o, k, "-importance.csv"),
-                                             RoundFile(o, k, "-importance.svg"), m.config,
-                                             *importance);
+  if (absl::Status s =
+          WriteImportanceReport(RoundFile(o, k, "-importance.csv"),
+                                RoundFile(o, k, "-importance.svg"), m.config, *importance);
       !s.ok()) {
     return s;
   }
@@ -191,10 +191,11 @@ absl::Status ValidatePruneJobOptions(const PruneJobOptions& o) {
     if (value->empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
   }
   if (o.out == o.model) {
-    return absl::InvalidArgumentError("--out must differ from --model: the model is read each round");
+    return absl::InvalidArgumentError(
+        "--out must differ from --model: the model is read each round");
   }
-  for (const auto& [flag, share] : {std::pair<const char*, double>{"--heads", o.heads},
-                                    {"--ffn", o.ffn}}) {
+  for (const auto& [flag, share] :
+       {std::pair<const char*, double>{"--heads", o.heads}, {"--ffn", o.ffn}}) {
     if (!(share >= 0.0 && share < 1.0)) {
       return absl::InvalidArgumentError(
           absl::StrCat(flag, " must be in [0, 1) (the share removed), got ", share));
@@ -232,8 +233,8 @@ absl::StatusOr<PruneJobResult> RunPruneJob(const PruneJobOptions& o) {
     if (!round.ok()) return round.status();
     if (!o.quiet) PrintRound(*round);
     result.rounds.push_back(*round);
-    if (absl::Status s = base::WriteFileAtomically(o.out + "/prune_report.csv",
-                                                   PruneReportCsv(result));
+    if (absl::Status s =
+            base::WriteFileAtomically(o.out + "/prune_report.csv", PruneReportCsv(result));
         !s.ok()) {
       return s;
     }
@@ -245,11 +246,11 @@ std::string PruneReportCsv(const PruneJobResult& result) {
   std::string csv =
       "round,heads_left,ffn_left,parameters,dev_accuracy_pruned,dev_accuracy_tuned,dir\n";
   for (const PruneRound& r : result.rounds) {
-    absl::StrAppendFormat(&csv, "%d,%d,%d,%d,%.6f,%s,%s\n", r.round, r.heads_left, r.ffn_left,
-                          r.parameters, r.dev_accuracy_pruned,
-                          r.dev_accuracy_tuned ? absl::StrFormat("%.6f", *r.dev_accuracy_tuned)
-                                               : std::string(),
-                          base::CsvField(r.dir));
+    absl::StrAppendFormat(
+        &csv, "%d,%d,%d,%d,%.6f,%s,%s\n", r.round, r.heads_left, r.ffn_left, r.parameters,
+        r.dev_accuracy_pruned,
+        r.dev_accuracy_tuned ? absl::StrFormat("%.6f", *r.dev_accuracy_tuned) : std::string(),
+        base::CsvField(r.dir));
   }
   return csv;
 }

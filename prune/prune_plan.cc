@@ -28,8 +28,8 @@ std::vector<Ranked> RankAcrossLayers(const std::vector<std::vector<double>>& sco
     for (double s : scores[l]) norm += s * s;
     norm = std::sqrt(norm);
     for (size_t i = 0; i < scores[l].size(); ++i) {
-      ranked.push_back({norm > 0 ? scores[l][i] / norm : 0.0, static_cast<int64_t>(l),
-                        static_cast<int64_t>(i)});
+      ranked.push_back(
+          {norm > 0 ? scores[l][i] / norm : 0.0, static_cast<int64_t>(l), static_cast<int64_t>(i)});
     }
   }
   std::sort(ranked.begin(), ranked.end());
@@ -110,8 +110,8 @@ std::vector<std::vector<int64_t>> PlanFfn(const std::vector<std::vector<double>>
     int64_t best = -1;
     for (size_t l = 0; l < layers.size(); ++l) {
       if (layers[l].left() - layers[l].next_block(multiple) < multiple) continue;
-      if (best < 0 || layers[l].next_block_mean(multiple) <
-                          layers[best].next_block_mean(multiple)) {
+      if (best < 0 ||
+          layers[l].next_block_mean(multiple) < layers[best].next_block_mean(multiple)) {
         best = static_cast<int64_t>(l);
       }
     }
@@ -145,8 +145,8 @@ int64_t PrunePlan::ffn_left() const {
 absl::StatusOr<PrunePlan> PlanPruning(const models::EncoderConfig& config,
                                       const UnitImportance& importance,
                                       const PruneTargets& targets) {
-  for (const auto& [name, share] : {std::pair<const char*, double>{"heads", targets.heads},
-                                    {"ffn", targets.ffn}}) {
+  for (const auto& [name, share] :
+       {std::pair<const char*, double>{"heads", targets.heads}, {"ffn", targets.ffn}}) {
     if (!(share >= 0.0 && share < 1.0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("prune targets: the ", name, " share must be in [0, 1), got ", share));
@@ -158,9 +158,8 @@ absl::StatusOr<PrunePlan> PlanPruning(const models::EncoderConfig& config,
   const int64_t layers = config.layers();
   if (static_cast<int64_t>(importance.heads.size()) != layers ||
       static_cast<int64_t>(importance.ffn.size()) != layers) {
-    return absl::InvalidArgumentError(absl::StrCat("prune plan: scores for ",
-                                                   importance.heads.size(), " layers, the model has ",
-                                                   layers));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prune plan: scores for ", importance.heads.size(), " layers, the model has ", layers));
   }
   for (int64_t l = 0; l < layers; ++l) {
     if (static_cast<int64_t>(importance.heads[l].size()) != config.heads_in_layer(l) ||
@@ -172,9 +171,9 @@ absl::StatusOr<PrunePlan> PlanPruning(const models::EncoderConfig& config,
     }
   }
   PrunePlan plan;
-  plan.keep_heads = PlanHeads(importance.heads,
-                              StillToRemove(targets.heads, layers * config.heads(),
-                                            Total(importance.heads)));
+  plan.keep_heads =
+      PlanHeads(importance.heads,
+                StillToRemove(targets.heads, layers * config.heads(), Total(importance.heads)));
   plan.keep_ffn = PlanFfn(importance.ffn,
                           StillToRemove(targets.ffn, layers * config.ffn(), Total(importance.ffn)),
                           targets.ffn_multiple);

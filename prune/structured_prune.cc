@@ -18,13 +18,15 @@ namespace {
 absl::Status CheckIndices(const std::vector<int64_t>& keep, int64_t now, int64_t layer,
                           const char* what) {
   if (keep.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("prune plan: layer ", layer, " keeps no ", what));
+    return absl::InvalidArgumentError(
+        absl::StrCat("prune plan: layer ", layer, " keeps no ", what));
   }
   for (size_t k = 0; k < keep.size(); ++k) {
     if (keep[k] < 0 || keep[k] >= now || (k > 0 && keep[k] <= keep[k - 1])) {
       return absl::InvalidArgumentError(absl::StrCat("prune plan: layer ", layer, "'s ", what,
                                                      " indices must be ascending, unique and in "
-                                                     "[0, ", now, ")"));
+                                                     "[0, ",
+                                                     now, ")"));
     }
   }
   return absl::OkStatus();
@@ -33,9 +35,9 @@ absl::Status CheckIndices(const std::vector<int64_t>& keep, int64_t now, int64_t
 absl::Status CheckPlan(const models::EncoderConfig& c, const PrunePlan& plan) {
   if (static_cast<int64_t>(plan.keep_heads.size()) != c.layers() ||
       static_cast<int64_t>(plan.keep_ffn.size()) != c.layers()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("prune plan: lists for ", plan.keep_heads.size(), " and ",
-                     plan.keep_ffn.size(), " layers, the model has ", c.layers()));
+    return absl::InvalidArgumentError(absl::StrCat("prune plan: lists for ", plan.keep_heads.size(),
+                                                   " and ", plan.keep_ffn.size(),
+                                                   " layers, the model has ", c.layers()));
   }
   for (int64_t l = 0; l < c.layers(); ++l) {
     if (absl::Status s = CheckIndices(plan.keep_heads[l], c.heads_in_layer(l), l, "head");
@@ -64,12 +66,12 @@ at::Tensor HeadRows(const std::vector<int64_t>& keep, int64_t heads, int64_t hea
 }
 
 // Layer `layer`'s weights with only the kept units, in LayerWeight order.
-std::vector<at::Tensor> PrunedLayer(at::TensorList w, const models::EncoderConfig& c,
-                                    int64_t layer, const PrunePlan& plan) {
+std::vector<at::Tensor> PrunedLayer(at::TensorList w, const models::EncoderConfig& c, int64_t layer,
+                                    const PrunePlan& plan) {
   using namespace models;  // the LayerWeight names
   const at::Device device = w[kQkvWeight].device();
-  const at::Tensor qkv = HeadRows(plan.keep_heads[layer], c.heads_in_layer(layer), c.head_dim(), 3)
-                             .to(device);
+  const at::Tensor qkv =
+      HeadRows(plan.keep_heads[layer], c.heads_in_layer(layer), c.head_dim(), 3).to(device);
   const at::Tensor attended =
       HeadRows(plan.keep_heads[layer], c.heads_in_layer(layer), c.head_dim(), 1).to(device);
   const at::Tensor ffn = at::tensor(plan.keep_ffn[layer], at::kLong).to(device);

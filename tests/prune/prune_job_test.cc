@@ -148,8 +148,7 @@ TEST_F(PruneJobTest, PrunedModelTrainsStopsAndResumes) {
   absl::StatusOr<models::TrainJobResult> resumed = models::RunTrainJob(t);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_GT(resumed->train.steps, 3);
-  absl::StatusOr<models::LoadedModel> back =
-      models::LoadModelDir(t.out, c10::Device(c10::kCPU));
+  absl::StatusOr<models::LoadedModel> back = models::LoadModelDir(t.out, c10::Device(c10::kCPU));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->config.pruned_heads(),
             models::LoadModelDir(options_.out, c10::Device(c10::kCPU))->config.pruned_heads());

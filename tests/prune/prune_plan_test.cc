@@ -95,8 +95,8 @@ TEST(PrunePlanTest, IsDeterministic) {
 }
 
 TEST(PrunePlanTest, BadTargetsAndScoresAreClearErrors) {
-  auto expect_error = [](const models::EncoderConfig& c, const UnitImportance& u,
-                         PruneTargets t, const std::string& needle) {
+  auto expect_error = [](const models::EncoderConfig& c, const UnitImportance& u, PruneTargets t,
+                         const std::string& needle) {
     absl::StatusOr<PrunePlan> plan = PlanPruning(c, u, t);
     ASSERT_FALSE(plan.ok()) << needle;
     EXPECT_NE(std::string(plan.status().message()).find(needle), std::string::npos)

@@ -23,8 +23,8 @@ namespace {
 using models::EncoderClassifier;
 using testing::SmallEncoder;
 
-// The mean cross-entropy in the logits' dtype (fp64 here; models::ClassificationLoss rounds to fp32,
-// which would hide the 1e-10 changes a finite difference measures).
+// The mean cross-entropy in the logits' dtype (fp64 here; models::ClassificationLoss rounds to
+// fp32, which would hide the 1e-10 changes a finite difference measures).
 at::Tensor Loss(EncoderClassifier& model, const batching::Batch& batch) {
   return at::cross_entropy_loss(model->forward(batch), batch.labels);
 }
@@ -112,9 +112,8 @@ tokenize::TokenizedCorpus SmallCorpus(const tokenize::Tokenizer& tokenizer, int 
   }
   tokenize::EncodeOptions encode;
   encode.max_length = 24;
-  return *models::EncodeWithLabels(tokenizer, raw,
-                                   *tokenize::LabelMap::FromNames({"neg", "neutral", "pos"}),
-                                   encode, 1);
+  return *models::EncodeWithLabels(
+      tokenizer, raw, *tokenize::LabelMap::FromNames({"neg", "neutral", "pos"}), encode, 1);
 }
 
 TEST(UnitImportanceTest, ScoringAveragesBatchesAndLeavesTheModelAsItWas) {
@@ -155,9 +154,9 @@ TEST(UnitImportanceTest, EmptyCorpusIsAnError) {
   EncoderClassifier model(SmallEncoder().vocab_size(tokenizer.vocab_size()));
   const tokenize::TokenizedCorpus empty;
   batching::PlannerOptions plan = *models::BatchingPlan("varlen", {24, 8, 64, 1});
-  EXPECT_FALSE(ScoreUnitImportance(model, empty, plan, c10::Device(c10::kCPU),
-                                   models::AmpMode::kOff, 0)
-                   .ok());
+  EXPECT_FALSE(
+      ScoreUnitImportance(model, empty, plan, c10::Device(c10::kCPU), models::AmpMode::kOff, 0)
+          .ok());
 }
 
 }  // namespace

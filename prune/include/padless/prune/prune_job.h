@@ -5,7 +5,8 @@
 //      seeded sample; unit_importance.h) and writes
 //      OUT/rounds/round-K-importance.{csv,svg};
 //   2. removes the least important, so that after round k of K a share k/K of the final targets
-//      is gone (prune_plan.h, structured_prune.h), into the model directory OUT/rounds/round-K-pruned;
+//      is gone (prune_plan.h, structured_prune.h), into the model directory
+//      OUT/rounds/round-K-pruned;
 //   3. fine-tunes that model on the training data (TrainJob with init_from, the pretrained
 //      defaults of learning rate and warmup) for `steps` optimizer steps (0: one epoch), into
 //      OUT/rounds/round-K, or OUT itself for the last round;
@@ -34,10 +35,10 @@
 namespace padless::prune {
 
 struct PruneJobOptions {
-  std::string model;  // a trained padless model directory (required)
-  std::string data;   // labelled training file: importance scores and fine-tuning (required)
-  std::string dev;    // labelled dev file (required)
-  std::string out;    // the pruned model directory written (required; not `model`)
+  std::string model;   // a trained padless model directory (required)
+  std::string data;    // labelled training file: importance scores and fine-tuning (required)
+  std::string dev;     // labelled dev file (required)
+  std::string out;     // the pruned model directory written (required; not `model`)
   double heads = 0.0;  // share of the original heads removed in the end, [0, 1)
   double ffn = 0.0;    // share of the original FFN neurons removed in the end, [0, 1)
   int64_t rounds = 1;
@@ -49,7 +50,7 @@ struct PruneJobOptions {
   tokenize::ReaderOptions reader;
   int64_t max_len = 512;   // tokens per sequence, special tokens included (at most the model's)
   int64_t max_tokens = 0;  // tokens per scoring / evaluation batch; 0: 16384 on a GPU, 4096 on CPU
-  std::optional<c10::Device> device;  // empty: CUDA 0 when there is one, else the CPU
+  std::optional<c10::Device> device;            // empty: CUDA 0 when there is one, else the CPU
   models::AmpMode amp = models::AmpMode::kOff;  // fp8 scores and evaluates in bf16
   std::optional<double> lr;                     // fine-tuning peak rate; empty: pretrained default
   uint64_t seed = 1234;
