@@ -45,7 +45,8 @@ std::string RoundFile(const PruneJobOptions& o, int64_t round, const char* suffi
   return absl::StrCat(o.out, "/rounds/round-", round, suffix);
 }
 
-// `limit` examples of `raw` drawn with `seed`, in file order (all of them when limit is 0 or more).
+// `limit` examples of `raw` drawn with `seed`, in file order (all of them when limit is 0 or at
+// least the corpus size).
 void Sample(tok::RawCorpus* raw, int64_t limit, uint64_t seed) {
   if (limit <= 0 || static_cast<int64_t>(raw->examples.size()) <= limit) return;
   std::vector<size_t> order(raw->examples.size());
@@ -58,18 +59,22 @@ void Sample(tok::RawCorpus* raw, int64_t limit, uint64_t seed) {
   raw->examples = std::move(kept);
 }
 
-// `path` encoded with the model's tokenizer and labels; at most `limit` examples (0: all).
+// `path` encoded with the model's tokenizer and labels; at most `limit` examples (0: all). With
+// `fine_tuned_on`, its label set must be the model's: fine-tuning maps labels from the training
+// file, and another order would scramble the head.
 absl::StatusOr<tok::TokenizedCorpus> Encode(const PruneJobOptions& o, const std::string& path,
                                             const models::LoadedModel& m, int64_t max_len,
-                                            int64_t limit) {
+                                            int64_t limit, bool fine_tuned_on) {
   absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(path, o.reader);
   if (!raw.ok()) return raw.status();
   if (raw->examples.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no examples"));
-  if (path == o.data && tok::LabelMap::FromCorpus(*raw).names() != m.labels.names()) {
-    // Fine-tuning maps labels from the training file; another order would scramble the head.
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": its labels (", absl::StrJoin(tok::LabelMap::FromCorpus(*raw).names(), ", "),
-        ") are not the model's (", absl::StrJoin(m.labels.names(), ", "), ")"));
+  if (fine_tuned_on) {
+    const std::vector<std::string> labels = tok::LabelMap::FromCorpus(*raw).names();
+    if (labels != m.labels.names()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": its labels (", absl::StrJoin(labels, ", "),
+                       ") are not the model's (", absl::StrJoin(m.labels.names(), ", "), ")"));
+    }
   }
   Sample(&*raw, limit, o.seed);
   tok::EncodeOptions encode;
@@ -87,9 +92,11 @@ absl::StatusOr<Workspace> Prepare(const PruneJobOptions& o, const models::Loaded
       "varlen", batching::StrategySizes{w.max_len, 32, std::max(tokens, w.max_len), o.seed});
   if (!plan.ok()) return plan.status();
   w.plan = *plan;
-  absl::StatusOr<tok::TokenizedCorpus> train = Encode(o, o.data, m, w.max_len, o.score_examples);
+  absl::StatusOr<tok::TokenizedCorpus> train = Encode(o, o.data, m, w.max_len, o.score_examples,
+                                                      /*fine_tuned_on=*/true);
   if (!train.ok()) return train.status();
-  absl::StatusOr<tok::TokenizedCorpus> dev = Encode(o, o.dev, m, w.max_len, 0);
+  absl::StatusOr<tok::TokenizedCorpus> dev =
+      Encode(o, o.dev, m, w.max_len, 0, /*fine_tuned_on=*/false);
   if (!dev.ok()) return dev.status();
   w.train = std::move(*train);
   w.dev = std::move(*dev);
