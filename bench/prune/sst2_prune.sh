@@ -9,6 +9,10 @@
 # Prints a Markdown table. The CPU by default; PADLESS_DEVICE=cuda PADLESS_AMP=bf16 on a GPU.
 #   bench/prune/sst2_prune.sh [train-rows (4000)] [heads share (0.5)] [ffn share (0.3)]
 #                             [rounds (2)] [fine-tune steps per round (125)]
+# Environment: PADLESS_INIT_FROM (the model fine-tuned first; all-MiniLM-L6-v2 by default, or a
+# BERT-base-shaped checkpoint from bench/serve/make_hf_model.py), PADLESS_TRAIN_FLAGS (that
+# fine-tune's flags), PADLESS_SERVE_BENCH (padless_bench_serve: time the serving engine's offline
+# benchmark over the training texts instead of `padless predict` over the dev texts).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rows=${1:-4000}
@@ -20,14 +24,17 @@ out=${PADLESS_OUT:-/tmp/padless_prune_sst2}
 padless=${PADLESS_BIN:-$root/build/cli/padless}
 device=${PADLESS_DEVICE:-cpu}
 amp=${PADLESS_AMP:-off}
-minilm=${PADLESS_MINILM:-$("$root/scripts/fetch_minilm.sh")}
+init_from=${PADLESS_INIT_FROM:-$("$root/scripts/fetch_minilm.sh")}
+train_flags=${PADLESS_TRAIN_FLAGS:---batching varlen --lr 5e-5 --batch-size 32 --epochs 1}
+serve_bench=${PADLESS_SERVE_BENCH:-}
 mkdir -p "$out"
 head -n $((rows + 1)) "$root/data/sst2_train_20k.tsv" > "$out/train.tsv"
 dev=$root/data/sst2_dev.tsv
 common=(--max-len 128 --device "$device" --amp "$amp")
 if [[ ! -f $out/base/model.safetensors ]]; then
-  "$padless" train --init-from "$minilm" --data "$out/train.tsv" --dev "$dev" --out "$out/base" \
-    --batching varlen --lr 5e-5 --batch-size 32 --epochs 1 "${common[@]}" --quiet
+  # shellcheck disable=SC2086  # train_flags is a list of flags
+  "$padless" train --init-from "$init_from" --data "$out/train.tsv" --dev "$dev" --out "$out/base" \
+    $train_flags "${common[@]}" --quiet
 fi
 rm -rf "$out/pruned"
 "$padless" prune --model "$out/base" --data "$out/train.tsv" --dev "$dev" --out "$out/pruned" \
@@ -39,38 +46,48 @@ rm -rf "$out/control"
 "$padless" train --init-from "$out/base" --data "$out/train.tsv" --dev "$dev" --out "$out/control" \
   --epochs 100 --max-steps $((rounds * steps)) "${common[@]}" --quiet \
   --metrics-json "$out/control.json"
-# Serving texts: the dev texts (second column) four times over.
+# Serving: the dev texts four times over through `padless predict` (from process start), or the
+# training texts through the engine's offline benchmark, alternating the two models 3 times.
 for _ in 1 2 3 4; do tail -n +2 "$dev" | cut -f2; done > "$out/serve_texts.txt"
 texts=$(wc -l < "$out/serve_texts.txt")
+rates=$out/serve_rates.txt.$$
 for round in 1 2 3; do
   for model in base pruned; do
+    if [[ -n $serve_bench ]]; then
+      "$serve_bench" --model "$out/$model" --data "$out/train.tsv" --device "$device" \
+        --amp "$amp" --max_len 128 --loads "" --label "$model" |
+        python3 -c "import json, sys; r = json.loads(sys.stdin.readline()); print(r['name'], r['texts_per_s'])" >> "$rates"
+      continue
+    fi
     start=$(date +%s.%N)
     "$padless" predict --model "$out/$model" --data "$out/serve_texts.txt" \
       --device "$device" --amp "$amp" --max-len 128 > /dev/null
     end=$(date +%s.%N)
-    echo "$model $(python3 -c "print($texts / ($end - $start))")" >> "$out/serve_rates.txt.$$"
+    echo "$model $(python3 -c "print($texts / ($end - $start))")" >> "$rates"
   done
 done
-python3 - "$out/prune_report.csv" "$out/serve_rates.txt.$$" "$device" "$amp" \
-  "$out/control.json" <<'PY'
+serving="padless predict over the dev texts x4"
+[[ -z $serve_bench ]] || serving="the engine's offline benchmark over the training texts"
+python3 - "$out/prune_report.csv" "$rates" "$device" "$amp" "$out/control.json" "$serving" <<'PY'
 import csv, json, statistics, sys
-report, rates, device, amp, control = sys.argv[1:]
+report, rates, device, amp, control, serving = sys.argv[1:]
 rows = list(csv.DictReader(open(report)))
 speed = {}
 for line in open(rates):
     model, rate = line.split()
     speed.setdefault(model, []).append(float(rate))
-print(f"device {device}, amp {amp}; serving: padless predict, texts/s (median of 3, best)")
+print(f"device {device}, amp {amp}; serving: {serving}, texts/s (median of 3, best)")
 print("| round | heads | FFN neurons | parameters | dev acc (pruned) | dev acc (fine-tuned) |")
 print("|---:|---:|---:|---:|---:|---:|")
 for r in rows:
     print(f"| {r['round']} | {r['heads_left']} | {r['ffn_left']} | {int(r['parameters'])/1e6:.2f}M "
           f"| {float(r['dev_accuracy_pruned']):.4f} | {r['dev_accuracy_tuned'] or '-'} |")
 dev = json.load(open(control))
-print(f"| control (unpruned, fine-tuned as long as all rounds) | 72 | 9216 | | | "
+print(f"| control (unpruned, fine-tuned as long as all rounds) | {rows[0]['heads_left']} "
+      f"| {rows[0]['ffn_left']} | | | "
       f"{dev['accuracy']:.4f} |")
 base, pruned = statistics.median(speed['base']), statistics.median(speed['pruned'])
 print(f"\nserving: unpruned {base:.0f} texts/s (best {max(speed['base']):.0f}), "
       f"pruned {pruned:.0f} (best {max(speed['pruned']):.0f}): {pruned / base:.2f}x")
 PY
-rm -f "$out/serve_rates.txt.$$"
+rm -f "$rates"
