@@ -4,18 +4,27 @@
 # `padless prune` and timed with the serving engine's offline benchmark against its unpruned self
 # in the same run (bench/prune/sst2_prune.sh does each model). One Markdown table per model goes
 # to OUT/base.md and OUT/minilm.md; their run directories stay under OUT/base and OUT/minilm.
-#   bench/prune/h200_prune.sh BUILD_DIR MINILM_DIR OUT
-# Environment: ROWS (20000 SST-2 training rows), ROUNDS (2), STEPS (250 per round),
+# Serving is timed on two sets of texts: the SST-2 training texts five times over (short, ~13
+# tokens) and the first 1000 IMDB training texts twenty times over (long, ~300 tokens).
+#   bench/prune/h200_prune.sh BUILD_DIR MINILM_DIR SST2_TRAIN_TSV OUT
+# Environment: ROWS (all SST-2 training rows), ROUNDS (2), STEPS (250 per round),
 # BASE_HEADS / BASE_FFN (0.5 / 0.4), MINILM_HEADS / MINILM_FFN (0.5 / 0.3),
 # BASE_TRAIN_FLAGS (the BERT-base-shaped model's first training), MODELS ("base minilm").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=$(realpath "$1") minilm=$(realpath "$2") out=$3
+build=$(realpath "$1") minilm=$(realpath "$2") train=$(realpath "$3") out=$4
 mkdir -p "$out"
 out=$(realpath "$out")
 export PADLESS_BIN=$build/cli/padless PADLESS_SERVE_BENCH=$build/bench/serve/padless_bench_serve
 export PADLESS_DEVICE=${PADLESS_DEVICE:-cuda} PADLESS_AMP=${PADLESS_AMP:-bf16}
-rows=${ROWS:-20000} rounds=${ROUNDS:-2} steps=${STEPS:-250}
+rows=${ROWS:-$(($(wc -l < "$train") - 1))} rounds=${ROUNDS:-2} steps=${STEPS:-250}
+export PADLESS_TRAIN_DATA=$train PADLESS_SERVE_DATA="$out/sst2_train_x5.tsv $out/imdb_1k_x20.tsv"
+repeat() {  # FILE TIMES: the header once, then the rows TIMES over
+  head -n 1 "$1"
+  for _ in $(seq "$2"); do tail -n +2 "$1"; done
+}
+repeat "$train" 5 > "$out/sst2_train_x5.tsv"
+repeat "$here/../../data/imdb_1k.tsv" 20 > "$out/imdb_1k_x20.tsv"
 for model in ${MODELS:-base minilm}; do
   if [[ $model == base ]]; then
     [[ -f $out/hf_base/config.json ]] ||
@@ -23,7 +32,7 @@ for model in ${MODELS:-base minilm}; do
         --shape base > /dev/null
     # Trained from random weights, so a higher learning rate and more epochs than a fine-tune.
     PADLESS_OUT=$out/base PADLESS_INIT_FROM=$out/hf_base \
-      PADLESS_TRAIN_FLAGS=${BASE_TRAIN_FLAGS:---batching varlen --lr 1e-4 --batch-size 32 --epochs 2} \
+      PADLESS_TRAIN_FLAGS=${BASE_TRAIN_FLAGS:---batching varlen --lr 5e-5 --batch-size 32 --epochs 2} \
       bash "$here/sst2_prune.sh" "$rows" "${BASE_HEADS:-0.5}" "${BASE_FFN:-0.4}" "$rounds" "$steps" \
       > "$out/base.md"
   else

@@ -11,8 +11,10 @@
 #                             [rounds (2)] [fine-tune steps per round (125)]
 # Environment: PADLESS_INIT_FROM (the model fine-tuned first; all-MiniLM-L6-v2 by default, or a
 # BERT-base-shaped checkpoint from bench/serve/make_hf_model.py), PADLESS_TRAIN_FLAGS (that
-# fine-tune's flags), PADLESS_SERVE_BENCH (padless_bench_serve: time the serving engine's offline
-# benchmark over the training texts instead of `padless predict` over the dev texts).
+# fine-tune's flags), PADLESS_TRAIN_DATA (the SST-2 training file whose first rows are used),
+# PADLESS_SERVE_BENCH (padless_bench_serve: time the serving engine's offline benchmark instead of
+# `padless predict` over the dev texts), PADLESS_SERVE_DATA (the files it classifies, one row per
+# file; the training rows by default).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 rows=${1:-4000}
@@ -28,7 +30,7 @@ init_from=${PADLESS_INIT_FROM:-$("$root/scripts/fetch_minilm.sh")}
 train_flags=${PADLESS_TRAIN_FLAGS:---batching varlen --lr 5e-5 --batch-size 32 --epochs 1}
 serve_bench=${PADLESS_SERVE_BENCH:-}
 mkdir -p "$out"
-head -n $((rows + 1)) "$root/data/sst2_train_20k.tsv" > "$out/train.tsv"
+head -n $((rows + 1)) "${PADLESS_TRAIN_DATA:-$root/data/sst2_train_20k.tsv}" > "$out/train.tsv"
 dev=$root/data/sst2_dev.tsv
 common=(--max-len 128 --device "$device" --amp "$amp")
 if [[ ! -f $out/base/model.safetensors ]]; then
@@ -46,36 +48,41 @@ rm -rf "$out/control"
 "$padless" train --init-from "$out/base" --data "$out/train.tsv" --dev "$dev" --out "$out/control" \
   --epochs 100 --max-steps $((rounds * steps)) "${common[@]}" --quiet \
   --metrics-json "$out/control.json"
-# Serving: the dev texts four times over through `padless predict` (from process start), or the
-# training texts through the engine's offline benchmark, alternating the two models 3 times.
+# Serving: the dev texts four times over through `padless predict` (from process start), or each
+# serving file through the engine's offline benchmark; the two models alternate, 3 rounds.
 for _ in 1 2 3 4; do tail -n +2 "$dev" | cut -f2; done > "$out/serve_texts.txt"
 texts=$(wc -l < "$out/serve_texts.txt")
 rates=$out/serve_rates.txt.$$
 for round in 1 2 3; do
   for model in base pruned; do
     if [[ -n $serve_bench ]]; then
-      "$serve_bench" --model "$out/$model" --data "$out/train.tsv" --device "$device" \
-        --amp "$amp" --max_len 128 --loads "" --label "$model" |
-        python3 -c "import json, sys; r = json.loads(sys.stdin.readline()); print(r['name'], r['texts_per_s'])" >> "$rates"
+      for f in ${PADLESS_SERVE_DATA:-$out/train.tsv}; do
+        "$serve_bench" --model "$out/$model" --data "$f" --device "$device" --amp "$amp" \
+          --max_len 512 --warmup 4096 --loads "" --label "$model" |
+          python3 -c "import json, sys; r = json.loads(sys.stdin.readline())
+print(r['name'], sys.argv[1], r['texts_per_s'], r['real_tokens_per_s'] / r['texts_per_s'])" \
+            "$(basename "$f")" >> "$rates"
+      done
       continue
     fi
     start=$(date +%s.%N)
     "$padless" predict --model "$out/$model" --data "$out/serve_texts.txt" \
       --device "$device" --amp "$amp" --max-len 128 > /dev/null
     end=$(date +%s.%N)
-    echo "$model $(python3 -c "print($texts / ($end - $start))")" >> "$rates"
+    echo "$model dev-texts-x4 $(python3 -c "print($texts / ($end - $start))") 0" >> "$rates"
   done
 done
-serving="padless predict over the dev texts x4"
-[[ -z $serve_bench ]] || serving="the engine's offline benchmark over the training texts"
+serving="padless predict from process start"
+[[ -z $serve_bench ]] || serving="the engine's offline benchmark"
 python3 - "$out/prune_report.csv" "$rates" "$device" "$amp" "$out/control.json" "$serving" <<'PY'
 import csv, json, statistics, sys
 report, rates, device, amp, control, serving = sys.argv[1:]
 rows = list(csv.DictReader(open(report)))
-speed = {}
+speed, tokens = {}, {}
 for line in open(rates):
-    model, rate = line.split()
-    speed.setdefault(model, []).append(float(rate))
+    model, texts, rate, per_text = line.split()
+    speed.setdefault((texts, model), []).append(float(rate))
+    tokens[texts] = float(per_text)
 print(f"device {device}, amp {amp}; serving: {serving}, texts/s (median of 3, best)")
 print("| round | heads | FFN neurons | parameters | dev acc (pruned) | dev acc (fine-tuned) |")
 print("|---:|---:|---:|---:|---:|---:|")
@@ -86,8 +93,12 @@ dev = json.load(open(control))
 print(f"| control (unpruned, fine-tuned as long as all rounds) | {rows[0]['heads_left']} "
       f"| {rows[0]['ffn_left']} | | | "
       f"{dev['accuracy']:.4f} |")
-base, pruned = statistics.median(speed['base']), statistics.median(speed['pruned'])
-print(f"\nserving: unpruned {base:.0f} texts/s (best {max(speed['base']):.0f}), "
-      f"pruned {pruned:.0f} (best {max(speed['pruned']):.0f}): {pruned / base:.2f}x")
+print("\n| serving texts | tokens/text | unpruned texts/s (best) | pruned texts/s (best) | speed-up |")
+print("|---|---:|---:|---:|---:|")
+for texts in tokens:
+    base, pruned = speed[(texts, 'base')], speed[(texts, 'pruned')]
+    b, p = statistics.median(base), statistics.median(pruned)
+    print(f"| {texts} | {tokens[texts]:.1f} | {b:.0f} ({max(base):.0f}) | {p:.0f} ({max(pruned):.0f}) "
+          f"| {p / b:.2f}x |")
 PY
 rm -f "$rates"
