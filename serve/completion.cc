@@ -44,6 +44,7 @@ void Completion::Run() {
     stats.sequences = static_cast<int64_t>(batch->owners.size());
     stats.tokens = batch->tokens;
     stats.device_time = Clock::now() - batch->launched;
+    stats.graphed = batch->graphed;
     finished_(stats);
   }
 }

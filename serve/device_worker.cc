@@ -7,7 +7,9 @@
 #include <c10/util/Exception.h>
 
 #include <memory>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -15,8 +17,14 @@
 namespace padless::serve::internal {
 
 DeviceWorker::DeviceWorker(models::EncoderClassifierImpl* model, c10::Device device,
-                           models::AmpMode amp, WorkQueue<FormedBatch>* input, Emit emit)
-    : model_(model), device_(device), amp_(amp), input_(input), emit_(std::move(emit)) {
+                           models::AmpMode amp, std::unique_ptr<GraphedForward> graphs,
+                           WorkQueue<FormedBatch>* input, Emit emit)
+    : model_(model),
+      device_(device),
+      amp_(amp),
+      graphs_(std::move(graphs)),
+      input_(input),
+      emit_(std::move(emit)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -42,6 +50,28 @@ at::Tensor CopyToPinnedHost(const at::Tensor& t) {
 
 }  // namespace
 
+at::Tensor DeviceWorker::Logits(const batching::Batch& batch, ScoredBatch* out,
+                                at::Tensor* probabilities) {
+  if (graphs_ != nullptr) {
+    std::vector<int64_t> lengths;
+    lengths.reserve(out->owners.size());
+    for (const SequenceOwner& o : out->owners) lengths.push_back(o.tokens);
+    if (std::optional<GraphedForward::Result> r = graphs_->Run(batch, lengths)) {
+      out->graphed = true;
+      *probabilities = r->probabilities;
+      return r->logits;
+    }
+  }
+  at::Tensor logits;
+  {
+    models::AutocastGuard autocast(device_.type(), amp_);
+    logits = model_->forward(batch);
+  }
+  logits = logits.to(at::kFloat);
+  *probabilities = at::softmax(logits, /*dim=*/1);
+  return logits;
+}
+
 ScoredBatch DeviceWorker::Launch(FormedBatch formed) {
   ScoredBatch out;
   out.owners = std::move(formed.owners);
@@ -50,18 +80,14 @@ ScoredBatch DeviceWorker::Launch(FormedBatch formed) {
   try {
     // Inference mode, not just no-grad: no version counters or views tracking, no autograd graph.
     c10::InferenceMode inference;
-    at::Tensor logits;
-    {
-      models::AutocastGuard autocast(device_.type(), amp_);
-      logits = model_->forward(formed.batch);
-    }
-    logits = logits.to(at::kFloat);
-    at::Tensor probabilities = at::softmax(logits, /*dim=*/1);
+    at::Tensor probabilities;
+    const at::Tensor logits = Logits(formed.batch, &out, &probabilities);
     if (!logits.is_cuda()) {
       out.scores = logits.contiguous();
       out.probabilities = probabilities.contiguous();
       return out;
     }
+    // Copied out before the next batch's launch: a graph's outputs are overwritten by its replay.
     out.scores = CopyToPinnedHost(logits);
     out.probabilities = CopyToPinnedHost(probabilities);
     // The completion thread waits on this event, not this thread on the device.

@@ -3,15 +3,18 @@
 // the copies of probabilities and logits into pinned host memory, then records an event and hands
 // the batch to the completion thread without waiting: no host sync per batch, so the next batch
 // is launched while the device still runs this one. On the CPU the same code runs synchronously.
+// Small batches replay a CUDA graph instead when the engine captured them (graphed_forward.h).
 #ifndef PADLESS_SERVE_DEVICE_WORKER_H_
 #define PADLESS_SERVE_DEVICE_WORKER_H_
 
 #include <c10/core/Device.h>
 
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "padless/models/autocast.h"
+#include "graphed_forward.h"
 #include "padless/models/encoder.h"
 #include "pipeline.h"
 #include "work_queue.h"
@@ -21,19 +24,24 @@ namespace padless::serve::internal {
 class DeviceWorker {
  public:
   using Emit = std::function<void(ScoredBatch)>;
-  // Runs until `input` is closed and drained. `model` must outlive Join().
+  // Runs until `input` is closed and drained. `model` must outlive Join(). `graphs` may be null
+  // (every batch eager).
   DeviceWorker(models::EncoderClassifierImpl* model, c10::Device device, models::AmpMode amp,
-               WorkQueue<FormedBatch>* input, Emit emit);
+               std::unique_ptr<GraphedForward> graphs, WorkQueue<FormedBatch>* input, Emit emit);
   ~DeviceWorker();  // Join()
   void Join();
 
  private:
   void Run();
   ScoredBatch Launch(FormedBatch formed);
+  // Logits [n, C] fp32 of `batch`, whose sequences belong to out->owners: a graph replay's
+  // (setting out->graphed) or the eager forward's.
+  at::Tensor Logits(const batching::Batch& batch, ScoredBatch* out, at::Tensor* probabilities);
 
   models::EncoderClassifierImpl* model_;
   const c10::Device device_;
   const models::AmpMode amp_;
+  const std::unique_ptr<GraphedForward> graphs_;
   WorkQueue<FormedBatch>* input_;
   const Emit emit_;
   std::thread thread_;

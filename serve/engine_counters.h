@@ -17,6 +17,7 @@ struct EngineCounters {
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> cancelled{0};
   std::atomic<int64_t> batches{0};
+  std::atomic<int64_t> graphed_batches{0};
 
   EngineStats Snapshot() const {
     EngineStats s;
@@ -26,6 +27,7 @@ struct EngineCounters {
     s.completed = completed.load();
     s.cancelled = cancelled.load();
     s.batches = batches.load();
+    s.graphed_batches = graphed_batches.load();
     return s;
   }
 };

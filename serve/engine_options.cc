@@ -73,6 +73,16 @@ absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOpt
     return absl::InvalidArgumentError(
         absl::StrCat("tokenizer_threads: must be >= 0, got ", o.tokenizer_threads));
   }
+  if (o.cuda_graph_max_tokens < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cuda_graph_max_tokens: must be >= 0 (0: no CUDA graphs), got ", o.cuda_graph_max_tokens));
+  }
+  // Graphs capture the fused inference forward (post-LN, half precision on a GPU), the forward
+  // bench/serve/graph_probe.cc proved capturable; elsewhere they are off.
+  const bool half = o.amp != models::AmpMode::kOff;
+  if (!o.device.is_cuda() || !half || o.int8_weights || config.pre_ln()) {
+    o.cuda_graph_max_tokens = 0;
+  }
   if (o.tokenizer_threads == 0) {
     o.tokenizer_threads =
         static_cast<int>(std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8));

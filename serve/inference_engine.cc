@@ -10,6 +10,7 @@
 #include "batch_former.h"
 #include "completion.h"
 #include "device_worker.h"
+#include "graphed_forward.h"
 #include "engine_counters.h"
 #include "engine_options.h"
 #include "pipeline.h"
@@ -25,7 +26,8 @@ using internal::WorkQueue;
 // upstream first in Stop(), each draining what it was given before the next is closed.
 struct InferenceEngine::Impl {
   Impl(models::LoadedModel m, EngineOptions o) : model(std::move(m)), options(o) {}
-  void Start();
+  // Starts the stages; the device worker takes `graphs` (null: every batch eager).
+  void Start(std::unique_ptr<internal::GraphedForward> graphs);
   void Stop();
   void BatchFinished(const BatchStats& stats);
 
@@ -50,7 +52,7 @@ struct InferenceEngine::Impl {
   std::unique_ptr<internal::TokenizerPool> tokenizers;
 };
 
-void InferenceEngine::Impl::Start() {
+void InferenceEngine::Impl::Start(std::unique_ptr<internal::GraphedForward> graphs) {
   internal::BatchLimits limits;
   limits.max_tokens = options.max_batch_tokens;
   limits.max_sequences = options.max_batch_requests;
@@ -59,7 +61,7 @@ void InferenceEngine::Impl::Start() {
       limits, options.device, model.config.type_vocab_size() > 1,
       [this](internal::FormedBatch b) { to_device.Push(std::move(b)); });
   worker = std::make_unique<internal::DeviceWorker>(
-      model.model.get(), options.device, options.amp, &to_device,
+      model.model.get(), options.device, options.amp, std::move(graphs), &to_device,
       [this](internal::ScoredBatch b) { to_complete.Push(std::move(b)); });
   completion = std::make_unique<internal::Completion>(
       model.config.num_labels(), &to_complete,
@@ -87,6 +89,7 @@ void InferenceEngine::Impl::Stop() {
 
 void InferenceEngine::Impl::BatchFinished(const BatchStats& stats) {
   counters->batches.fetch_add(1);
+  if (stats.graphed) counters->graphed_batches.fetch_add(1);
   {
     std::lock_guard<std::mutex> lock(observer_mu);
     if (observer) observer(stats);
@@ -123,8 +126,20 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(models:
     return absl::InternalError(
         absl::StrCat("inference engine: preparing the model: ", e.what_without_backtrace()));
   }
+  std::unique_ptr<internal::GraphedForward> graphs;
+  if (options.cuda_graph_max_tokens > 0) {
+    internal::GraphedForward::Options g;
+    g.max_tokens = options.cuda_graph_max_tokens;
+    g.max_batch_tokens = options.max_batch_tokens;
+    g.max_len = options.max_len;
+    g.amp = options.amp;
+    absl::StatusOr<std::unique_ptr<internal::GraphedForward>> captured =
+        internal::GraphedForward::Capture(model.model.get(), options.device, g);
+    if (!captured.ok()) return captured.status();
+    graphs = *std::move(captured);
+  }
   auto impl = std::make_unique<Impl>(std::move(model), options);
-  impl->Start();
+  impl->Start(std::move(graphs));
   return std::unique_ptr<InferenceEngine>(new InferenceEngine(std::move(impl)));
 }
 

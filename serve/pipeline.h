@@ -61,6 +61,7 @@ struct ScoredBatch {
   absl::Status error;
   int64_t tokens = 0;
   Clock::time_point launched;
+  bool graphed = false;  // the forward replayed a CUDA graph
 };
 
 }  // namespace padless::serve::internal

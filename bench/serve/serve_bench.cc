@@ -46,6 +46,7 @@ ABSL_FLAG(int64_t, max_batch_requests, 1024, "engine: sequences per device batch
 ABSL_FLAG(int64_t, max_queued, 8192, "engine: requests accepted but not finished");
 ABSL_FLAG(int64_t, submit_chunk, 64, "offline: texts per Submit call");
 ABSL_FLAG(int, tokenizer_threads, 0, "engine: tokenizer threads (0: auto)");
+ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096, "engine: CUDA graphs below this many tokens (0: off)");
 ABSL_FLAG(std::string, loads, "0.75,1.0", "online: arrival rates as fractions of offline");
 ABSL_FLAG(double, online_seconds, 8, "online: seconds of arrivals per load");
 ABSL_FLAG(std::string, lengths_out, "", "write each text's token count, one per line");
@@ -132,6 +133,7 @@ struct OnlineResult {
   double completed_per_s = 0;
   int64_t refused = 0;
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
+  double graphed_share = 0;  // of the device batches, those that replayed a CUDA graph
 };
 
 double Percentile(std::vector<double> v, double q) {
@@ -238,6 +240,7 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> MakeEngine() {
   o.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
   o.max_queued_requests = absl::GetFlag(FLAGS_max_queued);
   o.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
+  o.cuda_graph_max_tokens = absl::GetFlag(FLAGS_cuda_graph_max_tokens);
   return InferenceEngine::Load(absl::GetFlag(FLAGS_model), o);
 }
 
@@ -257,10 +260,11 @@ void PrintOnline(const OnlineResult& r, double offline_per_s, double full_batch_
       "{\"name\": \"%s\", \"mode\": \"online\", \"load\": %.2f, \"offered_per_s\": %.1f, "
       "\"completed_per_s\": %.1f, \"vs_offline\": %.3f, \"refused\": %lld, \"p50_ms\": %.2f, "
       "\"p90_ms\": %.2f, \"p99_ms\": %.2f, \"max_ms\": %.2f, \"full_batch_ms\": %.2f, "
-      "\"p99_over_full_batch\": %.2f}\n",
+      "\"p99_over_full_batch\": %.2f, \"graphed_share\": %.3f}\n",
       absl::GetFlag(FLAGS_label).c_str(), r.load, r.offered_per_s, r.completed_per_s,
       r.completed_per_s / offline_per_s, static_cast<long long>(r.refused), r.p50_ms, r.p90_ms,
-      r.p99_ms, r.max_ms, full_batch_ms, full_batch_ms > 0 ? r.p99_ms / full_batch_ms : 0.0);
+      r.p99_ms, r.max_ms, full_batch_ms, full_batch_ms > 0 ? r.p99_ms / full_batch_ms : 0.0,
+      r.graphed_share);
 }
 
 absl::Status WriteLengths(const std::vector<int64_t>& lengths, const std::string& path) {
@@ -313,9 +317,13 @@ absl::Status Run() {
     if (!absl::SimpleAtod(piece, &load) || load <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("--loads: not a positive number: ", piece));
     }
+    const padless::serve::EngineStats before = (*engine)->stats();
     OnlineResult r = RunOnline(**engine, *requests, load * offline_rate,
                                absl::GetFlag(FLAGS_online_seconds));
+    const padless::serve::EngineStats after = (*engine)->stats();
     r.load = load;
+    r.graphed_share = static_cast<double>(after.graphed_batches - before.graphed_batches) /
+                      std::max<int64_t>(1, after.batches - before.batches);
     PrintOnline(r, offline_rate, batch_times.MeanMs());
     std::fflush(stdout);
   }

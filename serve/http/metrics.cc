@@ -95,6 +95,8 @@ std::string ServerMetrics::Render(const EngineGauges& engine, bool ready) const 
   Scalar(&out, "padless_engine_completed_total", "counter", "Requests finished", engine.completed);
   Scalar(&out, "padless_engine_cancelled_total", "counter", "Requests cancelled", engine.cancelled);
   Scalar(&out, "padless_engine_batches_total", "counter", "Device batches run", engine.batches);
+  Scalar(&out, "padless_engine_graphed_batches_total", "counter",
+         "Device batches that replayed a CUDA graph", engine.graphed_batches);
   Scalar(&out, "padless_ready", "gauge", "1 while serving; 0 while loading or draining",
          ready ? 1 : 0);
   return out;

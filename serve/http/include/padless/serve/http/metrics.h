@@ -32,6 +32,7 @@ struct EngineGauges {
   int64_t completed = 0;
   int64_t cancelled = 0;
   int64_t batches = 0;
+  int64_t graphed_batches = 0;
 };
 
 class ServerMetrics {

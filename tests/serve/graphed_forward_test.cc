@@ -1,0 +1,184 @@
+// CUDA graphs in the engine (serve/graphed_forward.h): a replay equals the eager forward of the
+// same batch within bf16 rounding, for [CLS] and mean pooling, at bucket edges, after batches that
+// left other tokens in the bucket; batches no bucket holds (too many sequences, token types) are
+// left to the eager forward; the engine counts graphed batches and gives the same answers with
+// graphs on and off; options are checked. The replay cases need a GPU and skip without one.
+#include "graphed_forward.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "padless/batching/collator.h"
+#include "padless/model_files/model_io.h"
+#include "padless/serve/inference_engine.h"
+#include "serve_fixtures.h"
+
+namespace padless::serve {
+namespace {
+
+using internal::GraphedForward;
+
+// One request through the engine, as its own submission.
+absl::StatusOr<Classification> ClassifyOne(InferenceEngine& engine, const ClassifyRequest& r) {
+  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got =
+      engine.Classify(absl::MakeConstSpan(&r, 1));
+  if (!got.ok()) return got.status();
+  return std::move((*got)[0]);
+}
+
+// Sequences of the given lengths with seeded random ids as one kVarlen batch on the GPU, as the
+// batch former builds it (token types with `types`).
+batching::Batch RandomBatch(const std::vector<int64_t>& lengths, int64_t vocab, uint64_t seed,
+                            bool types = false) {
+  at::manual_seed(seed);
+  std::vector<tokenize::Encoding> encodings(lengths.size());
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    at::Tensor ids = at::randint(vocab, {lengths[i]}, at::kInt);
+    encodings[i].ids.assign(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + lengths[i]);
+    if (types) encodings[i].type_ids.assign(lengths[i], 1);
+  }
+  std::vector<const tokenize::Encoding*> sequences;
+  for (const tokenize::Encoding& e : encodings) sequences.push_back(&e);
+  batching::CollatorOptions options;
+  options.pin_memory = true;
+  return batching::Collator(options).CollateVarlen(sequences, types)->To(at::Device(at::kCUDA));
+}
+
+class GraphedForwardTest : public ::testing::TestWithParam<models::Pooling> {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+    config_ = testing::SmallConfig(/*vocab=*/90, /*labels=*/3).pooling(GetParam());
+    at::manual_seed(11);
+    model_ = models::EncoderClassifier(config_);
+    model_->to(at::Device(at::kCUDA));
+    model_->eval();
+    model_->PrepareInference(at::kBFloat16);
+  }
+
+  // The device worker's eager forward: inference mode, bf16 autocast, fp32 logits.
+  at::Tensor Eager(const batching::Batch& b) {
+    c10::InferenceMode inference;
+    models::AutocastGuard autocast(at::kCUDA, models::AmpMode::kBf16);
+    return model_->forward(b).to(at::kFloat);
+  }
+
+  // A replay of `lengths`, checked against the eager forward; false when no bucket held it.
+  bool ReplayMatches(GraphedForward& graphs, const std::vector<int64_t>& lengths, uint64_t seed) {
+    const batching::Batch b = RandomBatch(lengths, config_.vocab_size(), seed);
+    std::optional<GraphedForward::Result> r;
+    {
+      c10::InferenceMode inference;
+      r = graphs.Run(b, lengths);
+    }
+    if (!r.has_value()) return false;
+    const at::Tensor want = Eager(b).cpu();
+    const at::Tensor got = r->logits.cpu();
+    const at::Tensor probabilities = r->probabilities.cpu();
+    EXPECT_EQ(got.sizes(), want.sizes());
+    // bf16 logits: the replay computes B rows where the eager forward computes T, and cuBLAS may
+    // pick other kernels for them; the model's logits are O(1).
+    EXPECT_LT((got - want).abs().max().item<double>(), 3e-2) << "lengths[0] " << lengths[0];
+    EXPECT_LT((probabilities - at::softmax(want, 1)).abs().max().item<double>(), 1e-2);
+    EXPECT_TRUE(at::isfinite(got).all().item<bool>());
+    return true;
+  }
+
+  models::EncoderConfig config_;
+  models::EncoderClassifier model_{nullptr};
+};
+
+TEST_P(GraphedForwardTest, ReplaysMatchTheEagerForward) {
+  GraphedForward::Options options;
+  options.max_tokens = 512;
+  options.max_len = 32;
+  absl::StatusOr<std::unique_ptr<GraphedForward>> graphs =
+      GraphedForward::Capture(model_.get(), at::Device(at::kCUDA), options);
+  ASSERT_TRUE(graphs.ok()) << graphs.status();
+  EXPECT_EQ((*graphs)->BucketTokens(), (std::vector<int64_t>{128, 256, 512}));
+  // Largest first, so later batches run over tokens earlier ones left in the buckets.
+  EXPECT_TRUE(ReplayMatches(**graphs, std::vector<int64_t>(31, 16), 1));   // 496 tokens: 512
+  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 32}, 2));               // 128 tokens: 256
+  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 31}, 3));               // 127: bucket 128
+  EXPECT_TRUE(ReplayMatches(**graphs, {30, 2, 17}, 4));
+  EXPECT_TRUE(ReplayMatches(**graphs, {5}, 5));
+  EXPECT_TRUE(ReplayMatches(**graphs, {2, 2, 2, 2, 2, 2, 2, 2}, 6));  // the 128 bucket's capacity
+  EXPECT_TRUE(ReplayMatches(**graphs, std::vector<int64_t>(9, 2), 7));  // 9 > 8: the 256 bucket
+  EXPECT_TRUE(ReplayMatches(**graphs, {5}, 5));                         // the same again
+  // No bucket: more tokens than the largest holds, or more sequences.
+  EXPECT_FALSE(ReplayMatches(**graphs, std::vector<int64_t>(16, 32), 8));  // 512 tokens
+  EXPECT_FALSE(ReplayMatches(**graphs, std::vector<int64_t>(33, 3), 9));   // 33 > 32 sequences
+}
+
+TEST_P(GraphedForwardTest, PairsWithTokenTypesRunEagerly) {
+  GraphedForward::Options options;
+  options.max_tokens = 256;
+  options.max_len = 32;
+  absl::StatusOr<std::unique_ptr<GraphedForward>> graphs =
+      GraphedForward::Capture(model_.get(), at::Device(at::kCUDA), options);
+  ASSERT_TRUE(graphs.ok()) << graphs.status();
+  const batching::Batch b = RandomBatch({6, 9}, config_.vocab_size(), 3, /*types=*/true);
+  c10::InferenceMode inference;
+  EXPECT_FALSE((*graphs)->Run(b, std::vector<int64_t>{6, 9}).has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Poolings, GraphedForwardTest,
+                         ::testing::Values(models::Pooling::kCls, models::Pooling::kMean));
+
+// Through the engine: single texts one at a time replay graphs (bf16 and fp8), and their answers
+// equal those of the same engine with graphs off; pairs run eagerly.
+TEST(GraphedEngineTest, GraphsOnAndOffGiveTheSameAnswers) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+  const std::string dir = testing::WriteSmallModelDir("graphed_engine");
+  for (models::AmpMode amp : {models::AmpMode::kBf16, models::AmpMode::kFp8}) {
+    EngineOptions on;
+    on.device = at::Device(at::kCUDA);
+    on.amp = amp;
+    EngineOptions off = on;
+    off.cuda_graph_max_tokens = 0;
+    std::unique_ptr<InferenceEngine> graphed = *InferenceEngine::Load(dir, on);
+    std::unique_ptr<InferenceEngine> eager = *InferenceEngine::Load(dir, off);
+    EXPECT_EQ(graphed->options().cuda_graph_max_tokens, 4096);
+    for (int k = 0; k < 12; ++k) {
+      const ClassifyRequest r{testing::Words(1 + 3 * k, k), std::nullopt, true};
+      absl::StatusOr<Classification> g = ClassifyOne(*graphed, r);
+      absl::StatusOr<Classification> e = ClassifyOne(*eager, r);
+      ASSERT_TRUE(g.ok() && e.ok()) << g.status() << " " << e.status();
+      for (size_t j = 0; j < e->probabilities.size(); ++j) {
+        EXPECT_NEAR(g->probabilities[j], e->probabilities[j], 1e-2) << "text " << k;
+        EXPECT_NEAR(g->scores[j], e->scores[j], 3e-2) << "text " << k;
+      }
+      EXPECT_EQ(g->tokens, e->tokens);
+    }
+    EXPECT_EQ(graphed->stats().graphed_batches, graphed->stats().batches);
+    EXPECT_EQ(eager->stats().graphed_batches, 0);
+    const int64_t before = graphed->stats().graphed_batches;
+    ASSERT_TRUE(ClassifyOne(*graphed, ClassifyRequest{"a good film", "not bad", true}).ok());
+    EXPECT_EQ(graphed->stats().graphed_batches, before);  // a pair: token types, eager
+  }
+}
+
+// Off the GPU and in fp32 graphs are off; a negative bound is an error.
+TEST(GraphedEngineTest, OptionsResolveAndCheck) {
+  const std::string dir = testing::WriteSmallModelDir("graphed_options");
+  absl::StatusOr<std::unique_ptr<InferenceEngine>> cpu = InferenceEngine::Load(dir, {});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_EQ((*cpu)->options().cuda_graph_max_tokens, 0);
+  EngineOptions bad;
+  bad.cuda_graph_max_tokens = -1;
+  absl::StatusOr<std::unique_ptr<InferenceEngine>> e = InferenceEngine::Load(dir, bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
+  EXPECT_NE(e.status().message().find("cuda_graph_max_tokens"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace padless::serve
