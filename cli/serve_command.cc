@@ -186,10 +186,10 @@ void PrintStartupLine(const http::ServerInfo& info, const std::string& host, int
                 "labels=%d max_input_length=%d max_batch_tokens=%d max_batch_requests=%d "
                 "max_batch_delay_us=%d max_concurrent_requests=%d max_client_batch_size=%d "
                 "tokenizer_threads=%d cuda_graph_max_tokens=%d http_threads=%d body_limit=%d\n",
-                host, port, info.model_id, info.device, PrecisionName(o),
-                info.labels.size(), info.max_input_length, info.max_batch_tokens,
-                info.max_batch_requests, o.max_batch_delay.count(), info.max_concurrent_requests,
-                info.max_client_batch_size, info.tokenization_workers, o.cuda_graph_max_tokens,
+                host, port, info.model_id, info.device, PrecisionName(o), info.labels.size(),
+                info.max_input_length, info.max_batch_tokens, info.max_batch_requests,
+                o.max_batch_delay.count(), info.max_concurrent_requests, info.max_client_batch_size,
+                info.tokenization_workers, o.cuda_graph_max_tokens,
                 absl::GetFlag(FLAGS_http_threads), absl::GetFlag(FLAGS_body_limit));
 }
 

@@ -13,8 +13,8 @@
 #include <memory>
 #include <thread>
 
-#include "padless/models/autocast.h"
 #include "graphed_forward.h"
+#include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "pipeline.h"
 #include "work_queue.h"

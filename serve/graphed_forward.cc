@@ -43,9 +43,10 @@ absl::StatusOr<std::unique_ptr<GraphedForward>> GraphedForward::Capture(
     }
     c10::cuda::getCurrentCUDAStream().synchronize();
   } catch (const c10::Error& e) {
-    return absl::InternalError(absl::StrCat(
-        "CUDA graphs: capturing the forward of a ", tokens, "-token batch failed (a graph max of "
-        "0 tokens turns graphs off): ", e.what_without_backtrace()));
+    return absl::InternalError(absl::StrCat("CUDA graphs: capturing the forward of a ", tokens,
+                                            "-token batch failed (a graph max of "
+                                            "0 tokens turns graphs off): ",
+                                            e.what_without_backtrace()));
   }
   return g;
 }
@@ -100,8 +101,8 @@ void GraphedForward::CaptureBucket(Bucket& bucket, Pool pool) {
 
 at::Tensor GraphedForward::CuSeqlens(const Bucket& bucket, absl::Span<const int64_t> lengths,
                                      int64_t real_tokens) {
-  at::Tensor cu = at::empty({bucket.slots + 1},
-                            at::TensorOptions().dtype(at::kInt).pinned_memory(true));
+  at::Tensor cu =
+      at::empty({bucket.slots + 1}, at::TensorOptions().dtype(at::kInt).pinned_memory(true));
   int32_t* c = cu.data_ptr<int32_t>();
   const int64_t n = static_cast<int64_t>(lengths.size());
   c[0] = 0;
@@ -109,8 +110,8 @@ at::Tensor GraphedForward::CuSeqlens(const Bucket& bucket, absl::Span<const int6
   // Absorbers of max_seqlen tokens from T on; once the bucket is covered, empty sequences at
   // B - 1, and the last slot ends at B (so it holds at least token B - 1).
   for (int64_t j = 1; n + j < bucket.slots; ++j) {
-    c[n + j] = static_cast<int32_t>(
-        std::min(real_tokens + j * bucket.max_seqlen, bucket.tokens - 1));
+    c[n + j] =
+        static_cast<int32_t>(std::min(real_tokens + j * bucket.max_seqlen, bucket.tokens - 1));
   }
   c[bucket.slots] = static_cast<int32_t>(bucket.tokens);
   return cu;

@@ -46,7 +46,8 @@ ABSL_FLAG(int64_t, max_batch_requests, 1024, "engine: sequences per device batch
 ABSL_FLAG(int64_t, max_queued, 8192, "engine: requests accepted but not finished");
 ABSL_FLAG(int64_t, submit_chunk, 64, "offline: texts per Submit call");
 ABSL_FLAG(int, tokenizer_threads, 0, "engine: tokenizer threads (0: auto)");
-ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096, "engine: CUDA graphs below this many tokens (0: off)");
+ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096,
+          "engine: CUDA graphs below this many tokens (0: off)");
 ABSL_FLAG(std::string, loads, "0.75,1.0", "online: arrival rates as fractions of offline");
 ABSL_FLAG(double, online_seconds, 8, "online: seconds of arrivals per load");
 ABSL_FLAG(std::string, lengths_out, "", "write each text's token count, one per line");

@@ -101,8 +101,8 @@ void HttpServer::HandleMetrics(httplib::Response& res) {
   EngineGauges gauges;
   if (has_engine_.load()) {
     const EngineStats s = engine_->stats();
-    gauges = {s.queued, s.accepted, s.rejected, s.completed, s.cancelled, s.batches,
-              s.graphed_batches};
+    gauges = {s.queued,    s.accepted, s.rejected,       s.completed,
+              s.cancelled, s.batches,  s.graphed_batches};
   }
   res.set_content(metrics_.Render(gauges, ready()), "text/plain; version=0.0.4");
 }

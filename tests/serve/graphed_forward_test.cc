@@ -105,12 +105,12 @@ TEST_P(GraphedForwardTest, ReplaysMatchTheEagerForward) {
   ASSERT_TRUE(graphs.ok()) << graphs.status();
   EXPECT_EQ((*graphs)->BucketTokens(), (std::vector<int64_t>{128, 256, 512}));
   // Largest first, so later batches run over tokens earlier ones left in the buckets.
-  EXPECT_TRUE(ReplayMatches(**graphs, std::vector<int64_t>(31, 16), 1));   // 496 tokens: 512
-  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 32}, 2));               // 128 tokens: 256
-  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 31}, 3));               // 127: bucket 128
+  EXPECT_TRUE(ReplayMatches(**graphs, std::vector<int64_t>(31, 16), 1));  // 496 tokens: 512
+  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 32}, 2));              // 128 tokens: 256
+  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 31}, 3));              // 127: bucket 128
   EXPECT_TRUE(ReplayMatches(**graphs, {30, 2, 17}, 4));
   EXPECT_TRUE(ReplayMatches(**graphs, {5}, 5));
-  EXPECT_TRUE(ReplayMatches(**graphs, {2, 2, 2, 2, 2, 2, 2, 2}, 6));  // the 128 bucket's capacity
+  EXPECT_TRUE(ReplayMatches(**graphs, {2, 2, 2, 2, 2, 2, 2, 2}, 6));    // the 128 bucket's capacity
   EXPECT_TRUE(ReplayMatches(**graphs, std::vector<int64_t>(9, 2), 7));  // 9 > 8: the 256 bucket
   EXPECT_TRUE(ReplayMatches(**graphs, {5}, 5));                         // the same again
   // No bucket: more tokens than the largest holds, or more sequences.

@@ -44,8 +44,7 @@ TEST(ServeCliTest, BadLimitsAreUsageErrors) {
        "--max-batch-tokens must be >= --max-len (128)"},
       {{"--model", model, "--max-batch-delay-us", "-1"}, "--max-batch-delay-us must be >= 0"},
       {{"--model", model, "--body-limit", "0"}, "--body-limit must be >= 1"},
-      {{"--model", model, "--cuda-graph-max-tokens", "-1"},
-       "--cuda-graph-max-tokens must be >= 0"},
+      {{"--model", model, "--cuda-graph-max-tokens", "-1"}, "--cuda-graph-max-tokens must be >= 0"},
   });
 }
 
