@@ -1,6 +1,7 @@
-// Data-parallel `padless train`: the flags --nproc-per-node, --grad-comm and --dist-timeout, the
-// local launcher (the command re-executes itself as N workers) and joining the job that torchrun,
-// srun or the launcher described in the environment. The work is in padless/distributed/.
+// Data-parallel `padless train`: the flags --nproc-per-node, --nnodes, --node-rank, --master-addr,
+// --master-port, --grad-comm and --dist-timeout, the local launcher (the command re-executes
+// itself as N workers on this node) and joining the job that torchrun, srun or the launcher
+// described in the environment. The work is in padless/distributed/.
 #ifndef PADLESS_CLI_DISTRIBUTED_TRAIN_H_
 #define PADLESS_CLI_DISTRIBUTED_TRAIN_H_
 
@@ -12,11 +13,18 @@
 namespace padless::cli {
 
 // The flag names `padless train` accepts for this (Subcommand::flags).
-inline constexpr const char* kDistributedFlags[] = {"nproc_per_node", "grad_comm", "dist_timeout"};
+inline constexpr const char* kDistributedFlags[] = {
+    "nproc_per_node", "nnodes", "node_rank", "master_addr", "master_port", "grad_comm",
+    "dist_timeout"};
+
+// The flags above in range and consistent (a job of several nodes names where its ranks meet);
+// InvalidArgument in the flags' words. Before any path is looked at.
+absl::Status CheckDistributedFlags();
 
 // With --nproc-per-node N (N >= 1, and no WORLD_SIZE in the environment yet): runs this very
-// command N times as local workers and returns the exit code (0, or 1 after naming the failed
-// rank and its error). Otherwise nullopt: this process trains itself.
+// command N times as this node's workers (node --node-rank of --nnodes, meeting at --master-addr
+// and --master-port) and returns the exit code (0, or 1 after naming the failed rank and its
+// error). Otherwise nullopt: this process trains itself. CheckDistributedFlags() first.
 std::optional<int> RunLocalWorkersIfAsked();
 
 // Reads torchrun's variables; in a job of several ranks, joins it (NCCL on CUDA:LOCAL_RANK, Gloo

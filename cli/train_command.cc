@@ -259,6 +259,11 @@ nlohmann::json TrainMetricsJson(const models::TrainJobResult& r) {
   metrics["accuracy"] = r.dev ? nlohmann::json(r.dev->metrics.accuracy) : nlohmann::json();
   metrics["macro_f1"] = r.dev ? nlohmann::json(r.dev->metrics.macro_f1) : nlohmann::json();
   if (r.dev) metrics["dev_examples"] = r.dev->metrics.examples;
+  metrics["distributed"] = {{"world_size", t.world_size},
+                            {"nodes", t.nodes},
+                            {"backend", t.backend},
+                            {"rank_max_tokens", t.rank_max_tokens},
+                            {"rank_batch_size", t.rank_batch_size}};
   return metrics;
 }
 
@@ -298,6 +303,7 @@ int RunTrain(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   absl::StatusOr<models::TrainJobOptions> job = TrainJobFromFlags();
   if (!job.ok()) return Usage(kCmd, job.status().message());
+  if (absl::Status s = CheckDistributedFlags(); !s.ok()) return Usage(kCmd, s.message());
   if (absl::Status s = CheckPathFlags(TrainPaths(*job)); !s.ok()) return Fail(kCmd, s);
   if (std::optional<int> launched = RunLocalWorkersIfAsked()) return *launched;
   if (absl::Status s = JoinDataParallelJob(*job); !s.ok()) {
@@ -512,7 +518,11 @@ const Subcommand kTrainCommand = {
      "head_fraction",
      kDistributedFlags[0],
      kDistributedFlags[1],
-     kDistributedFlags[2]},
+     kDistributedFlags[2],
+     kDistributedFlags[3],
+     kDistributedFlags[4],
+     kDistributedFlags[5],
+     kDistributedFlags[6]},
     RunTrain};
 
 const Subcommand kEvalCommand = {

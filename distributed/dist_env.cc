@@ -44,6 +44,14 @@ absl::StatusOr<DistEnv> DistEnvFromEnvironment(const GetEnv& getenv_in) {
   absl::StatusOr<int> local = IntVariable(getenv, "LOCAL_RANK", 0, 1 << 20, false, env.rank);
   if (!local.ok()) return local.status();
   env.local_rank = *local;
+  absl::StatusOr<int> local_world =
+      IntVariable(getenv, "LOCAL_WORLD_SIZE", 1, env.world_size, false, env.world_size);
+  if (!local_world.ok()) return local_world.status();
+  env.local_world_size = *local_world;
+  absl::StatusOr<int> node =
+      IntVariable(getenv, "GROUP_RANK", 0, 1 << 20, false, env.rank / env.local_world_size);
+  if (!node.ok()) return node.status();
+  env.node_rank = *node;
   absl::StatusOr<int> port = IntVariable(getenv, "MASTER_PORT", 1, 65535, env.distributed(), 29500);
   if (!port.ok()) return port.status();
   env.master_port = *port;

@@ -28,6 +28,7 @@ namespace padless::distributed {
 namespace {
 
 struct Worker {
+  int rank = 0;  // in the job (RANK)
   pid_t pid = -1;
   int stderr_fd = -1;   // read end; -1 once closed
   std::string partial;  // stderr text after the last newline
@@ -36,13 +37,20 @@ struct Worker {
   int status = 0;
 };
 
-std::vector<std::string> WorkerEnvironment(int rank, int nproc, int port) {
-  std::vector<std::string> vars = {absl::StrCat("RANK=", rank),
-                                   absl::StrCat("LOCAL_RANK=", rank),
-                                   absl::StrCat("WORLD_SIZE=", nproc),
+// The variables the launcher sets; the rest of its environment passes through.
+constexpr const char* kJobVariables[] = {"RANK",       "LOCAL_RANK",  "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                                         "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"};
+
+// Local worker `local` of the job `o` describes (the address and port resolved).
+std::vector<std::string> WorkerEnvironment(int local, const LaunchOptions& o) {
+  const int nproc = o.nproc;
+  std::vector<std::string> vars = {absl::StrCat("RANK=", o.node_rank * nproc + local),
+                                   absl::StrCat("LOCAL_RANK=", local),
+                                   absl::StrCat("WORLD_SIZE=", o.nnodes * nproc),
                                    absl::StrCat("LOCAL_WORLD_SIZE=", nproc),
-                                   "MASTER_ADDR=127.0.0.1",
-                                   absl::StrCat("MASTER_PORT=", port)};
+                                   absl::StrCat("GROUP_RANK=", o.node_rank),
+                                   absl::StrCat("MASTER_ADDR=", o.master_addr),
+                                   absl::StrCat("MASTER_PORT=", o.master_port)};
   // As torchrun does: unless the user chose, N workers share the cores instead of each starting
   // one OpenMP thread per core (which spin against each other).
   if (std::getenv("OMP_NUM_THREADS") == nullptr) {
@@ -52,21 +60,22 @@ std::vector<std::string> WorkerEnvironment(int rank, int nproc, int port) {
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string v = *e;
     const std::string name = v.substr(0, v.find('='));
-    if (name != "RANK" && name != "LOCAL_RANK" && name != "WORLD_SIZE" &&
-        name != "LOCAL_WORLD_SIZE" && name != "MASTER_ADDR" && name != "MASTER_PORT") {
+    if (std::find(std::begin(kJobVariables), std::end(kJobVariables), name) ==
+        std::end(kJobVariables)) {
       vars.push_back(v);
     }
   }
   return vars;
 }
 
-absl::Status Spawn(const std::vector<std::string>& argv, int rank, int nproc, int port, Worker& w) {
+absl::Status Spawn(const std::vector<std::string>& argv, int local, const LaunchOptions& o,
+                   Worker& w) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("launcher: pipe failed");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  std::vector<std::string> env = WorkerEnvironment(rank, nproc, port);
+  std::vector<std::string> env = WorkerEnvironment(local, o);
   std::vector<char*> envp, args;
   for (std::string& v : env) envp.push_back(v.data());
   envp.push_back(nullptr);
@@ -79,14 +88,15 @@ absl::Status Spawn(const std::vector<std::string>& argv, int rank, int nproc, in
   if (rc != 0) {
     close(fds[0]);
     return absl::InternalError(
-        absl::StrCat("launcher: cannot start rank ", rank, " (", argv[0], "): ", strerror(rc)));
+        absl::StrCat("launcher: cannot start rank ", o.node_rank * o.nproc + local, " (", argv[0],
+                     "): ", strerror(rc)));
   }
   w.stderr_fd = fds[0];
   return absl::OkStatus();
 }
 
 // Forwards complete lines of `w`'s stderr with the rank prefix; closes the pipe at EOF.
-void Drain(Worker& w, int rank) {
+void Drain(Worker& w) {
   char buf[4096];
   const ssize_t n = read(w.stderr_fd, buf, sizeof(buf));
   if (n <= 0) {
@@ -100,7 +110,7 @@ void Drain(Worker& w, int rank) {
   while ((nl = w.partial.find('\n')) != std::string::npos) {
     const std::string line = w.partial.substr(0, nl);
     w.partial.erase(0, nl + 1);
-    absl::FPrintF(stderr, "[rank %d] %s\n", rank, line);
+    absl::FPrintF(stderr, "[rank %d] %s\n", w.rank, line);
     if (!line.empty()) w.last_line = line;
   }
 }
@@ -125,7 +135,7 @@ void PollOnce(std::vector<Worker>& workers) {
   }
   if (!fds.empty() && poll(fds.data(), fds.size(), 100) > 0) {
     for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) Drain(workers[ranks[i]], ranks[i]);
+      if (fds[i].revents != 0) Drain(workers[ranks[i]]);
     }
   } else if (fds.empty()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -168,7 +178,7 @@ int RootCause(std::vector<Worker>& workers, int first) {
     PollOnce(workers);
   }
   for (size_t r = 0; r < workers.size(); ++r) {
-    while (workers[r].done && workers[r].stderr_fd >= 0) Drain(workers[r], static_cast<int>(r));
+    while (workers[r].done && workers[r].stderr_fd >= 0) Drain(workers[r]);
   }
   for (size_t r = 0; r < workers.size(); ++r) {
     if (Failed(workers[r]) && !absl::StrContains(workers[r].last_line, kPeerFailed)) {
@@ -195,13 +205,39 @@ int FreeLocalPort() {
   return port;
 }
 
+namespace {
+
+// The job's shape checked, and for one node the address and port filled in.
+absl::Status ResolveJob(LaunchOptions& o) {
+  if (o.nproc < 1) return absl::InvalidArgumentError("launcher: nproc must be >= 1");
+  if (o.nnodes < 1) return absl::InvalidArgumentError("launcher: nnodes must be >= 1");
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes) {
+    return absl::InvalidArgumentError(absl::StrCat("launcher: node_rank must be in [0, ",
+                                                   o.nnodes, "), got ", o.node_rank));
+  }
+  if (o.master_port < 0 || o.master_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("launcher: master_port must be in [1, 65535], got ", o.master_port));
+  }
+  if (o.nnodes > 1 && (o.master_addr.empty() || o.master_port == 0)) {
+    return absl::InvalidArgumentError(
+        "launcher: a job of several nodes needs rank 0's address and port (master_addr, "
+        "master_port), the same on every node");
+  }
+  if (o.master_addr.empty()) o.master_addr = "127.0.0.1";
+  if (o.master_port == 0) o.master_port = FreeLocalPort();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOptions options) {
-  if (options.nproc < 1) return absl::InvalidArgumentError("launcher: nproc must be >= 1");
+  if (absl::Status s = ResolveJob(options); !s.ok()) return s;
   if (argv.empty()) return absl::InvalidArgumentError("launcher: no program to run");
-  const int port = FreeLocalPort();
   std::vector<Worker> workers(options.nproc);
   for (int r = 0; r < options.nproc; ++r) {
-    if (absl::Status s = Spawn(argv, r, options.nproc, port, workers[r]); !s.ok()) {
+    workers[r].rank = options.node_rank * options.nproc + r;
+    if (absl::Status s = Spawn(argv, r, options, workers[r]); !s.ok()) {
       workers.resize(r);
       TerminateOthers(workers, options.grace);
       return s;
@@ -223,7 +259,7 @@ absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOpti
       for (int r = 0; r < options.nproc; ++r) {
         if (workers[r].stderr_fd >= 0) {
           open = true;
-          Drain(workers[r], r);
+          Drain(workers[r]);
         }
       }
       if (!open) break;
@@ -233,10 +269,11 @@ absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOpti
   failed = RootCause(workers, failed);
   TerminateOthers(workers, options.grace);
   for (int r = 0; r < options.nproc; ++r) {
-    while (workers[r].stderr_fd >= 0) Drain(workers[r], r);
+    while (workers[r].stderr_fd >= 0) Drain(workers[r]);
   }
   const Worker& w = workers[failed];
-  return absl::AbortedError(absl::StrCat("rank ", failed, " of ", options.nproc, " failed (",
+  return absl::AbortedError(absl::StrCat("rank ", w.rank, " of ", options.nnodes * options.nproc,
+                                         " failed (",
                                          HowItEnded(w.status),
                                          "): ", w.last_line.empty() ? "(no output)" : w.last_line));
 }

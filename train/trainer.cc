@@ -346,8 +346,11 @@ absl::Status TrainingRun::StartDataParallel() {
   if (config_.progress() && dp.rank() == 0) {
     absl::StatusOr<batching::EpochPlan> epoch = planner_.PlanEpoch(lengths_, 0, dp.world_size());
     if (!epoch.ok()) return epoch.status();
-    absl::FPrintF(stderr, "data parallel: %d ranks (%s); %s\n", dp.world_size(),
-                  dp.group->backend_name(),
+    const int64_t budget = planner_.options().max_tokens();
+    absl::FPrintF(stderr, "data parallel: %d ranks on %d node%s (%s), %s a batch per rank; %s\n",
+                  dp.world_size(), dp.nodes(), dp.nodes() == 1 ? "" : "s", dp.backend(),
+                  budget > 0 ? absl::StrCat(budget, " tokens")
+                             : absl::StrCat(planner_.options().batch_size(), " sequences"),
                   batching::MeasureShardBalance(*epoch, config_.grad_accum()).Summary());
   }
   return absl::OkStatus();
@@ -581,6 +584,12 @@ absl::StatusOr<TrainResult> TrainingRun::Finish() {
     }
   }
   result_.steps = state_.global_step;
+  const distributed::DataParallel& dp = config_.data_parallel();
+  result_.world_size = dp.world_size();
+  result_.nodes = dp.nodes();
+  result_.backend = dp.backend();
+  result_.rank_max_tokens = planner_.options().max_tokens();
+  result_.rank_batch_size = planner_.options().batch_size();
   result_.final_loss = log_->final_loss();
   result_.best_step = state_.best_step;
   result_.train_seconds = log_->elapsed_seconds();

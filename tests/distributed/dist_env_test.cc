@@ -37,6 +37,34 @@ TEST(DistEnvTest, ReadsTorchrunVariables) {
   EXPECT_EQ(env->local_rank, 1);
   EXPECT_EQ(env->master_addr, "node0");
   EXPECT_EQ(env->master_port, 29511);
+  EXPECT_EQ(env->local_world_size, 8);  // unset: one node
+  EXPECT_EQ(env->node_rank, 0);
+  EXPECT_EQ(env->nodes(), 1);
+}
+
+// torchrun across nodes: LOCAL_WORLD_SIZE ranks a node, GROUP_RANK the node (or derived).
+TEST(DistEnvTest, ReadsTheNodeLayout) {
+  std::map<std::string, std::string> vars = {{"RANK", "5"},          {"WORLD_SIZE", "8"},
+                                             {"LOCAL_RANK", "1"},    {"LOCAL_WORLD_SIZE", "4"},
+                                             {"MASTER_ADDR", "n0"},  {"MASTER_PORT", "29500"},
+                                             {"GROUP_RANK", "1"}};
+  absl::StatusOr<DistEnv> env = Read(vars);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->local_world_size, 4);
+  EXPECT_EQ(env->node_rank, 1);
+  EXPECT_EQ(env->nodes(), 2);
+  vars.erase("GROUP_RANK");
+  env = Read(vars);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->node_rank, 1);  // rank 5 / 4 ranks a node
+  for (const char* bad : {"0", "9", "x"}) {
+    vars["LOCAL_WORLD_SIZE"] = bad;
+    env = Read(vars);
+    ASSERT_FALSE(env.ok()) << bad;
+    EXPECT_NE(env.status().message().find(std::string("LOCAL_WORLD_SIZE='") + bad),
+              std::string::npos)
+        << env.status();
+  }
 }
 
 TEST(DistEnvTest, ErrorsNameTheVariable) {

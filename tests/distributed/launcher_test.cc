@@ -1,5 +1,5 @@
-// LaunchLocalWorkers: torchrun's variables reach every worker; a failing worker ends the job at
-// once (the others are terminated, no hang) with an error naming its rank and its last line.
+// LaunchLocalWorkers: torchrun's variables reach every worker, on one node or on two launched
+// apart; a failing worker ends the job at once (the others are terminated, no hang) with an error naming its rank and its last line.
 #include "padless/distributed/local_launcher.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "trainer_fixtures.h"
@@ -34,6 +36,37 @@ TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
   }
 }
 
+// Two "nodes" of two workers each on this machine, each node its own launcher, as two hosts
+// would run them: global ranks, node ranks and the same meeting point.
+TEST(LocalLauncherTest, TwoNodesGetTorchrunsMultiNodeEnvironment) {
+  models::testing::TempDir dir;
+  const std::string script = "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK "
+                             "$MASTER_ADDR $MASTER_PORT > " +
+                             dir.str() + "/rank.$RANK";
+  const int port = FreeLocalPort();
+  std::vector<absl::Status> results(2);
+  std::vector<std::thread> nodes;
+  for (int node = 0; node < 2; ++node) {
+    nodes.emplace_back([&, node] {
+      LaunchOptions o = Workers(2);
+      o.nnodes = 2;
+      o.node_rank = node;
+      o.master_addr = "127.0.0.1";
+      o.master_port = port;
+      results[node] = LaunchLocalWorkers({"/bin/sh", "-c", script}, o);
+    });
+  }
+  for (std::thread& t : nodes) t.join();
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  ASSERT_TRUE(results[1].ok()) << results[1];
+  for (int r = 0; r < 4; ++r) {
+    std::ifstream in(dir.file("rank." + std::to_string(r)));
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), absl::StrCat(r, " ", r % 2, " 4 2 ", r / 2, " 127.0.0.1 ", port, "\n"));
+  }
+}
+
 TEST(LocalLauncherTest, AFailingWorkerEndsTheJobAndIsNamed) {
   LaunchOptions options = Workers(3);
   options.grace = std::chrono::seconds(2);
@@ -53,6 +86,19 @@ TEST(LocalLauncherTest, AFailingWorkerEndsTheJobAndIsNamed) {
 TEST(LocalLauncherTest, BadArguments) {
   EXPECT_TRUE(absl::IsInvalidArgument(LaunchLocalWorkers({}, LaunchOptions{})));
   EXPECT_TRUE(absl::IsInvalidArgument(LaunchLocalWorkers({"/bin/true"}, Workers(0))));
+  LaunchOptions o = Workers(1);
+  o.nnodes = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(LaunchLocalWorkers({"/bin/true"}, o)));
+  o.nnodes = 2;
+  o.node_rank = 2;
+  EXPECT_TRUE(absl::IsInvalidArgument(LaunchLocalWorkers({"/bin/true"}, o)));
+  o.node_rank = 1;  // several nodes without the meeting point
+  const absl::Status s = LaunchLocalWorkers({"/bin/true"}, o);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("master_addr"), std::string::npos) << s;
+  o.master_addr = "127.0.0.1";
+  o.master_port = 70000;
+  EXPECT_TRUE(absl::IsInvalidArgument(LaunchLocalWorkers({"/bin/true"}, o)));
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // `padless train --nproc-per-node 2` on the CPU (Gloo): the job trains, rank 0 alone writes the
 // model, the log and the checkpoints, which a single process refuses to resume; a worker killed in
 // the middle of a checkpoint write (PADLESS_FAULT_INJECT) fails the whole job at once, naming the
-// rank; --resume then finishes the run from the last complete checkpoint, on both ranks.
+// rank; --resume then finishes the run from the last complete checkpoint, on both ranks. Two
+// launchers as two nodes train as one node of four; the launcher's flags are checked first.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -72,7 +75,9 @@ TEST(TrainCliDistTest, TwoLocalWorkersTrainAndRankZeroWrites) {
   args.insert(args.end(), {"--metrics-json", dir + "/m.json"});
   const CliResult r = RunPadless(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(absl::StrContains(r.err, "[rank 0] data parallel: 2 ranks (gloo)")) << r.err;
+  EXPECT_TRUE(absl::StrContains(
+      r.err, "[rank 0] data parallel: 2 ranks on 1 node (gloo), 192 tokens a batch per rank"))
+      << r.err;
   EXPECT_TRUE(absl::StrContains(r.out + r.err, "model written to")) << r.out << r.err;
   EXPECT_FALSE(ReadFile(dir + "/model/model.safetensors").empty());
   EXPECT_FALSE(ReadFile(dir + "/model/train_log.csv").empty());
@@ -86,6 +91,74 @@ TEST(TrainCliDistTest, TwoLocalWorkersTrainAndRankZeroWrites) {
   EXPECT_EQ(refused.exit_code, 1) << refused.err;
   EXPECT_TRUE(absl::StrContains(refused.err, "was written by a job of 2 ranks, this one has 1"))
       << refused.err;
+}
+
+// Two "nodes" of two workers (two launchers, as two hosts would run them, meeting at node 0's
+// port) train exactly as one node of four: the same ranks, the same model, bit for bit. The
+// metrics JSON says what ran.
+TEST(TrainCliDistTest, TwoNodesOfTwoWorkersTrainLikeOneNodeOfFour) {
+  const std::string dir = ScratchDir("dist_nodes");
+  WriteFile(dir + "/d.tsv", SyntheticTsv());
+  std::vector<std::string> four = TrainArgs(dir);
+  four[2] = "4";  // --nproc-per-node 4
+  four[6] = dir + "/one_node";
+  four.insert(four.end(), {"--metrics-json", dir + "/one_node.json"});
+  const CliResult one = RunPadless(four);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+
+  const std::string port = std::to_string(4000 + getpid() % 20000);
+  std::vector<CliResult> node(2);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k) {
+    threads.emplace_back([&, k] {
+      std::vector<std::string> args = TrainArgs(dir);
+      args[6] = dir + "/two_nodes";
+      args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(k), "--master-addr",
+                               "127.0.0.1", "--master-port", port, "--metrics-json",
+                               dir + "/two_nodes.json"});
+      node[k] = RunPadless(args);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(node[0].exit_code, 0) << node[0].err;
+  ASSERT_EQ(node[1].exit_code, 0) << node[1].err;
+  EXPECT_TRUE(absl::StrContains(node[0].err, "[rank 0] data parallel: 4 ranks on 2 nodes (gloo)"))
+      << node[0].err;
+  const std::string weights = ReadFile(dir + "/two_nodes/model.safetensors");
+  EXPECT_FALSE(weights.empty());
+  EXPECT_TRUE(weights == ReadFile(dir + "/one_node/model.safetensors"))
+      << "two nodes of two must train exactly as one node of four";
+  const std::string metrics = ReadFile(dir + "/two_nodes.json");
+  for (const char* field : {"\"world_size\": 4", "\"nodes\": 2", "\"backend\": \"gloo\"",
+                            "\"rank_max_tokens\": 192"}) {
+    EXPECT_TRUE(absl::StrContains(metrics, field)) << field << " in " << metrics;
+  }
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/one_node.json"), "\"nodes\": 1"));
+}
+
+TEST(TrainCliDistTest, LauncherFlagsAreCheckedBeforeAnythingRuns) {
+  const std::string dir = ScratchDir("dist_flags");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--nnodes", "2", "--node-rank", "0"}, "a job of 2 nodes needs --master-addr and"},
+      {{"--nnodes", "0"}, "--nnodes must be >= 1, got 0"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-addr", "h", "--master-port", "1"},
+       "--node-rank must be in [0, 2), got 2"},
+      {{"--master-port", "70000"}, "--master-port must be in [1, 65535], got 70000"},
+      {{"--grad-comm", "fp16"}, "--grad-comm must be fp32 or bf16, not 'fp16'"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = TrainArgs(dir);  // d.tsv does not exist: flags come first
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = RunPadless(args);
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << ": " << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, message)) << flags[0] << ": " << r.err;
+  }
+  std::vector<std::string> alone = TrainArgs(dir);
+  alone.erase(alone.begin() + 1, alone.begin() + 3);  // no --nproc-per-node
+  alone.insert(alone.end(), {"--nnodes", "2"});
+  const CliResult r = RunPadless(alone);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "go with --nproc-per-node")) << r.err;
 }
 
 TEST(TrainCliDistTest, AKilledWorkerFailsTheJobAndResumeFinishesIt) {

@@ -9,6 +9,7 @@
 #define PADLESS_DISTRIBUTED_DATA_PARALLEL_H_
 
 #include <memory>
+#include <string>
 
 #include "padless/distributed/gradient_reducer.h"
 #include "padless/distributed/process_group.h"
@@ -22,6 +23,8 @@ struct DataParallel {
   bool enabled() const { return group != nullptr && group->world_size() > 1; }
   int rank() const { return enabled() ? group->rank() : 0; }
   int world_size() const { return enabled() ? group->world_size() : 1; }
+  int nodes() const { return enabled() ? group->nodes() : 1; }
+  std::string backend() const { return enabled() ? group->backend_name() : "none"; }
 };
 
 }  // namespace padless::distributed

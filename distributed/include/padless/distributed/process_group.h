@@ -58,6 +58,7 @@ class ProcessGroup {
 
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
+  int nodes() const { return env_.nodes(); }
   c10::Device device() const { return device_; }
   const std::string& backend_name() const { return backend_name_; }
 

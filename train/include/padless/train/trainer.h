@@ -55,6 +55,14 @@ struct TrainResult {
   std::optional<EvalResult> best_dev;
   int64_t best_step = -1;
   std::optional<MemoryPlan> memory_plan;  // set when memory_budget_bytes > 0
+  // What ran, so that a result can be compared with another run's: the job's ranks and nodes, the
+  // communication backend ("none" alone), and each rank's batch: its token budget (0 without
+  // one) or its sequences per batch.
+  int world_size = 1;
+  int nodes = 1;
+  std::string backend = "none";
+  int64_t rank_max_tokens = 0;
+  int64_t rank_batch_size = 0;
 };
 
 class Trainer {
