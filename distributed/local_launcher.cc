@@ -166,10 +166,17 @@ void TerminateOthers(std::vector<Worker>& workers, std::chrono::milliseconds gra
   }
 }
 
-// The rank to blame once `first` has failed. The other ranks usually fail right after, because of
-// it; they get 2 s to say so, and among the workers that ended by themselves (not by the teardown)
-// the first whose error was not a peer's failure is named.
-int RootCause(std::vector<Worker>& workers, int first) {
+// Whom to blame once worker `first` has failed, and whether it hung rather than failed.
+struct Blame {
+  int index = 0;
+  bool hung = false;
+};
+
+// The other ranks usually fail right after the first, because of it; they get 2 s to say so, and
+// among the workers that ended by themselves (not by the teardown) the first whose error was not
+// a peer's failure is named. When every failure is a peer's (a collective timed out) and a worker
+// is still running, that worker never joined the collective: it hung, and is named.
+Blame RootCause(std::vector<Worker>& workers, int first) {
   const auto settle = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (std::chrono::steady_clock::now() < settle) {
     bool running = false;
@@ -182,10 +189,15 @@ int RootCause(std::vector<Worker>& workers, int first) {
   }
   for (size_t r = 0; r < workers.size(); ++r) {
     if (Failed(workers[r]) && !absl::StrContains(workers[r].last_line, kPeerFailed)) {
-      return static_cast<int>(r);
+      return Blame{static_cast<int>(r), false};
     }
   }
-  return first;
+  if (absl::StrContains(workers[first].last_line, kPeerFailed)) {
+    for (size_t r = 0; r < workers.size(); ++r) {
+      if (!workers[r].done) return Blame{static_cast<int>(r), true};
+    }
+  }
+  return Blame{first, false};
 }
 
 }  // namespace
@@ -266,16 +278,21 @@ absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOpti
     }
     return absl::OkStatus();
   }
-  failed = RootCause(workers, failed);
+  const Blame blame = RootCause(workers, failed);
   TerminateOthers(workers, options.grace);
   for (int r = 0; r < options.nproc; ++r) {
     while (workers[r].stderr_fd >= 0) Drain(workers[r]);
   }
-  const Worker& w = workers[failed];
-  return absl::AbortedError(absl::StrCat("rank ", w.rank, " of ", options.nnodes * options.nproc,
-                                         " failed (",
-                                         HowItEnded(w.status),
-                                         "): ", w.last_line.empty() ? "(no output)" : w.last_line));
+  const int world = options.nnodes * options.nproc;
+  const Worker& w = workers[blame.index];
+  if (blame.hung) {
+    return absl::AbortedError(absl::StrCat(
+        "rank ", w.rank, " of ", world, " hung: it was still running when rank ",
+        workers[failed].rank, " failed with '", workers[failed].last_line, "'; terminated"));
+  }
+  return absl::AbortedError(absl::StrCat("rank ", w.rank, " of ", world, " failed (",
+                                         HowItEnded(w.status), "): ",
+                                         w.last_line.empty() ? "(no output)" : w.last_line));
 }
 
 }  // namespace padless::distributed

@@ -7,12 +7,14 @@
 //   (rank 1 starts from other weights: the broadcast from rank 0 must fix them);
 // - bf16 communication keeps the ranks bitwise equal and close to fp32;
 // - a NaN loss on one rank makes both ranks skip the step;
-// - a rank that dies makes the other fail with an error naming it, within the timeout, no hang.
+// - a rank that dies makes the other fail with an error naming it, within the timeout, no hang;
+// - a rank that hangs outside any collective makes the other fail within the timeout.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -156,7 +159,8 @@ TEST(DataParallelWorker, Run) {
   const c10::Device device =
       mode == "nccl" ? c10::Device(c10::kCUDA, env->local_rank) : c10::Device(at::kCPU);
   distributed::ProcessGroupOptions group_options;
-  group_options.timeout = std::chrono::seconds(30);
+  // "hang": a short timeout, which the parent's time bound checks.
+  group_options.timeout = std::chrono::seconds(mode == "hang" ? 4 : 30);
   absl::StatusOr<std::shared_ptr<distributed::ProcessGroup>> group =
       distributed::ProcessGroup::Create(*env, device, group_options);
   ASSERT_TRUE(group.ok()) << group.status();
@@ -172,6 +176,8 @@ TEST(DataParallelWorker, Run) {
   losses.precision(10);
   for (int s = 0; s < kSteps; ++s) {
     if (mode == "die" && env->rank == 1 && s == 2) std::_Exit(3);
+    // Hung outside any collective (the parent kills it): rank 0's all-reduce must time out.
+    if (mode == "hang" && env->rank == 1 && s == 2) std::this_thread::sleep_for(std::chrono::hours(1));
     std::vector<const batching::BatchSpec*> specs;
     for (int a = 0; a < kAccum; ++a) specs.push_back(&plans[env->rank][s * kAccum + a]);
     absl::StatusOr<StepResult> r = rig.step->Run(s, kLr, Collate(data, specs, device));
@@ -219,6 +225,8 @@ RankRun RunRanks(const std::string& out, const std::string& mode) {
   }
   RankRun run;
   for (pid_t pid : pids) {
+    // "hang": once rank 0 has ended, rank 1 is still sleeping (as a launcher would, kill it).
+    if (mode == "hang" && pid == pids[1]) kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     run.exit_codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
@@ -338,6 +346,19 @@ TEST(DataParallelTest, ADeadRankFailsTheOtherCleanlyWithinTheTimeout) {
   error << in.rdbuf();
   EXPECT_NE(error.str().find("rank 0 of 2"), std::string::npos) << error.str();
   EXPECT_NE(error.str().find("failed"), std::string::npos) << error.str();
+}
+
+// A rank that hangs (alive, never joining the all-reduce) makes the other fail within the group's
+// timeout (4 s here) with a peer-failure error, instead of waiting forever.
+TEST(DataParallelTest, AHungRankFailsTheOtherWithinTheTimeout) {
+  testing::TempDir dir;
+  const RankRun run = RunRanks(dir.str(), "hang");
+  EXPECT_EQ(run.exit_codes, (std::vector<int>{1, 128 + SIGKILL}));
+  EXPECT_LT(run.seconds, 30) << "bounded by the 4 s timeout, not a hang";
+  std::ifstream in(dir.file("error.0"));
+  std::stringstream error;
+  error << in.rdbuf();
+  EXPECT_NE(error.str().find(distributed::kPeerFailed), std::string::npos) << error.str();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "padless/distributed/process_group.h"
 #include "trainer_fixtures.h"
 
 namespace padless::distributed {
@@ -81,6 +82,26 @@ TEST(LocalLauncherTest, AFailingWorkerEndsTheJobAndIsNamed) {
   ASSERT_TRUE(absl::IsAborted(s)) << s;
   EXPECT_EQ(s.message(), "rank 1 of 3 failed (exit code 3): rank one broke");
   EXPECT_LT(seconds, 10) << "the sleeping ranks must be terminated, not waited for";
+}
+
+// A worker that hangs (never joins the collective) makes the others time out; the launcher names
+// the hung worker, not the one that timed out first, and terminates it.
+TEST(LocalLauncherTest, AHungWorkerIsNamedWhenTheOthersTimeOut) {
+  LaunchOptions options = Workers(2);
+  options.grace = std::chrono::seconds(2);
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status s = LaunchLocalWorkers(
+      {"/bin/sh", "-c",
+       absl::StrCat("if [ $RANK = 1 ]; then exec sleep 60; fi; sleep 0.2; echo 'all-reduce ",
+                    kPeerFailed, "' >&2; exit 1")},
+      options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(absl::IsAborted(s)) << s;
+  EXPECT_EQ(s.message(), absl::StrCat("rank 1 of 2 hung: it was still running when rank 0 "
+                                      "failed with 'all-reduce ",
+                                      kPeerFailed, "'; terminated"));
+  EXPECT_LT(seconds, 10) << "the hung rank must be terminated, not waited for";
 }
 
 TEST(LocalLauncherTest, BadArguments) {

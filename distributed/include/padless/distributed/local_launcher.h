@@ -29,7 +29,8 @@ struct LaunchOptions {
 };
 
 // OK when every worker exited 0. Otherwise Aborted: "rank R of W failed (exit code C | signal
-// S): <its last stderr line>"; InvalidArgument for nproc or nnodes < 1, node_rank outside
+// S): <its last stderr line>", or "rank R of W hung: ..." when the others only timed out waiting
+// for a worker that was still running (it is terminated); InvalidArgument for nproc or nnodes < 1, node_rank outside
 // [0, nnodes), several nodes without an address or port, or an empty argv; Internal when a worker
 // cannot be started.
 absl::Status LaunchLocalWorkers(const std::vector<std::string>& argv, LaunchOptions options);
