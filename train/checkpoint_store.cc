@@ -66,6 +66,14 @@ void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
   const RngState rng = CaptureRng(device);
   a.write("rng.cpu", rng.cpu);
   if (rng.cuda.defined()) a.write("rng.cuda", rng.cuda);
+  if (state.rank_rng.empty()) return;
+  a.write("rng.ranks", at::full({}, static_cast<int64_t>(state.rank_rng.size()), at::kLong));
+  for (size_t r = 0; r < state.rank_rng.size(); ++r) {
+    a.write(absl::StrCat("rng.rank", r, ".cpu"), state.rank_rng[r].cpu);
+    if (state.rank_rng[r].cuda.defined()) {
+      a.write(absl::StrCat("rng.rank", r, ".cuda"), state.rank_rng[r].cuda);
+    }
+  }
 }
 
 absl::Status ReadModelAndOptimizer(torch::serialize::InputArchive& a, const std::string& path,
@@ -120,6 +128,14 @@ TrainProgress ReadProgress(torch::serialize::InputArchive& a, GradScaler& scaler
   a.read("rng.cpu", rng_state.cpu);
   a.try_read("rng.cuda", rng_state.cuda);
   RestoreRng(rng_state, device);
+  at::Tensor ranks;  // absent in checkpoints of single processes and of older versions
+  if (a.try_read("rng.ranks", ranks)) {
+    state.rank_rng.resize(ranks.item<int64_t>());
+    for (size_t r = 0; r < state.rank_rng.size(); ++r) {
+      a.read(absl::StrCat("rng.rank", r, ".cpu"), state.rank_rng[r].cpu);
+      a.try_read(absl::StrCat("rng.rank", r, ".cuda"), state.rank_rng[r].cuda);
+    }
+  }
   return state;
 }
 

@@ -1,6 +1,7 @@
 // CheckpointStore (internal to the trainer): a run's resumable checkpoints in one directory,
 // `<dir>/step-00000042.pt`. A checkpoint holds the parameters, the optimizer and GradScaler state,
-// the RNG streams and where the run stands (TrainProgress). Saving writes atomically (fsync'd
+// the RNG streams (the writer's, and every rank's in data parallel) and where the run stands
+// (TrainProgress). Saving writes atomically (fsync'd
 // temporary file, then rename) and keeps the newest `keep` checkpoints; a failed write rotates
 // nothing out. Resuming first clears the temporary files a killed write left, then loads the
 // newest checkpoint. An empty directory name turns both into no-ops.
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "padless/models/encoder.h"
+#include "padless/models/rng_state.h"
 #include "padless/train/grad_scaler.h"
 #include "padless/train/optimizer.h"
 
@@ -34,6 +36,9 @@ struct TrainProgress {
   // On the host (not counted in the device memory budget); empty until a dev evaluation improved.
   std::vector<at::Tensor> best_params;
   int64_t world_size = 1;  // ranks of the job that wrote it (plans depend on it)
+  // Data parallel: every rank's random streams at the save, by rank, so that each resumes its
+  // own. Empty from a single process (the store saves and restores that one's streams itself).
+  std::vector<RngState> rank_rng;
 };
 
 class CheckpointStore {

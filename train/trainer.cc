@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint_store.h"
+#include "rank_rng.h"
 #include "padless/batching/loader.h"
 #include "padless/batching/shard_balance.h"
 #include "padless/cuda/memory/device_memory_cap.h"
@@ -183,8 +184,15 @@ class TrainingRun {
   void CheckChanceLevel();
   void CheckFp8Ran();
   absl::Status SaveCheckpoint() {
-    if (config_.data_parallel().rank() != 0) return absl::OkStatus();  // rank 0 writes them
+    const distributed::DataParallel& dp = config_.data_parallel();
+    if (config_.checkpoint_dir().empty()) return absl::OkStatus();
     const PauseClock clock(device_, paused_seconds_);
+    if (dp.enabled()) {  // every rank's streams into rank 0's checkpoint (a collective)
+      absl::StatusOr<std::vector<internal::RngState>> rngs = internal::GatherRankRng(dp, device_);
+      if (!rngs.ok()) return rngs.status();
+      state_.rank_rng = *std::move(rngs);
+    }
+    if (dp.rank() != 0) return absl::OkStatus();  // rank 0 writes them
     return store_.Save(model_, *optimizer_, scaler_, state_, device_);
   }
 
@@ -321,6 +329,12 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
           "resume: the checkpoint in ", config_.checkpoint_dir(), " was written by a job of ",
           state_.world_size, " ranks, this one has ", dp.world_size(),
           "; resume at the same world size (--nproc-per-node / WORLD_SIZE)"));
+    }
+    // Each rank continues its own random stream; a checkpoint without them (older versions)
+    // leaves the writer's, which the store restored, on every rank.
+    const size_t rank = static_cast<size_t>(dp.rank());
+    if (resumed->has_value() && rank < state_.rank_rng.size()) {
+      internal::RestoreRng(state_.rank_rng[rank], device_);
     }
   }
   state_.world_size = config_.data_parallel().world_size();

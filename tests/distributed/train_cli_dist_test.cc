@@ -176,7 +176,17 @@ TEST(TrainCliDistTest, AKilledWorkerFailsTheJobAndResumeFinishesIt) {
   const CliResult resumed = RunPadless(args);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   EXPECT_TRUE(absl::StrContains(resumed.err, "resuming from")) << resumed.err;
-  EXPECT_FALSE(ReadFile(dir + "/model/model.safetensors").empty());
+  const std::string weights = ReadFile(dir + "/model/model.safetensors");
+  EXPECT_FALSE(weights.empty());
+
+  // Each rank resumed its own random stream (dropout masks), so the resumed job ends exactly where
+  // the uninterrupted one does.
+  std::vector<std::string> whole = TrainArgs(dir);
+  whole[6] = dir + "/uninterrupted";
+  const CliResult uninterrupted = RunPadless(whole);
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+  EXPECT_TRUE(weights == ReadFile(dir + "/uninterrupted/model.safetensors"))
+      << "the resumed job must train exactly as the uninterrupted one";
 }
 
 }  // namespace
