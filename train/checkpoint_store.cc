@@ -63,6 +63,7 @@ void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
                                                   static_cast<int64_t>(state.best_params.size())}));
   a.write("best_accuracy", at::full({}, state.best_accuracy, at::kDouble));
   a.write("world_size", at::full({}, state.world_size, at::kLong));
+  a.write("schedule_offset", at::full({}, state.schedule_offset, at::kLong));
   const RngState rng = CaptureRng(device);
   a.write("rng.cpu", rng.cpu);
   if (rng.cuda.defined()) a.write("rng.cuda", rng.cuda);
@@ -124,6 +125,8 @@ TrainProgress ReadProgress(torch::serialize::InputArchive& a, GradScaler& scaler
   state.best_accuracy = best_acc.item<double>();
   at::Tensor world_size;  // absent in checkpoints of single-process runs before data parallelism
   if (a.try_read("world_size", world_size)) state.world_size = world_size.item<int64_t>();
+  at::Tensor offset;  // absent before resuming at another world size existed: 0
+  if (a.try_read("schedule_offset", offset)) state.schedule_offset = offset.item<int64_t>();
   RngState rng_state;
   a.read("rng.cpu", rng_state.cpu);
   a.try_read("rng.cuda", rng_state.cuda);

@@ -36,6 +36,9 @@ struct TrainProgress {
   // On the host (not counted in the device memory budget); empty until a dev evaluation improved.
   std::vector<at::Tensor> best_params;
   int64_t world_size = 1;  // ranks of the job that wrote it (plans depend on it)
+  // The learning-rate schedule's step is global_step + schedule_offset: 0 unless the run was
+  // resumed at another world size, which renumbers the schedule but not the steps (trainer.cc).
+  int64_t schedule_offset = 0;
   // Data parallel: every rank's random streams at the save, by rank, so that each resumes its
   // own. Empty from a single process (the store saves and restores that one's streams itself).
   std::vector<RngState> rank_rng;

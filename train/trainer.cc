@@ -146,7 +146,7 @@ class TrainingRun {
   // Schedule, model on the device, optimizer, resume, seed, log.
   absl::Status Start(std::optional<MemoryPlan> memory_plan);
   bool ShouldContinue() const {
-    return state_.epoch < config_.epochs() && !stop_ && state_.global_step < total_steps_;
+    return state_.epoch < config_.epochs() && !stop_ && ScheduleStep() < total_steps_;
   }
   // Trains on the rest of the current epoch; false when it stopped before the epoch's end.
   absl::StatusOr<bool> TrainEpoch();
@@ -156,6 +156,12 @@ class TrainingRun {
 
  private:
   absl::Status StartDataParallel();
+  absl::Status ResumeFromCheckpoint();
+  absl::Status ContinueAtThisWorldSize();
+  void RestoreRankRng();
+  // The learning-rate schedule's step: global_step, unless a resume at another world size
+  // renumbered the schedule (checkpoint_store.h).
+  int64_t ScheduleStep() const { return state_.global_step + state_.schedule_offset; }
   absl::Status SumOverRanks();
   TrainStepOptions StepOptions();
   void OnOutOfMemory(const std::string& line);
@@ -315,27 +321,7 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
   step_ = std::make_unique<TrainStep>(model_, params_.params, *optimizer_, scaler_, device_,
                                       StepOptions());
   if (config_.resume()) {
-    absl::StatusOr<std::optional<internal::TrainProgress>> resumed =
-        store_.Resume(model_, *optimizer_, scaler_, device_);
-    if (!resumed.ok()) return resumed.status();
-    if (resumed->has_value()) state_ = std::move(**resumed);
-    // No rank may write a checkpoint while another still reads one.
-    const distributed::DataParallel& dp = config_.data_parallel();
-    if (dp.enabled()) {
-      if (absl::Status s = dp.group->Barrier(); !s.ok()) return s;
-    }
-    if (resumed->has_value() && state_.world_size != dp.world_size()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "resume: the checkpoint in ", config_.checkpoint_dir(), " was written by a job of ",
-          state_.world_size, " ranks, this one has ", dp.world_size(),
-          "; resume at the same world size (--nproc-per-node / WORLD_SIZE)"));
-    }
-    // Each rank continues its own random stream; a checkpoint without them (older versions)
-    // leaves the writer's, which the store restored, on every rank.
-    const size_t rank = static_cast<size_t>(dp.rank());
-    if (resumed->has_value() && rank < state_.rank_rng.size()) {
-      internal::RestoreRng(state_.rank_rng[rank], device_);
-    }
+    if (absl::Status s = ResumeFromCheckpoint(); !s.ok()) return s;
   }
   state_.world_size = config_.data_parallel().world_size();
   if (state_.global_step == 0 && state_.next_batch == 0 && state_.epoch == 0) {
@@ -344,10 +330,85 @@ absl::Status TrainingRun::Start(std::optional<MemoryPlan> memory_plan) {
     at::manual_seed(config_.seed() + static_cast<uint64_t>(config_.data_parallel().rank()));
   }
   first_step_ = state_.global_step;
-  absl::StatusOr<std::unique_ptr<internal::TrainingLog>> log = internal::TrainingLog::Open(
-      config_.log_csv(), config_.resume(), config_.progress(), first_step_, total_steps_);
+  absl::StatusOr<std::unique_ptr<internal::TrainingLog>> log =
+      internal::TrainingLog::Open(config_.log_csv(), config_.resume(), config_.progress(),
+                                  first_step_, total_steps_ - state_.schedule_offset);
   if (!log.ok()) return log.status();
   log_ = std::move(*log);
+  return absl::OkStatus();
+}
+
+// The newest checkpoint's weights, optimizer, scaler, progress and random streams, on every rank.
+absl::Status TrainingRun::ResumeFromCheckpoint() {
+  absl::StatusOr<std::optional<internal::TrainProgress>> resumed =
+      store_.Resume(model_, *optimizer_, scaler_, device_);
+  if (!resumed.ok()) return resumed.status();
+  // No rank may write a checkpoint while another still reads one.
+  const distributed::DataParallel& dp = config_.data_parallel();
+  if (dp.enabled()) {
+    if (absl::Status s = dp.group->Barrier(); !s.ok()) return s;
+  }
+  if (!resumed->has_value()) return absl::OkStatus();
+  state_ = std::move(**resumed);
+  RestoreRankRng();
+  if (state_.world_size == dp.world_size()) return absl::OkStatus();
+  return ContinueAtThisWorldSize();
+}
+
+// Data parallel: each rank continues its own random stream. A checkpoint without them (older
+// versions) leaves the writer's, which the store restored, on every rank; a rank the writing job
+// did not have (resumed with more ranks) starts a stream of its own, seeded by rank and step.
+void TrainingRun::RestoreRankRng() {
+  const distributed::DataParallel& dp = config_.data_parallel();
+  const size_t rank = static_cast<size_t>(dp.rank());
+  if (rank < state_.rank_rng.size()) {
+    internal::RestoreRng(state_.rank_rng[rank], device_);
+  } else if (!state_.rank_rng.empty()) {
+    at::manual_seed(config_.seed() + rank + 1000003ULL * static_cast<uint64_t>(state_.global_step));
+  }
+}
+
+// A checkpoint of a job of another world size. Within the epoch in progress the same share of its
+// batches counts as done: the two sizes' plans group the examples differently, so until that
+// epoch ends some examples are seen twice and some not at all; later epochs are whole. The
+// learning-rate schedule continues at the same share of the run, on this job's schedule (its
+// global batch is another size): ScheduleStep() is offset from the step count, so that checkpoint
+// and log steps keep increasing. AdamW's and the scaler's states are the same on every rank and
+// carry over as they are.
+absl::Status TrainingRun::ContinueAtThisWorldSize() {
+  const int64_t from = state_.world_size, to = config_.data_parallel().world_size();
+  const int64_t accum = config_.grad_accum();
+  auto batches = [&](int64_t epoch, int64_t world) -> absl::StatusOr<int64_t> {
+    absl::StatusOr<std::vector<BatchSpec>> plan = planner_.Plan(lengths_, epoch, 0, world);
+    if (!plan.ok()) return plan.status();
+    return static_cast<int64_t>(plan->size());
+  };
+  absl::StatusOr<int64_t> there = batches(state_.epoch, from), here = batches(state_.epoch, to);
+  if (!there.ok()) return there.status();
+  if (!here.ok()) return here.status();
+  const int64_t old_batch = state_.next_batch;
+  const int64_t batch = *there > 0 ? old_batch * *here / *there : 0;
+  state_.next_batch = batch - batch % accum;
+  int64_t done = 0;  // steps of this job's schedule that the checkpoint's progress is worth
+  if (config_.max_steps() > 0) {
+    done = std::llround(static_cast<double>(ScheduleStep()) * from / to);
+  } else {
+    for (int64_t epoch = 0; epoch < state_.epoch; ++epoch) {
+      absl::StatusOr<int64_t> n = batches(epoch, to);
+      if (!n.ok()) return n.status();
+      done += (*n + accum - 1) / accum;
+    }
+    done += state_.next_batch / accum;
+  }
+  state_.schedule_offset = done - state_.global_step;
+  if (config_.progress() && config_.data_parallel().rank() == 0) {
+    absl::FPrintF(stderr,
+                  "resume: the checkpoint was written by a job of %d rank%s, this one has %d: "
+                  "epoch %d continues at batch %d of %d (%d of %d there), the schedule at step "
+                  "%d of %d\n",
+                  from, from == 1 ? "" : "s", to, state_.epoch, state_.next_batch, *here,
+                  old_batch, *there, done, total_steps_);
+  }
   return absl::OkStatus();
 }
 
@@ -438,14 +499,15 @@ absl::StatusOr<bool> TrainingRun::TrainEpoch() {
     if (!next->has_value()) break;
   }
   loader->reset();
-  if (stop_ && (result_.interrupted || state_.global_step < total_steps_)) return false;
+  if (stop_ && (result_.interrupted || ScheduleStep() < total_steps_)) return false;
   // max_steps hit before the epoch's end
   return state_.next_batch >= static_cast<int64_t>(plan->size()) + start_batch;
 }
 
 absl::Status TrainingRun::RunStep(const std::vector<StepBatch>& group) {
   const int64_t step = state_.global_step;
-  const double lr = LearningRate(config_.lr(), step, warmup_steps_, total_steps_, config_.decay());
+  const double lr =
+      LearningRate(config_.lr(), ScheduleStep(), warmup_steps_, total_steps_, config_.decay());
   try {
     // The earlier steps' outcomes, as far as needed to know that this one may run.
     if (absl::Status s = ReadOutcomes(/*all=*/false); !s.ok()) {
@@ -519,7 +581,7 @@ absl::Status TrainingRun::AfterStep() {
       !(s = SaveCheckpoint()).ok()) {
     return s;
   }
-  if (step >= total_steps_) stop_ = true;
+  if (ScheduleStep() >= total_steps_) stop_ = true;
   if (config_.stop_after() > 0 && step - first_step_ >= config_.stop_after() && !stop_) {
     // An interruption on request: leave a checkpoint to resume from.
     if (!(s = SaveCheckpoint()).ok()) return s;

@@ -2,10 +2,12 @@
 // model, the log and the checkpoints, which a single process refuses to resume; a worker killed in
 // the middle of a checkpoint write (PADLESS_FAULT_INJECT) fails the whole job at once, naming the
 // rank; --resume then finishes the run from the last complete checkpoint, on both ranks. Two
-// launchers as two nodes train as one node of four; the launcher's flags are checked first.
+// launchers as two nodes train as one node of four; the launcher's flags are checked first; a
+// checkpoint resumes at another world size.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -83,14 +85,56 @@ TEST(TrainCliDistTest, TwoLocalWorkersTrainAndRankZeroWrites) {
   EXPECT_FALSE(ReadFile(dir + "/model/train_log.csv").empty());
   EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/m.json"), "accuracy"));
 
-  // Its checkpoints resume only at the same world size: a single process refuses them.
-  std::vector<std::string> alone = TrainArgs(dir);
-  alone.erase(alone.begin() + 1, alone.begin() + 3);  // --nproc-per-node 2
-  alone.push_back("--resume");
-  const CliResult refused = RunPadless(alone);
-  EXPECT_EQ(refused.exit_code, 1) << refused.err;
-  EXPECT_TRUE(absl::StrContains(refused.err, "was written by a job of 2 ranks, this one has 1"))
-      << refused.err;
+}
+
+// The schedule line of a run: "... steps per epoch, T steps in all" -> T.
+int64_t TotalSteps(const std::string& err) {
+  const size_t at = err.find(" steps in all");
+  const size_t start = err.rfind(' ', at - 1) + 1;
+  return std::stoll(err.substr(start, at - start));
+}
+
+// A 2-rank job killed after its checkpoint of step 3 resumes on 1 rank and on 3: the epoch in
+// progress continues at the same share of its batches and the learning-rate schedule at the same
+// share of the run (this job's schedule, whose global batch differs), and both finish.
+TEST(TrainCliDistTest, ACheckpointResumesAtAnotherWorldSize) {
+  const std::string dir = ScratchDir("dist_reshape");
+  WriteFile(dir + "/d.tsv", SyntheticTsv());
+  std::vector<std::string> args = TrainArgs(dir);
+  setenv("PADLESS_FAULT_INJECT", "kill_during_checkpoint:2", 1);
+  const CliResult killed = RunPadless(args);
+  unsetenv("PADLESS_FAULT_INJECT");
+  ASSERT_EQ(killed.exit_code, 1) << killed.err;
+  const int64_t two_rank_total = TotalSteps(killed.err);
+  ASSERT_GT(two_rank_total, 6);
+  std::filesystem::copy(dir + "/model", dir + "/model3", std::filesystem::copy_options::recursive);
+
+  for (int world : {1, 3}) {
+    std::vector<std::string> resume = TrainArgs(dir);
+    const std::string out = dir + (world == 1 ? "/model" : "/model3");
+    resume[6] = out;
+    if (world == 1) {
+      resume.erase(resume.begin() + 1, resume.begin() + 3);  // one process, no launcher
+    } else {
+      resume[2] = "3";
+    }
+    resume.push_back("--resume");
+    const CliResult r = RunPadless(resume);
+    ASSERT_EQ(r.exit_code, 0) << world << " ranks: " << r.err;
+    const std::string line = absl::StrCat("resume: the checkpoint was written by a job of 2 ranks, "
+                                          "this one has ", world, ": epoch 0 continues at batch ");
+    const size_t at = r.err.find(line);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    // "... the schedule at step X of Y": X / Y is the share of the run done at the checkpoint
+    // (step 3 of the 2-rank schedule), within one step of this schedule.
+    const size_t sched = r.err.find("the schedule at step ", at) + 21;
+    const size_t of = r.err.find(" of ", sched);
+    const int64_t x = std::stoll(r.err.substr(sched, of - sched));
+    const int64_t y = std::stoll(r.err.substr(of + 4));
+    EXPECT_EQ(y, TotalSteps(r.err));
+    EXPECT_NEAR(static_cast<double>(x) / y, 3.0 / two_rank_total, 1.0 / y) << r.err;
+    EXPECT_FALSE(ReadFile(out + "/model.safetensors").empty());
+  }
 }
 
 // Two "nodes" of two workers (two launchers, as two hosts would run them, meeting at node 0's
