@@ -3,7 +3,7 @@
 # loads (where batches hold a few texts and the host's kernel launches bound them), with
 # --cuda_graph_max_tokens 4096 and 0 alternating ROUNDS times in one call. Prints a Markdown table
 # (latency percentiles and the share of batches that replayed a graph) from the JSON lines, which
-# go to OUT/graphs.jsonl.
+# go to OUT/graphs.jsonl, and plots latency against load (OUT/latency.csv, OUT/latency.svg).
 #   bench/serve/graphs_on_off.sh BUILD_DIR MODEL_DIR DATA OUT
 # Environment: ROUNDS (2), LOADS (0.02,0.1,0.25,0.5), AMP (bf16), SECONDS_PER_LOAD (5).
 set -euo pipefail
@@ -33,3 +33,5 @@ for r in rows:
               f"| {r['p50_ms']:.2f} | {r['p90_ms']:.2f} | {r['p99_ms']:.2f} "
               f"| {r['graphed_share']:.2f} |")
 PY
+python3 "$(dirname "$0")/latency_plot.py" "$jsonl" "$out/latency" \
+  --title "CUDA graphs on (graphs_4096) and off (graphs_0): latency against load"

@@ -42,3 +42,7 @@ for ((r = 1; r <= rounds; r++)); do
     sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
 done
 python3 "$root/bench/serve/serve_table.py" "$out/serve.jsonl"
+# Latency against load: OUT/latency.csv and OUT/latency.svg (when the run had online loads).
+if grep -q '"mode": "online"' "$out/serve.jsonl"; then
+  python3 "$root/bench/serve/latency_plot.py" "$out/serve.jsonl" "$out/latency"
+fi
