@@ -70,6 +70,18 @@ int64_t EncoderConfig::ffn_in_layer(int64_t layer) const {
   return layer_ffn_.empty() ? ffn_ : layer_ffn_.at(layer);
 }
 
+int64_t EncoderConfig::total_heads() const {
+  int64_t total = 0;
+  for (int64_t l = 0; l < layers_; ++l) total += heads_in_layer(l);
+  return total;
+}
+
+int64_t EncoderConfig::total_ffn() const {
+  int64_t total = 0;
+  for (int64_t l = 0; l < layers_; ++l) total += ffn_in_layer(l);
+  return total;
+}
+
 bool EncoderConfig::pruned() const {
   for (int64_t i = 0; i < layers_; ++i) {
     if (heads_in_layer(i) != heads_ || ffn_in_layer(i) != ffn_) return true;

@@ -1,8 +1,6 @@
 #include "padless/prune/prune_job.h"
 
 #include <algorithm>
-#include <numeric>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "padless/prune/prune_plan.h"
 #include "padless/prune/structured_prune.h"
 #include "padless/prune/unit_importance.h"
+#include "padless/tokenize/corpus_split.h"
 #include "padless/train/train_job.h"
 
 namespace padless::prune {
@@ -49,14 +48,7 @@ std::string RoundFile(const PruneJobOptions& o, int64_t round, const char* suffi
 // least the corpus size).
 void Sample(tok::RawCorpus* raw, int64_t limit, uint64_t seed) {
   if (limit <= 0 || static_cast<int64_t>(raw->examples.size()) <= limit) return;
-  std::vector<size_t> order(raw->examples.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
-  order.resize(limit);
-  std::sort(order.begin(), order.end());
-  std::vector<tok::Example> kept;
-  for (size_t i : order) kept.push_back(std::move(raw->examples[i]));
-  raw->examples = std::move(kept);
+  raw->examples = tok::SplitOff(*raw, static_cast<size_t>(limit), seed).examples;
 }
 
 // `path` encoded with the model's tokenizer and labels; at most `limit` examples (0: all). With
@@ -114,11 +106,8 @@ absl::StatusOr<double> DevAccuracy(models::EncoderClassifier& model, const Works
 PruneRound Describe(int64_t round, models::EncoderClassifier& model, const std::string& dir) {
   PruneRound r;
   r.round = round;
-  const models::EncoderConfig& c = model->config();
-  for (int64_t l = 0; l < c.layers(); ++l) {
-    r.heads_left += c.heads_in_layer(l);
-    r.ffn_left += c.ffn_in_layer(l);
-  }
+  r.heads_left = model->config().total_heads();
+  r.ffn_left = model->config().total_ffn();
   r.parameters = ParameterCount(model);
   r.dir = dir;
   return r;

@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -23,6 +21,7 @@
 #include "padless/eval/sharded_evaluation.h"
 #include "padless/base/read_file.h"
 #include "padless/tokenize/batch_encoder.h"
+#include "padless/tokenize/corpus_split.h"
 
 namespace padless::models {
 namespace {
@@ -74,20 +73,9 @@ struct RawData {
 
 // Splits off a deterministic, shuffled share of `train` as the dev set.
 tok::RawCorpus HoldOut(tok::RawCorpus& train, double fraction, uint64_t seed) {
-  std::vector<size_t> order(train.examples.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  const size_t n_dev = static_cast<size_t>(fraction * order.size());
-  std::vector<bool> is_dev(order.size(), false);
-  for (size_t i = 0; i < n_dev; ++i) is_dev[order[i]] = true;
-  tok::RawCorpus dev;
+  tok::RawCorpus dev =
+      tok::SplitOff(train, static_cast<size_t>(fraction * train.examples.size()), seed);
   dev.source = train.source + " (held out)";
-  std::vector<tok::Example> kept;
-  for (size_t i = 0; i < train.examples.size(); ++i) {
-    (is_dev[i] ? dev.examples : kept).push_back(std::move(train.examples[i]));
-  }
-  train.examples = std::move(kept);
   return dev;
 }
 
@@ -176,13 +164,9 @@ std::string Shape(const EncoderConfig& c) {
   std::string shape = absl::StrFormat("%d layers, hidden %d, %d heads, ffn %d", c.layers(),
                                       c.hidden(), c.heads(), c.ffn());
   if (!c.pruned()) return shape;
-  int64_t heads = 0, ffn = 0;
-  for (int64_t l = 0; l < c.layers(); ++l) {
-    heads += c.heads_in_layer(l);
-    ffn += c.ffn_in_layer(l);
-  }
-  return absl::StrFormat("%s, pruned to %d of %d heads and %d of %d FFN neurons", shape, heads,
-                         c.layers() * c.heads(), ffn, c.layers() * c.ffn());
+  return absl::StrFormat("%s, pruned to %d of %d heads and %d of %d FFN neurons", shape,
+                         c.total_heads(), c.layers() * c.heads(), c.total_ffn(),
+                         c.layers() * c.ffn());
 }
 
 // The init_from model's config, checked against the options' preset and the tokenizer.

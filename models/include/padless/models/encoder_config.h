@@ -78,6 +78,9 @@ struct EncoderConfig {
   // Layer `layer`'s attention heads and FFN neurons after pruning (heads and ffn when unpruned).
   int64_t heads_in_layer(int64_t layer) const;
   int64_t ffn_in_layer(int64_t layer) const;
+  // Summed over the layers.
+  int64_t total_heads() const;
+  int64_t total_ffn() const;
   // Whether any layer lost a head or an FFN neuron.
   bool pruned() const;
   // Layer `layer`'s original head indices that are left, in order: the heads its weights hold.

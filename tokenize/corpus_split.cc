@@ -1,0 +1,28 @@
+#include "padless/tokenize/corpus_split.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace padless::tokenize {
+
+RawCorpus SplitOff(RawCorpus& corpus, size_t count, uint64_t seed) {
+  std::vector<size_t> order(corpus.examples.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<bool> chosen(order.size(), false);
+  for (size_t i = 0; i < std::min(count, order.size()); ++i) chosen[order[i]] = true;
+  RawCorpus split;
+  split.source = corpus.source;
+  std::vector<Example> kept;
+  for (size_t i = 0; i < corpus.examples.size(); ++i) {
+    (chosen[i] ? split.examples : kept).push_back(std::move(corpus.examples[i]));
+  }
+  corpus.examples = std::move(kept);
+  return split;
+}
+
+}  // namespace padless::tokenize

@@ -1,0 +1,21 @@
+// Seeded subsets of a raw corpus: a held-out dev share (`padless train --dev-fraction`) and a
+// scoring sample (`padless prune --score-examples`) draw their examples the same way.
+#ifndef PADLESS_TOKENIZE_CORPUS_SPLIT_H_
+#define PADLESS_TOKENIZE_CORPUS_SPLIT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "padless/tokenize/corpus_reader.h"
+
+namespace padless::tokenize {
+
+// Moves `count` examples of `corpus` into the returned corpus: those at the first `count`
+// positions of a permutation of its indices shuffled by std::mt19937_64(seed), so the same seed
+// draws the same examples. Both corpora keep file order; `count` >= the size moves them all. The
+// returned corpus has `corpus`'s source and an empty report.
+RawCorpus SplitOff(RawCorpus& corpus, size_t count, uint64_t seed);
+
+}  // namespace padless::tokenize
+
+#endif  // PADLESS_TOKENIZE_CORPUS_SPLIT_H_
