@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "padless/models/recompute.h"
 #include "padless/models/embedding_norm.h"
 #include "padless/models/fused_layer.h"
+#include "padless/models/recompute.h"
 
 namespace padless::models {
 
@@ -135,25 +135,31 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
   if (!one_type && config_.type_vocab_size() > 1) {
     words = words + at::embedding(type_embeddings_, types.to(at::kInt));
   }
-  const at::Tensor x = SumLayerNorm(words, at::embedding(position_table, shifted),
-                                    embedding_norm_weight_, embedding_norm_bias_,
-                                    config_.layer_norm_eps());
+  const at::Tensor x =
+      SumLayerNorm(words, at::embedding(position_table, shifted), embedding_norm_weight_,
+                   embedding_norm_bias_, config_.layer_norm_eps());
   return at::dropout(x, is_training() ? config_.dropout() : 0.0, is_training());
 }
 
-at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx) {
+at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx,
+                                            const at::Tensor& out_rows) {
   const LayerSpec spec = Spec();
+  const auto keep = [&](const at::Tensor& h) {
+    return out_rows.defined() ? h.index_select(0, out_rows) : h;
+  };
   // Varlen batches go through the fused layer (fused_layer.h): in training with its hand-written
   // backward, in inference (no autograd) as a forward alone.
   if (!runtime_.fused_layers || !FusedLayerSupported(x, spec, ctx)) {
-    return RunGenericLayers(std::move(x), spec, ctx);
+    return keep(RunGenericLayers(std::move(x), spec, ctx));
   }
   // The inference forward applies no dropout: a training-mode model without grad (dropout on,
   // nothing to backpropagate) takes the training path, which does.
   if (!at::GradMode::is_enabled() && !is_training()) {
-    return RunFusedInferenceLayers(std::move(x), spec, ctx);
+    if (!runtime_.last_layer_rows_only)
+      return keep(RunFusedInferenceLayers(std::move(x), spec, ctx));
+    return RunFusedInferenceLayers(std::move(x), spec, ctx, out_rows);
   }
-  return RunFusedTrainingLayers(std::move(x), spec, ctx);
+  return keep(RunFusedTrainingLayers(std::move(x), spec, ctx));
 }
 
 std::vector<at::TensorList> EncoderClassifierImpl::LayerWeights() const {
@@ -209,7 +215,8 @@ at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const Lay
 }
 
 at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,
-                                                          const AttentionContext& ctx) {
+                                                          const AttentionContext& ctx,
+                                                          const at::Tensor& out_rows) {
   x = x.to(FusedComputeDtype(x));
   // PrepareInference's copies when they fit this call; else cast now, as training does.
   const bool cached = !inference_weights_.empty() && inference_dtype_ == x.scalar_type() &&
@@ -224,11 +231,11 @@ at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const La
   for (int64_t i = 0; i < num_layers(); ++i) {
     // The next layer's QKV GEMM (its first, [0]) in FP8: this layer's last LayerNorm writes the
     // FP8 copy of that GEMM's input.
-    const bool next_fp8 =
-        fp8 && i + 1 < num_layers() && inference_fp8_[i + 1][0].values.defined();
-    rows = FusedEncoderLayerInfer(rows, layers_[i]->weights(), spec, ctx, &compute[i],
-                                  fp8 ? &inference_fp8_[i] : nullptr, next_fp8,
-                                  int8 ? &inference_int8_[i] : nullptr);
+    const bool last = i + 1 == num_layers();
+    const bool next_fp8 = fp8 && !last && inference_fp8_[i + 1][0].values.defined();
+    rows = FusedEncoderLayerInfer(
+        rows, layers_[i]->weights(), spec, ctx, &compute[i], fp8 ? &inference_fp8_[i] : nullptr,
+        next_fp8, int8 ? &inference_int8_[i] : nullptr, last ? out_rows : at::Tensor());
   }
   return std::move(rows.x);
 }
@@ -267,11 +274,15 @@ at::Tensor EncoderClassifierImpl::FinishTokens(const at::Tensor& h, at::ScalarTy
 
 namespace {
 
+// Each sequence's first token ([CLS]) as a row index of the varlen layout: int64 [n].
+at::Tensor FirstTokens(const at::Tensor& cu_seqlens, int64_t n) {
+  return cu_seqlens.narrow(0, 0, n).to(at::kLong);
+}
+
 // Pools a varlen [T, H] output per sequence. `seq_of_token` ([T] int64) is needed for mean.
 at::Tensor PoolVarlen(const at::Tensor& h, const at::Tensor& cu_seqlens,
                       const at::Tensor& seq_of_token, int64_t n, Pooling pooling) {
-  at::Tensor starts = cu_seqlens.narrow(0, 0, n).to(at::kLong);
-  if (pooling == Pooling::kCls) return h.index_select(0, starts);
+  if (pooling == Pooling::kCls) return h.index_select(0, FirstTokens(cu_seqlens, n));
   at::Tensor lengths =
       (cu_seqlens.narrow(0, 1, n) - cu_seqlens.narrow(0, 0, n)).to(h.scalar_type());
   at::Tensor sums = at::zeros({n, h.size(1)}, h.options()).index_add_(0, seq_of_token, h);
@@ -369,13 +380,14 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
     if (backend == AttentionBackend::kVarlenReference)
       ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
     const at::Tensor x = Embed(in.ids, in.positions, in.types);
-    const at::Tensor h = RunLayers(x, ctx);
     // [CLS] pooling keeps one row per sequence, and FinishTokens works row by row: finishing the
     // kept rows alone gives the same values without casting every token (forward and backward).
+    // The fused inference forward also computes its last layer for those rows alone.
     if (pooling == Pooling::kCls) {
-      return FinishTokens(PoolVarlen(h, ctx.cu_seqlens, in.seq, n, pooling), x.scalar_type());
+      return FinishTokens(RunLayers(x, ctx, FirstTokens(ctx.cu_seqlens, n)), x.scalar_type());
     }
-    return PoolVarlen(FinishTokens(h, x.scalar_type()), ctx.cu_seqlens, in.seq, n, pooling);
+    return PoolVarlen(FinishTokens(RunLayers(x, ctx), x.scalar_type()), ctx.cu_seqlens, in.seq, n,
+                      pooling);
   }
   return EncodeDense(b, ctx, n);
 }

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "layer_call.h"
 #include "inference_gemms.h"
+#include "layer_call.h"
 #include "layer_gemms.h"
 #include "padless/cuda/kernels/bias_grad.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
@@ -26,12 +26,12 @@ namespace {
 using internal::Activate;
 using internal::CaptureRng;
 using internal::InferenceGemms;
-using internal::LayerGemms;
-using internal::OutputGrad;
 using internal::kFfnInGemm;
 using internal::kFfnOutGemm;
 using internal::kOutGemm;
 using internal::kQkvGemm;
+using internal::LayerGemms;
+using internal::OutputGrad;
 using internal::RestoreRng;
 using internal::RngState;
 
@@ -161,8 +161,8 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   Activations a;
   a.x = x;
   a.qkv = gemms.Forward(kQkvGemm, x, /*bias=*/true);
-  AttendForward(a.qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1), ctx,
-                spec.attention_dropout, &a);
+  AttendForward(a.qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1), ctx, spec.attention_dropout,
+                &a);
   cuda::DropoutResidualLayerNormResult n1 = cuda::DropoutResidualLayerNorm(
       gemms.Forward(kOutGemm, a.attended.view({tokens, -1}), /*bias=*/false), w[kOutBias], x,
       w[kAttnNormWeight], w[kAttnNormBias], spec.dropout, spec.eps);
@@ -173,10 +173,9 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   a.mask1 = std::move(n1.mask);
   FfnIn(gemms, EffectiveActivation(spec, x), &a);
   if (!through_ffn_out) return a;
-  cuda::DropoutResidualLayerNormResult n2 =
-      cuda::DropoutResidualLayerNorm(gemms.Forward(kFfnOutGemm, a.g, /*bias=*/false),
-                                     w[kFfnOutBias], a.h,
-                                     w[kFfnNormWeight], w[kFfnNormBias], spec.dropout, spec.eps);
+  cuda::DropoutResidualLayerNormResult n2 = cuda::DropoutResidualLayerNorm(
+      gemms.Forward(kFfnOutGemm, a.g, /*bias=*/false), w[kFfnOutBias], a.h, w[kFfnNormWeight],
+      w[kFfnNormBias], spec.dropout, spec.eps);
   *y = std::move(n2.out);
   a.s2 = std::move(n2.sum);
   a.mean2 = std::move(n2.mean);
@@ -204,19 +203,31 @@ InferenceRows NormRows(const at::Tensor& input, const at::Tensor& bias, const at
   return r;
 }
 
+// The attention's output rows: every token's, or with `out_rows` defined the first tokens' alone.
+at::Tensor InferAttention(const at::Tensor& qkv, const LayerSpec& spec, const AttentionContext& ctx,
+                          const at::Tensor& out_rows) {
+  const int64_t tokens = qkv.size(0);
+  const std::vector<at::Tensor> parts = qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1);
+  if (out_rows.defined()) {
+    return AttendFirstTokens(parts[0].index_select(0, out_rows), parts[1], parts[2], ctx);
+  }
+  Activations a;  // only the attention's outputs are filled
+  AttendForward(parts, ctx, spec.attention_dropout, &a);
+  return a.attended.view({tokens, -1});
+}
+
 InferenceRows InferForward(const InferenceRows& in, const std::vector<at::Tensor>& w,
                            const InferenceGemms& gemms, const LayerSpec& spec,
-                           const AttentionContext& ctx, bool fp8_output) {
+                           const AttentionContext& ctx, bool fp8_output,
+                           const at::Tensor& out_rows) {
   const at::Tensor& x = in.x;
-  const int64_t tokens = x.size(0);
-  Activations a;  // only the attention's outputs are filled
   const at::Tensor qkv = gemms.Linear(kQkvGemm, in, /*bias=*/true);
-  AttendForward(qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1), ctx,
-                spec.attention_dropout, &a);
   InferenceRows attended;
-  attended.x = a.attended.view({tokens, -1});
+  attended.x = InferAttention(qkv, spec, ctx, out_rows);
+  // Every row after attention is a row of its own: the residual of the kept rows is theirs.
+  const at::Tensor residual = out_rows.defined() ? x.index_select(0, out_rows) : x;
   const InferenceRows h =
-      NormRows(gemms.Linear(kOutGemm, attended, /*bias=*/false), w[kOutBias], x,
+      NormRows(gemms.Linear(kOutGemm, attended, /*bias=*/false), w[kOutBias], residual,
                w[kAttnNormWeight], w[kAttnNormBias], spec.eps, gemms.InFp8(kFfnInGemm));
   return NormRows(gemms.FeedForward(h, EffectiveActivation(spec, x)), w[kFfnOutBias], h.x,
                   w[kFfnNormWeight], w[kFfnNormBias], spec.eps, fp8_output);
@@ -455,7 +466,7 @@ InferenceRows FusedEncoderLayerInfer(const InferenceRows& in, at::TensorList wei
                                      const LayerSpec& spec, const AttentionContext& ctx,
                                      const std::vector<at::Tensor>* compute_weights,
                                      const Fp8LayerWeights* fp8, bool fp8_output,
-                                     const Int8LayerWeights* int8) {
+                                     const Int8LayerWeights* int8, const at::Tensor& out_rows) {
   const at::Tensor& x = in.x;
   TORCH_CHECK(!at::GradMode::is_enabled(),
               "FusedEncoderLayerInfer: grad mode is on; training uses FusedEncoderLayerForward");
@@ -471,7 +482,9 @@ InferenceRows FusedEncoderLayerInfer(const InferenceRows& in, at::TensorList wei
   AutocastGuard no_autocast(x.device().type(), dtype, /*enabled=*/false);
   const std::vector<at::Tensor> w =
       compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
-  return InferForward(in, w, InferenceGemms(w, fp8, int8), spec, ctx, fp8_output);
+  TORCH_CHECK(!out_rows.defined() || !fp8_output,
+              "FusedEncoderLayerInfer: a layer of first-token rows has no next layer");
+  return InferForward(in, w, InferenceGemms(w, fp8, int8), spec, ctx, fp8_output, out_rows);
 }
 
 absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(

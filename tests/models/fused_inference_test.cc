@@ -13,6 +13,8 @@
 #include "padless/cuda/kernels/fp8_rowwise.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
+#include "padless/models/encoder_layer.h"
+#include "padless/models/fused_layer.h"
 
 namespace padless::models {
 namespace {
@@ -208,6 +210,93 @@ TEST(FusedInferenceTest, MatchesAutogradPathWithBf16FlashOnGpu) {
   EXPECT_LE(
       MaxAbsDiff(AutogradLogits(model, b, AmpMode::kOff), InferenceLogits(model, b, AmpMode::kOff)),
       1e-4);
+}
+
+// One layer's first-token rows (FusedEncoderLayerInfer with out_rows: one query per sequence
+// against its whole sequence, then n rows through the rest of the layer) against those rows of the
+// whole layer's output, on the CPU reference backend: sequences of one token and of many, in
+// fp32 and with FP8 weights (emulated), poisoned outputs ruled out by checking every row.
+TEST(FusedInferenceTest, FirstTokenRowsOfALayerEqualThoseRowsOfTheWholeLayer) {
+  at::manual_seed(14);
+  const EncoderConfig config = SmallPostLn();
+  EncoderLayer layer(config, 0);
+  {
+    at::NoGradGuard no_grad;
+    for (at::Tensor w : layer->weights()) w.add_(at::randn_like(w) * 0.3);
+  }
+  LayerSpec spec;
+  spec.head_dim = config.head_dim();
+  const std::vector<int64_t> offsets = {0, 1, 9, 10, 30, 31, 47};
+  const int64_t n = static_cast<int64_t>(offsets.size()) - 1;
+  AttentionContext ctx;
+  ctx.backend = AttentionBackend::kVarlenReference;
+  ctx.cu_seqlens = at::tensor(offsets, at::kInt);
+  ctx.max_seqlen = 20;
+  ctx.host_offsets = offsets;
+  const at::Tensor first = ctx.cu_seqlens.narrow(0, 0, n).to(at::kLong);
+  InferenceRows in;
+  in.x = at::randn({offsets.back(), config.hidden()});
+  const std::vector<Fp8LayerWeights> fp8 = QuantizeInferenceWeights({layer->weights()});
+  for (const Fp8LayerWeights* weights : {static_cast<const Fp8LayerWeights*>(nullptr), &fp8[0]}) {
+    c10::InferenceMode inference;
+    const at::Tensor whole =
+        FusedEncoderLayerInfer(in, layer->weights(), spec, ctx, nullptr, weights).x;
+    const at::Tensor rows = FusedEncoderLayerInfer(in, layer->weights(), spec, ctx, nullptr,
+                                                   weights, false, nullptr, first)
+                                .x;
+    ASSERT_EQ(rows.sizes(), (at::IntArrayRef{n, config.hidden()}));
+    EXPECT_LE(MaxAbsDiff(rows, whole.index_select(0, first)), 1e-5) << (weights ? "fp8" : "fp32");
+    // Not the whole layer's other rows: each row is its own sequence's.
+    EXPECT_GT(MaxAbsDiff(rows, whole.narrow(0, 0, n)), 1e-2);
+  }
+}
+
+// The model under [CLS] pooling computes its last layer for the first tokens alone by default
+// (ModelRuntime::last_layer_rows_only): the same logits as every row, on the CPU in fp32, with FP8
+// (emulated) and int8 weights, and with mean pooling (which needs every row) unchanged.
+TEST(FusedInferenceTest, LastLayerOfFirstTokensGivesTheSameLogitsOnCpu) {
+  for (Pooling pooling : {Pooling::kCls, Pooling::kMean}) {
+    at::manual_seed(15);
+    EncoderClassifier model(SmallPostLn().pooling(pooling));
+    AmplifyLayerMatrices(model);
+    model->eval();
+    const batching::Batch b = MakeVarlen(RandomSequences(16, 9, 1, 50, 100, 3));
+    const auto both = [&](const char* what, double tolerance) {
+      ChangeRuntime(model, [](ModelRuntime& r) { r.last_layer_rows_only = false; });
+      const at::Tensor every_row = InferenceLogits(model, b, AmpMode::kOff);
+      ChangeRuntime(model, [](ModelRuntime& r) { r.last_layer_rows_only = true; });
+      EXPECT_LE(MaxAbsDiff(InferenceLogits(model, b, AmpMode::kOff), every_row), tolerance) << what;
+    };
+    both("fp32", 1e-5);
+    model->PrepareInference(at::kFloat);
+    both("fp32 prepared", 1e-5);
+    model->PrepareInference(at::kFloat, /*fp8_weights=*/true);
+    both("fp8", 1e-5);
+    // Int8Linear quantizes its input with one scale per call: fewer rows, another scale.
+    ASSERT_TRUE(model->PrepareInt8Inference().ok());
+    both("int8", 2e-2);
+  }
+}
+
+TEST(FusedInferenceTest, LastLayerOfFirstTokensGivesTheSameLogitsWithBf16FlashOnGpu) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  at::manual_seed(17);
+  EncoderClassifier model(GpuTestConfig(0.0));
+  model->to(at::Device(at::kCUDA));
+  model->eval();
+  // Lengths from 1 to 300: one-query tiles against one to three key tiles of flash attention.
+  const batching::Batch b =
+      ToDevice(MakeVarlen(RandomSequences(18, 40, 1, 300, 1000, 2)), at::Device(at::kCUDA));
+  for (bool fp8 : {false, true}) {
+    model->PrepareInference(at::kBFloat16, fp8);
+    ChangeRuntime(model, [](ModelRuntime& r) { r.last_layer_rows_only = false; });
+    const at::Tensor every_row = InferenceLogits(model, b, AmpMode::kBf16);
+    ChangeRuntime(model, [](ModelRuntime& r) { r.last_layer_rows_only = true; });
+    const at::Tensor first_rows = InferenceLogits(model, b, AmpMode::kBf16);
+    // bf16 GEMMs over fewer rows may round differently: the tolerance of the bf16 tests above.
+    EXPECT_LE(MaxAbsDiff(first_rows, every_row), 2e-2) << (fp8 ? "fp8" : "bf16");
+    EXPECT_FALSE(first_rows.isnan().any().item<bool>());
+  }
 }
 
 }  // namespace

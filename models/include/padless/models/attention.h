@@ -51,6 +51,15 @@ struct AttentionContext {
 at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                   const AttentionContext& ctx, double dropout_p);
 
+// Attention of each sequence's first token ([CLS]) alone over its whole sequence, on the varlen
+// layout: q [n, heads, head_dim] holds the n first tokens' queries (in cu_seqlens' order), k and v
+// [T, heads, head_dim] every token's. Result [n, heads * head_dim], equal to Attend's rows of the
+// first tokens. What a classifier's last layer needs under [CLS] pooling, whose other rows feed
+// nothing. kVarlenFlash (one query per sequence against cu_seqlens' keys) or kVarlenReference
+// (ctx.host_offsets); empty sequences give zeros.
+at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const AttentionContext& ctx);
+
 }  // namespace padless::models
 
 #endif  // PADLESS_MODELS_ATTENTION_H_

@@ -80,15 +80,17 @@ class EncoderClassifierImpl : public torch::nn::Module {
  private:
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& types);
   // The encoder layers; the output stays in the dtype they computed in (bf16 under the fused
-  // layers), per token.
-  at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx);
+  // layers), per token: every token's row, or with `out_rows` (int64 [n], each sequence's first
+  // token on the varlen layout) those rows alone, which the fused inference forward computes in
+  // its last layer alone (ModelRuntime::last_layer_rows_only).
+  at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx, const at::Tensor& out_rows = {});
   // RunLayers' three paths: autograd per op (with checkpointing), the fused layers with their
   // hand-written backward (training), and the fused forward alone (inference).
   at::Tensor RunGenericLayers(at::Tensor x, const LayerSpec& spec, const AttentionContext& ctx);
   at::Tensor RunFusedTrainingLayers(at::Tensor x, const LayerSpec& spec,
                                     const AttentionContext& ctx);
   at::Tensor RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,
-                                     const AttentionContext& ctx);
+                                     const AttentionContext& ctx, const at::Tensor& out_rows = {});
   // The layers' per-token output in `dtype` (the embeddings'), with the final LayerNorm of pre-LN
   // models. Works row by row, so it may run on selected rows only.
   at::Tensor FinishTokens(const at::Tensor& h, at::ScalarType dtype);

@@ -40,10 +40,10 @@
 #include <optional>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "padless/cuda/kernels/fp8_rowwise.h"
 #include "padless/models/attention.h"
 #include "padless/models/encoder_layer.h"
-#include "absl/status/statusor.h"
 #include "padless/models/fp8_scaling.h"
 #include "padless/models/int8_linear.h"
 
@@ -122,12 +122,16 @@ struct InferenceRows {
 // Null: every GEMM in the compute dtype, as evaluation does. `fp8_output`: the next layer's QKV
 // GEMM runs in FP8, so the output's LayerNorm also writes the output's FP8 copy. `int8` (CPU,
 // instead of fp8): the GEMMs run with int8 weights (Int8Linear), the rest in x's dtype (fp32).
+// `out_rows` (int64 [n] on x's device, each sequence's first token; undefined: every row): the
+// layer's output for those rows alone, [n, H]: their queries attend over the whole sequences
+// (AttendFirstTokens), and the rest of the layer runs on n rows. For the last layer under [CLS]
+// pooling; the output then feeds no other layer (fp8_output must be false).
 InferenceRows FusedEncoderLayerInfer(const InferenceRows& x, at::TensorList weights,
                                      const LayerSpec& spec, const AttentionContext& ctx,
                                      const std::vector<at::Tensor>* compute_weights = nullptr,
-                                     const Fp8LayerWeights* fp8 = nullptr,
-                                     bool fp8_output = false,
-                                     const Int8LayerWeights* int8 = nullptr);
+                                     const Fp8LayerWeights* fp8 = nullptr, bool fp8_output = false,
+                                     const Int8LayerWeights* int8 = nullptr,
+                                     const at::Tensor& out_rows = {});
 
 }  // namespace padless::models
 
