@@ -28,18 +28,20 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "config_runner.h"
-#include "run_config.h"
-#include "step_trace.h"
 #include "padless/base/atomic_file_writer.h"
+#include "padless/model_files/model_io.h"
 #include "padless/serve/inference_engine.h"
 #include "padless/tokenize/corpus_reader.h"
+#include "run_config.h"
+#include "step_trace.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (padless's or a Hugging Face one)");
 ABSL_FLAG(std::string, data, "", "TSV/CSV/JSONL file whose texts are classified");
 ABSL_FLAG(int64_t, limit, 0, "classify at most this many texts (0: all)");
 ABSL_FLAG(int64_t, warmup, 512, "texts classified before timing");
 ABSL_FLAG(std::string, device, "cuda", "cuda or cpu");
-ABSL_FLAG(std::string, amp, "bf16", "off (fp32), bf16, fp16, fp8 (FP8 weights) or int8 (int8 weights, CPU)");
+ABSL_FLAG(std::string, amp, "bf16",
+          "off (fp32), bf16, fp16, fp8 (FP8 weights) or int8 (int8 weights, CPU)");
 ABSL_FLAG(int64_t, max_len, 512, "tokens per text, special tokens included");
 ABSL_FLAG(int64_t, max_batch_tokens, 32768, "engine: real tokens per device batch");
 ABSL_FLAG(int64_t, max_batch_requests, 1024, "engine: sequences per device batch");
@@ -48,6 +50,9 @@ ABSL_FLAG(int64_t, submit_chunk, 64, "offline: texts per Submit call");
 ABSL_FLAG(int, tokenizer_threads, 0, "engine: tokenizer threads (0: auto)");
 ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096,
           "engine: CUDA graphs below this many tokens (0: off)");
+ABSL_FLAG(bool, last_layer_all_rows, false,
+          "compute every row of the last layer (ModelRuntime::last_layer_rows_only off), to "
+          "measure what computing the [CLS] rows alone saves");
 ABSL_FLAG(std::string, loads, "0.75,1.0", "online: arrival rates as fractions of offline");
 ABSL_FLAG(double, online_seconds, 8, "online: seconds of arrivals per load");
 ABSL_FLAG(std::string, lengths_out, "", "write each text's token count, one per line");
@@ -61,8 +66,8 @@ namespace padless::bench::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using padless::serve::ClassifyRequest;
 using padless::serve::Classification;
+using padless::serve::ClassifyRequest;
 using padless::serve::InferenceEngine;
 using padless::serve::RequestHandle;
 
@@ -229,7 +234,8 @@ class BatchTimes {
 absl::StatusOr<std::unique_ptr<InferenceEngine>> MakeEngine() {
   padless::serve::EngineOptions o;
   o.device = c10::Device(absl::GetFlag(FLAGS_device) == "cuda" ? c10::kCUDA : c10::kCPU);
-  // int8: fp32 with int8 weights on the CPU (EngineOptions::int8_weights), as predict/serve read it.
+  // int8: fp32 with int8 weights on the CPU (EngineOptions::int8_weights), as predict/serve read
+  // it.
   o.int8_weights = absl::GetFlag(FLAGS_amp) == "int8";
   if (!o.int8_weights) {
     absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
@@ -242,7 +248,13 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> MakeEngine() {
   o.max_queued_requests = absl::GetFlag(FLAGS_max_queued);
   o.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   o.cuda_graph_max_tokens = absl::GetFlag(FLAGS_cuda_graph_max_tokens);
-  return InferenceEngine::Load(absl::GetFlag(FLAGS_model), o);
+  absl::StatusOr<models::LoadedModel> loaded =
+      models::LoadModelDir(absl::GetFlag(FLAGS_model), o.device);
+  if (!loaded.ok()) return loaded.status();
+  models::ModelRuntime runtime = loaded->model->runtime();
+  runtime.last_layer_rows_only = !absl::GetFlag(FLAGS_last_layer_all_rows);
+  loaded->model->set_runtime(runtime);
+  return InferenceEngine::Create(*std::move(loaded), o);
 }
 
 void PrintOffline(const OfflineResult& r, double matmul_tflops, const std::string& device) {
@@ -252,8 +264,8 @@ void PrintOffline(const OfflineResult& r, double matmul_tflops, const std::strin
       "\"texts\": %lld, \"seconds\": %.4f, \"texts_per_s\": %.1f, \"real_tokens_per_s\": %.1f, "
       "\"tflops\": %.2f, \"matmul_tflops\": %.1f, \"mfu\": %.4f}\n",
       absl::GetFlag(FLAGS_label).c_str(), device.c_str(), absl::GetFlag(FLAGS_amp).c_str(),
-      static_cast<long long>(r.texts), r.seconds, r.texts / r.seconds, r.tokens / r.seconds,
-      tflops, matmul_tflops, matmul_tflops > 0 ? tflops / matmul_tflops : 0.0);
+      static_cast<long long>(r.texts), r.seconds, r.texts / r.seconds, r.tokens / r.seconds, tflops,
+      matmul_tflops, matmul_tflops > 0 ? tflops / matmul_tflops : 0.0);
 }
 
 void PrintOnline(const OnlineResult& r, double offline_per_s, double full_batch_ms) {
@@ -280,8 +292,8 @@ absl::Status TraceOffline(InferenceEngine& engine, const std::vector<ClassifyReq
   const int64_t n = std::min<int64_t>(absl::GetFlag(FLAGS_trace_texts), requests.size());
   e2e::StepTrace trace(/*record_host=*/false);
   if (absl::Status s = trace.Start(); !s.ok()) return s;
-  absl::StatusOr<OfflineResult> r = RunOffline(
-      engine, std::vector<ClassifyRequest>(requests.begin(), requests.begin() + n));
+  absl::StatusOr<OfflineResult> r =
+      RunOffline(engine, std::vector<ClassifyRequest>(requests.begin(), requests.begin() + n));
   if (!r.ok()) return r.status();
   return trace.Save(absl::GetFlag(FLAGS_trace));
 }
@@ -313,14 +325,15 @@ absl::Status Run() {
     if (absl::Status s = TraceOffline(**engine, *requests); !s.ok()) return s;
   }
   const double offline_rate = offline->texts / offline->seconds;
-  for (absl::string_view piece : absl::StrSplit(absl::GetFlag(FLAGS_loads), ',', absl::SkipEmpty())) {
+  for (absl::string_view piece :
+       absl::StrSplit(absl::GetFlag(FLAGS_loads), ',', absl::SkipEmpty())) {
     double load = 0;
     if (!absl::SimpleAtod(piece, &load) || load <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("--loads: not a positive number: ", piece));
     }
     const padless::serve::EngineStats before = (*engine)->stats();
-    OnlineResult r = RunOnline(**engine, *requests, load * offline_rate,
-                               absl::GetFlag(FLAGS_online_seconds));
+    OnlineResult r =
+        RunOnline(**engine, *requests, load * offline_rate, absl::GetFlag(FLAGS_online_seconds));
     const padless::serve::EngineStats after = (*engine)->stats();
     r.load = load;
     r.graphed_share = static_cast<double>(after.graphed_batches - before.graphed_batches) /
