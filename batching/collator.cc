@@ -51,10 +51,14 @@ absl::Status CheckSpec(const tokenize::TokenizedCorpus& corpus, const BatchSpec&
       }
       const int64_t len = corpus.length(static_cast<size_t>(p.example));
       if (!p.FitsExample(len)) {
-        return absl::OutOfRangeError(absl::StrCat(
-            "collate: row ", r, ": piece (start ", p.start, ", length ", p.length, ", tail ",
-            p.tail, ", lead ", p.lead, ") does not fit example ", p.example, " of ", len,
-            " tokens"));
+        return absl::OutOfRangeError(absl::StrCat("collate: row ", r, ": piece (start ", p.start,
+                                                  ", length ", p.length, ", tail ", p.tail,
+                                                  ", lead ", p.lead, ") does not fit example ",
+                                                  p.example, " of ", len, " tokens"));
+      }
+      // A mapped corpus's blocks are checksummed when first read (tokenized_corpus.h).
+      if (absl::Status s = corpus.VerifyExample(static_cast<size_t>(p.example)); !s.ok()) {
+        return s;
       }
       used += p.length;
     }
@@ -69,7 +73,7 @@ absl::Status CheckSpec(const tokenize::TokenizedCorpus& corpus, const BatchSpec&
 // Writes the tokens (and, when present, type ids) of piece `p` at dst; returns its length.
 inline void CopyPiece(const tokenize::TokenizedCorpus& corpus, const Placement& p, int64_t* ids,
                       int64_t* types) {
-  const int32_t* src = corpus.flat_tokens().data() + corpus.offsets()[p.example];
+  const int32_t* src = corpus.tokens(static_cast<size_t>(p.example)).data();
   const int64_t ex_len = corpus.length(static_cast<size_t>(p.example));
   const int8_t* t =
       types != nullptr ? corpus.type_ids(static_cast<size_t>(p.example)).data() : nullptr;
@@ -174,8 +178,8 @@ Batch CollateRows(const tokenize::TokenizedCorpus& corpus, const BatchSpec& spec
 
 }  // namespace
 
-absl::StatusOr<Batch> Collator::CollateVarlen(
-    absl::Span<const tokenize::Encoding* const> sequences, bool with_types) const {
+absl::StatusOr<Batch> Collator::CollateVarlen(absl::Span<const tokenize::Encoding* const> sequences,
+                                              bool with_types) const {
   tokenize::TokenizedCorpus corpus;
   BatchSpec spec;
   spec.layout = Layout::kVarlen;

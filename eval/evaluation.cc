@@ -21,8 +21,11 @@ absl::Status CheckCorpus(const TokenizedCorpus& corpus, const EncoderConfig& con
                                                      config.num_labels(), ")"));
     }
   }
-  for (int32_t id : corpus.flat_tokens()) {
-    if (id < 0 || id >= config.vocab_size()) {
+  // The range, not every token: a mapped corpus records it, so the check reads no token (a rank
+  // would otherwise page in the whole corpus, not its shard).
+  const tokenize::TokenIdRange ids = corpus.token_id_range();
+  for (int32_t id : {ids.min, ids.max}) {
+    if (ids.min <= ids.max && (id < 0 || id >= config.vocab_size())) {
       return absl::InvalidArgumentError(absl::StrCat(
           name, ": token id ", id, " outside the model's vocabulary of ", config.vocab_size()));
     }

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <utility>
+#include <vector>
 
 #include "padless/eval/corpus_scores.h"
 
@@ -13,11 +14,9 @@ namespace {
 
 // Examples rank, rank + world, ... of `data`.
 tokenize::TokenizedCorpus Shard(const tokenize::TokenizedCorpus& data, int rank, int world) {
-  tokenize::TokenizedCorpus shard;
-  for (size_t i = rank; i < data.size(); i += world) {
-    shard.Add(data.tokens(i), data.type_ids(i), data.label(i));
-  }
-  return shard;
+  std::vector<size_t> mine;
+  for (size_t i = rank; i < data.size(); i += world) mine.push_back(i);
+  return data.Subset(mine);  // a mapped corpus stays mapped: each rank reads only its share
 }
 
 absl::StatusOr<CorpusScores> ScoreShard(EncoderClassifier& model,

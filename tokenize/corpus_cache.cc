@@ -48,6 +48,10 @@ absl::StatusOr<CachedCorpus> LoadOrBuildCorpus(
     const std::function<absl::StatusOr<TokenizedCorpus>()>& build) {
   CachedCorpus result;
   absl::StatusOr<TokenizedCorpus> cached = TokenizedCorpus::Load(cache_path, fingerprint);
+  // The callers read the whole corpus anyway: every block is checked now, not when first read.
+  if (cached.ok()) {
+    if (absl::Status s = cached->VerifyAll(); !s.ok()) cached = s;
+  }
   if (cached.ok()) {
     result.corpus = *std::move(cached);
     result.from_cache = true;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "padless/base/enum_names.h"
 #include "padless/base/file_kind.h"
+#include "padless/base/mapped_file.h"
 #include "padless/tokenize/utf8.h"
 
 namespace padless::tokenize {
@@ -62,6 +65,17 @@ class Collector {
     corpus_.source = source;
   }
 
+  // Streaming (StreamCorpus): hands the examples to `sink` every `chunk` examples instead of
+  // keeping them, with the content position parsed so far.
+  using Sink = std::function<absl::Status(std::vector<Example>&, size_t parsed)>;
+  void StreamTo(size_t chunk, Sink sink) {
+    chunk_ = std::max<size_t>(1, chunk);
+    sink_ = std::move(sink);
+  }
+  // Where the parser stands in the content: the end of the row handed in last.
+  void set_position(size_t position) { position_ = position; }
+  int64_t added() const { return added_; }
+
   // Records a bad row; returns the error to stop with, or OK to continue (skip_bad_rows).
   absl::Status Bad(int64_t line, absl::string_view reason) {
     const std::string message = absl::StrCat(corpus_.source, ":", line, ": ", reason);
@@ -92,7 +106,15 @@ class Collector {
     e.label = std::move(label);
     e.text = std::move(text);
     corpus_.examples.push_back(std::move(e));
+    ++added_;
+    if (sink_ && corpus_.examples.size() >= chunk_) return Flush();
     return absl::OkStatus();
+  }
+
+  absl::Status Flush() {
+    absl::Status s = sink_(corpus_.examples, position_);
+    corpus_.examples.clear();
+    return s;
   }
 
   // Maps split fields onto label/text/pair with `columns`.
@@ -134,8 +156,11 @@ class Collector {
   }
 
   absl::StatusOr<RawCorpus> Finish() {
-    corpus_.report.examples = static_cast<int64_t>(corpus_.examples.size());
-    if (corpus_.examples.empty()) {
+    corpus_.report.examples = added_;
+    if (sink_ && !corpus_.examples.empty()) {
+      if (absl::Status s = Flush(); !s.ok()) return s;
+    }
+    if (added_ == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           corpus_.source, ": no examples",
           corpus_.report.bad_rows > 0 ? absl::StrCat(" (", corpus_.report.bad_rows, " bad rows)")
@@ -150,12 +175,17 @@ class Collector {
   const ReaderOptions& options_;
   RawCorpus corpus_;
   std::optional<Columns> columns_;
+  int64_t added_ = 0;
+  size_t chunk_ = 0;
+  Sink sink_;
+  size_t position_ = 0;
 };
 
 // Splits content into lines without their terminators ("\n" or "\r\n"); the last line may lack
-// one. Calls fn(line_number, line) until it returns a non-OK status.
+// one. Calls fn(line_number, line) until it returns a non-OK status, telling `out` where the line
+// ends first.
 template <typename Fn>
-absl::Status ForEachLine(absl::string_view content, Fn fn) {
+absl::Status ForEachLine(absl::string_view content, Collector& out, Fn fn) {
   int64_t line_number = 0;
   size_t pos = 0;
   while (pos < content.size()) {
@@ -164,13 +194,14 @@ absl::Status ForEachLine(absl::string_view content, Fn fn) {
     absl::string_view line = content.substr(pos, end - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     pos = end + 1;
+    out.set_position(std::min(pos, content.size()));
     if (absl::Status s = fn(++line_number, line); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<RawCorpus> ParseTsv(absl::string_view content, Collector& out) {
-  absl::Status status = ForEachLine(content, [&](int64_t line, absl::string_view text) {
+  absl::Status status = ForEachLine(content, out, [&](int64_t line, absl::string_view text) {
     if (text.empty()) return absl::OkStatus();  // blank lines (e.g. a trailing one) carry nothing
     std::vector<std::string> fields = absl::StrSplit(text, '\t');
     return out.AddRow(line, fields, "tab-separated");
@@ -257,6 +288,7 @@ absl::StatusOr<RawCorpus> ParseCsv(absl::string_view content, Collector& out) {
       line = start_line + 1;
       continue;
     }
+    out.set_position(pos);
     if (absl::Status s = out.AddRow(start_line, fields, "comma-separated"); !s.ok()) {
       return s;
     }
@@ -267,7 +299,7 @@ absl::StatusOr<RawCorpus> ParseCsv(absl::string_view content, Collector& out) {
 absl::StatusOr<RawCorpus> ParseJsonl(absl::string_view content, Collector& out,
                                      const ReaderOptions& options) {
   std::string buffer;
-  absl::Status status = ForEachLine(content, [&](int64_t line, absl::string_view text) {
+  absl::Status status = ForEachLine(content, out, [&](int64_t line, absl::string_view text) {
     if (absl::StripAsciiWhitespace(text).empty()) return absl::OkStatus();
     buffer.assign(text.data(), text.size());
     // Repair first: the JSON parser rejects invalid UTF-8 inside strings outright. Counted once
@@ -303,13 +335,13 @@ absl::StatusOr<RawCorpus> ParseJsonl(absl::string_view content, Collector& out,
       }
       pair = it->get<std::string>();
     }
-    const size_t before = out.corpus().examples.size();
+    const int64_t before = out.added();
     if (absl::Status s =
             out.Add(line, std::move(label), text_it->get<std::string>(), std::move(pair));
         !s.ok()) {
       return s;
     }
-    if (replaced > 0 && out.corpus().examples.size() > before) {
+    if (replaced > 0 && out.added() > before) {
       ++out.corpus().report.invalid_utf8_rows;
       out.corpus().report.invalid_utf8_sequences += replaced;
     }
@@ -355,16 +387,16 @@ bool RawCorpus::has_pairs() const {
   return std::any_of(examples.begin(), examples.end(), [](const Example& e) { return e.has_pair; });
 }
 
-absl::StatusOr<RawCorpus> ParseCorpus(absl::string_view content, const std::string& source,
-                                      const ReaderOptions& options) {
+namespace {
+
+absl::StatusOr<RawCorpus> ParseInto(absl::string_view content, const std::string& source,
+                                    const ReaderOptions& options, Collector& out) {
   CorpusFormat format = options.format;
   if (format == CorpusFormat::kAuto) {
     absl::StatusOr<CorpusFormat> f = FormatFromPath(source);
     if (!f.ok()) return f.status();
     format = *f;
   }
-  if (absl::StartsWith(content, kBom)) content.remove_prefix(kBom.size());
-  Collector out(source, options);
   switch (format) {
     case CorpusFormat::kCsv:
       return ParseCsv(content, out);
@@ -375,6 +407,34 @@ absl::StatusOr<RawCorpus> ParseCorpus(absl::string_view content, const std::stri
       break;
   }
   return ParseTsv(content, out);
+}
+
+}  // namespace
+
+absl::StatusOr<RawCorpus> ParseCorpus(absl::string_view content, const std::string& source,
+                                      const ReaderOptions& options) {
+  if (absl::StartsWith(content, kBom)) content.remove_prefix(kBom.size());
+  Collector out(source, options);
+  return ParseInto(content, source, options, out);
+}
+
+absl::StatusOr<ReadReport> StreamCorpus(const std::string& path, const ReaderOptions& options,
+                                        size_t chunk_examples, const ExampleSink& sink) {
+  absl::StatusOr<std::shared_ptr<const base::MappedFile>> file =
+      base::MappedFile::Open(path, "data file", base::MappedFile::Access::kSequential);
+  if (!file.ok()) return file.status();
+  absl::string_view content = (*file)->bytes();
+  const size_t skipped = absl::StartsWith(content, kBom) ? kBom.size() : 0;
+  content.remove_prefix(skipped);
+  Collector out(path, options);
+  out.StreamTo(chunk_examples, [&](std::vector<Example>& chunk, size_t parsed) {
+    // The rows handed on are copied out: their pages need not stay resident.
+    (*file)->ReleasePrefix(skipped + parsed);
+    return sink(chunk);
+  });
+  absl::StatusOr<RawCorpus> rest = ParseInto(content, path, options, out);
+  if (!rest.ok()) return rest.status();
+  return rest->report;
 }
 
 absl::StatusOr<RawCorpus> ReadCorpus(const std::string& path, const ReaderOptions& options) {

@@ -1,49 +1,17 @@
 #include "padless/tokenize/tokenized_corpus.h"
 
-#include <cstring>
-#include <fstream>
-#include <memory>
+#include <algorithm>
+#include <cassert>
+#include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "fnv1a.h"
-#include "padless/base/atomic_file_writer.h"
-#include "padless/base/file_kind.h"
+#include "mapped_tokens.h"
+#include "padless/tokenize/corpus_cache_writer.h"
 
 namespace padless::tokenize {
-namespace {
-
-// Cache layout (little endian, the only byte order padless targets):
-//   Header (64 bytes) | tokens int32[T] | type_ids int8[T or 0] | offsets int64[n+1] | labels
-//   int64[n]
-// The checksum (FNV-1a 64) covers everything after the header, so a flipped byte or a truncated
-// payload is detected before any of it is trusted.
-constexpr char kMagic[8] = {'P', 'A', 'D', 'L', 'C', 'O', 'R', 'P'};
-constexpr uint32_t kVersion = 1;
-
-struct Header {
-  char magic[8];
-  uint32_t version;
-  uint32_t flags;  // bit 0: has type ids
-  uint64_t fingerprint;
-  uint64_t num_examples;
-  uint64_t num_tokens;
-  uint64_t payload_bytes;
-  uint64_t checksum;
-  uint64_t reserved;
-};
-static_assert(sizeof(Header) == 64, "cache header must stay 64 bytes");
-
-using internal::Fnv1a;
-
-template <typename T>
-size_t Bytes(const std::vector<T>& v) {
-  return v.size() * sizeof(T);
-}
-
-}  // namespace
 
 void TokenizedCorpus::Add(absl::Span<const int32_t> ids, absl::Span<const int8_t> type_ids,
                           int64_t label) {
+  assert(mapped_ == nullptr && rows_.empty() && "Add on a mapped corpus or a subset");
   if (!type_ids.empty()) {
     // First example with type ids after examples without: back-fill zeros to keep one layout.
     if (type_ids_.size() < tokens_.size()) type_ids_.resize(tokens_.size(), 0);
@@ -54,6 +22,7 @@ void TokenizedCorpus::Add(absl::Span<const int32_t> ids, absl::Span<const int8_t
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
   offsets_.push_back(static_cast<int64_t>(tokens_.size()));
   labels_.push_back(label);
+  total_tokens_ = static_cast<int64_t>(tokens_.size());
 }
 
 void TokenizedCorpus::Reserve(size_t examples, size_t tokens) {
@@ -62,111 +31,80 @@ void TokenizedCorpus::Reserve(size_t examples, size_t tokens) {
   labels_.reserve(examples);
 }
 
+bool TokenizedCorpus::has_type_ids() const {
+  return mapped_ != nullptr ? mapped_->type_ids != nullptr : !type_ids_.empty();
+}
+
+const int32_t* TokenizedCorpus::token_data() const {
+  return mapped_ != nullptr ? mapped_->tokens : tokens_.data();
+}
+
+const int8_t* TokenizedCorpus::type_id_data() const {
+  return mapped_ != nullptr ? mapped_->type_ids : type_ids_.data();
+}
+
+absl::Span<const int8_t> TokenizedCorpus::type_ids(size_t i) const {
+  if (!has_type_ids()) return {};
+  return absl::MakeConstSpan(type_id_data() + Begin(i), static_cast<size_t>(length(i)));
+}
+
 std::vector<int64_t> TokenizedCorpus::Lengths() const {
   std::vector<int64_t> lengths(size());
   for (size_t i = 0; i < size(); ++i) lengths[i] = length(i);
   return lengths;
 }
 
-absl::Status TokenizedCorpus::Save(const std::string& path, uint64_t fingerprint) const {
-  Header h{};
-  std::memcpy(h.magic, kMagic, sizeof(kMagic));
-  h.version = kVersion;
-  h.flags = has_type_ids() ? 1u : 0u;
-  h.fingerprint = fingerprint;
-  h.num_examples = size();
-  h.num_tokens = tokens_.size();
-  h.payload_bytes = Bytes(tokens_) + Bytes(type_ids_) + Bytes(offsets_) + Bytes(labels_);
-  Fnv1a sum;
-  sum.Update(tokens_.data(), Bytes(tokens_));
-  sum.Update(type_ids_.data(), Bytes(type_ids_));
-  sum.Update(offsets_.data(), Bytes(offsets_));
-  sum.Update(labels_.data(), Bytes(labels_));
-  h.checksum = sum.value();
-
-  return base::WriteFileAtomically(path, [&](std::ostream& out) {
-    out.write(reinterpret_cast<const char*>(&h), sizeof(h));
-    out.write(reinterpret_cast<const char*>(tokens_.data()), Bytes(tokens_));
-    out.write(reinterpret_cast<const char*>(type_ids_.data()), Bytes(type_ids_));
-    out.write(reinterpret_cast<const char*>(offsets_.data()), Bytes(offsets_));
-    out.write(reinterpret_cast<const char*>(labels_.data()), Bytes(labels_));
-  });
+absl::Span<const int32_t> TokenizedCorpus::flat_tokens() const {
+  return absl::MakeConstSpan(token_data(), static_cast<size_t>(offsets_.back()));
 }
 
-absl::StatusOr<TokenizedCorpus> TokenizedCorpus::Load(const std::string& path,
-                                                      uint64_t fingerprint) {
-  if (absl::Status s = base::CheckRegularFile(path, "corpus cache"); !s.ok()) return s;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::PermissionDeniedError(absl::StrCat("cannot open corpus cache ", path));
-  in.seekg(0, std::ios::end);
-  const auto file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
-  Header h{};
-  if (file_size < sizeof(h) || !in.read(reinterpret_cast<char*>(&h), sizeof(h))) {
-    return absl::DataLossError(absl::StrCat(path, ": truncated corpus cache header"));
+TokenIdRange TokenizedCorpus::token_id_range() const {
+  if (mapped_ != nullptr) return mapped_->range;
+  TokenIdRange range;
+  if (tokens_.empty()) return range;
+  const auto [lo, hi] = std::minmax_element(tokens_.begin(), tokens_.end());
+  return {*lo, *hi};
+}
+
+absl::Status TokenizedCorpus::VerifyExample(size_t i) const {
+  if (mapped_ == nullptr) return absl::OkStatus();
+  const auto begin = static_cast<uint64_t>(Begin(i));
+  return mapped_->VerifyTokens(begin, begin + static_cast<uint64_t>(length(i)));
+}
+
+absl::Status TokenizedCorpus::VerifyAll() const {
+  return mapped_ != nullptr ? mapped_->VerifyAll() : absl::OkStatus();
+}
+
+TokenizedCorpus TokenizedCorpus::Subset(absl::Span<const size_t> indices) const {
+  TokenizedCorpus subset;
+  subset.label_names_ = label_names_;
+  if (mapped_ == nullptr) {
+    for (size_t i : indices) subset.Add(tokens(i), type_ids(i), label(i));
+    return subset;
   }
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) {
-    return absl::DataLossError(absl::StrCat(path, ": not a padless corpus cache (bad magic)"));
+  subset.mapped_ = mapped_;
+  subset.offsets_ = offsets_;
+  subset.rows_.reserve(indices.size());
+  subset.labels_.reserve(indices.size());
+  for (size_t i : indices) {
+    subset.rows_.push_back(static_cast<int64_t>(Row(i)));
+    subset.labels_.push_back(label(i));
+    subset.total_tokens_ += length(i);
   }
-  if (h.version != kVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": corpus cache version ", h.version, ", expected ", kVersion));
+  return subset;
+}
+
+absl::Status TokenizedCorpus::Save(const std::string& path, uint64_t fingerprint) const {
+  if (absl::Status s = VerifyAll(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<CorpusCacheWriter>> writer =
+      CorpusCacheWriter::Open(path, fingerprint);
+  if (!writer.ok()) return writer.status();
+  for (size_t i = 0; i < size(); ++i) {
+    if (absl::Status s = (*writer)->Add(tokens(i), type_ids(i), label(i)); !s.ok()) return s;
   }
-  if (h.fingerprint != fingerprint) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": corpus cache was built from other data, model or options"));
-  }
-  // Unknown flag bits or a non-zero spare field mean a damaged (or future) header: not trusted.
-  if ((h.flags & ~1u) != 0 || h.reserved != 0) {
-    return absl::DataLossError(absl::StrCat(path, ": corpus cache header has unknown flags"));
-  }
-  const bool typed = (h.flags & 1u) != 0;
-  // Save sets the type-id flag only when there are type ids, i.e. tokens: a typed file without
-  // tokens is not one Save writes (found by tests/fuzz/corpus_cache_fuzzer).
-  if (typed && h.num_tokens == 0) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": corpus cache header has the type-id flag but no tokens"));
-  }
-  // Validate sizes with overflow-safe arithmetic before allocating anything.
-  const uint64_t n = h.num_examples, t = h.num_tokens;
-  const uint64_t limit = file_size - sizeof(h);
-  if (n > limit / 16 || t > limit / 4) {
-    return absl::DataLossError(absl::StrCat(path, ": corpus cache sizes exceed the file"));
-  }
-  const uint64_t expect = t * 4 + (typed ? t : 0) + (n + 1) * 8 + n * 8;
-  if (h.payload_bytes != expect || limit != expect) {
-    return absl::DataLossError(absl::StrCat(path,
-                                            ": corpus cache is truncated or has trailing bytes (",
-                                            limit, " payload bytes, expected ", expect, ")"));
-  }
-  TokenizedCorpus c;
-  c.tokens_.resize(t);
-  c.type_ids_.resize(typed ? t : 0);
-  c.offsets_.resize(n + 1);
-  c.labels_.resize(n);
-  in.read(reinterpret_cast<char*>(c.tokens_.data()), Bytes(c.tokens_));
-  in.read(reinterpret_cast<char*>(c.type_ids_.data()), Bytes(c.type_ids_));
-  in.read(reinterpret_cast<char*>(c.offsets_.data()), Bytes(c.offsets_));
-  in.read(reinterpret_cast<char*>(c.labels_.data()), Bytes(c.labels_));
-  if (!in) return absl::DataLossError(absl::StrCat(path, ": corpus cache read failed"));
-  Fnv1a sum;
-  sum.Update(c.tokens_.data(), Bytes(c.tokens_));
-  sum.Update(c.type_ids_.data(), Bytes(c.type_ids_));
-  sum.Update(c.offsets_.data(), Bytes(c.offsets_));
-  sum.Update(c.labels_.data(), Bytes(c.labels_));
-  if (sum.value() != h.checksum) {
-    return absl::DataLossError(absl::StrCat(path, ": corpus cache checksum mismatch"));
-  }
-  // Structural checks: offsets must be a monotone walk from 0 to T.
-  if (c.offsets_.front() != 0 || static_cast<uint64_t>(c.offsets_.back()) != t) {
-    return absl::DataLossError(absl::StrCat(path, ": corpus cache offsets are inconsistent"));
-  }
-  for (uint64_t i = 0; i < n; ++i) {
-    if (c.offsets_[i + 1] < c.offsets_[i]) {
-      return absl::DataLossError(absl::StrCat(path, ": corpus cache offsets are not monotone"));
-    }
-  }
-  return c;
+  (*writer)->set_label_names(label_names_);
+  return (*writer)->Commit();
 }
 
 }  // namespace padless::tokenize

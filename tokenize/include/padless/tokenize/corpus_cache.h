@@ -34,7 +34,8 @@ struct CachedCorpus {
   std::string save_error;
 };
 
-// Loads `cache_path` if it holds a valid cache with `fingerprint`; otherwise calls `build` and
+// Loads (maps) `cache_path` if it holds a valid cache with `fingerprint`, all of its blocks
+// verified (the callers read every example); otherwise calls `build` and
 // saves its result there (atomically). Only an error from `build` is returned as an error.
 absl::StatusOr<CachedCorpus> LoadOrBuildCorpus(
     const std::string& cache_path, uint64_t fingerprint,

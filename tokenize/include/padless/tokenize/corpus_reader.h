@@ -6,6 +6,7 @@
 #define PADLESS_TOKENIZE_CORPUS_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,13 @@ struct RawCorpus {
 // Reads a whole file. InvalidArgument naming file:line for the first bad row (unless
 // skip_bad_rows), and when the file holds no examples at all.
 absl::StatusOr<RawCorpus> ReadCorpus(const std::string& path, const ReaderOptions& options);
+// Reads `path` as ReadCorpus does, but hands its examples to `sink` in file order, in chunks of at
+// most `chunk_examples`, instead of keeping them: the file is mapped and the pages of rows already
+// handed on are released, so a file larger than memory can be read. The chunk is the sink's to
+// move from. Returns the report of the whole file; an error of the sink stops the reading.
+using ExampleSink = std::function<absl::Status(std::vector<Example>& chunk)>;
+absl::StatusOr<ReadReport> StreamCorpus(const std::string& path, const ReaderOptions& options,
+                                        size_t chunk_examples, const ExampleSink& sink);
 // The same on content in memory; `source` names it in messages and, for kAuto, its format.
 absl::StatusOr<RawCorpus> ParseCorpus(absl::string_view content, const std::string& source,
                                       const ReaderOptions& options);
