@@ -50,26 +50,17 @@ at::Tensor CopyToPinnedHost(const at::Tensor& t) {
 
 }  // namespace
 
-at::Tensor DeviceWorker::Logits(const batching::Batch& batch, ScoredBatch* out,
-                                at::Tensor* probabilities) {
+BatchScores DeviceWorker::Score(const batching::Batch& batch, ScoredBatch* out) {
   if (graphs_ != nullptr) {
     std::vector<int64_t> lengths;
     lengths.reserve(out->owners.size());
     for (const SequenceOwner& o : out->owners) lengths.push_back(o.tokens);
     if (std::optional<GraphedForward::Result> r = graphs_->Run(batch, lengths)) {
       out->graphed = true;
-      *probabilities = r->probabilities;
-      return r->logits;
+      return *std::move(r);
     }
   }
-  at::Tensor logits;
-  {
-    models::AutocastGuard autocast(device_.type(), amp_);
-    logits = model_->forward(batch);
-  }
-  logits = logits.to(at::kFloat);
-  *probabilities = at::softmax(logits, /*dim=*/1);
-  return logits;
+  return ScoreBatch(*model_, batch, device_.type(), amp_);
 }
 
 ScoredBatch DeviceWorker::Launch(FormedBatch formed) {
@@ -80,20 +71,19 @@ ScoredBatch DeviceWorker::Launch(FormedBatch formed) {
   try {
     // Inference mode, not just no-grad: no version counters or views tracking, no autograd graph.
     c10::InferenceMode inference;
-    at::Tensor probabilities;
-    const at::Tensor logits = Logits(formed.batch, &out, &probabilities);
-    if (!logits.is_cuda()) {
-      out.scores = logits.contiguous();
-      out.probabilities = probabilities.contiguous();
+    const BatchScores scores = Score(formed.batch, &out);
+    if (!scores.logits.is_cuda()) {
+      out.scores = scores.logits.contiguous();
+      out.probabilities = scores.probabilities.contiguous();
       return out;
     }
     // Copied out before the next batch's launch: a graph's outputs are overwritten by its replay.
-    out.scores = CopyToPinnedHost(logits);
-    out.probabilities = CopyToPinnedHost(probabilities);
+    out.scores = CopyToPinnedHost(scores.logits);
+    out.probabilities = CopyToPinnedHost(scores.probabilities);
     // The completion thread waits on this event, not this thread on the device.
     const c10::impl::VirtualGuardImpl guard(device_.type());
     out.ready = std::make_unique<c10::Event>(device_.type());
-    out.ready->record(guard.getStream(logits.device()));
+    out.ready->record(guard.getStream(scores.logits.device()));
   } catch (const c10::Error& e) {
     out.error = absl::InternalError(absl::StrCat("inference failed: ", e.what_without_backtrace()));
   }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include "batch_scores.h"
 #include "graphed_forward.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
@@ -34,9 +35,9 @@ class DeviceWorker {
  private:
   void Run();
   ScoredBatch Launch(FormedBatch formed);
-  // Logits [n, C] fp32 of `batch`, whose sequences belong to out->owners: a graph replay's
-  // (setting out->graphed) or the eager forward's.
-  at::Tensor Logits(const batching::Batch& batch, ScoredBatch* out, at::Tensor* probabilities);
+  // The scores of `batch`, whose sequences belong to out->owners: a graph replay's (setting
+  // out->graphed) or the eager forward's.
+  BatchScores Score(const batching::Batch& batch, ScoredBatch* out);
 
   models::EncoderClassifierImpl* model_;
   const c10::Device device_;

@@ -1,7 +1,6 @@
 #include "graphed_forward.h"
 
 #include <ATen/ATen.h>
-#include <c10/core/InferenceMode.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
@@ -78,24 +77,13 @@ batching::Batch GraphedForward::StaticBatch(const Bucket& bucket) {
   return batch;
 }
 
-GraphedForward::Result GraphedForward::Forward(const batching::Batch& batch) {
-  c10::InferenceMode inference;
-  at::Tensor logits;
-  {
-    models::AutocastGuard autocast(c10::kCUDA, amp_);
-    logits = model_->forward(batch);
-  }
-  logits = logits.to(at::kFloat);
-  return Result{logits, at::softmax(logits, /*dim=*/1)};
-}
-
 void GraphedForward::CaptureBucket(Bucket& bucket, Pool pool) {
   const batching::Batch batch = StaticBatch(bucket);
-  for (int i = 0; i < 2; ++i) Forward(batch);
+  for (int i = 0; i < 2; ++i) ScoreBatch(*model_, batch, c10::kCUDA, amp_);
   bucket.graph = std::make_unique<at::cuda::CUDAGraph>();
   // Thread-local capture: other threads of the process may use CUDA meanwhile.
   bucket.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
-  bucket.out = Forward(batch);
+  bucket.out = ScoreBatch(*model_, batch, c10::kCUDA, amp_);
   bucket.graph->capture_end();
 }
 

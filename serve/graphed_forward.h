@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "batch_scores.h"
 #include "padless/batching/batch.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
@@ -53,10 +54,7 @@ class GraphedForward {
   };
   // A batch's results, [n, C] fp32 on the device: views into the graph's outputs, valid until the
   // next Run. Copy them out on the current stream before then.
-  struct Result {
-    at::Tensor logits;
-    at::Tensor probabilities;
-  };
+  using Result = BatchScores;
 
   // Captures one graph per bucket on a side stream of `device`, after two eager warm-up forwards
   // each (lazy cuBLAS and flash set-up must not happen inside a capture). `model` must be in eval
@@ -93,7 +91,6 @@ class GraphedForward {
   // The bucket's cu_seqlens for real sequences of `lengths` (T tokens in all), in pinned memory.
   static at::Tensor CuSeqlens(const Bucket& bucket, absl::Span<const int64_t> lengths,
                               int64_t real_tokens);
-  Result Forward(const batching::Batch& batch);
 
   models::EncoderClassifierImpl* model_;
   const models::AmpMode amp_;
