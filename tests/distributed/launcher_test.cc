@@ -1,17 +1,18 @@
 // LaunchLocalWorkers: torchrun's variables reach every worker, on one node or on two launched
-// apart; a failing worker ends the job at once (the others are terminated, no hang) with an error naming its rank and its last line.
+// apart; a failing worker ends the job at once (the others are terminated, no hang) with an error
+// naming its rank and its last line.
 #include "padless/distributed/local_launcher.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "padless/base/read_file.h"
 #include "padless/distributed/process_group.h"
 #include "trainer_fixtures.h"
 
@@ -24,16 +25,19 @@ LaunchOptions Workers(int nproc) {
   return options;
 }
 
+// What worker `rank`'s script wrote to <dir>/rank.<rank> (an error text when it wrote nothing).
+std::string WorkerFile(const models::testing::TempDir& dir, int rank) {
+  absl::StatusOr<std::string> text = base::ReadFile(dir.file(absl::StrCat("rank.", rank)));
+  return text.ok() ? *text : text.status().ToString();
+}
+
 TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
   models::testing::TempDir dir;
   const std::string script = "echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR > " + dir.str() +
                              "/rank.$RANK; [ -n \"$MASTER_PORT\" ]";
   ASSERT_TRUE(LaunchLocalWorkers({"/bin/sh", "-c", script}, Workers(3)).ok());
   for (int r = 0; r < 3; ++r) {
-    std::ifstream in(dir.file("rank." + std::to_string(r)));
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_EQ(text.str(), absl::StrCat(r, " ", r, " 3 127.0.0.1\n"));
+    EXPECT_EQ(WorkerFile(dir, r), absl::StrCat(r, " ", r, " 3 127.0.0.1\n"));
   }
 }
 
@@ -41,9 +45,10 @@ TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
 // would run them: global ranks, node ranks and the same meeting point.
 TEST(LocalLauncherTest, TwoNodesGetTorchrunsMultiNodeEnvironment) {
   models::testing::TempDir dir;
-  const std::string script = "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK "
-                             "$MASTER_ADDR $MASTER_PORT > " +
-                             dir.str() + "/rank.$RANK";
+  const std::string script =
+      "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK "
+      "$MASTER_ADDR $MASTER_PORT > " +
+      dir.str() + "/rank.$RANK";
   const int port = FreeLocalPort();
   std::vector<absl::Status> results(2);
   std::vector<std::thread> nodes;
@@ -61,10 +66,8 @@ TEST(LocalLauncherTest, TwoNodesGetTorchrunsMultiNodeEnvironment) {
   ASSERT_TRUE(results[0].ok()) << results[0];
   ASSERT_TRUE(results[1].ok()) << results[1];
   for (int r = 0; r < 4; ++r) {
-    std::ifstream in(dir.file("rank." + std::to_string(r)));
-    std::stringstream text;
-    text << in.rdbuf();
-    EXPECT_EQ(text.str(), absl::StrCat(r, " ", r % 2, " 4 2 ", r / 2, " 127.0.0.1 ", port, "\n"));
+    EXPECT_EQ(WorkerFile(dir, r),
+              absl::StrCat(r, " ", r % 2, " 4 2 ", r / 2, " 127.0.0.1 ", port, "\n"));
   }
 }
 

@@ -25,6 +25,7 @@ namespace padless::serve {
 namespace {
 
 using internal::GraphedForward;
+using internal::ScoreBatch;
 
 // One request through the engine, as its own submission.
 absl::StatusOr<Classification> ClassifyOne(InferenceEngine& engine, const ClassifyRequest& r) {
@@ -64,11 +65,21 @@ class GraphedForwardTest : public ::testing::TestWithParam<models::Pooling> {
     model_->PrepareInference(at::kBFloat16);
   }
 
-  // The device worker's eager forward: inference mode, bf16 autocast, fp32 logits.
+  // Graphs of buckets up to `max_tokens` for sequences of up to 32 tokens; null (and a failure)
+  // when the capture fails.
+  std::unique_ptr<GraphedForward> Capture(int64_t max_tokens) {
+    GraphedForward::Options options;
+    options.max_tokens = max_tokens;
+    options.max_len = 32;
+    absl::StatusOr<std::unique_ptr<GraphedForward>> graphs =
+        GraphedForward::Capture(model_.get(), at::Device(at::kCUDA), options);
+    EXPECT_TRUE(graphs.ok()) << graphs.status();
+    return graphs.ok() ? *std::move(graphs) : nullptr;
+  }
+
+  // The device worker's eager forward, the function each graph captured.
   at::Tensor Eager(const batching::Batch& b) {
-    c10::InferenceMode inference;
-    models::AutocastGuard autocast(at::kCUDA, models::AmpMode::kBf16);
-    return model_->forward(b).to(at::kFloat);
+    return ScoreBatch(*model_, b, at::kCUDA, models::AmpMode::kBf16).logits;
   }
 
   // A replay of `lengths`, checked against the eager forward; false when no bucket held it.
@@ -97,37 +108,29 @@ class GraphedForwardTest : public ::testing::TestWithParam<models::Pooling> {
 };
 
 TEST_P(GraphedForwardTest, ReplaysMatchTheEagerForward) {
-  GraphedForward::Options options;
-  options.max_tokens = 512;
-  options.max_len = 32;
-  absl::StatusOr<std::unique_ptr<GraphedForward>> graphs =
-      GraphedForward::Capture(model_.get(), at::Device(at::kCUDA), options);
-  ASSERT_TRUE(graphs.ok()) << graphs.status();
-  EXPECT_EQ((*graphs)->BucketTokens(), (std::vector<int64_t>{128, 256, 512}));
+  const std::unique_ptr<GraphedForward> graphs = Capture(512);
+  ASSERT_NE(graphs, nullptr);
+  EXPECT_EQ(graphs->BucketTokens(), (std::vector<int64_t>{128, 256, 512}));
   // Largest first, so later batches run over tokens earlier ones left in the buckets.
-  EXPECT_TRUE(ReplayMatches(**graphs, std::vector<int64_t>(31, 16), 1));  // 496 tokens: 512
-  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 32}, 2));              // 128 tokens: 256
-  EXPECT_TRUE(ReplayMatches(**graphs, {32, 32, 32, 31}, 3));              // 127: bucket 128
-  EXPECT_TRUE(ReplayMatches(**graphs, {30, 2, 17}, 4));
-  EXPECT_TRUE(ReplayMatches(**graphs, {5}, 5));
-  EXPECT_TRUE(ReplayMatches(**graphs, {2, 2, 2, 2, 2, 2, 2, 2}, 6));    // the 128 bucket's capacity
-  EXPECT_TRUE(ReplayMatches(**graphs, std::vector<int64_t>(9, 2), 7));  // 9 > 8: the 256 bucket
-  EXPECT_TRUE(ReplayMatches(**graphs, {5}, 5));                         // the same again
+  EXPECT_TRUE(ReplayMatches(*graphs, std::vector<int64_t>(31, 16), 1));  // 496 tokens: 512
+  EXPECT_TRUE(ReplayMatches(*graphs, {32, 32, 32, 32}, 2));              // 128 tokens: 256
+  EXPECT_TRUE(ReplayMatches(*graphs, {32, 32, 32, 31}, 3));              // 127: bucket 128
+  EXPECT_TRUE(ReplayMatches(*graphs, {30, 2, 17}, 4));
+  EXPECT_TRUE(ReplayMatches(*graphs, {5}, 5));
+  EXPECT_TRUE(ReplayMatches(*graphs, {2, 2, 2, 2, 2, 2, 2, 2}, 6));    // the 128 bucket's capacity
+  EXPECT_TRUE(ReplayMatches(*graphs, std::vector<int64_t>(9, 2), 7));  // 9 > 8: the 256 bucket
+  EXPECT_TRUE(ReplayMatches(*graphs, {5}, 5));                         // the same again
   // No bucket: more tokens than the largest holds, or more sequences.
-  EXPECT_FALSE(ReplayMatches(**graphs, std::vector<int64_t>(16, 32), 8));  // 512 tokens
-  EXPECT_FALSE(ReplayMatches(**graphs, std::vector<int64_t>(33, 3), 9));   // 33 > 32 sequences
+  EXPECT_FALSE(ReplayMatches(*graphs, std::vector<int64_t>(16, 32), 8));  // 512 tokens
+  EXPECT_FALSE(ReplayMatches(*graphs, std::vector<int64_t>(33, 3), 9));   // 33 > 32 sequences
 }
 
 TEST_P(GraphedForwardTest, PairsWithTokenTypesRunEagerly) {
-  GraphedForward::Options options;
-  options.max_tokens = 256;
-  options.max_len = 32;
-  absl::StatusOr<std::unique_ptr<GraphedForward>> graphs =
-      GraphedForward::Capture(model_.get(), at::Device(at::kCUDA), options);
-  ASSERT_TRUE(graphs.ok()) << graphs.status();
+  const std::unique_ptr<GraphedForward> graphs = Capture(256);
+  ASSERT_NE(graphs, nullptr);
   const batching::Batch b = RandomBatch({6, 9}, config_.vocab_size(), 3, /*types=*/true);
   c10::InferenceMode inference;
-  EXPECT_FALSE((*graphs)->Run(b, std::vector<int64_t>{6, 9}).has_value());
+  EXPECT_FALSE(graphs->Run(b, std::vector<int64_t>{6, 9}).has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Poolings, GraphedForwardTest,
