@@ -41,6 +41,10 @@
 #include "path_checks.h"
 #include "subcommand.h"
 
+ABSL_FLAG(std::string, token_cache, "",
+          "train: the tokenized --data, memory-mapped: built once, reused while the data, "
+          "tokenizer and encoding options match, mapped by every rank (default: "
+          "--out/train_tokens.cache)");
 ABSL_FLAG(double, dev_fraction, 0.0,
           "train: hold out this share of --data as the dev set when --dev is not given");
 ABSL_FLAG(std::string, preset, "",
@@ -200,6 +204,7 @@ absl::StatusOr<models::TrainJobOptions> TrainJobFromFlags() {
   job.dev = absl::GetFlag(FLAGS_dev);
   job.dev_fraction = absl::GetFlag(FLAGS_dev_fraction);
   job.out = absl::GetFlag(FLAGS_out);
+  job.token_cache = absl::GetFlag(FLAGS_token_cache);
   job.max_len = absl::GetFlag(FLAGS_max_len);
   absl::StatusOr<tok::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
   if (!reader.ok()) return reader.status();
@@ -294,6 +299,7 @@ std::vector<PathFlag> TrainPaths(const models::TrainJobOptions& job) {
           {"dev", job.dev, PathUse::kInputTextFile},
           {"init_from", job.init_from, PathUse::kInputDirectory, {"config.json"}},
           {"out", job.out, PathUse::kOutputDirectory},
+          {"token_cache", job.token_cache, PathUse::kOutputFile},
           {"metrics_json", absl::GetFlag(FLAGS_metrics_json), PathUse::kOutputFile}};
 }
 
@@ -456,7 +462,8 @@ const Subcommand kTrainCommand = {
     "[--vocab-size N] [--metrics-json PATH]\n  [--memory-budget 40GiB]\n\nTrains a SentencePiece "
     "tokenizer when DIR has none, "
     "then the encoder; writes DIR/{config.json,model.safetensors,tokenizer.model,labels.json},\n"
-    "DIR/train_log.csv and DIR/checkpoints/.\n\n"
+    "DIR/train_log.csv and DIR/checkpoints/. The training file is tokenized once into\n"
+    "--token-cache (default DIR/train_tokens.cache), which every rank memory-maps.\n\n"
     "Defaults, chosen so that `padless train --data TRAIN --dev DEV --out DIR` works on short and\n"
     "long texts alike (each is printed at the start):\n"
     "  vocabulary: at most --vocab-size pieces; a corpus that supports fewer gets fewer.\n"
@@ -473,6 +480,7 @@ const Subcommand kTrainCommand = {
      "dev",
      "dev_fraction",
      "out",
+     "token_cache",
      "preset",
      "batching",
      "max_len",

@@ -8,13 +8,18 @@
 
 namespace padless::tokenize {
 
-RawCorpus SplitOff(RawCorpus& corpus, size_t count, uint64_t seed) {
-  std::vector<size_t> order(corpus.examples.size());
+std::vector<bool> SplitMask(size_t size, size_t count, uint64_t seed) {
+  std::vector<size_t> order(size);
   std::iota(order.begin(), order.end(), size_t{0});
   std::mt19937_64 rng(seed);
   std::shuffle(order.begin(), order.end(), rng);
-  std::vector<bool> chosen(order.size(), false);
-  for (size_t i = 0; i < std::min(count, order.size()); ++i) chosen[order[i]] = true;
+  std::vector<bool> chosen(size, false);
+  for (size_t i = 0; i < std::min(count, size); ++i) chosen[order[i]] = true;
+  return chosen;
+}
+
+RawCorpus SplitOff(RawCorpus& corpus, size_t count, uint64_t seed) {
+  const std::vector<bool> chosen = SplitMask(corpus.examples.size(), count, seed);
   RawCorpus split;
   split.source = corpus.source;
   std::vector<Example> kept;

@@ -13,15 +13,16 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "padless/base/directory.h"
+#include "padless/base/file_kind.h"
+#include "padless/base/read_file.h"
 #include "padless/batching/strategy_registry.h"
-#include "padless/models/encoder_config.h"
+#include "padless/eval/sharded_evaluation.h"
 #include "padless/model_files/hf_weights.h"
 #include "padless/model_files/model_io.h"
-#include "padless/base/file_kind.h"
-#include "padless/eval/sharded_evaluation.h"
-#include "padless/base/read_file.h"
+#include "padless/models/encoder_config.h"
 #include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/corpus_split.h"
+#include "token_cache.h"
 
 namespace padless::models {
 namespace {
@@ -66,11 +67,6 @@ absl::Status ValidateTrainingSettings(const TrainConfig& t) {
 
 // ---- Data
 
-struct RawData {
-  tok::RawCorpus train;
-  std::optional<tok::RawCorpus> dev;
-};
-
 // Splits off a deterministic, shuffled share of `train` as the dev set.
 tok::RawCorpus HoldOut(tok::RawCorpus& train, double fraction, uint64_t seed) {
   tok::RawCorpus dev =
@@ -79,23 +75,19 @@ tok::RawCorpus HoldOut(tok::RawCorpus& train, double fraction, uint64_t seed) {
   return dev;
 }
 
-absl::StatusOr<RawData> ReadData(const TrainJobOptions& o) {
+tok::ReaderOptions TrainingReader(const TrainJobOptions& o) {
   tok::ReaderOptions reader = o.reader;
   reader.require_label = true;
-  absl::StatusOr<tok::RawCorpus> train = tok::ReadCorpus(o.data, reader);
+  return reader;
+}
+
+// The texts a new tokenizer is trained on: the data file less its held-out dev share. The one
+// place the whole file is read into memory (SentencePiece trains on sentences in memory).
+absl::StatusOr<tok::RawCorpus> ReadTrainingTexts(const TrainJobOptions& o) {
+  absl::StatusOr<tok::RawCorpus> train = tok::ReadCorpus(o.data, TrainingReader(o));
   if (!train.ok()) return train.status();
-  if (train->examples.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(o.data, ": no examples"));
-  }
-  RawData data{*std::move(train), std::nullopt};
-  if (!o.dev.empty()) {
-    absl::StatusOr<tok::RawCorpus> dev = tok::ReadCorpus(o.dev, reader);
-    if (!dev.ok()) return dev.status();
-    data.dev = *std::move(dev);
-  } else if (o.dev_fraction > 0) {
-    data.dev = HoldOut(data.train, o.dev_fraction, o.train.seed());
-  }
-  return data;
+  if (o.dev.empty() && o.dev_fraction > 0) HoldOut(*train, o.dev_fraction, o.train.seed());
+  return train;
 }
 
 // ---- Tokenizer
@@ -146,10 +138,13 @@ bool HoldsTokenizer(const std::string& dir) {
 
 // From an earlier run in `out`, from init_from (a padless or Hugging Face model directory: the
 // tokenizer detects its own file), or trained on the training texts.
-absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o,
-                                                   const tok::RawCorpus& train) {
+absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o) {
   const std::string dir = HoldsTokenizer(o.out) ? o.out : o.init_from;
-  if (dir.empty()) return TrainTokenizer(o, train);
+  if (dir.empty()) {
+    absl::StatusOr<tok::RawCorpus> train = ReadTrainingTexts(o);
+    if (!train.ok()) return train.status();
+    return TrainTokenizer(o, *train);
+  }
   absl::StatusOr<tok::Tokenizer> tokenizer = tok::Tokenizer::Load(dir);
   if (!tokenizer.ok()) return tokenizer.status();
   const std::string path = base::JoinPath(dir, tokenizer->file_name());
@@ -337,24 +332,41 @@ absl::StatusOr<int64_t> EpochsOf(const TrainJobOptions& o, const batching::Plann
 }
 
 struct Encoded {
-  tok::TokenizedCorpus train;
+  tok::TokenizedCorpus train;  // a mapping of the token cache (or a subset of it)
   std::optional<tok::TokenizedCorpus> dev;
+  uint64_t fingerprint = 0;  // the token cache's, which rank 0 shares with the others
 };
 
-absl::StatusOr<Encoded> EncodeData(const TrainJobOptions& o, const RawData& raw,
-                                   const tok::Tokenizer& tokenizer, const tok::LabelMap& labels) {
+// Rank 0 opens or builds the token cache; the other ranks map it with rank 0's fingerprint (the
+// first collective after the start barrier). `say` prints the cache line on this rank.
+absl::StatusOr<OpenedTokenCache> OpenTokenCache(const TrainJobOptions& o,
+                                                const tok::Tokenizer& tokenizer, bool say) {
+  const distributed::DataParallel& dp = o.train.data_parallel();
+  if (dp.rank() != 0) {
+    absl::StatusOr<uint64_t> fingerprint = ShareFingerprint(dp, 0);
+    if (!fingerprint.ok()) return fingerprint.status();
+    return MapRankZerosTokenCache(o, *fingerprint, !say);
+  }
+  absl::StatusOr<uint64_t> fingerprint = TokenCacheFingerprint(o, tokenizer);
+  if (!fingerprint.ok()) return fingerprint.status();
+  return OpenOrBuildTokenCache(o, tokenizer, *fingerprint);
+}
+
+// The training set and the dev set: the cache less its held-out share, or the dev file encoded.
+absl::StatusOr<Encoded> SplitData(const TrainJobOptions& o, const OpenedTokenCache& cache,
+                                  const tok::Tokenizer& tokenizer, const tok::LabelMap& labels) {
+  const double fraction = o.dev.empty() ? o.dev_fraction : 0.0;
+  CachedSplit split = HoldOutOfCache(cache.corpus, fraction, o.train.seed());
+  Encoded out{std::move(split.train), std::move(split.dev), cache.fingerprint};
+  if (o.dev.empty()) return out;
+  absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(o.dev, TrainingReader(o));
+  if (!raw.ok()) return raw.status();
   tok::EncodeOptions encode = o.encode;
   encode.max_length = o.max_len;
-  absl::StatusOr<tok::TokenizedCorpus> train =
-      EncodeWithLabels(tokenizer, raw.train, labels, encode, o.threads);
-  if (!train.ok()) return train.status();
-  Encoded out{*std::move(train), std::nullopt};
-  if (raw.dev && !raw.dev->examples.empty()) {
-    absl::StatusOr<tok::TokenizedCorpus> dev =
-        EncodeWithLabels(tokenizer, *raw.dev, labels, encode, o.threads);
-    if (!dev.ok()) return dev.status();
-    out.dev = *std::move(dev);
-  }
+  absl::StatusOr<tok::TokenizedCorpus> dev =
+      EncodeWithLabels(tokenizer, *raw, labels, encode, o.threads);
+  if (!dev.ok()) return dev.status();
+  out.dev = *std::move(dev);
   return out;
 }
 
@@ -383,6 +395,11 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
     if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   }
   if (absl::Status s = LetOtherRanksIn(dp); !s.ok()) return s;
+  if (dp.rank() == 0) {  // the others wait for it to map the token cache (OpenTokenCache)
+    if (absl::StatusOr<uint64_t> s = ShareFingerprint(dp, data.fingerprint); !s.ok()) {
+      return s.status();
+    }
+  }
   PrintStart(o, model, data, device);
   Trainer trainer(model, FillTrainConfig(o, *epochs).pad_id(tokenizer.special_ids().pad), plan,
                   device);
@@ -407,6 +424,35 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
     result.dev = *std::move(eval);
   }
   return result;
+}
+
+// The job on this rank. `say_cache`: print the token cache line, which the other ranks print too
+// (one line each), so a log shows who tokenized.
+absl::StatusOr<TrainJobResult> RunOnThisRank(const TrainJobOptions& o, bool say_cache) {
+  const distributed::DataParallel& dp = o.train.data_parallel();
+  // The other ranks take the tokenizer that rank 0 resolved (or trained) and wrote to `out`, and
+  // the token cache it opened or built.
+  if (dp.rank() != 0) {
+    if (absl::Status s = WaitForRankZero(dp); !s.ok()) return s;
+  }
+  const c10::Device device = o.device.value_or(DefaultTrainingDevice());
+  absl::StatusOr<ResolvedTokenizer> tokenizer = ResolveTokenizer(o);
+  if (!tokenizer.ok()) return tokenizer.status();
+  absl::StatusOr<OpenedTokenCache> cache = OpenTokenCache(o, tokenizer->tokenizer, say_cache);
+  if (!cache.ok()) return cache.status();
+  absl::StatusOr<tok::LabelMap> labels = tok::LabelMap::FromNames(cache->corpus.label_names());
+  if (!labels.ok()) return labels.status();
+  if (labels->size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(o.data, ": needs at least two distinct labels"));
+  }
+  absl::StatusOr<Encoded> data = SplitData(o, *cache, tokenizer->tokenizer, *labels);
+  if (!data.ok()) return data.status();
+  absl::StatusOr<batching::PlannerOptions> plan =
+      PlanForData(o, data->train, data->dev ? &*data->dev : nullptr);
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<EncoderClassifier> model = BuildModel(o, *tokenizer, *labels);
+  if (!model.ok()) return model.status();
+  return TrainAndSave(o, *model, tokenizer->tokenizer, *labels, *data, *plan, device);
 }
 
 }  // namespace
@@ -459,33 +505,10 @@ absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
 
 absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
   if (absl::Status s = ValidateTrainJobOptions(o); !s.ok()) return s;
-  const distributed::DataParallel& dp = o.train.data_parallel();
-  if (dp.rank() != 0 && !o.quiet) {  // rank 0 speaks for the job
-    TrainJobOptions quiet = o;
-    quiet.quiet = true;
-    return RunTrainJob(quiet);
-  }
-  // The other ranks take the tokenizer that rank 0 resolved (or trained) and wrote to `out`.
-  if (dp.rank() != 0) {
-    if (absl::Status s = WaitForRankZero(dp); !s.ok()) return s;
-  }
-  const c10::Device device = o.device.value_or(DefaultTrainingDevice());
-  absl::StatusOr<RawData> raw = ReadData(o);
-  if (!raw.ok()) return raw.status();
-  const tok::LabelMap labels = tok::LabelMap::FromCorpus(raw->train);
-  if (labels.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(o.data, ": needs at least two distinct labels"));
-  }
-  absl::StatusOr<ResolvedTokenizer> tokenizer = ResolveTokenizer(o, raw->train);
-  if (!tokenizer.ok()) return tokenizer.status();
-  absl::StatusOr<Encoded> data = EncodeData(o, *raw, tokenizer->tokenizer, labels);
-  if (!data.ok()) return data.status();
-  absl::StatusOr<batching::PlannerOptions> plan =
-      PlanForData(o, data->train, data->dev ? &*data->dev : nullptr);
-  if (!plan.ok()) return plan.status();
-  absl::StatusOr<EncoderClassifier> model = BuildModel(o, *tokenizer, labels);
-  if (!model.ok()) return model.status();
-  return TrainAndSave(o, *model, tokenizer->tokenizer, labels, *data, *plan, device);
+  if (o.train.data_parallel().rank() == 0) return RunOnThisRank(o, !o.quiet);
+  TrainJobOptions quiet = o;  // rank 0 speaks for the job
+  quiet.quiet = true;
+  return RunOnThisRank(quiet, !o.quiet);
 }
 
 absl::StatusOr<tok::TokenizedCorpus> EncodeWithLabels(const tok::Tokenizer& tokenizer,

@@ -104,17 +104,18 @@ class PathChecksTest : public ::testing::Test {
     const std::string c = absl::StrCat(command[0], command.size() > 1 ? " " + command[1] : "");
     std::vector<std::string> more;
     if (c == "train") {
-      more = {"--data",         d + "/good.tsv",   "--dev",    d + "/good.tsv",
-              "--init-from",    d + "/model",      "--out",    d + "/train_out",
-              "--metrics-json", d + "/train.json", "--device", "cpu"};
+      more = {"--data",         d + "/good.tsv",    "--dev",    d + "/good.tsv",
+              "--init-from",    d + "/model",       "--out",    d + "/train_out",
+              "--metrics-json", d + "/train.json",  "--device", "cpu",
+              "--token-cache",  d + "/tokens.cache"};
     } else if (c == "eval") {
       more = {"--model",        d + "/model",     "--data",   d + "/good.tsv",
               "--metrics-json", d + "/eval.json", "--device", "cpu"};
     } else if (c == "predict") {
       more = {"--model", d + "/model", "--data", d + "/good.tsv", "--device", "cpu"};
     } else if (c == "prune") {
-      more = {"--model", d + "/model",     "--data",   d + "/good.tsv", "--dev",
-              d + "/good.tsv", "--out", d + "/prune_out", "--device", "cpu"};
+      more = {"--model",       d + "/model", "--data",         d + "/good.tsv", "--dev",
+              d + "/good.tsv", "--out",      d + "/prune_out", "--device",      "cpu"};
     } else if (c == "tokenize train") {
       more = {"--input", d + "/good.txt", "--out", d + "/newtok"};
     } else if (c == "tokenize encode") {
@@ -199,6 +200,7 @@ const std::vector<Row>& Matrix() {
       {{"train"}, "--dev", Role::kTextIn},
       {{"train"}, "--init-from", Role::kModelDirIn},
       {{"train"}, "--out", Role::kOutDir},
+      {{"train"}, "--token-cache", Role::kOutFile},
       {{"train"}, "--metrics-json", Role::kOutFile},
       {{"eval"}, "--model", Role::kModelDirIn},
       {{"eval"}, "--data", Role::kTextIn},

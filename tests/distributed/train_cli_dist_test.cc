@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -84,7 +85,32 @@ TEST(TrainCliDistTest, TwoLocalWorkersTrainAndRankZeroWrites) {
   EXPECT_FALSE(ReadFile(dir + "/model/model.safetensors").empty());
   EXPECT_FALSE(ReadFile(dir + "/model/train_log.csv").empty());
   EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/m.json"), "accuracy"));
+}
 
+// Tokenize once: rank 0 builds the token cache and rank 1 only maps it (each rank's cache line says
+// which); a second job with the same --token-cache hits it and trains to the same weights.
+TEST(TrainCliDistTest, RankZeroTokenizesOnceAndEveryRankMapsTheCache) {
+  const std::string dir = ScratchDir("dist_token_cache");
+  WriteFile(dir + "/d.tsv", SyntheticTsv());
+  const std::string cache = dir + "/tokens.cache";
+  std::vector<std::string> args = TrainArgs(dir);
+  args.insert(args.end(), {"--token-cache", cache});
+  const CliResult built = RunPadless(args);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_TRUE(absl::StrContains(built.err, "[rank 0] token cache: built " + cache)) << built.err;
+  EXPECT_TRUE(absl::StrContains(
+      built.err, "[rank 1] token cache: mapped (rank 0's; not tokenized here) " + cache))
+      << built.err;
+  EXPECT_FALSE(absl::StrContains(built.err, "[rank 1] token cache: build")) << built.err;
+  EXPECT_FALSE(ReadFile(cache).empty());
+
+  args[std::find(args.begin(), args.end(), "--out") - args.begin() + 1] = dir + "/model2";
+  const CliResult hit = RunPadless(args);
+  ASSERT_EQ(hit.exit_code, 0) << hit.err;
+  EXPECT_TRUE(absl::StrContains(hit.err, "[rank 0] token cache: hit " + cache)) << hit.err;
+  EXPECT_FALSE(absl::StrContains(hit.err, "token cache: build")) << hit.err;
+  EXPECT_EQ(ReadFile(dir + "/model2/model.safetensors"),
+            ReadFile(dir + "/model/model.safetensors"));
 }
 
 // The schedule line of a run: "... steps per epoch, T steps in all" -> T.
@@ -121,8 +147,10 @@ TEST(TrainCliDistTest, ACheckpointResumesAtAnotherWorldSize) {
     resume.push_back("--resume");
     const CliResult r = RunPadless(resume);
     ASSERT_EQ(r.exit_code, 0) << world << " ranks: " << r.err;
-    const std::string line = absl::StrCat("resume: the checkpoint was written by a job of 2 ranks, "
-                                          "this one has ", world, ": epoch 0 continues at batch ");
+    const std::string line = absl::StrCat(
+        "resume: the checkpoint was written by a job of 2 ranks, "
+        "this one has ",
+        world, ": epoch 0 continues at batch ");
     const size_t at = r.err.find(line);
     ASSERT_NE(at, std::string::npos) << r.err;
     // "... the schedule at step X of Y": X / Y is the share of the run done at the checkpoint
@@ -157,9 +185,9 @@ TEST(TrainCliDistTest, TwoNodesOfTwoWorkersTrainLikeOneNodeOfFour) {
     threads.emplace_back([&, k] {
       std::vector<std::string> args = TrainArgs(dir);
       args[6] = dir + "/two_nodes";
-      args.insert(args.end(), {"--nnodes", "2", "--node-rank", std::to_string(k), "--master-addr",
-                               "127.0.0.1", "--master-port", port, "--metrics-json",
-                               dir + "/two_nodes.json"});
+      args.insert(args.end(),
+                  {"--nnodes", "2", "--node-rank", std::to_string(k), "--master-addr", "127.0.0.1",
+                   "--master-port", port, "--metrics-json", dir + "/two_nodes.json"});
       node[k] = RunPadless(args);
     });
   }
@@ -173,8 +201,8 @@ TEST(TrainCliDistTest, TwoNodesOfTwoWorkersTrainLikeOneNodeOfFour) {
   EXPECT_TRUE(weights == ReadFile(dir + "/one_node/model.safetensors"))
       << "two nodes of two must train exactly as one node of four";
   const std::string metrics = ReadFile(dir + "/two_nodes.json");
-  for (const char* field : {"\"world_size\": 4", "\"nodes\": 2", "\"backend\": \"gloo\"",
-                            "\"rank_max_tokens\": 192"}) {
+  for (const char* field :
+       {"\"world_size\": 4", "\"nodes\": 2", "\"backend\": \"gloo\"", "\"rank_max_tokens\": 192"}) {
     EXPECT_TRUE(absl::StrContains(metrics, field)) << field << " in " << metrics;
   }
   EXPECT_TRUE(absl::StrContains(ReadFile(dir + "/one_node.json"), "\"nodes\": 1"));

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "padless/tokenize/corpus_reader.h"
 
@@ -15,6 +16,10 @@ namespace padless::tokenize {
 // draws the same examples. Both corpora keep file order; `count` >= the size moves them all. The
 // returned corpus has `corpus`'s source and an empty report.
 RawCorpus SplitOff(RawCorpus& corpus, size_t count, uint64_t seed);
+
+// Which of `size` examples SplitOff(corpus of that size, count, seed) moves: chosen[i] for example
+// i. For corpora that are split by index (a mapped TokenizedCorpus) rather than moved.
+std::vector<bool> SplitMask(size_t size, size_t count, uint64_t seed);
 
 }  // namespace padless::tokenize
 

@@ -13,9 +13,15 @@
 // the start, and again at the end; DIR/train_log.csv and DIR/checkpoints/ hold the log and the
 // checkpoints (TrainConfig.checkpoint_dir and .log_csv are set from `out`).
 //
+// Data: the training file is tokenized once into a memory-mapped cache (`token_cache`, see
+// train/token_cache.h), streaming, so a file larger than memory can be trained on; with data
+// parallelism rank 0 builds it and every rank maps it and reads only its own batches. The dev share
+// of `dev_fraction` is a subset of the same mapping; a `dev` file is read and encoded in memory.
+//
 // Tokenizer: DIR/tokenizer.model when `out` already holds one, else the init_from model's, else a
 // new SentencePiece model of at most vocab_size pieces trained on the training texts (fewer when
-// the corpus cannot support that many; the job says so on stderr).
+// the corpus cannot support that many; the job says so on stderr). Only this last case reads the
+// whole training file into memory.
 // init_from: the architecture comes from that model (a `preset` that differs is an error), its
 // vocabulary must match the tokenizer's, and only the classification head follows the new labels.
 //
@@ -38,21 +44,24 @@
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
 #include "padless/batching/strategy_registry.h"
-#include "padless/train/trainer.h"
-#include "padless/train/training_defaults.h"
 #include "padless/tokenize/corpus_reader.h"
 #include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenized_corpus.h"
 #include "padless/tokenize/tokenizer.h"
+#include "padless/train/trainer.h"
+#include "padless/train/training_defaults.h"
 
 namespace padless::models {
 
 struct TrainJobOptions {
   // Data. `data` and `out` are required.
-  std::string data;                // labeled training file (TSV, CSV or JSONL; see `reader`)
-  std::string dev;                 // labeled dev file; empty: dev_fraction decides
-  double dev_fraction = 0.0;       // without `dev`: hold out this share of `data`, in [0, 1)
-  std::string out;                 // the model directory written
+  std::string data;           // labeled training file (TSV, CSV or JSONL; see `reader`)
+  std::string dev;            // labeled dev file; empty: dev_fraction decides
+  double dev_fraction = 0.0;  // without `dev`: hold out this share of `data`, in [0, 1)
+  std::string out;            // the model directory written
+  // The tokenized training data, memory-mapped (train/token_cache.h): built once from `data`,
+  // reused while the data, tokenizer and encoding options match. Empty: DIR/kTokenCacheFile.
+  std::string token_cache;
   tokenize::ReaderOptions reader;  // require_label is always on for training data
   // How texts become model input; encode.max_length is replaced by max_len.
   tokenize::EncodeOptions encode;
@@ -92,6 +101,9 @@ struct TrainJobOptions {
   std::optional<c10::Device> device;  // empty: DefaultTrainingDevice()
   bool quiet = false;
 };
+
+// The token cache's file name in the model directory when TrainJobOptions::token_cache is empty.
+inline constexpr char kTokenCacheFile[] = "train_tokens.cache";
 
 struct TrainJobResult {
   std::string model_dir;
