@@ -323,8 +323,9 @@ absl::Status Encode(const std::vector<std::string>& rest) {
   if (!out.empty() && labels->has_value()) {
     absl::StatusOr<uint64_t> fingerprint = EncodeFingerprint(*tokenizer, *encode, **labels);
     if (!fingerprint.ok()) return fingerprint.status();
+    // Every block verified: a cache with a corrupt block is rebuilt below, not reused.
     if (absl::StatusOr<tok::TokenizedCorpus> hit = tok::TokenizedCorpus::Load(out, *fingerprint);
-        hit.ok()) {
+        hit.ok() && hit->VerifyAll().ok()) {
       absl::PrintF("cache: %s (reused)\nexamples: %d\n", out, hit->size());
       PrintCorpusSummary(*hit, (*labels)->size());
       return absl::OkStatus();
