@@ -143,23 +143,21 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
 
 at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx,
                                             const at::Tensor& out_rows) {
+  if (out_rows.defined() && !runtime_.last_layer_rows_only) {
+    return RunLayers(std::move(x), ctx).index_select(0, out_rows);
+  }
   const LayerSpec spec = Spec();
-  const auto keep = [&](const at::Tensor& h) {
-    return out_rows.defined() ? h.index_select(0, out_rows) : h;
-  };
   // Varlen batches go through the fused layer (fused_layer.h): in training with its hand-written
   // backward, in inference (no autograd) as a forward alone.
   if (!runtime_.fused_layers || !FusedLayerSupported(x, spec, ctx)) {
-    return keep(RunGenericLayers(std::move(x), spec, ctx));
+    return RunGenericLayers(std::move(x), spec, ctx, out_rows);
   }
   // The inference forward applies no dropout: a training-mode model without grad (dropout on,
   // nothing to backpropagate) takes the training path, which does.
   if (!at::GradMode::is_enabled() && !is_training()) {
-    if (!runtime_.last_layer_rows_only)
-      return keep(RunFusedInferenceLayers(std::move(x), spec, ctx));
     return RunFusedInferenceLayers(std::move(x), spec, ctx, out_rows);
   }
-  return keep(RunFusedTrainingLayers(std::move(x), spec, ctx));
+  return RunFusedTrainingLayers(std::move(x), spec, ctx, out_rows);
 }
 
 std::vector<at::TensorList> EncoderClassifierImpl::LayerWeights() const {
@@ -169,22 +167,27 @@ std::vector<at::TensorList> EncoderClassifierImpl::LayerWeights() const {
 }
 
 at::Tensor EncoderClassifierImpl::RunGenericLayers(at::Tensor x, const LayerSpec& spec,
-                                                   const AttentionContext& ctx) {
+                                                   const AttentionContext& ctx,
+                                                   const at::Tensor& out_rows) {
   const bool recompute_possible = at::GradMode::is_enabled();
   if (spec.lean) x = ToResidualStream(x);
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
+    const bool last = i + 1 == num_layers();
     if (recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers())) {
+      // A checkpoint recomputes whole layers: the rows are kept after it.
       x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
+      if (last && out_rows.defined()) x = x.index_select(0, out_rows);
     } else {
-      x = EncoderLayerForward(x, w, spec, ctx);
+      x = EncoderLayerForward(x, w, spec, ctx, last ? out_rows : at::Tensor());
     }
   }
   return x;
 }
 
 at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const LayerSpec& spec,
-                                                         const AttentionContext& ctx) {
+                                                         const AttentionContext& ctx,
+                                                         const at::Tensor& out_rows) {
   // The fused layers' compute-dtype weights, all cast at once; each layer's are dropped after its
   // forward unless it keeps them for backward.
   x = x.to(FusedComputeDtype(x));
@@ -194,6 +197,13 @@ at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const Lay
     const std::vector<at::Tensor>& w = layers_[i]->weights();
     // Every layer input is a checkpoint boundary, the first one included.
     const bool checkpointed = runtime_.checkpoint.Checkpoints(i, num_layers());
+    const bool last = i + 1 == num_layers();
+    // The last layer's rows alone run the generic layer: their queries and n rows are a small
+    // share of the fused layer's work, and its autograd covers them. Not under a checkpoint (it
+    // recomputes whole layers) nor in FP8 (whose GEMMs and scales the fused layer owns).
+    if (last && out_rows.defined() && !checkpointed && runtime_.fp8 == nullptr) {
+      return EncoderLayerForward(x, w, spec, ctx, out_rows);
+    }
     FusedSaving saving = FusedSaving::kSaveAll;
     if (checkpointed && runtime_.checkpoint.scope == CheckpointScope::kLayer) {
       saving = FusedSaving::kRecomputeAll;
@@ -211,7 +221,7 @@ at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const Lay
     }
     compute[i].clear();  // a kSaveAll layer kept its own copies
   }
-  return x;
+  return out_rows.defined() ? x.index_select(0, out_rows) : x;
 }
 
 at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,
