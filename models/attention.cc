@@ -125,20 +125,6 @@ at::Tensor FirstTokensFlash(const at::Tensor& q, const at::Tensor& k, const at::
   return out.reshape({n, q.size(1) * q.size(2)});
 }
 
-// Memory-efficient attention (fp32 on CUDA) over one batch of one row, as AttendEfficient.
-at::Tensor FirstTokensEfficient(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                const AttentionContext& ctx, double dropout_p) {
-  const int64_t n = q.size(0);
-  const at::Tensor one_each = at::arange(n + 1, ctx.cu_seqlens.options());
-  const bool grad =
-      at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
-  const at::Tensor out = std::get<0>(at::_efficient_attention_forward(
-      q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), /*bias=*/std::nullopt, one_each,
-      ctx.cu_seqlens, /*max_seqlen_q=*/1, ctx.max_seqlen, dropout_p, /*custom_mask_type=*/0,
-      /*compute_log_sumexp=*/grad));
-  return out.reshape({n, q.size(1) * q.size(2)});
-}
-
 at::Tensor FirstTokensReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                 const AttentionContext& ctx, double dropout_p) {
   const int64_t n = q.size(0);
@@ -173,10 +159,9 @@ at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at:
       return FirstTokensFlash(q, k, v, ctx, dropout_p);
     case AttentionBackend::kVarlenReference:
       return FirstTokensReference(q, k, v, ctx, dropout_p);
-    case AttentionBackend::kVarlenEfficient:
-      return FirstTokensEfficient(q, k, v, ctx, dropout_p);
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:
+    case AttentionBackend::kVarlenEfficient:
       break;
   }
   TORCH_CHECK(false, "AttendFirstTokens: backend ", AttentionBackendName(ctx.backend),

@@ -143,7 +143,10 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
 
 at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx,
                                             const at::Tensor& out_rows) {
-  if (out_rows.defined() && !runtime_.last_layer_rows_only) {
+  // AttendFirstTokens runs on the flash and reference backends; the others compute every row.
+  const bool rows_backend = ctx.backend == AttentionBackend::kVarlenFlash ||
+                            ctx.backend == AttentionBackend::kVarlenReference;
+  if (out_rows.defined() && (!runtime_.last_layer_rows_only || !rows_backend)) {
     return RunLayers(std::move(x), ctx).index_select(0, out_rows);
   }
   const LayerSpec spec = Spec();
@@ -175,9 +178,8 @@ at::Tensor EncoderClassifierImpl::RunGenericLayers(at::Tensor x, const LayerSpec
     const std::vector<at::Tensor>& w = layers_[i]->weights();
     const bool last = i + 1 == num_layers();
     if (recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers())) {
-      // A checkpoint recomputes whole layers: the rows are kept after it.
-      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
-      if (last && out_rows.defined()) x = x.index_select(0, out_rows);
+      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope,
+                                   last ? out_rows : at::Tensor());
     } else {
       x = EncoderLayerForward(x, w, spec, ctx, last ? out_rows : at::Tensor());
     }
@@ -198,11 +200,14 @@ at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const Lay
     // Every layer input is a checkpoint boundary, the first one included.
     const bool checkpointed = runtime_.checkpoint.Checkpoints(i, num_layers());
     const bool last = i + 1 == num_layers();
-    // The last layer's rows alone run the generic layer: their queries and n rows are a small
-    // share of the fused layer's work, and its autograd covers them. Not under a checkpoint (it
-    // recomputes whole layers) nor in FP8 (whose GEMMs and scales the fused layer owns).
-    if (last && out_rows.defined() && !checkpointed && runtime_.fp8 == nullptr) {
-      return EncoderLayerForward(x, w, spec, ctx, out_rows);
+    // The last layer's rows alone run the generic layer, checkpointed or not (so that every
+    // policy draws the same dropout masks): their queries and n rows are a small share of the
+    // fused layer's work, and its autograd covers them. Not in FP8, whose GEMMs and scales the
+    // fused layer owns.
+    if (last && out_rows.defined() && runtime_.fp8 == nullptr) {
+      return checkpointed
+                 ? CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope, out_rows)
+                 : EncoderLayerForward(x, w, spec, ctx, out_rows);
     }
     FusedSaving saving = FusedSaving::kSaveAll;
     if (checkpointed && runtime_.checkpoint.scope == CheckpointScope::kLayer) {

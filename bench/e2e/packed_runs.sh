@@ -8,8 +8,8 @@ run_padless() {  # tag [extra padless_bench_e2e flags...]; writes $out/padless_T
   "$b/bench/e2e/padless_bench_e2e" --data "$data" --out_dir "$out/report" \
     --results_md "$out/RESULTS_$tag.md" --strategies packed_varlen --checkpoint none \
     --fp32_strategies "" --anchors=false --steps "$steps" "$@" > "$out/padless_$tag.log" 2>&1
-  grep -o 'flash: [0-9.]*k real tok/s' "$out/padless_$tag.log" | grep -o '[0-9.]*k' | tr -d k |
-    tail -1
+  grep -o 'flash: [0-9.]*k real tok/s' "$out/padless_$tag.log" | grep -o '[0-9.][0-9.]*k' |
+    tr -d k | tail -1
 }
 
 run_peer() {  # tag; needs the lengths file the first padless run wrote

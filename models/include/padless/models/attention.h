@@ -55,8 +55,8 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 // layout: q [n, heads, head_dim] holds the n first tokens' queries (in cu_seqlens' order), k and v
 // [T, heads, head_dim] every token's. Result [n, heads * head_dim], equal to Attend's rows of the
 // first tokens. What a classifier's last layer needs under [CLS] pooling, whose other rows feed
-// nothing. kVarlenFlash or kVarlenEfficient (one query per sequence against cu_seqlens' keys), or
-// kVarlenReference (ctx.host_offsets); empty sequences give zeros. Differentiable in q, k and v
+// nothing. kVarlenFlash (one query per sequence against cu_seqlens' keys) or kVarlenReference
+// (ctx.host_offsets); empty sequences give zeros. Differentiable in q, k and v
 // (both backends' ops have autograd formulas); `dropout_p` as Attend's.
 at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const AttentionContext& ctx, double dropout_p = 0.0);

@@ -32,7 +32,8 @@ struct ModelRuntime {
   // Under [CLS] pooling on the varlen layout, the last layer computes each sequence's first token
   // alone: its other rows feed nothing, and the first tokens' queries still attend over every key.
   // About 1/L of an L-layer encoder's work, forward and backward (the training step's last layer
-  // then runs the generic layer, except under a checkpoint or FP8); the same logits and gradients
+  // then runs the generic layer, except in FP8), on the flash and reference attention backends
+  // (the memory-efficient one computes every row); the same logits and gradients
   // within rounding (the GEMMs see fewer rows; dropout draws fewer masks). false: every row, to
   // measure the saving.
   bool last_layer_rows_only = true;
