@@ -115,50 +115,45 @@ at::Tensor AttendReference(const at::Tensor& q, const at::Tensor& k, const at::T
 }
 
 at::Tensor FirstTokensFlash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                            const AttentionContext& ctx, double dropout_p) {
+                            const AttentionContext& ctx) {
   const int64_t n = q.size(0);
   // Sequence i's one query is row i: cu_seqlens_q = 0, 1, ..., n.
   const at::Tensor one_each = at::arange(n + 1, ctx.cu_seqlens.options());
   const at::Tensor out = std::get<0>(at::_flash_attention_forward(
-      q, k, v, one_each, ctx.cu_seqlens, /*max_q=*/1, ctx.max_seqlen, dropout_p,
+      q, k, v, one_each, ctx.cu_seqlens, /*max_q=*/1, ctx.max_seqlen, /*dropout_p=*/0.0,
       /*is_causal=*/false, /*return_debug_mask=*/false));
   return out.reshape({n, q.size(1) * q.size(2)});
 }
 
 at::Tensor FirstTokensReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                const AttentionContext& ctx, double dropout_p) {
+                                const AttentionContext& ctx) {
   const int64_t n = q.size(0);
   TORCH_CHECK(static_cast<int64_t>(ctx.host_offsets.size()) == n + 1,
               "AttendFirstTokens: the reference needs the host offsets of ", n, " sequences");
-  // [1, heads, rows, head_dim], as AttendReference's per-sequence call.
-  const auto heads_first = [](const at::Tensor& t) { return t.transpose(0, 1).unsqueeze(0); };
-  std::vector<at::Tensor> rows;
-  rows.reserve(n);
+  at::Tensor out = at::zeros({n, q.size(1), q.size(2)}, q.options());
   for (int64_t i = 0; i < n; ++i) {
     const int64_t start = ctx.host_offsets[i];
     const int64_t len = ctx.host_offsets[i + 1] - start;
-    if (len == 0) {
-      rows.push_back(at::zeros({q.size(1), q.size(2)}, q.options()));
-      continue;
-    }
-    const at::Tensor o = at::scaled_dot_product_attention(
-        heads_first(q.narrow(0, i, 1)), heads_first(k.narrow(0, start, len)),
-        heads_first(v.narrow(0, start, len)), /*attn_mask=*/{}, dropout_p);
-    rows.push_back(o.view({q.size(1), q.size(2)}));  // [1, heads, 1, head_dim]
+    if (len == 0) continue;
+    // [1, heads, rows, head_dim], as AttendReference's per-sequence call.
+    auto heads_first = [](const at::Tensor& t) { return t.transpose(0, 1).unsqueeze(0); };
+    const at::Tensor o = at::scaled_dot_product_attention(heads_first(q.narrow(0, i, 1)),
+                                                          heads_first(k.narrow(0, start, len)),
+                                                          heads_first(v.narrow(0, start, len)));
+    out.select(0, i).copy_(o.squeeze(0).squeeze(1));
   }
-  if (rows.empty()) return at::empty({0, q.size(1) * q.size(2)}, q.options());
-  return at::stack(rows).reshape({n, q.size(1) * q.size(2)});
+  return out.reshape({n, q.size(1) * q.size(2)});
 }
 
 }  // namespace
 
 at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             const AttentionContext& ctx, double dropout_p) {
+                             const AttentionContext& ctx) {
   switch (ctx.backend) {
     case AttentionBackend::kVarlenFlash:
-      return FirstTokensFlash(q, k, v, ctx, dropout_p);
+      return FirstTokensFlash(q, k, v, ctx);
     case AttentionBackend::kVarlenReference:
-      return FirstTokensReference(q, k, v, ctx, dropout_p);
+      return FirstTokensReference(q, k, v, ctx);
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:
     case AttentionBackend::kVarlenEfficient:

@@ -143,24 +143,23 @@ at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor&
 
 at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext& ctx,
                                             const at::Tensor& out_rows) {
-  // AttendFirstTokens runs on the flash and reference backends; the others compute every row.
-  const bool rows_backend = ctx.backend == AttentionBackend::kVarlenFlash ||
-                            ctx.backend == AttentionBackend::kVarlenReference;
-  if (out_rows.defined() && (!runtime_.last_layer_rows_only || !rows_backend)) {
-    return RunLayers(std::move(x), ctx).index_select(0, out_rows);
-  }
   const LayerSpec spec = Spec();
+  const auto keep = [&](const at::Tensor& h) {
+    return out_rows.defined() ? h.index_select(0, out_rows) : h;
+  };
   // Varlen batches go through the fused layer (fused_layer.h): in training with its hand-written
   // backward, in inference (no autograd) as a forward alone.
   if (!runtime_.fused_layers || !FusedLayerSupported(x, spec, ctx)) {
-    return RunGenericLayers(std::move(x), spec, ctx, out_rows);
+    return keep(RunGenericLayers(std::move(x), spec, ctx));
   }
   // The inference forward applies no dropout: a training-mode model without grad (dropout on,
   // nothing to backpropagate) takes the training path, which does.
   if (!at::GradMode::is_enabled() && !is_training()) {
+    if (!runtime_.last_layer_rows_only)
+      return keep(RunFusedInferenceLayers(std::move(x), spec, ctx));
     return RunFusedInferenceLayers(std::move(x), spec, ctx, out_rows);
   }
-  return RunFusedTrainingLayers(std::move(x), spec, ctx, out_rows);
+  return keep(RunFusedTrainingLayers(std::move(x), spec, ctx));
 }
 
 std::vector<at::TensorList> EncoderClassifierImpl::LayerWeights() const {
@@ -170,26 +169,22 @@ std::vector<at::TensorList> EncoderClassifierImpl::LayerWeights() const {
 }
 
 at::Tensor EncoderClassifierImpl::RunGenericLayers(at::Tensor x, const LayerSpec& spec,
-                                                   const AttentionContext& ctx,
-                                                   const at::Tensor& out_rows) {
+                                                   const AttentionContext& ctx) {
   const bool recompute_possible = at::GradMode::is_enabled();
   if (spec.lean) x = ToResidualStream(x);
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
-    const bool last = i + 1 == num_layers();
     if (recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers())) {
-      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope,
-                                   last ? out_rows : at::Tensor());
+      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
     } else {
-      x = EncoderLayerForward(x, w, spec, ctx, last ? out_rows : at::Tensor());
+      x = EncoderLayerForward(x, w, spec, ctx);
     }
   }
   return x;
 }
 
 at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const LayerSpec& spec,
-                                                         const AttentionContext& ctx,
-                                                         const at::Tensor& out_rows) {
+                                                         const AttentionContext& ctx) {
   // The fused layers' compute-dtype weights, all cast at once; each layer's are dropped after its
   // forward unless it keeps them for backward.
   x = x.to(FusedComputeDtype(x));
@@ -199,16 +194,6 @@ at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const Lay
     const std::vector<at::Tensor>& w = layers_[i]->weights();
     // Every layer input is a checkpoint boundary, the first one included.
     const bool checkpointed = runtime_.checkpoint.Checkpoints(i, num_layers());
-    const bool last = i + 1 == num_layers();
-    // The last layer's rows alone run the generic layer, checkpointed or not (so that every
-    // policy draws the same dropout masks): their queries and n rows are a small share of the
-    // fused layer's work, and its autograd covers them. Not in FP8, whose GEMMs and scales the
-    // fused layer owns.
-    if (last && out_rows.defined() && runtime_.fp8 == nullptr) {
-      return checkpointed
-                 ? CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope, out_rows)
-                 : EncoderLayerForward(x, w, spec, ctx, out_rows);
-    }
     FusedSaving saving = FusedSaving::kSaveAll;
     if (checkpointed && runtime_.checkpoint.scope == CheckpointScope::kLayer) {
       saving = FusedSaving::kRecomputeAll;
@@ -226,7 +211,7 @@ at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const Lay
     }
     compute[i].clear();  // a kSaveAll layer kept its own copies
   }
-  return out_rows.defined() ? x.index_select(0, out_rows) : x;
+  return x;
 }
 
 at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,

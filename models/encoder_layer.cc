@@ -93,8 +93,7 @@ at::Tensor ToResidualStream(const at::Tensor& t) {
 }
 
 at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
-                                 const AttentionContext& ctx, const at::Tensor& out_rows) {
-  TORCH_CHECK(!out_rows.defined() || ctx.varlen(), "AttentionBlockForward: rows need varlen");
+                                 const AttentionContext& ctx) {
   const int64_t heads = w[kQkvWeight].size(0) / (3 * spec.head_dim);
   at::Tensor qkv =
       at::linear(spec.pre_ln ? Norm(x, w, kAttnNormWeight, spec) : x, w[kQkvWeight], w[kQkvBias]);
@@ -102,12 +101,7 @@ at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const La
   if (ctx.varlen()) {
     // [T, 3H] -> three [T, heads, head_dim] views (last dim contiguous, as flash requires).
     auto parts = qkv.view({x.size(0), 3, heads, spec.head_dim}).unbind(1);
-    if (out_rows.defined()) {
-      attended = AttendFirstTokens(parts[0].index_select(0, out_rows), parts[1], parts[2], ctx,
-                                   spec.attention_dropout);
-    } else {
-      attended = Attend(parts[0], parts[1], parts[2], ctx, spec.attention_dropout);
-    }
+    attended = Attend(parts[0], parts[1], parts[2], ctx, spec.attention_dropout);
   } else {
     // [B, L, 3H] -> three [B, heads, L, head_dim] views.
     auto parts = qkv.view({x.size(0), x.size(1), 3, heads, spec.head_dim})
@@ -117,7 +111,7 @@ at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const La
   }
   at::Tensor a =
       at::dropout(at::linear(attended, w[kOutWeight], w[kOutBias]), spec.dropout, spec.dropout > 0);
-  at::Tensor h = ResidualAdd(out_rows.defined() ? x.index_select(0, out_rows) : x, a);
+  at::Tensor h = ResidualAdd(x, a);
   return Stream(spec.pre_ln ? h : Norm(h, w, kAttnNormWeight, spec), spec);
 }
 
@@ -131,8 +125,8 @@ at::Tensor FfnBlockForward(const at::Tensor& h, at::TensorList w, const LayerSpe
 }
 
 at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
-                               const AttentionContext& ctx, const at::Tensor& out_rows) {
-  return FfnBlockForward(AttentionBlockForward(x, w, spec, ctx, out_rows), w, spec);
+                               const AttentionContext& ctx) {
+  return FfnBlockForward(AttentionBlockForward(x, w, spec, ctx), w, spec);
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const EncoderConfig& c, int64_t index) {

@@ -25,11 +25,9 @@ using internal::RngState;
 using internal::SaveForwardRng;
 using internal::SaveLayerCall;
 
-// The part of a layer that `scope` names, as a function of its input; `out_rows` as
-// EncoderLayerForward's (the FFN block's input already has only those rows).
+// The part of a layer that `scope` names, as a function of its input.
 at::Tensor RunScope(CheckpointScope scope, const at::Tensor& x, at::TensorList weights,
-                    const LayerSpec& spec, const AttentionContext& ctx,
-                    const at::Tensor& out_rows) {
+                    const LayerSpec& spec, const AttentionContext& ctx) {
   switch (scope) {
     case CheckpointScope::kLayer:
     case CheckpointScope::kSelective:  // only the fused layer can recompute part of a layer
@@ -37,9 +35,9 @@ at::Tensor RunScope(CheckpointScope scope, const at::Tensor& x, at::TensorList w
     case CheckpointScope::kFfn:
       return FfnBlockForward(x, weights, spec);
     case CheckpointScope::kAttention:
-      return AttentionBlockForward(x, weights, spec, ctx, out_rows);
+      return AttentionBlockForward(x, weights, spec, ctx);
   }
-  return EncoderLayerForward(x, weights, spec, ctx, out_rows);
+  return EncoderLayerForward(x, weights, spec, ctx);
 }
 
 class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
@@ -47,10 +45,8 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
   // Variables seen by autograd: x, then every tensor of `weights`. The rest is context.
   static at::Tensor forward(torch::autograd::AutogradContext* actx, const at::Tensor& x,
                             const at::TensorList& weights, const LayerSpec* spec,
-                            const AttentionContext* ctx, int64_t scope,
-                            const at::Tensor* out_rows) {
+                            const AttentionContext* ctx, int64_t scope) {
     actx->saved_data["scope"] = scope;
-    actx->saved_data["out_rows"] = *out_rows;  // no autograd input: an index
     const at::Device device = x.device();
     SaveForwardRng(actx, CaptureRng(device));
     const c10::DeviceType dt = device.type();
@@ -60,7 +56,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     std::vector<at::Tensor> saved = {x};
     saved.insert(saved.end(), weights.begin(), weights.end());
     actx->save_for_backward(saved);
-    return RunScope(static_cast<CheckpointScope>(scope), x, weights, *spec, *ctx, *out_rows);
+    return RunScope(static_cast<CheckpointScope>(scope), x, weights, *spec, *ctx);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* actx,
@@ -84,13 +80,12 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
       AutocastGuard autocast(device.type(),
                              static_cast<c10::ScalarType>(d["autocast_dtype"].toInt()),
                              d["autocast"].toBool());
-      out = RunScope(static_cast<CheckpointScope>(d["scope"].toInt()), x, weights, spec, ctx,
-                     d["out_rows"].toTensor());
+      out = RunScope(static_cast<CheckpointScope>(d["scope"].toInt()), x, weights, spec, ctx);
     }
     RestoreRng(stash, device);
 
     // Gradients for x and for the weights that require them; undefined for the others and for
-    // the four non-variable arguments (spec, ctx, scope, out_rows).
+    // the three non-tensor arguments (spec, ctx, scope).
     std::vector<at::Tensor> wrt = {x};
     std::vector<size_t> wrt_index = {0};
     for (size_t i = 0; i < weights.size(); ++i) {
@@ -105,7 +100,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
       grads = torch::autograd::grad({out}, wrt, {grad_outputs[0]}, /*retain_graph=*/false,
                                     /*create_graph=*/false, /*allow_unused=*/true);
     }
-    torch::autograd::variable_list result(1 + weights.size() + 4);
+    torch::autograd::variable_list result(1 + weights.size() + 3);
     for (size_t i = 0; i < wrt_index.size(); ++i) result[wrt_index[i]] = grads[i];
     return result;
   }
@@ -115,20 +110,20 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
 
 at::Tensor CheckpointedLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const LayerSpec& spec, const AttentionContext& ctx,
-                                    CheckpointScope scope, const at::Tensor& out_rows) {
-  auto checkpointed = [&](const at::Tensor& input, const at::Tensor& rows) {
-    return LayerCheckpoint::apply(input, weights, &spec, &ctx, static_cast<int64_t>(scope), &rows);
+                                    CheckpointScope scope) {
+  auto checkpointed = [&](const at::Tensor& input) {
+    return LayerCheckpoint::apply(input, weights, &spec, &ctx, static_cast<int64_t>(scope));
   };
   switch (scope) {
     case CheckpointScope::kLayer:
     case CheckpointScope::kSelective:
       break;
     case CheckpointScope::kFfn:
-      return checkpointed(AttentionBlockForward(x, weights, spec, ctx, out_rows), at::Tensor());
+      return checkpointed(AttentionBlockForward(x, weights, spec, ctx));
     case CheckpointScope::kAttention:
-      return FfnBlockForward(checkpointed(x, out_rows), weights, spec);
+      return FfnBlockForward(checkpointed(x), weights, spec);
   }
-  return checkpointed(x, out_rows);
+  return checkpointed(x);
 }
 
 }  // namespace padless::models

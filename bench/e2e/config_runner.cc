@@ -24,12 +24,12 @@
 #include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
-#include "padless/models/model_runtime.h"
-#include "padless/tokenize/special_tokens.h"
 #include "padless/train/grad_scaler.h"
+#include "padless/models/model_runtime.h"
 #include "padless/train/optimizer.h"
 #include "padless/train/train_config.h"
 #include "padless/train/train_step.h"
+#include "padless/tokenize/special_tokens.h"
 #include "step_trace.h"
 
 #ifdef PADLESS_TORCH_HAS_CUDA
@@ -116,7 +116,6 @@ absl::StatusOr<models::ModelRuntime> RuntimeFor(const RunConfig& config, const R
   runtime.checkpoint = *policy;
   runtime.fused_layers = !config.generic_layers;
   runtime.dense_attention_cudnn = o.sdpa_cudnn;
-  runtime.last_layer_rows_only = !o.last_layer_all_rows;
   // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
   // choice would gather them into the varlen layout on a GPU.
   runtime.attention = config.strategy == Strategy::kPackedDense ? models::AttentionBackend::kDense
@@ -126,7 +125,7 @@ absl::StatusOr<models::ModelRuntime> RuntimeFor(const RunConfig& config, const R
 
 models::TrainStepOptions StepOptionsFor(const RunConfig& config, const RunOptions& o) {
   models::TrainStepOptions step_options;
-  step_options.amp = config.precision == Precision::kFp8    ? models::AmpMode::kFp8
+  step_options.amp = config.precision == Precision::kFp8   ? models::AmpMode::kFp8
                      : config.precision == Precision::kBf16 ? models::AmpMode::kBf16
                                                             : models::AmpMode::kOff;
   step_options.clip_norm = o.clip_norm;
@@ -156,7 +155,8 @@ RunResult PlannedResult(const RunConfig& config, const RunOptions& o, double cli
                              clip_norm > 0 ? absl::StrCat(clip_norm) : "off",
                              ", through padless train's TrainStep");
   r.steps = o.steps;
-  r.flops = TrainingFlops(timed, ModelShape::Of(model_config));
+  r.flops = TrainingFlops(
+      timed, ModelShape::Of(model_config));
   r.distinct_shapes = batching::ComputePaddingStats(timed).distinct_shapes;
   for (const batching::BatchSpec& s : timed) {
     r.sequences += s.num_sequences();

@@ -34,9 +34,6 @@ struct RunOptions {
   // true lets dense SDPA use cuDNN attention (ModelRuntime::dense_attention_cudnn): cuDNN builds
   // a new plan for every new sequence length, which batches of varying length pay for.
   bool sdpa_cudnn = false;
-  // true: the last layer computes every row (ModelRuntime::last_layer_rows_only off), to measure
-  // what computing the [CLS] rows alone saves.
-  bool last_layer_all_rows = false;
   uint64_t seed = 1234;
   c10::Device device = c10::Device(c10::kCPU);
   // Non-empty: after the timed steps, `trace_steps` more steps run under the PyTorch profiler and

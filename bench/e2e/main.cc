@@ -35,8 +35,7 @@ ABSL_FLAG(std::string, results_md, PADLESS_SOURCE_DIR "/bench/RESULTS.md", "the 
 ABSL_FLAG(std::string, strategies, "all",
           "comma list of pad_to_max, pad_longest, hf_group_by_length, token_budget_buckets, "
           "packed_dense, packed_varlen (or all)");
-ABSL_FLAG(std::string, precisions, "bf16",
-          "comma list of fp32, bf16, fp8 (bf16 with the encoder's GEMMs in FP8)");
+ABSL_FLAG(std::string, precisions, "bf16", "comma list of fp32, bf16, fp8 (bf16 with the encoder's GEMMs in FP8)");
 ABSL_FLAG(std::string, checkpoint, "none,all",
           "comma list of checkpoint policies: none, all, every:K, keep_last:K, selective, ffn, "
           "attn, ffn/every:K, ... (see models::CheckpointPolicy)");
@@ -64,9 +63,6 @@ ABSL_FLAG(bool, sdpa_cudnn, false,
           "let dense SDPA use cuDNN attention, which builds a new plan per batch shape (padless's "
           "default, ModelRuntime::dense_attention_cudnn, is false: flash or memory-efficient "
           "attention)");
-ABSL_FLAG(bool, last_layer_all_rows, false,
-          "the last layer computes every row (ModelRuntime::last_layer_rows_only off), to measure "
-          "what computing the [CLS] rows alone saves");
 ABSL_FLAG(bool, anchors, true, "run the Python anchors (GPU only)");
 ABSL_FLAG(std::string, python, "python3", "interpreter for the anchors");
 ABSL_FLAG(std::string, baselines_dir, PADLESS_SOURCE_DIR "/bench/baselines",
@@ -205,7 +201,6 @@ Settings ReadFlags() {
   s.run.seed = absl::GetFlag(FLAGS_seed);
   s.run.clip_norm = absl::GetFlag(FLAGS_clip_norm);
   s.run.sdpa_cudnn = absl::GetFlag(FLAGS_sdpa_cudnn);
-  s.run.last_layer_all_rows = absl::GetFlag(FLAGS_last_layer_all_rows);
   s.run.trace_dir = absl::GetFlag(FLAGS_trace_dir);
   s.run.trace_steps = absl::GetFlag(FLAGS_trace_steps);
   s.run.trace_host = absl::GetFlag(FLAGS_trace_host);
@@ -259,9 +254,8 @@ std::optional<int> PrepareTracing(const RunOptions& run) {
     return 2;
   }
   if (!run.trace_host && (run.trace_dir.empty() || !run.device.is_cuda())) {
-    std::fprintf(stderr,
-                 "--notrace_host traces the GPU's work only: it needs --trace_dir and a "
-                 "CUDA device\n");
+    std::fprintf(stderr, "--notrace_host traces the GPU's work only: it needs --trace_dir and a "
+                         "CUDA device\n");
     return 2;
   }
   if (!run.trace_dir.empty()) {

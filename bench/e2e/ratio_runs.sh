@@ -17,7 +17,22 @@ steps=${STEPS:-50}
 b=${PADLESS_BUILD_DIR:-build-gpu}
 mkdir -p "$out"
 
-source "$(dirname "$0")/packed_runs.sh"
+run_padless() {  # round
+  local log=$out/padless_$1.log
+  "$b/bench/e2e/padless_bench_e2e" --data "$data" --out_dir "$out/report" \
+    --results_md "$out/RESULTS_$1.md" --strategies packed_varlen --checkpoint none \
+    --fp32_strategies "" --anchors=false --steps "$steps" > "$log" 2>&1
+  grep -o 'flash: [0-9.]*k real tok/s' "$log" | grep -o '[0-9.]*k' | tr -d k
+}
+
+run_peer() {  # round; needs the lengths file the first padless run wrote
+  python3 bench/baselines/torch_packed.py --lengths "$out/report/imdb_lengths.txt" \
+    --budget 16384 --max-len 512 --vocab 16000 --warmup 10 --steps "$steps" --seed 1234 \
+    > "$out/peer_$1.log" 2>&1
+  python3 -c 'import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print("%.1f" % (rows[-1]["real_tokens_per_s"] / 1e3))' "$out/peer_$1.log"
+}
 
 ratios=()
 run_padless 0 > /dev/null  # tokenizer and lengths file; also warms the build's data cache

@@ -23,27 +23,27 @@
 #include "layer_test_util.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
+#include "padless/models/recompute.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_layer.h"
-#include "padless/models/recompute.h"
 
 namespace padless::models {
 namespace {
 
 using testing::ChangeRuntime;
-using testing::ExpectClose;
 using testing::GpuTestConfig;
 using testing::HasCuda;
 using testing::kHeads;
 using testing::kHidden;
 using testing::LayerRun;
-using testing::MakePacked;
-using testing::MakeVarlen;
 using testing::RandomLayerWeights;
-using testing::RandomSequences;
 using testing::ReferenceContext;
 using testing::Relative;
 using testing::RunLayer;
+using testing::ExpectClose;
+using testing::MakePacked;
+using testing::MakeVarlen;
+using testing::RandomSequences;
 using testing::ToDevice;
 
 using LayerCase = std::tuple<Activation, bool /*lean*/, FusedSaving>;
@@ -256,24 +256,19 @@ ModelStep TrainStep(EncoderClassifier& model, const batching::Batch& b) {
   return s;
 }
 
-// A small three-layer model without dropout, so that two forwards draw no masks to differ by.
-EncoderConfig ThreeLayersNoDropout() {
-  return EncoderConfig()
-      .vocab_size(80)
-      .hidden(kHidden)
-      .layers(3)
-      .heads(kHeads)
-      .ffn(64)
-      .max_positions(64)
-      .dropout(0)
-      .attention_dropout(0);
-}
-
 class FusedModelTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
   at::manual_seed(44);
-  EncoderClassifier model(ThreeLayersNoDropout());
+  EncoderClassifier model(EncoderConfig()
+                              .vocab_size(80)
+                              .hidden(kHidden)
+                              .layers(3)
+                              .heads(kHeads)
+                              .ffn(64)
+                              .max_positions(64)
+                              .dropout(0)
+                              .attention_dropout(0));
   model->to(at::kDouble);
   model->train();
   ChangeRuntime(model,
@@ -292,41 +287,6 @@ TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
       EXPECT_TRUE(fused.grads[i].isfinite().all().item<bool>()) << i;
       const double scale = std::max(1.0, generic.grads[i].abs().max().item<double>());
       EXPECT_LE((generic.grads[i] - fused.grads[i]).abs().max().item<double>(), 1e-10 * scale) << i;
-    }
-  }
-}
-
-// The last layer on each sequence's first token alone (ModelRuntime::last_layer_rows_only, under
-// [CLS] pooling) against every row of it, in a training step: the same logits and gradients in
-// fp64, for the fused layers and the generic ones, under each checkpoint policy (a checkpointed
-// last layer keeps every row), with sequences of one token and of many.
-TEST_P(FusedModelTest, LastLayerOfFirstTokensGivesTheSameGradients) {
-  at::manual_seed(45);
-  EncoderClassifier model(ThreeLayersNoDropout());
-  model->to(at::kDouble);
-  model->train();
-  ChangeRuntime(model, [&](ModelRuntime& r) {
-    r.checkpoint = *CheckpointPolicy::Parse(GetParam());
-    r.attention = AttentionBackend::kVarlenReference;
-  });
-  const batching::Batch b = MakeVarlen(RandomSequences(7, 7, 1, 40, 80, 2));
-  for (bool fused : {true, false}) {
-    const auto step = [&](bool rows_only) {
-      ChangeRuntime(model, [&](ModelRuntime& r) {
-        r.fused_layers = fused;
-        r.last_layer_rows_only = rows_only;
-      });
-      return TrainStep(model, b);
-    };
-    const ModelStep every_row = step(false);
-    const ModelStep first_rows = step(true);
-    EXPECT_LE((every_row.logits - first_rows.logits).abs().max().item<double>(), 1e-10) << fused;
-    ASSERT_EQ(every_row.grads.size(), first_rows.grads.size());
-    for (size_t i = 0; i < every_row.grads.size(); ++i) {
-      const double scale = std::max(1.0, every_row.grads[i].abs().max().item<double>());
-      EXPECT_LE((every_row.grads[i] - first_rows.grads[i]).abs().max().item<double>(),
-                1e-10 * scale)
-          << (fused ? "fused " : "generic ") << i;
     }
   }
 }
@@ -466,34 +426,6 @@ TEST(FusedLayerGpuTest, PeakMemoryPerPolicy) {
   EXPECT_LT(fused_selective, fused_none / 2) << "selective " << fused_selective;
   EXPECT_GT(fused_keep2, fused_all) << "keep_last:2 " << fused_keep2 << " all " << fused_all;
   EXPECT_LT(fused_keep2, fused_none) << "keep_last:2 " << fused_keep2 << " none " << fused_none;
-}
-
-// A training step on the GPU with the last layer on first tokens alone against every row: flash
-// under bf16 autocast (the fused layers, then the generic last layer) and the memory-efficient
-// kernel in fp32 (the generic layers), dropout off so both draw no masks.
-TEST(FusedModelGpuTest, LastLayerOfFirstTokensGivesTheSameGradients) {
-  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
-  at::manual_seed(46);
-  EncoderClassifier model(GpuTestConfig(0.0));
-  model->to(at::Device(at::kCUDA));
-  model->train();
-  const batching::Batch b =
-      ToDevice(MakeVarlen(RandomSequences(8, 24, 1, 300, 1000, 2)), at::Device(at::kCUDA));
-  for (AmpMode amp : {AmpMode::kBf16, AmpMode::kOff}) {
-    const auto step = [&](bool rows_only) {
-      ChangeRuntime(model, [&](ModelRuntime& r) { r.last_layer_rows_only = rows_only; });
-      AutocastGuard autocast(at::kCUDA, amp);
-      return TrainStep(model, b);
-    };
-    const ModelStep every_row = step(false);
-    const ModelStep first_rows = step(true);
-    const double tolerance = amp == AmpMode::kOff ? 1e-4 : 3e-2;
-    EXPECT_LE(Relative(every_row.logits, first_rows.logits), tolerance);
-    for (size_t i = 0; i < every_row.grads.size(); ++i) {
-      EXPECT_LE(Relative(every_row.grads[i], first_rows.grads[i]), tolerance)
-          << AmpModeName(amp) << " " << i;
-    }
-  }
 }
 
 }  // namespace

@@ -56,10 +56,9 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 // [T, heads, head_dim] every token's. Result [n, heads * head_dim], equal to Attend's rows of the
 // first tokens. What a classifier's last layer needs under [CLS] pooling, whose other rows feed
 // nothing. kVarlenFlash (one query per sequence against cu_seqlens' keys) or kVarlenReference
-// (ctx.host_offsets); empty sequences give zeros. Differentiable in q, k and v
-// (both backends' ops have autograd formulas); `dropout_p` as Attend's.
+// (ctx.host_offsets); empty sequences give zeros.
 at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             const AttentionContext& ctx, double dropout_p = 0.0);
+                             const AttentionContext& ctx);
 
 }  // namespace padless::models
 

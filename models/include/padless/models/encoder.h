@@ -81,16 +81,14 @@ class EncoderClassifierImpl : public torch::nn::Module {
   at::Tensor Embed(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& types);
   // The encoder layers; the output stays in the dtype they computed in (bf16 under the fused
   // layers), per token: every token's row, or with `out_rows` (int64 [n], each sequence's first
-  // token on the varlen layout) those rows alone, which the last layer computes alone
-  // (ModelRuntime::last_layer_rows_only), in training too.
+  // token on the varlen layout) those rows alone, which the fused inference forward computes in
+  // its last layer alone (ModelRuntime::last_layer_rows_only).
   at::Tensor RunLayers(at::Tensor x, const AttentionContext& ctx, const at::Tensor& out_rows = {});
   // RunLayers' three paths: autograd per op (with checkpointing), the fused layers with their
   // hand-written backward (training), and the fused forward alone (inference).
-  // Each returns `out_rows`' rows alone when it is defined (RunLayers).
-  at::Tensor RunGenericLayers(at::Tensor x, const LayerSpec& spec, const AttentionContext& ctx,
-                              const at::Tensor& out_rows = {});
+  at::Tensor RunGenericLayers(at::Tensor x, const LayerSpec& spec, const AttentionContext& ctx);
   at::Tensor RunFusedTrainingLayers(at::Tensor x, const LayerSpec& spec,
-                                    const AttentionContext& ctx, const at::Tensor& out_rows = {});
+                                    const AttentionContext& ctx);
   at::Tensor RunFusedInferenceLayers(at::Tensor x, const LayerSpec& spec,
                                      const AttentionContext& ctx, const at::Tensor& out_rows = {});
   // The layers' per-token output in `dtype` (the embeddings'), with the final LayerNorm of pre-LN

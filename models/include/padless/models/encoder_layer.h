@@ -54,14 +54,11 @@ enum LayerWeight : int {
 // head count is the QKV weight's rows / (3 x spec.head_dim).
 // A layer is its attention block followed by its feed-forward block; each block's output is the
 // residual stream, stored as ToResidualStream says.
-// `out_rows` (varlen only; int64 [n], each sequence's first token): the output of those rows
-// alone, [n, H]: their queries attend over the whole sequences (AttendFirstTokens) and the rest of
-// the layer runs on n rows. What the last layer under [CLS] pooling needs, forward and backward.
 at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList weights, const LayerSpec& spec,
-                               const AttentionContext& ctx, const at::Tensor& out_rows = {});
+                               const AttentionContext& ctx);
 // Self-attention, output projection, dropout, residual add and (post-LN) LayerNorm.
 at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList weights, const LayerSpec& spec,
-                                 const AttentionContext& ctx, const at::Tensor& out_rows = {});
+                                 const AttentionContext& ctx);
 // Feed-forward in, activation, out, dropout, residual add and (post-LN) LayerNorm.
 at::Tensor FfnBlockForward(const at::Tensor& h, at::TensorList weights, const LayerSpec& spec);
 

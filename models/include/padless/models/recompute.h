@@ -15,12 +15,10 @@ namespace padless::models {
 
 // EncoderLayerForward with the part `scope` names checkpointed: that part keeps only its input
 // (and the context) for backward. `weights` are passed as autograd inputs so their gradients
-// flow; weights that do not require grad (frozen layers) are skipped. `out_rows` as
-// EncoderLayerForward's: the recompute computes those rows alone too.
+// flow; weights that do not require grad (frozen layers) are skipped.
 at::Tensor CheckpointedLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const LayerSpec& spec, const AttentionContext& ctx,
-                                    CheckpointScope scope = CheckpointScope::kLayer,
-                                    const at::Tensor& out_rows = {});
+                                    CheckpointScope scope = CheckpointScope::kLayer);
 
 }  // namespace padless::models
 
