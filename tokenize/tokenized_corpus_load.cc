@@ -110,7 +110,8 @@ class CorpusCacheReader {
   template <typename T>
   void Take(std::vector<T>* out, uint64_t count, uint64_t* at) const {
     out->resize(count);
-    std::memcpy(out->data(), bytes_.data() + *at, count * sizeof(T));
+    // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
+    if (count > 0) std::memcpy(out->data(), bytes_.data() + *at, count * sizeof(T));
     *at += count * sizeof(T);
   }
 
