@@ -93,7 +93,7 @@ CorpusCacheWriter::~CorpusCacheWriter() {
 }
 
 absl::Status CorpusCacheWriter::Write(const void* data, size_t n, bool bulk) {
-  if (!status_.ok()) return status_;
+  if (!status_.ok() || n == 0) return status_;  // nothing to write; data may be null
   if (bulk) hasher_->Update(static_cast<const char*>(data), n);
   written_ += n;
   status_ = out_->Append(data, n);
@@ -102,7 +102,9 @@ absl::Status CorpusCacheWriter::Write(const void* data, size_t n, bool bulk) {
 
 absl::Status CorpusCacheWriter::AppendTypeIds(absl::Span<const int8_t> type_ids, size_t zeros) {
   static const int8_t kZeros[4096] = {};
-  bool ok = std::fwrite(type_ids.data(), 1, type_ids.size(), types_) == type_ids.size();
+  // An empty span's data() may be null, which fwrite must not get even for 0 bytes.
+  bool ok = type_ids.empty() ||
+            std::fwrite(type_ids.data(), 1, type_ids.size(), types_) == type_ids.size();
   for (size_t left = zeros; ok && left > 0;) {
     const size_t n = std::min(left, sizeof(kZeros));
     ok = std::fwrite(kZeros, 1, n, types_) == n;
