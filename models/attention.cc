@@ -98,6 +98,17 @@ at::Tensor AttendEfficient(const at::Tensor& q, const at::Tensor& k, const at::T
   return out.reshape({q.size(0), q.size(1) * q.size(2)});
 }
 
+// One sequence's queries against its keys and values, each [rows, heads, head_dim], through
+// ATen's SDPA (which wants [1, heads, rows, head_dim]): [query rows, heads, head_dim].
+at::Tensor SequenceAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             double dropout_p) {
+  const auto heads_first = [](const at::Tensor& t) { return t.transpose(0, 1).unsqueeze(0); };
+  return at::scaled_dot_product_attention(heads_first(q), heads_first(k), heads_first(v), {},
+                                          dropout_p)
+      .squeeze(0)
+      .transpose(0, 1);
+}
+
 at::Tensor AttendReference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const AttentionContext& ctx, double dropout_p) {
   std::vector<at::Tensor> outs;
@@ -105,11 +116,8 @@ at::Tensor AttendReference(const at::Tensor& q, const at::Tensor& k, const at::T
   for (size_t i = 0; i + 1 < ctx.host_offsets.size(); ++i) {
     const int64_t start = ctx.host_offsets[i];
     const int64_t len = ctx.host_offsets[i + 1] - start;
-    auto slice = [&](const at::Tensor& t) {
-      return t.narrow(0, start, len).transpose(0, 1).unsqueeze(0);
-    };
-    at::Tensor o = at::scaled_dot_product_attention(slice(q), slice(k), slice(v), {}, dropout_p);
-    outs.push_back(o.squeeze(0).transpose(0, 1));  // [len, heads, head_dim]
+    outs.push_back(SequenceAttention(q.narrow(0, start, len), k.narrow(0, start, len),
+                                     v.narrow(0, start, len), dropout_p));
   }
   return at::cat(outs, 0).reshape({q.size(0), q.size(1) * q.size(2)});
 }
@@ -135,12 +143,9 @@ at::Tensor FirstTokensReference(const at::Tensor& q, const at::Tensor& k, const 
     const int64_t start = ctx.host_offsets[i];
     const int64_t len = ctx.host_offsets[i + 1] - start;
     if (len == 0) continue;
-    // [1, heads, rows, head_dim], as AttendReference's per-sequence call.
-    auto heads_first = [](const at::Tensor& t) { return t.transpose(0, 1).unsqueeze(0); };
-    const at::Tensor o = at::scaled_dot_product_attention(heads_first(q.narrow(0, i, 1)),
-                                                          heads_first(k.narrow(0, start, len)),
-                                                          heads_first(v.narrow(0, start, len)));
-    out.select(0, i).copy_(o.squeeze(0).squeeze(1));
+    out.select(0, i).copy_(SequenceAttention(q.narrow(0, i, 1), k.narrow(0, start, len),
+                                             v.narrow(0, start, len), /*dropout_p=*/0.0)
+                               .squeeze(0));
   }
   return out.reshape({n, q.size(1) * q.size(2)});
 }

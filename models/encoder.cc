@@ -155,9 +155,10 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   // The inference forward applies no dropout: a training-mode model without grad (dropout on,
   // nothing to backpropagate) takes the training path, which does.
   if (!at::GradMode::is_enabled() && !is_training()) {
-    if (!runtime_.last_layer_rows_only)
-      return keep(RunFusedInferenceLayers(std::move(x), spec, ctx));
-    return RunFusedInferenceLayers(std::move(x), spec, ctx, out_rows);
+    // With last_layer_rows_only the last layer computes the kept rows alone.
+    const at::Tensor last_rows = runtime_.last_layer_rows_only ? out_rows : at::Tensor();
+    const at::Tensor h = RunFusedInferenceLayers(std::move(x), spec, ctx, last_rows);
+    return last_rows.defined() ? h : keep(h);
   }
   return keep(RunFusedTrainingLayers(std::move(x), spec, ctx));
 }
