@@ -233,7 +233,7 @@ at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const La
     // The next layer's QKV GEMM (its first, [0]) in FP8: this layer's last LayerNorm writes the
     // FP8 copy of that GEMM's input.
     const bool last = i + 1 == num_layers();
-    const bool next_fp8 = fp8 && !last && inference_fp8_[i + 1][0].values.defined();
+    const bool next_fp8 = fp8 && !last && inference_fp8_[i + 1].gemms[0].values.defined();
     rows = FusedEncoderLayerInfer(
         rows, layers_[i]->weights(), spec, ctx, &compute[i], fp8 ? &inference_fp8_[i] : nullptr,
         next_fp8, int8 ? &inference_int8_[i] : nullptr, last ? out_rows : at::Tensor());

@@ -189,15 +189,18 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
 // and the two LayerNorms write neither their sums nor their statistics.
 // LayerNorm(residual + input + bias) as the inference forward writes it, with the per-token FP8
 // copy that the next GEMM reads when `fp8` (written by the LayerNorm kernel itself on a GPU).
+// `fp8_scale_inv` > 0: that copy at this fixed scale (Fp8StaticFfn) instead of per token.
 InferenceRows NormRows(const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,
-                       const at::Tensor& gamma, const at::Tensor& beta, double eps, bool fp8) {
+                       const at::Tensor& gamma, const at::Tensor& beta, double eps, bool fp8,
+                       float fp8_scale_inv = 0.f) {
   InferenceRows r;
   if (!fp8) {
     r.x = cuda::ResidualLayerNorm(input, bias, residual, gamma, beta, eps);
     return r;
   }
   cuda::ResidualLayerNormFp8Result n =
-      cuda::ResidualLayerNormWithFp8(input, bias, residual, gamma, beta, eps);
+      cuda::ResidualLayerNormWithFp8(input, bias, residual, gamma, beta, eps,
+                                     /*pad_rows_to=*/16, fp8_scale_inv);
   r.x = std::move(n.out);
   r.fp8 = std::move(n.fp8);
   return r;
@@ -226,9 +229,9 @@ InferenceRows InferForward(const InferenceRows& in, const std::vector<at::Tensor
   attended.x = InferAttention(qkv, spec, ctx, out_rows);
   // Every row after attention is a row of its own: the residual of the kept rows is theirs.
   const at::Tensor residual = out_rows.defined() ? x.index_select(0, out_rows) : x;
-  const InferenceRows h =
-      NormRows(gemms.Linear(kOutGemm, attended, /*bias=*/false), w[kOutBias], residual,
-               w[kAttnNormWeight], w[kAttnNormBias], spec.eps, gemms.InFp8(kFfnInGemm));
+  const InferenceRows h = NormRows(gemms.Linear(kOutGemm, attended, /*bias=*/false), w[kOutBias],
+                                   residual, w[kAttnNormWeight], w[kAttnNormBias], spec.eps,
+                                   gemms.InFp8(kFfnInGemm), gemms.Fp8InputScaleInv(kFfnInGemm));
   return NormRows(gemms.FeedForward(h, EffectiveActivation(spec, x)), w[kFfnOutBias], h.x,
                   w[kFfnNormWeight], w[kFfnNormBias], spec.eps, fp8_output);
 }
@@ -500,21 +503,6 @@ absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(
           Int8Linear::Pack(w[weight], bias ? w[weight + 1] : at::Tensor());
       if (!packed.ok()) return packed.status();
       layer[g] = *std::move(packed);
-    }
-  }
-  return out;
-}
-
-std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers) {
-  const at::NoGradGuard no_grad;
-  std::vector<Fp8LayerWeights> out;
-  out.reserve(layers.size());
-  for (at::TensorList w : layers) {
-    Fp8LayerWeights& layer = out.emplace_back();
-    for (int g = 0; g < kFusedLayerGemms; ++g) {
-      const at::Tensor& weight = w[internal::kGemmWeight[g]];
-      if (!internal::Fp8GemmFits(weight)) continue;  // stays in the compute dtype
-      layer[g] = cuda::Fp8QuantizeRows(weight, cuda::RowActivation::kNone, /*pad_rows_to=*/1);
     }
   }
   return out;

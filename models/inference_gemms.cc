@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "padless/cuda/kernels/fp8_rowwise.h"
+#include "padless/cuda/kernels/fp8_static.h"
 
 namespace padless::models::internal {
 namespace {
@@ -36,6 +37,15 @@ at::Tensor InferenceGemms::Linear(LayerGemm g, const InferenceRows& x, bool bias
 
 at::Tensor InferenceGemms::FeedForward(const InferenceRows& h, Activation activation) const {
   const at::ScalarType dtype = h.x.scalar_type();
+  if (InFp8(kFfnInGemm) && InFp8(kFfnOutGemm) && fp8_->ffn.Set()) {
+    const float input_scale_inv = fp8_->ffn.input_scale_inv;
+    const cuda::Fp8Rows in =
+        h.fp8.values.defined() ? h.fp8 : cuda::Fp8QuantizeAtScale(h.x, input_scale_inv);
+    const cuda::Fp8Rows act =
+        cuda::Fp8StaticLinearAct(in, Quantized(kFfnInGemm), w_[kGemmWeight[kFfnInGemm] + 1],
+                                 RowActivationOf(activation), fp8_->ffn.activation_scale_inv);
+    return cuda::Fp8RowwiseLinear(act, Quantized(kFfnOutGemm), at::Tensor(), dtype);
+  }
   if (InFp8(kFfnInGemm) && InFp8(kFfnOutGemm)) {
     const at::Tensor pre = Linear(kFfnInGemm, h, /*bias=*/true);
     return cuda::Fp8RowwiseLinear(cuda::Fp8QuantizeRows(pre, RowActivationOf(activation)),

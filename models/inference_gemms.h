@@ -25,7 +25,11 @@ class InferenceGemms {
       : w_(w), compute_(w, FusedLayerFp8()), fp8_(fp8), int8_(int8) {}
 
   // Whether GEMM g runs in FP8 (and so reads an FP8 copy of its input).
-  bool InFp8(LayerGemm g) const { return fp8_ != nullptr && (*fp8_)[g].values.defined(); }
+  bool InFp8(LayerGemm g) const { return fp8_ != nullptr && fp8_->gemms[g].values.defined(); }
+  // The fixed scale of GEMM g's FP8 input (Fp8StaticFfn), or 0 when it is quantized per token.
+  float Fp8InputScaleInv(LayerGemm g) const {
+    return g == kFfnInGemm && InFp8(g) && fp8_->ffn.Set() ? fp8_->ffn.input_scale_inv : 0.f;
+  }
   // Whether GEMM g runs with int8 weights.
   bool InInt8(LayerGemm g) const { return int8_ != nullptr && (*int8_)[g].has_value(); }
 
@@ -34,13 +38,15 @@ class InferenceGemms {
   at::Tensor Linear(LayerGemm g, const InferenceRows& x, bool bias) const;
 
   // The FFN without its output bias: activation(h @ W_in^T + b_in) @ W_out^T, in h's dtype. With
-  // both FFN GEMMs in FP8 the activation is applied while the FFN-out GEMM's input is quantized
-  // (one pass over the [T, 4H] tensor); in the compute dtype a tanh GELU runs in the FFN-in GEMM's
-  // epilogue.
+  // both FFN GEMMs in FP8 and the layer's Fp8StaticFfn set, the FFN-in GEMM writes the FFN-out
+  // GEMM's FP8 input at its fixed scale (cuda::Fp8StaticLinearAct: one GEMM, the tanh GELU in its
+  // epilogue, on the H200); without it the activation is applied while the FFN-out GEMM's input
+  // is quantized per token (one pass over the [T, 4H] tensor). In the compute dtype a tanh GELU
+  // runs in the FFN-in GEMM's epilogue.
   at::Tensor FeedForward(const InferenceRows& h, Activation activation) const;
 
  private:
-  const cuda::Fp8Rows& Quantized(LayerGemm g) const { return (*fp8_)[g]; }
+  const cuda::Fp8Rows& Quantized(LayerGemm g) const { return fp8_->gemms[g]; }
 
   const std::vector<at::Tensor>& w_;
   LayerGemms compute_;

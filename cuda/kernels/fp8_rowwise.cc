@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "src/op_util.h"
+#include "src/row_activation.h"
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 #include <ATen/cuda/CUDAContext.h>
@@ -27,27 +28,13 @@ void CheckQuantizeArgs(const at::Tensor& x, int64_t pad_rows_to) {
   constexpr const char* kOp = "Fp8QuantizeRows";
   TORCH_CHECK(x.defined(), kOp, ": x is undefined");
   TORCH_CHECK(x.dim() == 2, kOp, ": x must be 2-D [R, C], got shape ", x.sizes());
-  TORCH_CHECK(at::isFloatingType(x.scalar_type()), kOp,
-              ": x must be a floating-point tensor, got ", x.scalar_type());
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()), kOp, ": x must be a floating-point tensor, got ",
+              x.scalar_type());
   TORCH_CHECK(pad_rows_to >= 1, kOp, ": pad_rows_to must be >= 1, got ", pad_rows_to);
 }
 
-at::Tensor ActivateFloat(const at::Tensor& x, RowActivation activation) {
-  switch (activation) {
-    case RowActivation::kGelu:
-      return at::gelu(x);
-    case RowActivation::kGeluTanh:
-      return at::gelu(x, "tanh");
-    case RowActivation::kRelu:
-      return at::relu(x);
-    case RowActivation::kNone:
-      break;
-  }
-  return x;
-}
-
 Fp8Rows ReferenceQuantize(const at::Tensor& x, RowActivation activation, int64_t pad_rows_to) {
-  const at::Tensor v = ActivateFloat(x.to(at::kFloat), activation);
+  const at::Tensor v = internal::ActivateRows(x.to(at::kFloat), activation);
   at::Tensor magnitude = v.abs();
   magnitude.masked_fill_(at::isnan(magnitude), 0.0);  // amax ignores NaN, as the kernel's fmaxf
   const at::Tensor amax = x.size(0) == 0 ? at::zeros({0, 1}, magnitude.options())
@@ -64,8 +51,7 @@ Fp8Rows ReferenceQuantize(const at::Tensor& x, RowActivation activation, int64_t
   // The clamp first: torch's cast turns values beyond E4M3's range into NaN instead of saturating.
   q.values = at::constant_pad_nd(at::clamp(v * scale, -kE4M3Max, kE4M3Max), {0, 0, 0, pad})
                  .to(at::kFloat8_e4m3fn);
-  q.scale_inv =
-      at::constant_pad_nd(at::where(scaled, amax / max, one), {0, 0, 0, pad}, 1.0);
+  q.scale_inv = at::constant_pad_nd(at::where(scaled, amax / max, one), {0, 0, 0, pad}, 1.0);
   return q;
 }
 
@@ -84,18 +70,18 @@ void CheckLinearArgs(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& 
   }
   TORCH_CHECK(x.values.size(1) == weight.values.size(1), kOp, ": x has ", x.values.size(1),
               " columns but the weight ", weight.values.size(1));
-  TORCH_CHECK(x.values.device() == weight.values.device(), kOp, ": x is on ",
-              x.values.device(), " but the weight on ", weight.values.device());
+  TORCH_CHECK(x.values.device() == weight.values.device(), kOp, ": x is on ", x.values.device(),
+              " but the weight on ", weight.values.device());
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.rows), kOp,
               ": bias must be [N] with N = ", weight.rows);
-  TORCH_CHECK(out_dtype == at::kFloat || out_dtype == at::kBFloat16 || out_dtype == at::kHalf,
-              kOp, ": out_dtype must be fp32, bf16 or fp16, got ", out_dtype);
+  TORCH_CHECK(out_dtype == at::kFloat || out_dtype == at::kBFloat16 || out_dtype == at::kHalf, kOp,
+              ": out_dtype must be fp32, bf16 or fp16, got ", out_dtype);
 }
 
 at::Tensor ReferenceLinear(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
                            at::ScalarType out_dtype) {
-  const at::Tensor a = x.values.narrow(0, 0, x.rows).to(at::kFloat) *
-                       x.scale_inv.narrow(0, 0, x.rows);
+  const at::Tensor a =
+      x.values.narrow(0, 0, x.rows).to(at::kFloat) * x.scale_inv.narrow(0, 0, x.rows);
   const at::Tensor w = weight.values.narrow(0, 0, weight.rows).to(at::kFloat) *
                        weight.scale_inv.narrow(0, 0, weight.rows);
   const at::Tensor y = bias.defined() ? at::addmm(bias.to(at::kFloat), a, w.t()) : at::mm(a, w.t());
@@ -157,9 +143,9 @@ at::Tensor FastLinear(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor&
                       at::ScalarType out_dtype) {
   const std::optional<at::Tensor> b =
       bias.defined() ? std::optional<at::Tensor>(bias.to(at::kBFloat16)) : std::nullopt;
-  const at::Tensor y = at::_scaled_mm(x.values, weight.values.t(), x.scale_inv,
-                                      weight.scale_inv.view({1, -1}), b, std::nullopt,
-                                      at::kBFloat16, /*use_fast_accum=*/true);
+  const at::Tensor y =
+      at::_scaled_mm(x.values, weight.values.t(), x.scale_inv, weight.scale_inv.view({1, -1}), b,
+                     std::nullopt, at::kBFloat16, /*use_fast_accum=*/true);
   const at::Tensor real = y.narrow(0, 0, x.rows);
   return out_dtype == at::kBFloat16 ? real : real.to(out_dtype);
 }
@@ -205,6 +191,24 @@ at::Tensor Linear(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bia
 }
 
 }  // namespace
+
+namespace internal {
+
+at::Tensor ActivateRows(const at::Tensor& x, RowActivation activation) {
+  switch (activation) {
+    case RowActivation::kGelu:
+      return at::gelu(x);
+    case RowActivation::kGeluTanh:
+      return at::gelu(x, "tanh");
+    case RowActivation::kRelu:
+      return at::relu(x);
+    case RowActivation::kNone:
+      break;
+  }
+  return x;
+}
+
+}  // namespace internal
 
 Fp8Rows Fp8QuantizeRows(const at::Tensor& x, RowActivation activation, int64_t pad_rows_to) {
   return Quantize(x, activation, pad_rows_to, /*allow_kernel=*/true);

@@ -39,6 +39,8 @@ namespace {
 
 using internal::Is16BitFloat;
 
+bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
 thread_local bool g_last_fused = false;
 
 // --- Argument checks (shared by both paths, so that broken input fails the same way everywhere).
@@ -207,11 +209,16 @@ struct GemmSpec {
   bool accumulate = false;  // beta = 1: D += op(A) @ op(B)
   TokenDim token_dim = TokenDim::kN;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  void* bias = nullptr;  // in D's dtype (cuBLASLt's default bias type)
+  void* bias = nullptr;  // in C's dtype (cuBLASLt's default bias type is D's)
   void* aux = nullptr;   // the GELU input, written by GELU_AUX_BIAS
+  // An FP8 D: C's (and the bias's) 16-bit type, which cuBLASLt wants instead of D's (C itself is
+  // then not passed: beta is 0), and the fp32 device scalar D is multiplied by after the epilogue.
+  std::optional<cudaDataType_t> c_dtype;
+  const void* d_scale = nullptr;
 
   uint64_t k() const { return trans_a == CUBLAS_OP_N ? a.cols : a.rows; }
   cudaDataType_t BType() const { return b_dtype.value_or(dtype); }
+  cudaDataType_t CType() const { return c_dtype.value_or(d_dtype); }
   bool Fp8() const { return a_scale != nullptr; }
 };
 
@@ -244,10 +251,11 @@ MatmulDesc MakeDesc(const GemmSpec& g) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, g.b_scale, g.op);
     SetAttr(raw, CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<int8_t>(g.fast_accum), g.op);
     // With FP8 inputs neither the bias's nor the aux output's type is implied by D's: both are
-    // in D's 16-bit type.
-    if (g.bias != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, g.d_dtype, g.op);
+    // in C's 16-bit type.
+    if (g.bias != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, g.CType(), g.op);
     if (g.aux != nullptr)
-      SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, g.d_dtype, g.op);
+      SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, g.CType(), g.op);
+    if (g.d_scale != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, g.d_scale, g.op);
   }
   if (g.aux != nullptr) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, g.op);
@@ -361,10 +369,13 @@ bool RunGemm(const GemmSpec& g) {
   const Layout a = MakeLayout(g.dtype, g.a.rows, g.a.cols, g.op);
   const Layout b = MakeLayout(g.BType(), g.b.rows, g.b.cols, g.op);
   const Layout d = MakeLayout(g.d_dtype, g.d_rows, g.d_cols, g.op);
+  const Layout c = MakeLayout(g.CType(), g.d_rows, g.d_cols, g.op);
+  // C aliases D unless their types differ (an FP8 D), when C is not read (as at::_scaled_mm).
+  const void* c_ptr = g.c_dtype ? nullptr : g.d;
   const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
   const auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
-    return Lt().Matmul(handle, desc.get(), &alpha, g.a.ptr, a.get(), g.b.ptr, b.get(), &beta, g.d,
-                       d.get(), g.d, d.get(), &algo, workspace, workspace_bytes,
+    return Lt().Matmul(handle, desc.get(), &alpha, g.a.ptr, a.get(), g.b.ptr, b.get(), &beta, c_ptr,
+                       c.get(), g.d, d.get(), &algo, workspace, workspace_bytes,
                        c10::cuda::getCurrentCUDAStream());
   };
   const AlgoKey key = KeyOf(g, workspace_bytes);
@@ -380,7 +391,7 @@ bool RunGemm(const GemmSpec& g) {
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
   const cublasStatus_t s = Lt().MatmulAlgoGetHeuristic(
-      handle, desc.get(), a.get(), b.get(), d.get(), d.get(), pref.get(), 1, &result, &found);
+      handle, desc.get(), a.get(), b.get(), c.get(), d.get(), pref.get(), 1, &result, &found);
   // INVALID_VALUE from the heuristic means this cuBLASLt rejects the configuration itself; like
   // "no algorithm", the caller then runs the unfused ops, and the GPU tests check which one ran.
   if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE ||
@@ -520,21 +531,25 @@ cudaDataType_t OutCudaType(at::ScalarType t) { return t == at::kFloat ? CUDA_R_3
 // (column-major [K, N], transposed: the "TN" layout FP8 GEMMs require) @ a-as-stored (column-major
 // [K, M]). cuBLASLt's A is b, so its A scale is scale_b. The token count is M or K depending on
 // the GEMM, so the algorithm cache keys the exact shape (a new one per distinct padded T).
-// With `pre` (a bias required), the epilogue is GELU_AUX_BIAS as in LinearGelu: `out` gets
-// gelu_tanh of the product plus bias, `pre` the product plus bias.
-bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                   const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
-                   bool fast_accum, at::Tensor& out, at::Tensor* pre = nullptr) {
+// `out` [M, N] is allocated by the caller (16-bit, fp32 or E4M3). Empty when the fused path
+// cannot run these operands.
+std::optional<GemmSpec> ScaledMmSpec(const at::Tensor& a, const at::Tensor& b,
+                                     const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                     const at::Tensor& bias, bool fast_accum,
+                                     const at::Tensor& out) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || m % 16 != 0 || k % 16 != 0 || n % 16 != 0) return false;
-  if (a.scalar_type() == at::kFloat8_e5m2 && b.scalar_type() == at::kFloat8_e5m2) return false;
-  if (!a.is_contiguous() || !b.t().is_contiguous()) return false;
-  if (bias.defined() &&
-      (!Is16BitFloat(out_dtype) || bias.scalar_type() != out_dtype || !bias.is_contiguous())) {
-    return false;
+  if (m == 0 || m % 16 != 0 || k % 16 != 0 || n % 16 != 0) return std::nullopt;
+  if (a.scalar_type() == at::kFloat8_e5m2 && b.scalar_type() == at::kFloat8_e5m2) {
+    return std::nullopt;
   }
-  out = at::empty({m, n}, a.options().dtype(out_dtype));
-  if (!internal::Aligned16({&a, &b, &out, &bias, &scale_a, &scale_b})) return false;
+  if (!a.is_contiguous() || !b.t().is_contiguous()) return std::nullopt;
+  const bool fp8_out = IsFp8(out.scalar_type());
+  const at::ScalarType bias_dtype = fp8_out ? bias.scalar_type() : out.scalar_type();
+  if (bias.defined() &&
+      (!Is16BitFloat(bias_dtype) || bias.scalar_type() != bias_dtype || !bias.is_contiguous())) {
+    return std::nullopt;
+  }
+  if (!internal::Aligned16({&a, &b, &out, &bias, &scale_a, &scale_b})) return std::nullopt;
   GemmSpec g;
   g.op = "ScaledMm";
   g.trans_a = CUBLAS_OP_T;
@@ -545,19 +560,44 @@ bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& s
   g.d_cols = U64(m);
   g.dtype = Fp8CudaType(b.scalar_type());
   g.b_dtype = Fp8CudaType(a.scalar_type());
-  g.d_dtype = OutCudaType(out_dtype);
+  g.d_dtype = fp8_out ? Fp8CudaType(out.scalar_type()) : OutCudaType(out.scalar_type());
+  if (fp8_out) g.c_dtype = CudaType(bias_dtype);
   g.token_dim = TokenDim::kNone;
   g.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   g.bias = bias.defined() ? bias.data_ptr() : nullptr;
-  if (pre != nullptr) {
-    *pre = at::empty({m, n}, out.options());
-    g.epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    g.aux = pre->data_ptr();
-  }
   g.a_scale = scale_b.data_ptr();
   g.b_scale = scale_a.data_ptr();
   g.fast_accum = fast_accum;
-  return RunGemm(g);
+  return g;
+}
+
+// With `pre` (a bias required), the epilogue is GELU_AUX_BIAS as in LinearGelu: `out` gets
+// gelu_tanh of the product plus bias, `pre` the product plus bias.
+bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                   const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
+                   bool fast_accum, at::Tensor& out, at::Tensor* pre = nullptr) {
+  out = at::empty({a.size(0), b.size(1)}, a.options().dtype(out_dtype));
+  std::optional<GemmSpec> g = ScaledMmSpec(a, b, scale_a, scale_b, bias, fast_accum, out);
+  if (!g) return false;
+  if (pre != nullptr) {
+    *pre = at::empty_like(out);
+    g->epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    g->aux = pre->data_ptr();
+  }
+  return RunGemm(*g);
+}
+
+// The GELU_BIAS epilogue into an E4M3 `out`, multiplied by scale_out after the GELU.
+bool FusedScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                            const at::Tensor& scale_b, const at::Tensor& bias,
+                            const at::Tensor& scale_out, bool fast_accum, at::Tensor& out) {
+  out = at::empty({a.size(0), b.size(1)}, a.options().dtype(at::kFloat8_e4m3fn));
+  std::optional<GemmSpec> g = ScaledMmSpec(a, b, scale_a, scale_b, bias, fast_accum, out);
+  if (!g || !internal::Aligned16({&scale_out})) return false;
+  g->op = "ScaledMmGeluToFp8";
+  g->epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+  g->d_scale = scale_out.data_ptr();
+  return RunGemm(*g);
 }
 
 #else
@@ -588,6 +628,10 @@ bool FusedWeightGrad(Args&&...) {
 }
 template <typename... Args>
 bool FusedScaledMm(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedScaledMmGeluToFp8(Args&&...) {
   return false;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
@@ -684,8 +728,6 @@ at::Tensor LinearEntry(const at::Tensor& x, const at::Tensor& weight, bool allow
       [&] { return x.mm(weight.t()); });
 }
 
-bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
-
 void CheckScaledMmArgs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                        const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
                        const char* kOp) {
@@ -750,6 +792,44 @@ LinearGeluResult ScaledMmGeluEntry(const at::Tensor& a, const at::Tensor& b,
       });
 }
 
+// ScaledMmGeluToFp8's reference: the product plus bias in the bias's dtype, the GELU, then the
+// scaled cast. The clamp first: torch's cast turns values beyond E4M3's range into NaN instead of
+// saturating, as cuBLASLt's conversion does.
+at::Tensor ReferenceScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b,
+                                      const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                      const at::Tensor& bias, const at::Tensor& scale_out,
+                                      bool fast_accum) {
+  constexpr double kE4M3Max = 448.0;
+  const at::Tensor pre =
+      ReferenceScaledMm(a, b, scale_a, scale_b, bias, bias.scalar_type(), fast_accum);
+  const at::Tensor act = at::gelu(pre.to(at::kFloat), "tanh") * scale_out;
+  return at::clamp(act, -kE4M3Max, kE4M3Max).to(at::kFloat8_e4m3fn);
+}
+
+at::Tensor ScaledMmGeluToFp8Entry(const at::Tensor& a, const at::Tensor& b,
+                                  const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                  const at::Tensor& bias, const at::Tensor& scale_out,
+                                  bool fast_accum, bool allow_fused) {
+  const char* kOp = "ScaledMmGeluToFp8";
+  TORCH_CHECK(bias.defined(), kOp, ": needs a bias");
+  CheckScaledMmArgs(a, b, scale_a, scale_b, bias, bias.scalar_type(), kOp);
+  TORCH_CHECK(Is16BitFloat(bias.scalar_type()), kOp, ": the bias must be bf16 or fp16, not ",
+              bias.scalar_type());
+  TORCH_CHECK(a.scalar_type() == at::kFloat8_e4m3fn && b.scalar_type() == at::kFloat8_e4m3fn, kOp,
+              ": a and b must be float8_e4m3fn");
+  TORCH_CHECK(scale_out.defined() && scale_out.numel() == 1 &&
+                  scale_out.scalar_type() == at::kFloat && scale_out.device() == a.device(),
+              kOp, ": scale_out must be one fp32 value on a's device");
+  return Run<at::Tensor>(
+      a, allow_fused,
+      [&](at::Tensor& out) {
+        return FusedScaledMmGeluToFp8(a, b, scale_a, scale_b, bias, scale_out, fast_accum, out);
+      },
+      [&] {
+        return ReferenceScaledMmGeluToFp8(a, b, scale_a, scale_b, bias, scale_out, fast_accum);
+      });
+}
+
 }  // namespace
 
 LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -788,6 +868,13 @@ at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x) {
 
 at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   return LinearBiasGeluEntry(x, weight, bias, /*allow_fused=*/true);
+}
+
+at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const at::Tensor& bias,
+                             const at::Tensor& scale_out, bool fast_accum) {
+  return ScaledMmGeluToFp8Entry(a, b, scale_a, scale_b, bias, scale_out, fast_accum,
+                                /*allow_fused=*/true);
 }
 
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
@@ -830,6 +917,13 @@ LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at
                               at::ScalarType out_dtype, bool fast_accum) {
   return ScaledMmGeluEntry(a, b, scale_a, scale_b, bias, out_dtype, fast_accum,
                            /*allow_fused=*/false);
+}
+
+at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const at::Tensor& bias,
+                             const at::Tensor& scale_out, bool fast_accum) {
+  return ScaledMmGeluToFp8Entry(a, b, scale_a, scale_b, bias, scale_out, fast_accum,
+                                /*allow_fused=*/false);
 }
 
 }  // namespace reference

@@ -2,11 +2,13 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <tuple>
 #include <utility>
 
+#include "padless/cuda/kernels/fp8_static.h"
 #include "src/op_util.h"
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
@@ -177,12 +179,12 @@ std::pair<uint64_t, uint64_t> ReservePhilox(const c10::Device& device, int64_t r
 
 // The fused forward, or nullopt when this input has to take the reference path.
 // With `keep` false (inference) only `out` is written: no sum or statistics for a backward.
-// `fp8` (inference, 16-bit rows only): also write `out`'s per-row FP8 copy there, its rows padded
-// to a multiple of `pad_rows_to`.
+// `fp8` (inference, 16-bit rows only): also write `out`'s FP8 copy there, its rows padded to a
+// multiple of `pad_rows_to`, with one scale per row or, when `fp8_scale_inv` > 0, that one.
 std::optional<DropoutResidualLayerNormResult> ForwardKernel(
     const at::Tensor& input, const at::Tensor& bias, const at::Tensor& residual,
     const at::Tensor& gamma, const at::Tensor& beta, double p, double eps, bool keep = true,
-    Fp8Rows* fp8 = nullptr, int64_t pad_rows_to = 1) {
+    Fp8Rows* fp8 = nullptr, int64_t pad_rows_to = 1, float fp8_scale_inv = 0.f) {
   const int64_t rows = input.size(0);
   const int64_t hidden = input.size(1);
   const std::optional<internal::FloatType> type = KernelType(input);
@@ -226,6 +228,10 @@ std::optional<DropoutResidualLayerNormResult> ForwardKernel(
     args.fp8 = static_cast<uint8_t*>(fp8->values.data_ptr());
     args.fp8_scale_inv = fp8->scale_inv.data_ptr<float>();
     args.padded_rows = padded;
+    if (fp8_scale_inv > 0.f) {
+      args.fp8_fixed_scale = Fp8ScaleOf(fp8_scale_inv);
+      args.fp8_fixed_scale_inv = fp8_scale_inv;
+    }
   }
   args.rows = rows;
   args.hidden = hidden;
@@ -267,9 +273,8 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   if (!internal::Aligned16({&d_out, &extra, &sum, &mask, &gamma_f})) return std::nullopt;
   const auto float_opts = sum.options().dtype(at::kFloat);
   const int64_t quantities = need_bias_grad ? 3 : 2;
-  const int64_t blocks =
-      internal::ResidualLayerNormBackwardBlocks(rows, hidden, *type, need_bias_grad,
-                                                SmCount(sum.device()));
+  const int64_t blocks = internal::ResidualLayerNormBackwardBlocks(
+      rows, hidden, *type, need_bias_grad, SmCount(sum.device()));
   const at::Tensor partials = at::empty({blocks, quantities, hidden}, float_opts);
   DropoutResidualLayerNormGrads grads;
   grads.d_sum = at::empty_like(sum);
@@ -353,23 +358,26 @@ at::Tensor ResidualLayerNorm(const at::Tensor& input, const at::Tensor& bias,
 
 ResidualLayerNormFp8Result ResidualLayerNormWithFp8(const at::Tensor& input, const at::Tensor& bias,
                                                     const at::Tensor& residual,
-                                                    const at::Tensor& gamma,
-                                                    const at::Tensor& beta, double eps,
-                                                    int64_t pad_rows_to) {
+                                                    const at::Tensor& gamma, const at::Tensor& beta,
+                                                    double eps, int64_t pad_rows_to,
+                                                    float fp8_scale_inv) {
   CheckForwardArgs(input, bias, residual, gamma, beta, 0.0, eps);
   TORCH_CHECK(pad_rows_to >= 1, kForwardOp, ": pad_rows_to must be >= 1, got ", pad_rows_to);
+  TORCH_CHECK(fp8_scale_inv >= 0.f && std::isfinite(fp8_scale_inv), kForwardOp,
+              ": fp8_scale_inv must be finite and >= 0, got ", fp8_scale_inv);
   ResidualLayerNormFp8Result r;
 #ifdef PADLESS_HAVE_CUDA_KERNELS
   if (internal::Is16BitFloat(input.scalar_type())) {
-    if (auto k = ForwardKernel(input, bias, residual, gamma, beta, 0.0, eps, /*keep=*/false,
-                               &r.fp8, pad_rows_to)) {
+    if (auto k = ForwardKernel(input, bias, residual, gamma, beta, 0.0, eps, /*keep=*/false, &r.fp8,
+                               pad_rows_to, fp8_scale_inv)) {
       r.out = std::move(k->out);
       return r;
     }
   }
 #endif
   r.out = ResidualLayerNorm(input, bias, residual, gamma, beta, eps);
-  r.fp8 = Fp8QuantizeRows(r.out, RowActivation::kNone, pad_rows_to);
+  r.fp8 = fp8_scale_inv > 0.f ? Fp8QuantizeAtScale(r.out, fp8_scale_inv, pad_rows_to)
+                              : Fp8QuantizeRows(r.out, RowActivation::kNone, pad_rows_to);
   return r;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "packing_test_util.h"
+#include "padless/cuda/kernels/fp8_static.h"
 #include "padless/cuda/kernels/kernel_support.h"
 
 namespace padless::cuda {
@@ -434,8 +435,8 @@ void ExpectInferenceMatchesTraining(const c10::Device& device) {
   uint64_t seed = 900;
   for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     for (int64_t hidden : {768, 98}) {
-      const Inputs in = MakeInputs(300, hidden, dtype, at::kFloat, /*with_bias=*/true, device,
-                                   seed++);
+      const Inputs in =
+          MakeInputs(300, hidden, dtype, at::kFloat, /*with_bias=*/true, device, seed++);
       const at::Tensor want =
           DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 0.0, 1e-12)
               .out;
@@ -464,21 +465,28 @@ void ExpectFp8CopyIsTheQuantizedOutput(const c10::Device& device) {
   for (at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
     for (int64_t hidden : {768, 1024, 98}) {
       for (int64_t rows : {3000, 1}) {
-        const Inputs in = MakeInputs(rows, hidden, dtype, at::kFloat, /*with_bias=*/true, device,
-                                     seed++);
+        const Inputs in =
+            MakeInputs(rows, hidden, dtype, at::kFloat, /*with_bias=*/true, device, seed++);
         const std::string what = std::to_string(rows) + "x" + std::to_string(hidden) + " " +
                                  std::string(c10::toString(dtype));
-        if (device.is_cuda()) PoisonFreeMemory(device, kPoisonBytes);
-        const ResidualLayerNormFp8Result got =
-            ResidualLayerNormWithFp8(in.input, in.bias, in.residual, in.gamma, in.beta, 1e-12);
         const at::Tensor out =
             ResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 1e-12);
-        EXPECT_TRUE(got.out.equal(out)) << what;
-        const Fp8Rows want = reference::Fp8QuantizeRows(out, RowActivation::kNone, 16);
-        EXPECT_EQ(got.fp8.rows, rows) << what;
-        ASSERT_EQ(got.fp8.values.sizes(), want.values.sizes()) << what;
-        EXPECT_TRUE(got.fp8.values.view(at::kByte).equal(want.values.view(at::kByte))) << what;
-        EXPECT_TRUE(got.fp8.scale_inv.equal(want.scale_inv)) << what;
+        // Per row (0), then fixed scales: one where the largest values saturate (E4M3's 448 at
+        // |out| = 2) and one a thousand times coarser than the data needs.
+        for (float fixed : {0.f, 2.f / 448.f, 3000.f / 448.f}) {
+          if (device.is_cuda()) PoisonFreeMemory(device, kPoisonBytes);
+          const ResidualLayerNormFp8Result got = ResidualLayerNormWithFp8(
+              in.input, in.bias, in.residual, in.gamma, in.beta, 1e-12, 16, fixed);
+          EXPECT_TRUE(got.out.equal(out)) << what;
+          const Fp8Rows want = fixed > 0.f
+                                   ? Fp8QuantizeAtScale(out, fixed, 16)
+                                   : reference::Fp8QuantizeRows(out, RowActivation::kNone, 16);
+          EXPECT_EQ(got.fp8.rows, rows) << what;
+          ASSERT_EQ(got.fp8.values.sizes(), want.values.sizes()) << what;
+          EXPECT_TRUE(got.fp8.values.view(at::kByte).equal(want.values.view(at::kByte)))
+              << what << " fixed " << fixed;
+          EXPECT_TRUE(got.fp8.scale_inv.equal(want.scale_inv)) << what << " fixed " << fixed;
+        }
       }
     }
   }

@@ -176,21 +176,27 @@ __device__ __forceinline__ void ZeroFp8Row(const ResidualLayerNormForwardArgs& a
   for (int64_t v = lane; v < vecs; v += kLanes) {
     *reinterpret_cast<uint2*>(a.fp8 + row * a.hidden + v * kVec) = make_uint2(0u, 0u);
   }
-  if (lane == 0) a.fp8_scale_inv[row] = 1.f;
+  if (lane == 0) a.fp8_scale_inv[row] = a.fp8_fixed_scale_inv > 0.f ? a.fp8_fixed_scale_inv : 1.f;
 }
 
-// The FP8 copy of the row just stored (Fp8QuantizeRows of `out`): the amax of the stored values
-// `stored_max` (this lane's), then each vector normalised again, rounded to T, scaled and cast.
+// The FP8 copy of the row just stored (Fp8QuantizeRows of `out`, or Fp8QuantizeAtScale at a fixed
+// scale): the amax of the stored values `stored_max` (this lane's), then each vector normalised
+// again, rounded to T, scaled and cast.
 template <typename T, int kIters>
 __device__ __forceinline__ void WriteFp8Row(const ResidualLayerNormForwardArgs& a, int64_t row,
                                             int lane, const Words (&x)[kIters], float mean,
                                             float rstd, float stored_max) {
   constexpr int kVec = kVecOf<T>;
   static_assert(kVec == kFp8Vec, "FP8 copies of 16-bit rows only: 8 elements a vector");
-  const float amax = WarpMax(stored_max);
-  const bool scaled = amax > 0.f && isfinite(amax);
-  const float scale = scaled ? __fdiv_rn(448.f, amax) : 1.f;
-  if (lane == 0) a.fp8_scale_inv[row] = scaled ? __fdiv_rn(amax, 448.f) : 1.f;
+  float scale = a.fp8_fixed_scale;
+  if (a.fp8_fixed_scale_inv > 0.f) {
+    if (lane == 0) a.fp8_scale_inv[row] = a.fp8_fixed_scale_inv;
+  } else {
+    const float amax = WarpMax(stored_max);
+    const bool scaled = amax > 0.f && isfinite(amax);
+    scale = scaled ? __fdiv_rn(448.f, amax) : 1.f;
+    if (lane == 0) a.fp8_scale_inv[row] = scaled ? __fdiv_rn(amax, 448.f) : 1.f;
+  }
   const int64_t vecs = a.hidden / kVec;
 #pragma unroll
   for (int i = 0; i < kIters; ++i) {

@@ -42,6 +42,11 @@ struct ResidualLayerNormForwardArgs {
   // `rows` on zero at scale 1). Null: not written. bf16 / fp16 only.
   uint8_t* fp8 = nullptr;
   float* fp8_scale_inv = nullptr;
+  // A fixed scale instead (fp8_fixed_scale_inv > 0): every row, padded ones too, gets scale_inv
+  // fp8_fixed_scale_inv and its values are multiplied by fp8_fixed_scale (its reciprocal as the
+  // host rounds it) and saturate, what Fp8QuantizeAtScale(out) writes (fp8_static.h).
+  float fp8_fixed_scale = 0.f;
+  float fp8_fixed_scale_inv = 0.f;
   int64_t padded_rows = 0;
   int64_t rows = 0;
   int64_t hidden = 0;

@@ -103,6 +103,17 @@ LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at
                               const at::Tensor& scale_b, const at::Tensor& bias,
                               at::ScalarType out_dtype, bool fast_accum);
 
+// ScaledMm with the bias (required, bf16 or fp16) and the tanh GELU in the epilogue, written in
+// E4M3 at a fixed scale: out [M, N] float8_e4m3fn = saturate(gelu_tanh(scaled product + bias) *
+// scale_out), scale_out one fp32 value on a's device; a and b E4M3. One cuBLASLt GEMM (epilogue
+// GELU_BIAS, D scale, C in the bias's type) on the cached path under ScaledMm's conditions. cuBLASLt
+// has an FP8 output only with per-tensor scales (bench/serve/fp8_output_probe.cc), so the fixed
+// scale replaces the per-token amax that no GEMM tile can see. Else at::_scaled_mm in the bias's
+// dtype, at::gelu(..., "tanh") in fp32, then the scaled, saturating cast.
+at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const at::Tensor& bias,
+                             const at::Tensor& scale_out, bool fast_accum);
+
 // The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh"); at::_scaled_mm for ScaledMm)
 // on any device and dtype they support: the fallback, and the baseline for tests and benchmarks.
 namespace reference {
@@ -119,6 +130,9 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
 LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                               const at::Tensor& scale_b, const at::Tensor& bias,
                               at::ScalarType out_dtype, bool fast_accum);
+at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const at::Tensor& bias,
+                             const at::Tensor& scale_out, bool fast_accum);
 }  // namespace reference
 
 // Diagnostics for tests and benchmarks: whether the calling thread's last call of any function

@@ -44,9 +44,11 @@ at::Tensor ResidualLayerNorm(const at::Tensor& input, const at::Tensor& bias,
                              const at::Tensor& beta, double eps);
 
 // ResidualLayerNorm whose output is also the next FP8 GEMM's input: `fp8` equals
-// Fp8QuantizeRows(out, RowActivation::kNone, pad_rows_to) (fp8_rowwise.h). On a GPU for bf16 /
-// fp16 rows the LayerNorm kernel writes it from the row it holds in registers, saving the [T, H]
-// read of a separate quantize pass; elsewhere the two functions run one after the other.
+// Fp8QuantizeRows(out, RowActivation::kNone, pad_rows_to) (fp8_rowwise.h) or, with
+// fp8_scale_inv > 0 (finite), Fp8QuantizeAtScale(out, fp8_scale_inv, pad_rows_to) (fp8_static.h).
+// On a GPU for bf16 / fp16 rows the LayerNorm kernel writes it from the row it holds in registers,
+// saving the [T, H] read of a separate quantize pass; elsewhere the two functions run one after
+// the other.
 struct ResidualLayerNormFp8Result {
   at::Tensor out;  // [T, H] as ResidualLayerNorm returns it
   Fp8Rows fp8;     // its E4M3 copy with one scale per row, rows padded to pad_rows_to
@@ -55,7 +57,8 @@ ResidualLayerNormFp8Result ResidualLayerNormWithFp8(const at::Tensor& input, con
                                                     const at::Tensor& residual,
                                                     const at::Tensor& gamma,
                                                     const at::Tensor& beta, double eps,
-                                                    int64_t pad_rows_to = 16);
+                                                    int64_t pad_rows_to = 16,
+                                                    float fp8_scale_inv = 0.f);
 
 struct DropoutResidualLayerNormGrads {
   at::Tensor d_sum;            // [T, H] gradient w.r.t. `sum` (= the residual's gradient)
