@@ -39,7 +39,8 @@ Fp8StaticFfn StaticFfnScales(at::TensorList w, const cuda::Fp8Rows& w_in) {
   if (!(input_bound > 0.f) || !std::isfinite(input_bound) || !std::isfinite(activation_bound)) {
     return {};
   }
-  return {input_bound / kE4M3Largest, activation_bound / kE4M3Largest};
+  return {input_bound / kE4M3Largest,
+          cuda::MakeFp8FixedScale(activation_bound / kE4M3Largest, w_in.values.device())};
 }
 
 // TODO(issue 26, this session): the A/B switch for the H200 comparison; removed once measured.

@@ -43,7 +43,7 @@ at::Tensor InferenceGemms::FeedForward(const InferenceRows& h, Activation activa
         h.fp8.values.defined() ? h.fp8 : cuda::Fp8QuantizeAtScale(h.x, input_scale_inv);
     const cuda::Fp8Rows act =
         cuda::Fp8StaticLinearAct(in, Quantized(kFfnInGemm), w_[kGemmWeight[kFfnInGemm] + 1],
-                                 RowActivationOf(activation), fp8_->ffn.activation_scale_inv);
+                                 RowActivationOf(activation), fp8_->ffn.activation);
     return cuda::Fp8RowwiseLinear(act, Quantized(kFfnOutGemm), at::Tensor(), dtype);
   }
   if (InFp8(kFfnInGemm) && InFp8(kFfnOutGemm)) {

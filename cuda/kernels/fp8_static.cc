@@ -35,7 +35,7 @@ void CheckFp8Rows(const Fp8Rows& r, const char* op, const char* name) {
 }
 
 void CheckStaticLinearArgs(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
-                           float out_scale_inv) {
+                           const Fp8FixedScale& out) {
   constexpr const char* kOp = "Fp8StaticLinearAct";
   CheckFp8Rows(x, kOp, "x");
   CheckFp8Rows(weight, kOp, "weight");
@@ -48,7 +48,10 @@ void CheckStaticLinearArgs(const Fp8Rows& x, const Fp8Rows& weight, const at::Te
               ": bias must be [N] with N = ", weight.rows);
   TORCH_CHECK(at::isFloatingType(bias.scalar_type()), kOp, ": bias must be floating-point, got ",
               bias.scalar_type());
-  CheckFixedScaleInv(out_scale_inv, kOp);
+  CheckFixedScaleInv(out.scale_inv, kOp);
+  TORCH_CHECK(out.scale.defined() && out.scale.numel() == 1 &&
+                  out.scale.scalar_type() == at::kFloat && out.scale.device() == x.values.device(),
+              kOp, ": the output scale must be one fp32 value on x's device (MakeFp8FixedScale)");
 }
 
 // Every row of x, padded ones included, as the fused GEMM computes them.
@@ -75,28 +78,33 @@ bool StaticFusedFits(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& 
 }
 
 Fp8Rows StaticLinearAct(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
-                        RowActivation activation, float out_scale_inv, bool allow_fused) {
-  CheckStaticLinearArgs(x, weight, bias, out_scale_inv);
+                        RowActivation activation, const Fp8FixedScale& out, bool allow_fused) {
+  CheckStaticLinearArgs(x, weight, bias, out);
   const at::NoGradGuard no_grad;
   g_last_static_fused = false;
   if (!allow_fused || !StaticFusedFits(x, weight, bias, activation)) {
-    return ReferenceStaticLinearAct(x, weight, bias, activation, out_scale_inv);
+    return ReferenceStaticLinearAct(x, weight, bias, activation, out.scale_inv);
   }
   const auto float_opts = x.scale_inv.options();
   Fp8Rows q;
   q.rows = x.rows;
   q.values = ScaledMmGeluToFp8(x.values, weight.values.t(), x.scale_inv.narrow(0, 0, 1),
-                               weight.scale_inv.narrow(0, 0, 1), bias.contiguous(),
-                               at::full({1}, Fp8ScaleOf(out_scale_inv), float_opts),
+                               weight.scale_inv.narrow(0, 0, 1), bias.contiguous(), out.scale,
                                /*fast_accum=*/true);
   g_last_static_fused = LastGemmEpilogueWasFused();
-  q.scale_inv = at::full({x.values.size(0), 1}, out_scale_inv, float_opts);
+  q.scale_inv = at::full({x.values.size(0), 1}, out.scale_inv, float_opts);
   return q;
 }
 
 }  // namespace
 
 float Fp8ScaleOf(float scale_inv) { return 1.f / scale_inv; }
+
+Fp8FixedScale MakeFp8FixedScale(float scale_inv, const c10::Device& device) {
+  CheckFixedScaleInv(scale_inv, "MakeFp8FixedScale");
+  return {scale_inv,
+          at::full({1}, Fp8ScaleOf(scale_inv), at::TensorOptions(device).dtype(at::kFloat))};
+}
 
 Fp8Rows Fp8QuantizeAtScale(const at::Tensor& x, float scale_inv, int64_t pad_rows_to) {
   constexpr const char* kOp = "Fp8QuantizeAtScale";
@@ -124,8 +132,8 @@ Fp8Rows Fp8QuantizeTensor(const at::Tensor& x) {
 }
 
 Fp8Rows Fp8StaticLinearAct(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
-                           RowActivation activation, float out_scale_inv) {
-  return StaticLinearAct(x, weight, bias, activation, out_scale_inv, /*allow_fused=*/true);
+                           RowActivation activation, const Fp8FixedScale& out) {
+  return StaticLinearAct(x, weight, bias, activation, out, /*allow_fused=*/true);
 }
 
 bool LastFp8StaticLinearActWasFused() { return g_last_static_fused; }
@@ -133,8 +141,8 @@ bool LastFp8StaticLinearActWasFused() { return g_last_static_fused; }
 namespace reference {
 
 Fp8Rows Fp8StaticLinearAct(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
-                           RowActivation activation, float out_scale_inv) {
-  return StaticLinearAct(x, weight, bias, activation, out_scale_inv, /*allow_fused=*/false);
+                           RowActivation activation, const Fp8FixedScale& out) {
+  return StaticLinearAct(x, weight, bias, activation, out, /*allow_fused=*/false);
 }
 
 }  // namespace reference

@@ -55,7 +55,7 @@ TEST(Fp8StaticFfnTest, BoundsHoldAndAreReachedByTheWorstInputs) {
   const Fp8StaticFfn ffn = QuantizeInferenceWeights({w})[0].ffn;
   ASSERT_TRUE(ffn.Set());
   const float input_bound = ffn.input_scale_inv * 448.f;
-  const float activation_bound = ffn.activation_scale_inv * 448.f;
+  const float activation_bound = ffn.activation.scale_inv * 448.f;
   const at::Tensor gamma = w[kAttnNormWeight], beta = w[kAttnNormBias];
   const at::Tensor w_in = w[kFfnInWeight], b_in = w[kFfnInBias];
 

@@ -42,6 +42,7 @@
 
 #include "absl/status/statusor.h"
 #include "padless/cuda/kernels/fp8_rowwise.h"
+#include "padless/cuda/kernels/fp8_static.h"
 #include "padless/models/attention.h"
 #include "padless/models/encoder_layer.h"
 #include "padless/models/fp8_scaling.h"
@@ -100,8 +101,8 @@ at::Tensor FusedEncoderLayerForward(const at::Tensor& x, at::TensorList weights,
 // lose bits. Zero (both): not set, the FFN quantizes per token.
 struct Fp8StaticFfn {
   float input_scale_inv = 0.f;
-  float activation_scale_inv = 0.f;
-  bool Set() const { return input_scale_inv > 0.f && activation_scale_inv > 0.f; }
+  cuda::Fp8FixedScale activation;  // on the weights' device
+  bool Set() const { return input_scale_inv > 0.f && activation.scale_inv > 0.f; }
 };
 
 // A layer's GEMM weights quantized for inference.
