@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "fp8_gemm.h"
@@ -43,12 +41,6 @@ Fp8StaticFfn StaticFfnScales(at::TensorList w, const cuda::Fp8Rows& w_in) {
           cuda::MakeFp8FixedScale(activation_bound / kE4M3Largest, w_in.values.device())};
 }
 
-// TODO(issue 26, this session): the A/B switch for the H200 comparison; removed once measured.
-bool PerTokenFfnForced() {
-  const char* v = std::getenv("PADLESS_FP8_FFN");
-  return v != nullptr && std::strcmp(v, "per_token") == 0;
-}
-
 }  // namespace
 
 std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers) {
@@ -64,8 +56,7 @@ std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::Tens
       if (!internal::Fp8GemmFits(weight)) continue;  // stays in the compute dtype
       layer.gemms[g] = cuda::Fp8QuantizeRows(weight, cuda::RowActivation::kNone, /*pad_rows_to=*/1);
     }
-    if (!layer.gemms[kFfnInGemm].values.defined() || !layer.gemms[kFfnOutGemm].values.defined() ||
-        PerTokenFfnForced()) {
+    if (!layer.gemms[kFfnInGemm].values.defined() || !layer.gemms[kFfnOutGemm].values.defined()) {
       continue;
     }
     const cuda::Fp8Rows w_in = cuda::Fp8QuantizeTensor(w[internal::kGemmWeight[kFfnInGemm]]);
