@@ -9,6 +9,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PADLESS_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh" "$build"
 jobs=${PADLESS_JOBS:-$(nproc)}
+# One OpenMP thread per test process: ctest runs $jobs test binaries at once, and LibTorch's
+# intra-op pool, sized to every core in each of them, oversubscribes the cores with threads that
+# spin in each other's way (measured in .ci/run's comment). scripts/sanitize.sh runs so too.
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 echo "== ctest" >&2
 exclude=(-LE soak)
 [[ ${PADLESS_SOAK:-0} == 1 ]] && exclude=()
