@@ -11,7 +11,8 @@ build=${PADLESS_BUILD_DIR:-$root/build}
 jobs=${PADLESS_JOBS:-$(nproc)}
 # One OpenMP thread per test process: ctest runs $jobs test binaries at once, and LibTorch's
 # intra-op pool, sized to every core in each of them, oversubscribes the cores with threads that
-# spin in each other's way (clean clone of e967632: stage-1 ctest 341 s, 171 s with one thread). scripts/sanitize.sh runs so too.
+# spin in each other's way (clean clone of e967632: stage-1 ctest 341 s, 171 s with one thread).
+# scripts/sanitize.sh runs so too.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 echo "== ctest" >&2
 exclude=(-LE soak)
