@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "src/fp8_reference.h"
 #include "src/op_util.h"
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
@@ -55,14 +56,11 @@ void RecordAmax(const at::Tensor& x, const at::Tensor& amax) {
 
 Fp8Quantized ReferenceQuantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                                const Fp8QuantizeOptions& options, const at::Tensor& amax) {
-  const double max = Fp8Max(format);
   const int64_t rows = x.size(0);
-  // The clamp first: torch's cast turns values beyond the format's range into NaN (E4M3) or inf
-  // (E5M2) instead of saturating. NaN passes at::clamp with its sign, and the cast keeps it NaN.
-  const at::Tensor scaled = at::clamp(x.to(at::kFloat) * scale.reshape({}), -max, max);
+  const at::Tensor scaled = x.to(at::kFloat) * scale.reshape({});
   const int64_t pad = internal::PaddedRows(rows, options.pad_rows_to) - rows;
-  const at::Tensor padded = at::constant_pad_nd(scaled, {0, 0, 0, pad});
-  const at::Tensor fp8 = padded.to(Fp8ScalarType(format));
+  const at::Tensor fp8 =
+      internal::SaturatingFp8Cast(at::constant_pad_nd(scaled, {0, 0, 0, pad}), format);
   Fp8Quantized q;
   if (options.rows) q.rows = fp8;
   if (options.transposed) q.transposed = fp8.t().contiguous();
@@ -134,6 +132,15 @@ Fp8Quantized Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format fo
 }
 
 }  // namespace
+
+namespace internal {
+
+at::Tensor SaturatingFp8Cast(const at::Tensor& x, Fp8Format format) {
+  const double max = Fp8Max(format);
+  return at::clamp(x, -max, max).to(Fp8ScalarType(format));
+}
+
+}  // namespace internal
 
 at::ScalarType Fp8ScalarType(Fp8Format format) {
   return format == Fp8Format::kE4M3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "src/fp8_reference.h"
 #include "src/op_util.h"
-#include "src/row_activation.h"
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
 #include <ATen/cuda/CUDAContext.h>
@@ -18,8 +18,6 @@
 
 namespace padless::cuda {
 namespace {
-
-constexpr double kE4M3Max = 448.0;
 
 thread_local bool g_last_quantize_kernel = false;
 thread_local bool g_last_linear_fast = false;
@@ -43,14 +41,12 @@ Fp8Rows ReferenceQuantize(const at::Tensor& x, RowActivation activation, int64_t
   const at::Tensor one = at::ones_like(amax);
   // Divisions of tensors by tensors: ATen turns a division by a scalar into a multiplication by
   // its reciprocal (rounded differently), and the kernel divides.
-  const at::Tensor max = at::full_like(amax, kE4M3Max);
+  const at::Tensor max = at::full_like(amax, Fp8Max(Fp8Format::kE4M3));
   const at::Tensor scale = at::where(scaled, max / amax, one);
   const int64_t pad = internal::PaddedRows(x.size(0), pad_rows_to) - x.size(0);
   Fp8Rows q;
   q.rows = x.size(0);
-  // The clamp first: torch's cast turns values beyond E4M3's range into NaN instead of saturating.
-  q.values = at::constant_pad_nd(at::clamp(v * scale, -kE4M3Max, kE4M3Max), {0, 0, 0, pad})
-                 .to(at::kFloat8_e4m3fn);
+  q.values = internal::SaturatingFp8Cast(at::constant_pad_nd(v * scale, {0, 0, 0, pad}));
   q.scale_inv = at::constant_pad_nd(at::where(scaled, amax / max, one), {0, 0, 0, pad}, 1.0);
   return q;
 }

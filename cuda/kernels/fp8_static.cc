@@ -8,13 +8,11 @@
 #include <cstdint>
 
 #include "padless/cuda/kernels/gemm_epilogue.h"
+#include "src/fp8_reference.h"
 #include "src/op_util.h"
-#include "src/row_activation.h"
 
 namespace padless::cuda {
 namespace {
-
-constexpr double kFp8Max = 448.0;
 
 thread_local bool g_last_static_fused = false;
 
@@ -63,8 +61,7 @@ Fp8Rows ReferenceStaticLinearAct(const Fp8Rows& x, const Fp8Rows& weight, const 
   const at::Tensor y = internal::ActivateRows(at::addmm(bias.to(at::kFloat), a, w.t()), activation);
   Fp8Rows q;
   q.rows = x.rows;
-  // The clamp first: torch's cast turns values beyond E4M3's range into NaN instead of saturating.
-  q.values = at::clamp(y * Fp8ScaleOf(out_scale_inv), -kFp8Max, kFp8Max).to(at::kFloat8_e4m3fn);
+  q.values = internal::SaturatingFp8Cast(y * Fp8ScaleOf(out_scale_inv));
   q.scale_inv = at::full({x.values.size(0), 1}, out_scale_inv, y.options());
   return q;
 }
@@ -114,10 +111,10 @@ Fp8Rows Fp8QuantizeAtScale(const at::Tensor& x, float scale_inv, int64_t pad_row
   TORCH_CHECK(pad_rows_to >= 1, kOp, ": pad_rows_to must be >= 1, got ", pad_rows_to);
   const at::NoGradGuard no_grad;
   const int64_t pad = internal::PaddedRows(x.size(0), pad_rows_to) - x.size(0);
-  const at::Tensor scaled = at::clamp(x.to(at::kFloat) * Fp8ScaleOf(scale_inv), -kFp8Max, kFp8Max);
+  const at::Tensor scaled = x.to(at::kFloat) * Fp8ScaleOf(scale_inv);
   Fp8Rows q;
   q.rows = x.size(0);
-  q.values = at::constant_pad_nd(scaled, {0, 0, 0, pad}).to(at::kFloat8_e4m3fn);
+  q.values = internal::SaturatingFp8Cast(at::constant_pad_nd(scaled, {0, 0, 0, pad}));
   q.scale_inv = at::full({x.size(0) + pad, 1}, scale_inv, scaled.options());
   return q;
 }
@@ -127,7 +124,8 @@ Fp8Rows Fp8QuantizeTensor(const at::Tensor& x) {
               ": x must be a non-empty 2-D tensor");
   const at::NoGradGuard no_grad;
   const float amax = x.abs().max().item<float>();
-  const float scale_inv = amax > 0.f && std::isfinite(amax) ? amax / 448.f : 1.f;
+  const float scale_inv =
+      amax > 0.f && std::isfinite(amax) ? amax / static_cast<float>(Fp8Max(Fp8Format::kE4M3)) : 1.f;
   return Fp8QuantizeAtScale(x, scale_inv, /*pad_rows_to=*/1);
 }
 

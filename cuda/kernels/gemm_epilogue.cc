@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "src/fp8_reference.h"
 #include "src/op_util.h"
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
@@ -793,17 +794,15 @@ LinearGeluResult ScaledMmGeluEntry(const at::Tensor& a, const at::Tensor& b,
 }
 
 // ScaledMmGeluToFp8's reference: the product plus bias in the bias's dtype, the GELU, then the
-// scaled cast. The clamp first: torch's cast turns values beyond E4M3's range into NaN instead of
-// saturating, as cuBLASLt's conversion does.
+// scaled, saturating cast (as cuBLASLt's conversion saturates).
 at::Tensor ReferenceScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b,
                                       const at::Tensor& scale_a, const at::Tensor& scale_b,
                                       const at::Tensor& bias, const at::Tensor& scale_out,
                                       bool fast_accum) {
-  constexpr double kE4M3Max = 448.0;
   const at::Tensor pre =
       ReferenceScaledMm(a, b, scale_a, scale_b, bias, bias.scalar_type(), fast_accum);
   const at::Tensor act = at::gelu(pre.to(at::kFloat), "tanh") * scale_out;
-  return at::clamp(act, -kE4M3Max, kE4M3Max).to(at::kFloat8_e4m3fn);
+  return internal::SaturatingFp8Cast(act);
 }
 
 at::Tensor ScaledMmGeluToFp8Entry(const at::Tensor& a, const at::Tensor& b,
