@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "src/fp8_reference.h"
 #include "src/op_util.h"
@@ -54,20 +55,7 @@ Fp8Rows ReferenceQuantize(const at::Tensor& x, RowActivation activation, int64_t
 void CheckLinearArgs(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
                      at::ScalarType out_dtype) {
   constexpr const char* kOp = "Fp8RowwiseLinear";
-  for (const Fp8Rows* r : {&x, &weight}) {
-    TORCH_CHECK(r->values.defined() && r->values.dim() == 2 &&
-                    r->values.scalar_type() == at::kFloat8_e4m3fn,
-                kOp, ": operands must be Fp8QuantizeRows results (2-D float8_e4m3fn)");
-    TORCH_CHECK(r->scale_inv.defined() && r->scale_inv.dim() == 2 &&
-                    r->scale_inv.size(0) == r->values.size(0) && r->scale_inv.size(1) == 1 &&
-                    r->scale_inv.scalar_type() == at::kFloat,
-                kOp, ": scale_inv must be fp32 [R_pad, 1]");
-    TORCH_CHECK(r->rows >= 0 && r->rows <= r->values.size(0), kOp, ": rows out of range");
-  }
-  TORCH_CHECK(x.values.size(1) == weight.values.size(1), kOp, ": x has ", x.values.size(1),
-              " columns but the weight ", weight.values.size(1));
-  TORCH_CHECK(x.values.device() == weight.values.device(), kOp, ": x is on ", x.values.device(),
-              " but the weight on ", weight.values.device());
+  internal::CheckFp8Operands(x, weight, kOp);
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.rows), kOp,
               ": bias must be [N] with N = ", weight.rows);
   TORCH_CHECK(out_dtype == at::kFloat || out_dtype == at::kBFloat16 || out_dtype == at::kHalf, kOp,
@@ -202,6 +190,24 @@ at::Tensor ActivateRows(const at::Tensor& x, RowActivation activation) {
       break;
   }
   return x;
+}
+
+void CheckFp8Operands(const Fp8Rows& x, const Fp8Rows& weight, const char* op) {
+  for (const auto& [r, name] : {std::pair{&x, "x"}, std::pair{&weight, "the weight"}}) {
+    TORCH_CHECK(r->values.defined() && r->values.dim() == 2 &&
+                    r->values.scalar_type() == at::kFloat8_e4m3fn,
+                op, ": ", name, " must be Fp8Rows (2-D float8_e4m3fn)");
+    TORCH_CHECK(r->scale_inv.defined() && r->scale_inv.dim() == 2 &&
+                    r->scale_inv.size(0) == r->values.size(0) && r->scale_inv.size(1) == 1 &&
+                    r->scale_inv.scalar_type() == at::kFloat,
+                op, ": ", name, "'s scale_inv must be fp32 [R_pad, 1]");
+    TORCH_CHECK(r->rows >= 0 && r->rows <= r->values.size(0), op, ": ", name,
+                "'s rows out of range");
+  }
+  TORCH_CHECK(x.values.size(1) == weight.values.size(1), op, ": x has ", x.values.size(1),
+              " columns but the weight ", weight.values.size(1));
+  TORCH_CHECK(x.values.device() == weight.values.device(), op, ": x is on ", x.values.device(),
+              " but the weight on ", weight.values.device());
 }
 
 }  // namespace internal

@@ -21,27 +21,11 @@ void CheckFixedScaleInv(float scale_inv, const char* op) {
               ": the scale must be finite and > 0, got ", scale_inv);
 }
 
-void CheckFp8Rows(const Fp8Rows& r, const char* op, const char* name) {
-  TORCH_CHECK(
-      r.values.defined() && r.values.dim() == 2 && r.values.scalar_type() == at::kFloat8_e4m3fn, op,
-      ": ", name, " must be 2-D float8_e4m3fn rows");
-  TORCH_CHECK(r.scale_inv.defined() && r.scale_inv.dim() == 2 &&
-                  r.scale_inv.size(0) == r.values.size(0) && r.scale_inv.size(1) == 1 &&
-                  r.scale_inv.scalar_type() == at::kFloat,
-              op, ": ", name, "'s scale_inv must be fp32 [R_pad, 1]");
-  TORCH_CHECK(r.rows >= 0 && r.rows <= r.values.size(0), op, ": ", name, "'s rows out of range");
-}
-
 void CheckStaticLinearArgs(const Fp8Rows& x, const Fp8Rows& weight, const at::Tensor& bias,
                            const Fp8FixedScale& out) {
   constexpr const char* kOp = "Fp8StaticLinearAct";
-  CheckFp8Rows(x, kOp, "x");
-  CheckFp8Rows(weight, kOp, "weight");
+  internal::CheckFp8Operands(x, weight, kOp);
   TORCH_CHECK(weight.rows >= 1, kOp, ": the weight has no rows");
-  TORCH_CHECK(x.values.size(1) == weight.values.size(1), kOp, ": x has ", x.values.size(1),
-              " columns but the weight ", weight.values.size(1));
-  TORCH_CHECK(x.values.device() == weight.values.device(), kOp, ": x is on ", x.values.device(),
-              " but the weight on ", weight.values.device());
   TORCH_CHECK(bias.defined() && bias.dim() == 1 && bias.size(0) == weight.rows, kOp,
               ": bias must be [N] with N = ", weight.rows);
   TORCH_CHECK(at::isFloatingType(bias.scalar_type()), kOp, ": bias must be floating-point, got ",
