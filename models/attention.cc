@@ -22,7 +22,9 @@ constexpr base::EnumName<AttentionBackend> kAttentionBackends[] = {
     {"efficient", AttentionBackend::kVarlenEfficient},
     {"varlen_efficient", AttentionBackend::kVarlenEfficient},
     {"reference", AttentionBackend::kVarlenReference},
-    {"varlen_reference", AttentionBackend::kVarlenReference}};
+    {"varlen_reference", AttentionBackend::kVarlenReference},
+    {"grouped", AttentionBackend::kVarlenGrouped},
+    {"varlen_grouped", AttentionBackend::kVarlenGrouped}};
 }  // namespace
 
 absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name) {
@@ -35,7 +37,19 @@ std::string AttentionBackendName(AttentionBackend b) {
 
 bool IsVarlen(AttentionBackend b) {
   return b == AttentionBackend::kVarlenFlash || b == AttentionBackend::kVarlenEfficient ||
-         b == AttentionBackend::kVarlenReference;
+         b == AttentionBackend::kVarlenReference || b == AttentionBackend::kVarlenGrouped;
+}
+
+void PrepareHostPlan(AttentionContext& ctx) {
+  if (ctx.backend != AttentionBackend::kVarlenReference &&
+      ctx.backend != AttentionBackend::kVarlenGrouped) {
+    return;
+  }
+  const at::Tensor c = ctx.cu_seqlens.to(at::kCPU, at::kLong).contiguous();
+  ctx.host_offsets.assign(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  if (ctx.backend == AttentionBackend::kVarlenGrouped) {
+    ctx.groups = BuildPaddedGroups(ctx.host_offsets, ctx.cu_seqlens.device());
+  }
 }
 
 namespace {
@@ -122,6 +136,60 @@ at::Tensor AttendReference(const at::Tensor& q, const at::Tensor& k, const at::T
   return at::cat(outs, 0).reshape({q.size(0), q.size(1) * q.size(2)});
 }
 
+// Group g's slots of a padded [slots, heads, d] tensor as SDPA's [size, heads, length, d].
+at::Tensor GroupView(const at::Tensor& padded, const PaddedGroups::Group& g) {
+  return padded.narrow(0, g.first_slot, g.size * g.length)
+      .view({g.size, g.length, padded.size(1), padded.size(2)})
+      .transpose(1, 2);
+}
+
+std::optional<at::Tensor> KeyMask(const PaddedGroups::Group& g) {
+  if (!g.key_mask.defined()) return std::nullopt;
+  return g.key_mask;
+}
+
+at::Tensor AttendGrouped(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const AttentionContext& ctx, double dropout_p) {
+  const PaddedGroups& pg = ctx.groups;
+  const int64_t width = q.size(1) * q.size(2);
+  if (pg.empty()) return q.new_zeros({q.size(0), width});
+  const at::Tensor qp = q.index_select(0, pg.gather);
+  const at::Tensor kp = k.index_select(0, pg.gather);
+  const at::Tensor vp = v.index_select(0, pg.gather);
+  std::vector<at::Tensor> outs;
+  outs.reserve(pg.groups.size());
+  for (const PaddedGroups::Group& g : pg.groups) {
+    // [size, heads, length, d] -> [size * length, heads * d], slot order.
+    outs.push_back(at::scaled_dot_product_attention(GroupView(qp, g), GroupView(kp, g),
+                                                    GroupView(vp, g), KeyMask(g), dropout_p)
+                       .transpose(1, 2)
+                       .reshape({g.size * g.length, width}));
+  }
+  return at::cat(outs, 0).index_select(0, pg.token_slot);
+}
+
+at::Tensor FirstTokensGrouped(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const AttentionContext& ctx) {
+  const PaddedGroups& pg = ctx.groups;
+  const int64_t n = q.size(0);
+  TORCH_CHECK(pg.sequences == n, "AttendFirstTokens: the groups hold ", pg.sequences,
+              " sequences, not ", n);
+  at::Tensor out = at::zeros({n, q.size(1) * q.size(2)}, q.options());
+  if (pg.empty()) return out;
+  const at::Tensor q1 = q.index_select(0, pg.order);  // [m, heads, d], group order
+  const at::Tensor kp = k.index_select(0, pg.gather);
+  const at::Tensor vp = v.index_select(0, pg.gather);
+  std::vector<at::Tensor> outs;
+  outs.reserve(pg.groups.size());
+  for (const PaddedGroups::Group& g : pg.groups) {
+    const at::Tensor qg = q1.narrow(0, g.first_rank, g.size).unsqueeze(2);  // [size, heads, 1, d]
+    outs.push_back(
+        at::scaled_dot_product_attention(qg, GroupView(kp, g), GroupView(vp, g), KeyMask(g))
+            .reshape({g.size, out.size(1)}));
+  }
+  return out.index_copy(0, pg.order, at::cat(outs, 0));
+}
+
 at::Tensor FirstTokensFlash(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             const AttentionContext& ctx) {
   const int64_t n = q.size(0);
@@ -159,6 +227,8 @@ at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at:
       return FirstTokensFlash(q, k, v, ctx);
     case AttentionBackend::kVarlenReference:
       return FirstTokensReference(q, k, v, ctx);
+    case AttentionBackend::kVarlenGrouped:
+      return FirstTokensGrouped(q, k, v, ctx);
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:
     case AttentionBackend::kVarlenEfficient:
@@ -177,6 +247,8 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
       return AttendEfficient(q, k, v, ctx, dropout_p);
     case AttentionBackend::kVarlenReference:
       return AttendReference(q, k, v, ctx, dropout_p);
+    case AttentionBackend::kVarlenGrouped:
+      return AttendGrouped(q, k, v, ctx, dropout_p);
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:
       break;

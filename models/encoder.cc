@@ -113,8 +113,7 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
                              at::autocast::get_autocast_dtype(at::kCUDA) != at::kFloat;
   if (cuda && (half_weights || half_autocast)) return AttentionBackend::kVarlenFlash;
   if (cuda && b.layout == Layout::kVarlen) return AttentionBackend::kVarlenEfficient;
-  return b.layout == Layout::kPacked ? AttentionBackend::kDense
-                                     : AttentionBackend::kVarlenReference;
+  return b.layout == Layout::kPacked ? AttentionBackend::kDense : AttentionBackend::kVarlenGrouped;
 }
 
 at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor& positions,
@@ -304,11 +303,6 @@ int64_t NumSequences(const Batch& b) {
   return b.input_ids.size(0);
 }
 
-std::vector<int64_t> HostOffsets(const at::Tensor& cu_seqlens) {
-  at::Tensor c = cu_seqlens.to(at::kCPU, at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
 }  // namespace
 
 namespace {
@@ -378,8 +372,7 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
   ctx.dense_cudnn = runtime_.dense_attention_cudnn;
   if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, n, pooling, ctx);
-    if (backend == AttentionBackend::kVarlenReference)
-      ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
+    PrepareHostPlan(ctx);
     const at::Tensor x = Embed(in.ids, in.positions, in.types);
     // [CLS] pooling keeps one row per sequence, and FinishTokens works row by row: finishing the
     // kept rows alone gives the same values without casting every token (forward and backward).
@@ -445,8 +438,7 @@ at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
   ctx.dense_cudnn = runtime_.dense_attention_cudnn;
   if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, NumSequences(b), Pooling::kCls, ctx);
-    if (backend == AttentionBackend::kVarlenReference)
-      ctx.host_offsets = HostOffsets(ctx.cu_seqlens);
+    PrepareHostPlan(ctx);
     const at::Tensor x = Embed(in.ids, in.positions, in.types);
     return FinishTokens(RunLayers(x, ctx), x.scalar_type());
   }

@@ -428,6 +428,7 @@ bool FusedLayerSupported(const at::Tensor& x, const LayerSpec& spec, const Atten
     case AttentionBackend::kVarlenFlash:
       return x.is_cuda() && IsHalf(FusedComputeDtype(x));
     case AttentionBackend::kVarlenReference:
+    case AttentionBackend::kVarlenGrouped:
       return spec.attention_dropout == 0.0;
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:

@@ -40,6 +40,10 @@ AttentionContext LoadAttentionContext(torch::autograd::AutogradContext* actx) {
   if (d.count("cu_seqlens")) ctx.cu_seqlens = d["cu_seqlens"].toTensor();
   ctx.max_seqlen = d["max_seqlen"].toInt();
   ctx.host_offsets = d["host_offsets"].toIntVector();
+  // The groups are a pure function of the offsets: planned again rather than saved as tensors.
+  if (ctx.backend == AttentionBackend::kVarlenGrouped) {
+    ctx.groups = BuildPaddedGroups(ctx.host_offsets, ctx.cu_seqlens.device());
+  }
   return ctx;
 }
 

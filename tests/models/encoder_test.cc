@@ -93,10 +93,15 @@ TEST_P(LayoutEquivalenceTest, PackedAndVarlenMatchPadded) {
   ExpectSame(padded, RunStep(model, packed), 1e-5);
 
   // The varlen reference, from a flat batch, from packed rows and from padded rows.
-  ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
-  ExpectSame(padded, RunStep(model, MakeVarlen(s)), 1e-5);
-  ExpectSame(padded, RunStep(model, packed), 1e-5);
-  ExpectSame(padded, RunStep(model, MakePadded(s)), 1e-5);
+  // The same for the grouped backend (the CPU's default for varlen batches).
+  for (AttentionBackend varlen :
+       {AttentionBackend::kVarlenReference, AttentionBackend::kVarlenGrouped}) {
+    SCOPED_TRACE(AttentionBackendName(varlen));
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = varlen; });
+    ExpectSame(padded, RunStep(model, MakeVarlen(s)), 1e-5);
+    ExpectSame(padded, RunStep(model, packed), 1e-5);
+    ExpectSame(padded, RunStep(model, MakePadded(s)), 1e-5);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(PoolingAndNorm, LayoutEquivalenceTest,
@@ -106,12 +111,14 @@ INSTANTIATE_TEST_SUITE_P(PoolingAndNorm, LayoutEquivalenceTest,
 TEST(AttentionBackendTest, NamesRoundTripAndUnknownNamesAreListed) {
   for (AttentionBackend b :
        {AttentionBackend::kAuto, AttentionBackend::kDense, AttentionBackend::kVarlenFlash,
-        AttentionBackend::kVarlenEfficient, AttentionBackend::kVarlenReference}) {
+        AttentionBackend::kVarlenEfficient, AttentionBackend::kVarlenReference,
+        AttentionBackend::kVarlenGrouped}) {
     absl::StatusOr<AttentionBackend> parsed = ParseAttentionBackend(AttentionBackendName(b));
     ASSERT_TRUE(parsed.ok()) << AttentionBackendName(b);
     EXPECT_EQ(*parsed, b);
   }
   EXPECT_TRUE(IsVarlen(AttentionBackend::kVarlenEfficient));
+  EXPECT_TRUE(IsVarlen(AttentionBackend::kVarlenGrouped));
   EXPECT_FALSE(IsVarlen(AttentionBackend::kDense));
   const absl::StatusOr<AttentionBackend> bad = ParseAttentionBackend("fast");
   ASSERT_FALSE(bad.ok());

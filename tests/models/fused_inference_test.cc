@@ -62,7 +62,7 @@ TEST(FusedInferenceTest, MatchesAutogradPathOnCpu) {
   EncoderClassifier model(SmallPostLn());
   model->eval();
   const batching::Batch b = MakeVarlen(RandomSequences(3, 12, 1, 60, 100, 3));
-  ASSERT_EQ(model->ResolveBackend(b), AttentionBackend::kVarlenReference);
+  ASSERT_EQ(model->ResolveBackend(b), AttentionBackend::kVarlenGrouped);
   const at::Tensor autograd = AutogradLogits(model, b, AmpMode::kOff);
   const at::Tensor inference = InferenceLogits(model, b, AmpMode::kOff);
   EXPECT_LE(MaxAbsDiff(autograd, inference), 1e-5);

@@ -23,27 +23,27 @@
 #include "layer_test_util.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
-#include "padless/models/recompute.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_layer.h"
+#include "padless/models/recompute.h"
 
 namespace padless::models {
 namespace {
 
 using testing::ChangeRuntime;
+using testing::ExpectClose;
 using testing::GpuTestConfig;
 using testing::HasCuda;
 using testing::kHeads;
 using testing::kHidden;
 using testing::LayerRun;
+using testing::MakePacked;
+using testing::MakeVarlen;
 using testing::RandomLayerWeights;
+using testing::RandomSequences;
 using testing::ReferenceContext;
 using testing::Relative;
 using testing::RunLayer;
-using testing::ExpectClose;
-using testing::MakePacked;
-using testing::MakeVarlen;
-using testing::RandomSequences;
 using testing::ToDevice;
 
 using LayerCase = std::tuple<Activation, bool /*lean*/, FusedSaving>;
@@ -275,18 +275,22 @@ TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
                 [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
   const auto s = RandomSequences(5, 6, 2, 40, 80, 2);
   for (const batching::Batch& b : {MakeVarlen(s), MakePacked(s, 64)}) {
-    ChangeRuntime(model,
-                  [&](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
-    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = false; });
-    const ModelStep generic = TrainStep(model, b);
-    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = true; });
-    const ModelStep fused = TrainStep(model, b);
-    EXPECT_LE((generic.logits - fused.logits).abs().max().item<double>(), 1e-10);
-    ASSERT_EQ(generic.grads.size(), fused.grads.size());
-    for (size_t i = 0; i < generic.grads.size(); ++i) {
-      EXPECT_TRUE(fused.grads[i].isfinite().all().item<bool>()) << i;
-      const double scale = std::max(1.0, generic.grads[i].abs().max().item<double>());
-      EXPECT_LE((generic.grads[i] - fused.grads[i]).abs().max().item<double>(), 1e-10 * scale) << i;
+    for (AttentionBackend varlen :
+         {AttentionBackend::kVarlenReference, AttentionBackend::kVarlenGrouped}) {
+      SCOPED_TRACE(AttentionBackendName(varlen));
+      ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = varlen; });
+      ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = false; });
+      const ModelStep generic = TrainStep(model, b);
+      ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = true; });
+      const ModelStep fused = TrainStep(model, b);
+      EXPECT_LE((generic.logits - fused.logits).abs().max().item<double>(), 1e-10);
+      ASSERT_EQ(generic.grads.size(), fused.grads.size());
+      for (size_t i = 0; i < generic.grads.size(); ++i) {
+        EXPECT_TRUE(fused.grads[i].isfinite().all().item<bool>()) << i;
+        const double scale = std::max(1.0, generic.grads[i].abs().max().item<double>());
+        EXPECT_LE((generic.grads[i] - fused.grads[i]).abs().max().item<double>(), 1e-10 * scale)
+            << i;
+      }
     }
   }
 }

@@ -1,7 +1,7 @@
 // Attention backends of the encoder. The same multi-head attention runs on a dense [B, L, H] layout
 // with a boolean mask (padding or block-diagonal), or on a varlen [T, H] layout of real tokens
 // only, described by cu_seqlens (flash attention on CUDA, a per-sequence SDPA loop as the CPU
-// reference).
+// reference, and SDPA per group of similar lengths on the CPU).
 #ifndef PADLESS_MODELS_ATTENTION_H_
 #define PADLESS_MODELS_ATTENTION_H_
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "padless/models/attention_groups.h"
 
 namespace padless::models {
 
@@ -21,6 +22,7 @@ enum class AttentionBackend {
   kVarlenFlash,      // at::_flash_attention_forward with cu_seqlens; CUDA, bf16/fp16
   kVarlenEfficient,  // memory-efficient attention with cu_seqlens; CUDA, fp32 too (no autocast)
   kVarlenReference,  // the varlen semantics as one SDPA call per sequence; for tests
+  kVarlenGrouped,    // one SDPA call per group of similar lengths (attention_groups.h); CPU
 };
 
 absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name);
@@ -39,11 +41,17 @@ struct AttentionContext {
   int64_t max_seqlen = 0;
   // kVarlenReference: cu_seqlens on the host (read once per batch, not per layer).
   std::vector<int64_t> host_offsets;
+  // kVarlenGrouped: the batch's length groups (PrepareHostPlan builds them from host_offsets).
+  PaddedGroups groups;
   // kDense on CUDA: whether SDPA may pick cuDNN attention (ModelRuntime::dense_attention_cudnn).
   bool dense_cudnn = false;
 
   bool varlen() const { return backend != AttentionBackend::kDense; }
 };
+
+// Fills what the reference and grouped backends read on the host, once per batch: host_offsets
+// (from cu_seqlens) and, for kVarlenGrouped, the length groups. Does nothing for other backends.
+void PrepareHostPlan(AttentionContext& ctx);
 
 // Multi-head attention core. Dense: q, k, v are [B, heads, L, head_dim] and the result is
 // [B, L, heads * head_dim]. Varlen: q, k, v are [T, heads, head_dim] and the result is
@@ -55,8 +63,8 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 // layout: q [n, heads, head_dim] holds the n first tokens' queries (in cu_seqlens' order), k and v
 // [T, heads, head_dim] every token's. Result [n, heads * head_dim], equal to Attend's rows of the
 // first tokens. What a classifier's last layer needs under [CLS] pooling, whose other rows feed
-// nothing. kVarlenFlash (one query per sequence against cu_seqlens' keys) or kVarlenReference
-// (ctx.host_offsets); empty sequences give zeros.
+// nothing. kVarlenFlash (one query per sequence against cu_seqlens' keys), kVarlenReference
+// (ctx.host_offsets) or kVarlenGrouped (ctx.groups); empty sequences give zeros.
 at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const AttentionContext& ctx);
 
