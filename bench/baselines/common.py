@@ -102,6 +102,18 @@ def shuffled(lengths, seed):
     return order
 
 
+def cpu_fp32_matmul_tflops(n=2048, reps=10):
+    """The dense fp32 matmul rate of this CPU at torch's thread count, measured now: the CPU's MFU
+    denominator (the serving target's fp32 runs are bounded by it)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    for _ in range(2):
+        a @ b
+    start = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    return 2 * n ** 3 * reps / (time.perf_counter() - start) / 1e12
+
+
 def bf16_matmul_tflops(n=8192, reps=20):
     """The dense bf16 matmul rate of this GPU, measured now (the MFU denominator)."""
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)

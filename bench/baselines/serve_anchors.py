@@ -16,7 +16,7 @@ texts as padless_bench_serve and, for the model-only ones, the very token length
 
 The HF anchors load --hf-dir, the same checkpoint padless serves. On --device cpu the anchors run
 in fp32. MFU: forward FLOPs (2 x matmul parameters + 4 L H per layer and token) over the dense
-bf16 matmul rate measured in the same run (GPU only).
+matmul rate measured in the same run (bf16 on the GPU, fp32 on the CPU).
 """
 import argparse
 import json
@@ -183,7 +183,7 @@ def main():
                  ffn=config.intermediate_size)
     cuda = args.device == "cuda"
     dtype = torch.bfloat16 if cuda else torch.float32
-    peak = common.bf16_matmul_tflops() if cuda else 0.0
+    peak = common.bf16_matmul_tflops() if cuda else common.cpu_fp32_matmul_tflops()
     anchors = args.anchors.split(",")
     if "torch_varlen" in anchors:
         run_torch_varlen(args, lengths, dtype, peak)

@@ -262,7 +262,7 @@ void PrintOffline(const OfflineResult& r, double matmul_tflops, const std::strin
   std::printf(
       "{\"name\": \"%s\", \"mode\": \"offline\", \"device\": \"%s\", \"amp\": \"%s\", "
       "\"texts\": %lld, \"seconds\": %.4f, \"texts_per_s\": %.1f, \"real_tokens_per_s\": %.1f, "
-      "\"tflops\": %.2f, \"matmul_tflops\": %.1f, \"mfu\": %.4f}\n",
+      "\"tflops\": %.4f, \"matmul_tflops\": %.1f, \"mfu\": %.4f}\n",
       absl::GetFlag(FLAGS_label).c_str(), device.c_str(), absl::GetFlag(FLAGS_amp).c_str(),
       static_cast<long long>(r.texts), r.seconds, r.texts / r.seconds, r.tokens / r.seconds, tflops,
       matmul_tflops, matmul_tflops > 0 ? tflops / matmul_tflops : 0.0);
