@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 
 namespace padless::models {
 
@@ -70,20 +69,19 @@ PaddedGroups BuildPaddedGroups(const std::vector<int64_t>& offsets, const at::De
     group.first_rank = static_cast<int64_t>(order.size());
     group.size = static_cast<int64_t>(g.sequences.size());
     group.length = g.length;
-    bool padded = false;
+    std::vector<int64_t> group_lengths;
     for (const int64_t s : g.sequences) {
       const int64_t len = lengths[s];
-      padded = padded || len < g.length;
+      group_lengths.push_back(len);
       for (int64_t t = 0; t < g.length; ++t) {
         if (t < len) token_slot[offsets[s] + t] = static_cast<int64_t>(gather.size());
         gather.push_back(offsets[s] + std::min(t, len - 1));
       }
       order.push_back(s);
     }
-    if (padded) {
-      at::Tensor pos = at::arange(g.length, at::kLong);
-      std::vector<int64_t> group_lengths;
-      for (const int64_t s : g.sequences) group_lengths.push_back(lengths[s]);
+    // Sorted shortest first: the group is padded unless its first is as long as its longest.
+    if (group_lengths.front() < g.length) {
+      const at::Tensor pos = at::arange(g.length, at::kLong);
       group.key_mask = (pos.unsqueeze(0) < LongTensor(group_lengths, at::kCPU).unsqueeze(1))
                            .view({group.size, 1, 1, g.length})
                            .to(device);

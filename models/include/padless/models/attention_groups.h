@@ -36,7 +36,7 @@ std::vector<LengthGroup> PlanLengthGroups(const std::vector<int64_t>& lengths,
 
 // The index tensors of a plan over a varlen batch of T tokens, whose sequence i holds rows
 // [offsets[i], offsets[i+1]). Padded slots: group g's sequence r, position t is slot
-// group_offset[g] + r * length + t.
+// first_slot + r * length + t.
 struct PaddedGroups {
   struct Group {
     int64_t first_slot = 0;  // the group's first padded slot
