@@ -87,8 +87,8 @@ ABSL_FLAG(std::string, long_text, "head_tail",
           "predict: texts longer than --max-len: head_tail, or windows (vote over windows)");
 ABSL_FLAG(int64_t, window_stride, 128, "predict: tokens shared by consecutive windows");
 ABSL_FLAG(std::string, attention, "auto",
-          "train: attention backend: auto (from the batch layout), dense, flash, efficient or "
-          "reference");
+          "train: attention backend: auto (from the batch layout), dense, flash, efficient, "
+          "grouped (CPU varlen by length groups) or reference");
 ABSL_FLAG(std::string, layers, "fused",
           "train: encoder layer implementation for varlen batches: fused (one autograd function "
           "per layer with a hand-written backward; less memory, faster) or generic (per-op "
