@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
+
 #include "padless/cuda/kernels/gemm_epilogue.h"
 
 namespace padless::models::internal {
@@ -59,16 +61,22 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const Fp8Gemm& gem
   return cuda::ScaledMm(a, b, ScaleInv(gemm, a_op), ScaleInv(gemm, b_op), bias, out, fast);
 }
 
-// The forward's operands: x [T_pad, K] and weight [N, K] as E4M3 rows, their amaxes recorded.
+// The forward's operands: x [T_pad, K] and weight [N, K] as E4M3 rows, their amaxes recorded; with
+// `keep`, their transposes from the same passes go there.
 struct ForwardOperands {
   cuda::Fp8Quantized x, weight;
 };
-ForwardOperands QuantizeForward(const at::Tensor& x, const at::Tensor& weight,
-                                const Fp8Gemm& gemm) {
-  return {QuantizeOperand(x, gemm, Fp8Operand::kInput,
-                          Recorded(/*transposed=*/false, /*pad_rows_to=*/kFp8Align)),
-          QuantizeOperand(weight, gemm, Fp8Operand::kWeight,
-                          Recorded(/*transposed=*/false, /*pad_rows_to=*/1))};
+ForwardOperands QuantizeForward(const at::Tensor& x, const at::Tensor& weight, const Fp8Gemm& gemm,
+                                Fp8Transposes* keep) {
+  const bool transposed = keep != nullptr;
+  ForwardOperands q{
+      QuantizeOperand(x, gemm, Fp8Operand::kInput, Recorded(transposed, /*pad_rows_to=*/kFp8Align)),
+      QuantizeOperand(weight, gemm, Fp8Operand::kWeight, Recorded(transposed, /*pad_rows_to=*/1))};
+  if (keep != nullptr) {
+    keep->input = std::move(q.x.transposed);
+    keep->weight = std::move(q.weight.transposed);
+  }
+  return q;
 }
 
 }  // namespace
@@ -78,23 +86,25 @@ bool Fp8GemmFits(const at::Tensor& weight) {
 }
 
 at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                     const Fp8Gemm& gemm) {
-  const ForwardOperands q = QuantizeForward(x, weight, gemm);
+                     const Fp8Gemm& gemm, Fp8Transposes* keep) {
+  const ForwardOperands q = QuantizeForward(x, weight, gemm, keep);
   return ScaledMm(q.x.rows, q.weight.rows.t(), gemm, Fp8Operand::kInput, Fp8Operand::kWeight, bias,
                   x.scalar_type(), /*fast=*/true)
       .narrow(0, 0, x.size(0));
 }
 
 cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weight,
-                                     const at::Tensor& bias, const Fp8Gemm& gemm) {
-  const ForwardOperands q = QuantizeForward(x, weight, gemm);
+                                     const at::Tensor& bias, const Fp8Gemm& gemm,
+                                     Fp8Transposes* keep) {
+  const ForwardOperands q = QuantizeForward(x, weight, gemm, keep);
   const cuda::LinearGeluResult r = cuda::ScaledMmGelu(
       q.x.rows, q.weight.rows.t(), ScaleInv(gemm, Fp8Operand::kInput),
       ScaleInv(gemm, Fp8Operand::kWeight), bias, x.scalar_type(), /*fast_accum=*/true);
   return {r.act.narrow(0, 0, x.size(0)), r.pre.narrow(0, 0, x.size(0))};
 }
 
-Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad) {
+Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad,
+                                 const Fp8Transposes& forward) {
   cuda::Fp8Quantized q =
       QuantizeOperand(dy, gemm, Fp8Operand::kGrad, Recorded(/*transposed=*/weight_grad, kFp8Align));
   Fp8OutputGrad out;
@@ -103,25 +113,30 @@ Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool
   out.tokens = dy.size(0);
   out.dtype = dy.scalar_type();
   out.gemm = gemm;
+  out.forward = forward;
   return out;
 }
 
 at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
                               const at::Tensor& accumulate) {
-  const cuda::Fp8Quantized wq =
-      QuantizeOperand(weight, dy.gemm, Fp8Operand::kWeight, TransposedAgain(/*pad_rows_to=*/1));
-  at::Tensor dx = ScaledMm(dy.rows, wq.transposed.t(), dy.gemm, Fp8Operand::kGrad,
-                           Fp8Operand::kWeight, at::Tensor(), dy.dtype, /*fast=*/false)
+  const at::Tensor weight_t =
+      dy.forward.weight.defined()
+          ? dy.forward.weight
+          : QuantizeOperand(weight, dy.gemm, Fp8Operand::kWeight, TransposedAgain(1)).transposed;
+  at::Tensor dx = ScaledMm(dy.rows, weight_t.t(), dy.gemm, Fp8Operand::kGrad, Fp8Operand::kWeight,
+                           at::Tensor(), dy.dtype, /*fast=*/false)
                       .narrow(0, 0, dy.tokens);
   if (!accumulate.defined()) return dx;
   return accumulate.add_(dx);
 }
 
 at::Tensor Fp8LinearWeightGrad(const Fp8OutputGrad& dy, const at::Tensor& x) {
-  const cuda::Fp8Quantized xq =
-      QuantizeOperand(x, dy.gemm, Fp8Operand::kInput, TransposedAgain(kFp8Align));
-  return ScaledMm(dy.transposed, xq.transposed.t(), dy.gemm, Fp8Operand::kGrad,
-                  Fp8Operand::kInput, at::Tensor(), at::kFloat, /*fast=*/false);
+  const at::Tensor x_t =
+      dy.forward.input.defined()
+          ? dy.forward.input
+          : QuantizeOperand(x, dy.gemm, Fp8Operand::kInput, TransposedAgain(kFp8Align)).transposed;
+  return ScaledMm(dy.transposed, x_t.t(), dy.gemm, Fp8Operand::kGrad, Fp8Operand::kInput,
+                  at::Tensor(), at::kFloat, /*fast=*/false);
 }
 
 }  // namespace padless::models::internal

@@ -5,11 +5,14 @@
 //   forward      y  = x @ w^T (+ bias)   x: E4M3 rows,          w: E4M3 rows
 //   input grad   dx = dy @ w             dy: E5M2 rows,         w: E4M3 transposed
 //   weight grad  dw = dy^T @ x (fp32)    dy: E5M2 transposed,   x: E4M3 transposed
-// The gradient of the output is quantized once for both backward GEMMs; the input and the weight
-// are quantized again in backward from what the layer kept in the compute dtype (with the scales
-// of the forward: scales change only between steps), so FP8 keeps the memory of the compute-dtype
-// layer. The token dimension is padded to a multiple of 16 in the FP8 copies only (cuBLASLt's FP8
-// GEMMs want it; zero rows add nothing to a weight gradient); results are views of the real rows.
+// The gradient of the output is quantized once for both backward GEMMs. The transposes of the input
+// and the weight come either from the forward's own quantizing pass (one cast-transpose pass
+// instead of a cast pass forward and a transpose pass backward; kept for backward in one byte an
+// element: Fp8Transposes) or, for a forward whose activations are not kept (checkpointing), from a
+// second pass in backward over the compute-dtype copy. Either way with the scales of the forward
+// (scales change only between steps), so both give the same bytes. The token dimension is padded
+// to a multiple of 16 in the FP8 copies only (cuBLASLt's FP8 GEMMs want it; zero rows add nothing
+// to a weight gradient); results are views of the real rows.
 // Forward accumulates with cuBLASLt's fast accumulation, backward without (Transformer Engine's
 // choice: gradients are summed over far more products).
 #ifndef PADLESS_MODELS_FP8_GEMM_H_
@@ -33,32 +36,46 @@ struct Fp8Gemm {
 // Whether a GEMM with weight [N, K] can run in FP8 (cuBLASLt needs N and K multiples of 16).
 bool Fp8GemmFits(const at::Tensor& weight);
 
+// The E4M3 transposes of a GEMM's forward operands, written by the forward's quantizing pass for
+// the backward GEMMs: input [K, T_pad] (the weight gradient's operand), weight [K, N] (the input
+// gradient's). An undefined one is quantized again in backward.
+struct Fp8Transposes {
+  at::Tensor input;
+  at::Tensor weight;
+};
+
 // x [T, K] in the compute dtype, weight [N, K], bias [N] in x's dtype or undefined: [T, N].
+// `keep` non-null: the same pass also writes both operands' transposes into it.
 at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                     const Fp8Gemm& gemm);
+                     const Fp8Gemm& gemm, Fp8Transposes* keep = nullptr);
 
 // Fp8Linear with the tanh GELU in the GEMM's epilogue (cuda::ScaledMmGelu): pre = x @ w^T + bias
 // and act = gelu_tanh(pre), both [T, N]; the bias is required.
 cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weight,
-                                     const at::Tensor& bias, const Fp8Gemm& gemm);
+                                     const at::Tensor& bias, const Fp8Gemm& gemm,
+                                     Fp8Transposes* keep = nullptr);
 
-// The gradient of a GEMM's output [T, N], quantized for both backward GEMMs.
+// The gradient of a GEMM's output [T, N], quantized for both backward GEMMs, with what the
+// forward kept of its operands.
 struct Fp8OutputGrad {
   at::Tensor rows;        // [T_pad, N] E5M2
   at::Tensor transposed;  // [N, T_pad] E5M2
   int64_t tokens = 0;
   at::ScalarType dtype = at::kBFloat16;  // the compute dtype it came in
   Fp8Gemm gemm;
+  Fp8Transposes forward;
 };
 // `weight_grad` false: only the rows, for a frozen weight.
-Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad);
+Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad,
+                                 const Fp8Transposes& forward);
 
 // dy @ weight [T, K] in the compute dtype; added in place into `accumulate` (and returned) when
-// that is defined.
+// that is defined. `weight` is read only when dy.forward has no transpose of it.
 at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
                               const at::Tensor& accumulate);
 
-// dy^T @ x [N, K] in fp32 (the parameters' dtype); x is the forward's input [T, K].
+// dy^T @ x [N, K] in fp32 (the parameters' dtype); x is the forward's input [T, K], read only when
+// dy.forward has no transpose of it (then it may be undefined).
 at::Tensor Fp8LinearWeightGrad(const Fp8OutputGrad& dy, const at::Tensor& x);
 
 }  // namespace padless::models::internal

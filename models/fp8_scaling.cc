@@ -39,8 +39,8 @@ Fp8Scaling::Fp8Scaling(int64_t gemms, c10::Device device, Fp8ScalingOptions opti
     : gemms_(gemms), options_(options) {
   TORCH_CHECK(gemms >= 1, "Fp8Scaling: needs at least one GEMM, got ", gemms);
   TORCH_CHECK(options.history >= 1, "Fp8Scaling: history must be >= 1, got ", options.history);
-  TORCH_CHECK(options.margin >= 0 && options.margin < 64, "Fp8Scaling: margin must be in [0, 64), got ",
-              options.margin);
+  TORCH_CHECK(options.margin >= 0 && options.margin < 64,
+              "Fp8Scaling: margin must be in [0, 64), got ", options.margin);
   const int64_t slots = gemms * kFp8OperandsPerGemm;
   const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   // One 16-byte row per slot: cuBLASLt wants every pointer of an FP8 GEMM 16-byte aligned, the
@@ -51,9 +51,15 @@ Fp8Scaling::Fp8Scaling(int64_t gemms, c10::Device device, Fp8ScalingOptions opti
   history_ = at::zeros({options.history, slots}, f32);
   at::Tensor max = at::empty({kFp8OperandsPerGemm});
   for (int64_t o = 0; o < kFp8OperandsPerGemm; ++o) {
-    max[o] = cuda::Fp8Max(Fp8FormatOf(static_cast<Fp8Operand>(o))) / std::ldexp(1.0, options.margin);
+    max[o] =
+        cuda::Fp8Max(Fp8FormatOf(static_cast<Fp8Operand>(o))) / std::ldexp(1.0, options.margin);
   }
   fp8_max_ = max.repeat({gemms}).to(device);
+  for (int64_t slot = 0; slot < slots; ++slot) {
+    scale_views_.push_back(scale_.select(0, slot));
+    scale_inv_views_.push_back(scale_inv_.select(0, slot));
+    amax_views_.push_back(amax_.select(0, slot));
+  }
 }
 
 int64_t Fp8Scaling::Slot(int64_t gemm, Fp8Operand operand) const {
@@ -61,16 +67,16 @@ int64_t Fp8Scaling::Slot(int64_t gemm, Fp8Operand operand) const {
   return gemm * kFp8OperandsPerGemm + static_cast<int64_t>(operand);
 }
 
-at::Tensor Fp8Scaling::scale(int64_t gemm, Fp8Operand operand) const {
-  return scale_.select(0, Slot(gemm, operand));
+const at::Tensor& Fp8Scaling::scale(int64_t gemm, Fp8Operand operand) const {
+  return scale_views_[Slot(gemm, operand)];
 }
 
-at::Tensor Fp8Scaling::scale_inv(int64_t gemm, Fp8Operand operand) const {
-  return scale_inv_.select(0, Slot(gemm, operand));
+const at::Tensor& Fp8Scaling::scale_inv(int64_t gemm, Fp8Operand operand) const {
+  return scale_inv_views_[Slot(gemm, operand)];
 }
 
-at::Tensor Fp8Scaling::amax(int64_t gemm, Fp8Operand operand) const {
-  return amax_.select(0, Slot(gemm, operand));
+const at::Tensor& Fp8Scaling::amax(int64_t gemm, Fp8Operand operand) const {
+  return amax_views_[Slot(gemm, operand)];
 }
 
 void Fp8Scaling::Calibrate(int64_t gemm, Fp8Operand operand, const at::Tensor& amax_now) {

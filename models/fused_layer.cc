@@ -236,8 +236,15 @@ InferenceRows InferForward(const InferenceRows& in, const std::vector<at::Tensor
                   w[kFfnNormWeight], w[kFfnNormBias], spec.eps, fp8_output);
 }
 
-// What a FusedSaving mode keeps of the forward's activations; the rest is recomputed.
-std::vector<at::Tensor> KeptActivations(FusedSaving mode, const Activations& a, bool lean) {
+// How many tensors KeptActivations keeps under kSaveAll before the FP8 transposes.
+constexpr size_t kSavedActivations = 17;
+
+// What a FusedSaving mode keeps of the forward's activations; the rest is recomputed. Saving
+// everything also keeps the FP8 transposes the forward wrote (`transposes`, which a lean layer
+// gives up for the FFN-out input), and then not the FFN GEMMs' compute-dtype inputs h and g, which
+// only their weight gradients read: two bytes an element given up for one.
+std::vector<at::Tensor> KeptActivations(FusedSaving mode, const Activations& a, bool lean,
+                                        internal::Fp8LayerTransposes& transposes) {
   switch (mode) {
     case FusedSaving::kRecomputeAll:
       return {a.x};
@@ -246,23 +253,45 @@ std::vector<at::Tensor> KeptActivations(FusedSaving mode, const Activations& a, 
     case FusedSaving::kSaveAll:
       break;
   }
-  return {a.x,
-          a.qkv,
-          a.attended,
-          a.lse,
-          a.flash_rng,
-          a.flash_unused,
-          a.mask1,
-          a.s1,
-          a.mean1,
-          a.rstd1,
-          a.h,
-          a.f1,
-          lean ? at::Tensor() : a.g,
-          a.mask2,
-          a.s2,
-          a.mean2,
-          a.rstd2};
+  if (lean) transposes[kFfnOutGemm].input = at::Tensor();
+  const auto unless_transposed = [&](const at::Tensor& t, internal::LayerGemm g) {
+    return transposes[g].input.defined() ? at::Tensor() : t;
+  };
+  std::vector<at::Tensor> kept = {a.x,
+                                  a.qkv,
+                                  a.attended,
+                                  a.lse,
+                                  a.flash_rng,
+                                  a.flash_unused,
+                                  a.mask1,
+                                  a.s1,
+                                  a.mean1,
+                                  a.rstd1,
+                                  unless_transposed(a.h, kFfnInGemm),
+                                  a.f1,
+                                  lean ? at::Tensor() : unless_transposed(a.g, kFfnOutGemm),
+                                  a.mask2,
+                                  a.s2,
+                                  a.mean2,
+                                  a.rstd2};
+  for (const internal::Fp8Transposes& t : transposes) {
+    kept.push_back(t.input);
+    kept.push_back(t.weight);
+  }
+  return kept;
+}
+
+// The FP8 transposes KeptActivations saved (none for the recompute modes, whose recompute writes
+// them again).
+internal::Fp8LayerTransposes SavedTransposes(FusedSaving mode,
+                                             const torch::autograd::variable_list& saved) {
+  internal::Fp8LayerTransposes t;
+  if (mode != FusedSaving::kSaveAll) return t;
+  for (size_t g = 0; g < t.size(); ++g) {
+    t[g].input = saved[kSavedActivations + 2 * g];
+    t[g].weight = saved[kSavedActivations + 2 * g + 1];
+  }
+  return t;
 }
 
 // The activations backward needs: what the mode kept, the rest recomputed on the forward's RNG
@@ -276,7 +305,9 @@ Activations Recover(torch::autograd::AutogradContext* actx,
     a = {saved[0],  saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
          saved[6],  saved[7],  saved[8],  saved[9],  saved[10], saved[11],
          saved[12], saved[13], saved[14], saved[15], saved[16]};
-    if (!a.g.defined()) a.g = Activate(a.f1, EffectiveActivation(spec, a.x));
+    if (!a.g.defined() && !gemms.KeepsInputTranspose(kFfnOutGemm)) {
+      a.g = Activate(a.f1, EffectiveActivation(spec, a.x));
+    }
     return a;
   }
   const bool whole = mode == FusedSaving::kRecomputeAll;
@@ -332,8 +363,14 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     at::Tensor y;
     const std::vector<at::Tensor> w =
         compute_weights != nullptr ? *compute_weights : ComputeWeights(weights, dtype);
-    Activations a = Forward(x, w, LayerGemms(w, *fp8), *spec, *ctx, true, &y);
-    std::vector<at::Tensor> saved = KeptActivations(mode, a, spec->lean);
+    // Only a forward whose activations are kept keeps its FP8 transposes; a recompute writes them.
+    internal::Fp8LayerTransposes transposes;
+    const LayerGemms gemms(w, *fp8, mode == FusedSaving::kSaveAll ? &transposes : nullptr);
+    Activations a = Forward(x, w, gemms, *spec, *ctx, true, &y);
+    for (int g = 0; g < kFusedLayerGemms; ++g) {  // a frozen weight has no gradient to take
+      if (!weights[internal::kGemmWeight[g]].requires_grad()) transposes[g].input = at::Tensor();
+    }
+    std::vector<at::Tensor> saved = KeptActivations(mode, a, spec->lean, transposes);
     actx->saved_data["num_activations"] = static_cast<int64_t>(saved.size());
     // Saving everything also keeps the compute-dtype weights, so that backward need not cast them
     // again (a bf16 copy of the layer's weights: small next to its activations). The recompute
@@ -363,7 +400,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const std::vector<at::Tensor> w =
         ComputeWeights(at::TensorList(saved).slice(num_activations, kNumLayerWeights), dtype);
     const FusedSaving mode = static_cast<FusedSaving>(actx->saved_data["saving"].toInt());
-    const LayerGemms gemms(w, LoadFp8(actx));
+    internal::Fp8LayerTransposes transposes = SavedTransposes(mode, saved);
+    const LayerGemms gemms(w, LoadFp8(actx), &transposes);
     Activations a = Recover(actx, saved, w, gemms, spec, ctx, mode);
     auto need = [&](int weight) { return actx->needs_input_grad(1 + weight); };
     torch::autograd::variable_list result(1 + kNumLayerWeights + 5);

@@ -22,15 +22,23 @@ bool LayerGemms::InFp8(LayerGemm g) const {
   return fp8_.scaling != nullptr && Fp8GemmFits(Weight(g));
 }
 
+Fp8Transposes* LayerGemms::KeepFor(LayerGemm g) const {
+  return transposes_ != nullptr && InFp8(g) ? &(*transposes_)[g] : nullptr;
+}
+
+bool LayerGemms::KeepsInputTranspose(LayerGemm g) const {
+  return transposes_ != nullptr && (*transposes_)[g].input.defined();
+}
+
 at::Tensor LayerGemms::Forward(LayerGemm g, const at::Tensor& x, bool bias) const {
   const at::Tensor& weight = Weight(g);
   const at::Tensor b = bias ? Bias(g) : at::Tensor();
-  if (InFp8(g)) return Fp8Linear(x, weight, b, Fp8Slots(g));
+  if (InFp8(g)) return Fp8Linear(x, weight, b, Fp8Slots(g), KeepFor(g));
   return bias ? cuda::LinearBias(x, weight, b) : cuda::Linear(x, weight);
 }
 
 cuda::LinearGeluResult LayerGemms::ForwardGelu(LayerGemm g, const at::Tensor& x) const {
-  if (InFp8(g)) return Fp8LinearGelu(x, Weight(g), Bias(g), Fp8Slots(g));
+  if (InFp8(g)) return Fp8LinearGelu(x, Weight(g), Bias(g), Fp8Slots(g), KeepFor(g));
   return cuda::LinearGelu(x, Weight(g), Bias(g));
 }
 
@@ -43,7 +51,10 @@ OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad)
   OutputGrad d;
   d.gemm = g;
   d.dy = dy;
-  if (InFp8(g)) d.fp8 = QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad);
+  if (InFp8(g)) {
+    d.fp8 = QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad,
+                               transposes_ != nullptr ? (*transposes_)[g] : Fp8Transposes());
+  }
   return d;
 }
 

@@ -1,8 +1,8 @@
 // Internal: the fused encoder layer's four GEMMs (fused_layer.h), forward and backward, each either
-// in the compute dtype on the cached cuBLASLt path (padless/cuda/kernels/gemm_epilogue.h: LibTorch's
-// addmm asks cuBLASLt's heuristic on every call, the most expensive host call of the forward) or,
-// when the layer has FP8 scales and the GEMM's weight fits, in FP8 (fp8_gemm.h). The fused layer
-// calls the same functions either way.
+// in the compute dtype on the cached cuBLASLt path (padless/cuda/kernels/gemm_epilogue.h:
+// LibTorch's addmm asks cuBLASLt's heuristic on every call, the most expensive host call of the
+// forward) or, when the layer has FP8 scales and the GEMM's weight fits, in FP8 (fp8_gemm.h). The
+// fused layer calls the same functions either way.
 #ifndef PADLESS_MODELS_LAYER_GEMMS_H_
 #define PADLESS_MODELS_LAYER_GEMMS_H_
 
@@ -30,6 +30,9 @@ inline constexpr std::array<int, kFusedLayerGemms> kGemmWeight = {kQkvWeight, kO
 // by the LayerNorm kernels that follow them.
 inline bool GemmAddsBias(LayerGemm g) { return g == kQkvGemm || g == kFfnInGemm; }
 
+// What the forward of a layer's FP8 GEMMs kept for their backward, in GEMM order.
+using Fp8LayerTransposes = std::array<Fp8Transposes, kFusedLayerGemms>;
+
 // The gradient of a GEMM's output, as its backward GEMMs take it.
 struct OutputGrad {
   LayerGemm gemm;
@@ -40,7 +43,11 @@ struct OutputGrad {
 class LayerGemms {
  public:
   // `w`: the layer's weights as it computes with them (fused_layer.cc); must outlive this object.
-  LayerGemms(const std::vector<at::Tensor>& w, const FusedLayerFp8& fp8) : w_(w), fp8_(fp8) {}
+  // `transposes` (null: none kept): where a forward GEMM in FP8 writes its operands' transposes,
+  // and where Grad finds them for the backward GEMMs; must outlive this object.
+  LayerGemms(const std::vector<at::Tensor>& w, const FusedLayerFp8& fp8,
+             Fp8LayerTransposes* transposes = nullptr)
+      : w_(w), fp8_(fp8), transposes_(transposes) {}
 
   // Whether GEMM g runs in FP8.
   bool InFp8(LayerGemm g) const;
@@ -60,16 +67,24 @@ class LayerGemms {
   // dy @ W, added in place into `accumulate` (and returned) when that is defined.
   at::Tensor InputGrad(const OutputGrad& d, const at::Tensor& accumulate = at::Tensor()) const;
 
-  // dy^T @ x in fp32, x the GEMM's forward input.
+  // dy^T @ x in fp32, x the GEMM's forward input (may be undefined when the forward kept its FP8
+  // transpose: KeepsInputTranspose).
   at::Tensor WeightGrad(const OutputGrad& d, const at::Tensor& x) const;
+
+  // Whether GEMM g's backward has the FP8 transpose of its forward input, so that its
+  // compute-dtype input need not be kept.
+  bool KeepsInputTranspose(LayerGemm g) const;
 
  private:
   const at::Tensor& Weight(LayerGemm g) const { return w_[kGemmWeight[g]]; }
   const at::Tensor& Bias(LayerGemm g) const { return w_[kGemmWeight[g] + 1]; }
   Fp8Gemm Fp8Slots(LayerGemm g) const { return {fp8_.scaling, fp8_.first_gemm + g}; }
+  // Where GEMM g's forward writes its transposes: null when none are kept or g is not in FP8.
+  Fp8Transposes* KeepFor(LayerGemm g) const;
 
   const std::vector<at::Tensor>& w_;
   FusedLayerFp8 fp8_;
+  Fp8LayerTransposes* transposes_;
 };
 
 }  // namespace padless::models::internal

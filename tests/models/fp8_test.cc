@@ -8,6 +8,7 @@
 // - TrainStep installs the scales, advances them every step, and a small model learns.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include <cmath>
 #include <cstdint>
@@ -19,12 +20,13 @@
 #include "batch_factory.h"
 #include "gpu_test_util.h"
 #include "layer_test_util.h"
+#include "packing_test_util.h"
+#include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/fp8_scaling.h"
 #include "padless/models/fused_layer.h"
 #include "padless/train/train_step.h"
-#include "packing_test_util.h"
 
 namespace padless::models {
 namespace {
@@ -56,7 +58,6 @@ GradScalerOptions NoLossScaling() {
 }
 
 float At(const at::Tensor& t) { return t.item<float>(); }
-
 
 TEST(Fp8ScalingTest, FormatsPerOperand) {
   EXPECT_EQ(Fp8FormatOf(Fp8Operand::kInput), cuda::Fp8Format::kE4M3);
@@ -309,8 +310,8 @@ TEST(Fp8LayerTest, GemmsOutsideTheScalingAreAnError) {
   Fp8Scaling s(4, at::kCPU);
   ExpectC10Error(
       [&] {
-        FusedEncoderLayerForward(at::randn({4, kHidden}), w, Spec(0.0), ctx,
-                                 FusedSaving::kSaveAll, nullptr, {&s, 1});
+        FusedEncoderLayerForward(at::randn({4, kHidden}), w, Spec(0.0), ctx, FusedSaving::kSaveAll,
+                                 nullptr, {&s, 1});
       },
       "outside the scaling");
 }
@@ -333,8 +334,7 @@ struct Fp8Rig {
   explicit Fp8Rig(const c10::Device& device) : model(SmallConfig()) {
     model->to(device);
     model->train();
-    ChangeRuntime(model,
-                  [](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
+    ChangeRuntime(model, [](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
     params = ParametersForAdamW(model);
     optimizer = std::make_unique<FusedAdamW>(params.params, params.decay, AdamWOptions{});
     TrainStepOptions options;
@@ -396,6 +396,49 @@ TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
   // bf16 rounds to 8 bits: FP8 must differ from it by more than that.
   ExpectCloseToTheLayerWithoutFp8(x, w, spec, ctx, probe, /*differs_by_at_least=*/1e-2);
+}
+
+// Saving everything, the FP8 layer keeps the one-byte transposes its backward GEMMs take in place
+// of the FFN GEMMs' bf16 inputs (LN1's output, 2H bytes a token, and the GELU output, 8H): 3H
+// bytes a token less than the bf16 layer, less the weights' transposes (12 H^2 bytes).
+TEST(Fp8LayerGpuTest, SavingEverythingKeepsLessThanTheBf16Layer) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
+  at::manual_seed(57);
+  const at::Device gpu(at::kCUDA);
+  constexpr int64_t kH = 256, kTokens = 4096;
+  EncoderLayer layer(EncoderConfig().hidden(kH).heads(4).ffn(4 * kH), 0);
+  std::vector<at::Tensor> w;
+  for (const at::Tensor& t : layer->weights()) w.push_back(t.to(gpu).detach().requires_grad_(true));
+  AttentionContext ctx;
+  ctx.backend = AttentionBackend::kVarlenFlash;
+  for (int64_t i = 0; i <= 8; ++i) ctx.host_offsets.push_back(i * kTokens / 8);
+  ctx.max_seqlen = kTokens / 8;
+  ctx.cu_seqlens = at::tensor(ctx.host_offsets, at::kInt).to(gpu);
+  LayerSpec spec = Spec(0.1);
+  spec.head_dim = 64;
+  const at::Tensor x = at::randn({kTokens, kH}, gpu).to(at::kBFloat16).requires_grad_(true);
+  AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+  Fp8Scaling s(kFusedLayerGemms, gpu);
+  cuda::MemoryMeter meter(gpu);
+  // Bytes the layer's output holds on to until backward (its output included).
+  auto kept = [&](Fp8Scaling* scaling) {
+    torch::cuda::synchronize();
+    const int64_t before = meter.Snapshot().allocated_bytes;
+    at::Tensor y =
+        FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll, nullptr, {scaling, 0});
+    torch::cuda::synchronize();
+    const int64_t bytes = meter.Snapshot().allocated_bytes - before;
+    y.sum().backward();  // the layer's backward still runs on what it kept
+    EXPECT_TRUE(w[kFfnInWeight].grad().isfinite().all().item<bool>());
+    for (const at::Tensor& t : w) t.mutable_grad().reset();
+    return bytes;
+  };
+  kept(&s);  // calibrates; cuBLASLt and flash workspaces exist from here on
+  s.Advance();
+  const int64_t bf16 = kept(nullptr);
+  const int64_t fp8 = kept(&s);
+  EXPECT_LE(fp8, bf16 - 3 * kH * kTokens + 12 * kH * kH) << "fp8 " << fp8 << " bf16 " << bf16;
 }
 
 TEST(Fp8TrainStepGpuTest, LearnsOnTheGpu) {

@@ -29,6 +29,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "padless/cuda/kernels/fp8_quantize.h"
@@ -38,7 +39,8 @@ namespace padless::models {
 enum class Fp8Operand { kInput = 0, kWeight = 1, kGrad = 2 };
 inline constexpr int64_t kFp8OperandsPerGemm = 3;
 
-// The format each operand is quantized to: E5M2's range for gradients, E4M3's precision for the rest.
+// The format each operand is quantized to: E5M2's range for gradients, E4M3's precision for the
+// rest.
 cuda::Fp8Format Fp8FormatOf(Fp8Operand operand);
 
 // OK for the CPU and for GPUs with FP8 tensor cores (compute capability 8.9 and newer);
@@ -58,9 +60,10 @@ class Fp8Scaling {
   int64_t gemms() const { return gemms_; }
   // One-element fp32 views for GEMM `gemm`'s operand: the scale to quantize with, its inverse for
   // the GEMM, and this step's amax slot.
-  at::Tensor scale(int64_t gemm, Fp8Operand operand) const;
-  at::Tensor scale_inv(int64_t gemm, Fp8Operand operand) const;
-  at::Tensor amax(int64_t gemm, Fp8Operand operand) const;
+  // Made once: the GEMMs ask for them several times per layer and step.
+  const at::Tensor& scale(int64_t gemm, Fp8Operand operand) const;
+  const at::Tensor& scale_inv(int64_t gemm, Fp8Operand operand) const;
+  const at::Tensor& amax(int64_t gemm, Fp8Operand operand) const;
   bool calibrating() const { return calibrating_; }
 
   // Sets a slot's scale (and its inverse) from `amax_now`, a one-element tensor holding the max |v|
@@ -92,6 +95,8 @@ class Fp8Scaling {
   at::Tensor amax_;       // [slots], likewise; this step
   at::Tensor history_;    // [history, slots]
   at::Tensor fp8_max_;    // [slots], each slot's format's largest finite value / 2^margin
+  // Each slot's one-element views of scale_, scale_inv_ and amax_.
+  std::vector<at::Tensor> scale_views_, scale_inv_views_, amax_views_;
   int64_t position_ = 0;  // the history row the next Advance() writes
   bool calibrating_ = true;
 };

@@ -14,8 +14,14 @@
 //    gradient is accumulated in place into the input gradient.
 //  - with FP8 scales (FusedLayerFp8), its four GEMMs run in FP8 (fp8_scaling.h, fp8_gemm.h): the
 //    inputs and weights in E4M3, the output gradients in E5M2, attention and LayerNorm as before.
-//    It keeps what the compute-dtype layer keeps; backward holds the FP8 copies of one output
-//    gradient (two bytes per element) until that GEMM's backward is done.
+//    Under kSaveAll the forward's quantizing passes also write the transposes the backward GEMMs
+//    take (E4M3, one byte an element) and the layer keeps those instead of the FFN GEMMs'
+//    compute-dtype inputs (LN1's output and the GELU output): 3H bytes a token less than the
+//    compute-dtype layer (H more under `spec.lean`, which keeps neither the GELU output nor its
+//    transpose), and no quantizing pass over the inputs or weights in backward. The
+//    recompute modes keep what the compute-dtype layer keeps, and their recompute writes the
+//    transposes. Backward holds the FP8 copies of one output gradient (two bytes per element)
+//    until that GEMM's backward is done.
 // Off the GPU (or for shapes the kernels do not take) the same functions run unfused ATen ops.
 // What it keeps:
 //  - kSaveAll keeps 13 [T, H] tensors' worth per layer in the compute dtype (x, q/k/v, the
