@@ -400,8 +400,9 @@ TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
 
 // Saving everything, the FP8 layer keeps the one-byte transposes its backward GEMMs take in place
 // of the FFN GEMMs' bf16 inputs (LN1's output, 2H bytes a token, and the GELU output, 8H): 3H
-// bytes a token less than the bf16 layer, less the weights' transposes (12 H^2 bytes).
-TEST(Fp8LayerGpuTest, SavingEverythingKeepsLessThanTheBf16Layer) {
+// bytes a token less than the bf16 layer. A lean layer keeps no GELU output in either form: H
+// bytes a token more. Both plus the weights' transposes (12 H^2 bytes).
+TEST(Fp8LayerGpuTest, SavingEverythingKeepsTheTransposesInsteadOfTheFfnInputs) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
   at::manual_seed(57);
@@ -421,7 +422,7 @@ TEST(Fp8LayerGpuTest, SavingEverythingKeepsLessThanTheBf16Layer) {
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
   Fp8Scaling s(kFusedLayerGemms, gpu);
   cuda::MemoryMeter meter(gpu);
-  // Bytes the layer's output holds on to until backward (its output included).
+  // Bytes the layer holds on to until its backward (its output included).
   auto kept = [&](Fp8Scaling* scaling) {
     torch::cuda::synchronize();
     const int64_t before = meter.Snapshot().allocated_bytes;
@@ -429,16 +430,22 @@ TEST(Fp8LayerGpuTest, SavingEverythingKeepsLessThanTheBf16Layer) {
         FusedEncoderLayerForward(x, w, spec, ctx, FusedSaving::kSaveAll, nullptr, {scaling, 0});
     torch::cuda::synchronize();
     const int64_t bytes = meter.Snapshot().allocated_bytes - before;
-    y.sum().backward();  // the layer's backward still runs on what it kept
+    y.sum().backward();  // and the backward runs on what it kept
     EXPECT_TRUE(w[kFfnInWeight].grad().isfinite().all().item<bool>());
     for (const at::Tensor& t : w) t.mutable_grad().reset();
     return bytes;
   };
   kept(&s);  // calibrates; cuBLASLt and flash workspaces exist from here on
   s.Advance();
-  const int64_t bf16 = kept(nullptr);
-  const int64_t fp8 = kept(&s);
-  EXPECT_LE(fp8, bf16 - 3 * kH * kTokens + 12 * kH * kH) << "fp8 " << fp8 << " bf16 " << bf16;
+  constexpr int64_t kWeightTransposes = 12 * kH * kH;
+  for (bool lean : {false, true}) {
+    spec.lean = lean;
+    const int64_t bf16 = kept(nullptr);
+    const int64_t fp8 = kept(&s);
+    const int64_t expected = bf16 + (lean ? kH : -3 * kH) * kTokens + kWeightTransposes;
+    EXPECT_LE(fp8, expected) << "lean " << lean << ": fp8 " << fp8 << " bf16 " << bf16;
+    EXPECT_GE(fp8, expected - 64 * 1024) << "lean " << lean << ": fp8 " << fp8 << " bf16 " << bf16;
+  }
 }
 
 TEST(Fp8TrainStepGpuTest, LearnsOnTheGpu) {
