@@ -117,6 +117,30 @@ Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool
   return out;
 }
 
+std::optional<cuda::Fp8GradOutput> OutputGradTarget(const Fp8Gemm& gemm) {
+  const Fp8Scaling& s = *gemm.scaling;
+  if (s.calibrating()) return std::nullopt;
+  cuda::Fp8GradOutput out;
+  out.scale = s.scale(gemm.index, Fp8Operand::kGrad);
+  out.amax = s.amax(gemm.index, Fp8Operand::kGrad);
+  out.format = Fp8FormatOf(Fp8Operand::kGrad);
+  out.pad_rows_to = kFp8Align;
+  return out;
+}
+
+Fp8OutputGrad OutputGradFromRows(at::Tensor rows, int64_t tokens, at::ScalarType dtype,
+                                 const Fp8Gemm& gemm, bool weight_grad,
+                                 const Fp8Transposes& forward) {
+  Fp8OutputGrad out;
+  if (weight_grad) out.transposed = cuda::Fp8Transpose(rows);
+  out.rows = std::move(rows);
+  out.tokens = tokens;
+  out.dtype = dtype;
+  out.gemm = gemm;
+  out.forward = forward;
+  return out;
+}
+
 at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
                               const at::Tensor& accumulate) {
   const at::Tensor weight_t =

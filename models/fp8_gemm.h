@@ -21,7 +21,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
 
+#include "padless/cuda/kernels/bias_grad.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/models/fp8_scaling.h"
 
@@ -67,6 +69,17 @@ struct Fp8OutputGrad {
 };
 // `weight_grad` false: only the rows, for a frozen weight.
 Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad,
+                                 const Fp8Transposes& forward);
+
+// Where the kernel that computes a GEMM's output gradient writes it in FP8 itself (the gradient
+// slot's scale and amax, E5M2, rows padded as above); nullopt while the scales calibrate (the
+// calibration takes the amax of the tensor in hand first).
+std::optional<cuda::Fp8GradOutput> OutputGradTarget(const Fp8Gemm& gemm);
+
+// QuantizeOutputGrad's result from the rows such a kernel wrote ([T_pad, N]; T = `tokens`, their
+// compute dtype `dtype`): only the transpose is left to do.
+Fp8OutputGrad OutputGradFromRows(at::Tensor rows, int64_t tokens, at::ScalarType dtype,
+                                 const Fp8Gemm& gemm, bool weight_grad,
                                  const Fp8Transposes& forward);
 
 // dy @ weight [T, K] in the compute dtype; added in place into `accumulate` (and returned) when

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <array>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -91,11 +92,13 @@ at::Tensor BiasGrad(const at::Tensor& grad) {
 }
 
 // The activation's backward and, when asked, the FFN-in bias gradient (its row sum): one pass for
-// tanh GELU (cuda::GeluTanhBackwardWithBiasGrad), else the ATen backward and a row sum.
+// tanh GELU (cuda::GeluTanhBackwardWithBiasGrad, which writes the gradient in FP8 when given
+// `fp8`), else the ATen backward and a row sum (in the compute dtype whatever `fp8` says).
 cuda::GradWithBiasGrad ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a,
-                                          bool need_bias_grad) {
+                                          bool need_bias_grad,
+                                          const std::optional<cuda::Fp8GradOutput>& fp8) {
   if (a == Activation::kGeluTanh) {
-    return cuda::GeluTanhBackwardWithBiasGrad(grad, f, need_bias_grad);
+    return cuda::GeluTanhBackwardWithBiasGrad(grad, f, need_bias_grad, fp8 ? &*fp8 : nullptr);
   }
   cuda::GradWithBiasGrad r;
   r.grad = a == Activation::kRelu ? at::threshold_backward(grad, f, 0) : at::gelu_backward(grad, f);
@@ -418,7 +421,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kFfnNormWeight, n2.d_gamma);
     set(kFfnNormBias, n2.d_beta);
     set(kFfnOutBias, n2.d_bias);
-    const OutputGrad d_ffn_out = gemms.Grad(kFfnOutGemm, n2.d_input, need(kFfnOutWeight));
+    const int64_t tokens = x.size(0);
+    const OutputGrad d_ffn_out = gemms.Grad(kFfnOutGemm, n2.d_input, need(kFfnOutWeight), tokens);
     if (need(kFfnOutWeight)) set(kFfnOutWeight, gemms.WeightGrad(d_ffn_out, a.g));
     a.g = at::Tensor();
     // Activation, FFN in; for tanh GELU the bias gradient is summed in the activation's backward
@@ -426,10 +430,12 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // gelu_backward + the row sum). cuBLASLt's DGELU_BGRAD epilogue would fuse both into the
     // GEMM, but on the H200 it ran about twice as long as the GEMM, gelu_backward and the row sum
     // apart: bench/cuda/FUSED_KERNELS.md.
-    const cuda::GradWithBiasGrad f1 = ActivationBackward(
-        gemms.InputGrad(d_ffn_out), a.f1, EffectiveActivation(spec, x), need(kFfnInBias));
-    const at::Tensor& df1 = f1.grad;
-    const OutputGrad d_ffn_in = gemms.Grad(kFfnInGemm, df1, need(kFfnInWeight));
+    // The two gradients that come out of a pass of our own (the activation's backward, the q/k/v
+    // stack) are written in FP8 by that pass when their GEMM runs in FP8: no cast pass over them.
+    const cuda::GradWithBiasGrad f1 =
+        ActivationBackward(gemms.InputGrad(d_ffn_out), a.f1, EffectiveActivation(spec, x),
+                           need(kFfnInBias), gemms.GradTarget(kFfnInGemm));
+    const OutputGrad d_ffn_in = gemms.Grad(kFfnInGemm, f1.grad, need(kFfnInWeight), tokens);
     if (need(kFfnInWeight)) set(kFfnInWeight, gemms.WeightGrad(d_ffn_in, a.h));
     set(kFfnInBias, f1.bias_grad);
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
@@ -440,13 +446,15 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     set(kAttnNormBias, n1.d_beta);
     set(kOutBias, n1.d_bias);
     const at::Tensor attended = a.attended.view({x.size(0), -1});
-    const OutputGrad d_out = gemms.Grad(kOutGemm, n1.d_input, need(kOutWeight));
+    const OutputGrad d_out = gemms.Grad(kOutGemm, n1.d_input, need(kOutWeight), tokens);
     if (need(kOutWeight)) set(kOutWeight, gemms.WeightGrad(d_out, attended));
     // Attention, QKV.
     const std::array<at::Tensor, 3> d =
         AttendBackward(gemms.InputGrad(d_out).view(a.attended.sizes()), a, ctx, spec);
-    const cuda::GradWithBiasGrad qkv = cuda::StackWithBiasGrad(d[0], d[1], d[2], need(kQkvBias));
-    const OutputGrad d_qkv = gemms.Grad(kQkvGemm, qkv.grad, need(kQkvWeight));
+    const std::optional<cuda::Fp8GradOutput> qkv_fp8 = gemms.GradTarget(kQkvGemm);
+    const cuda::GradWithBiasGrad qkv =
+        cuda::StackWithBiasGrad(d[0], d[1], d[2], need(kQkvBias), qkv_fp8 ? &*qkv_fp8 : nullptr);
+    const OutputGrad d_qkv = gemms.Grad(kQkvGemm, qkv.grad, need(kQkvWeight), tokens);
     if (need(kQkvWeight)) set(kQkvWeight, gemms.WeightGrad(d_qkv, x));
     set(kQkvBias, qkv.bias_grad);
     // The residual's gradient joins in place: d_sum is this function's own buffer, and the stream

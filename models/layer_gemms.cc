@@ -47,13 +47,24 @@ at::Tensor LayerGemms::ForwardGeluAct(LayerGemm g, const at::Tensor& x) const {
   return cuda::LinearBiasGelu(x, Weight(g), Bias(g));
 }
 
-OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const {
+std::optional<cuda::Fp8GradOutput> LayerGemms::GradTarget(LayerGemm g) const {
+  return InFp8(g) ? OutputGradTarget(Fp8Slots(g)) : std::nullopt;
+}
+
+OutputGrad LayerGemms::Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad,
+                            int64_t tokens) const {
   OutputGrad d;
   d.gemm = g;
-  d.dy = dy;
-  if (InFp8(g)) {
-    d.fp8 = QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad,
-                               transposes_ != nullptr ? (*transposes_)[g] : Fp8Transposes());
+  if (!InFp8(g)) {
+    d.dy = dy;
+    return d;
+  }
+  const Fp8Transposes forward = transposes_ != nullptr ? (*transposes_)[g] : Fp8Transposes();
+  if (dy.scalar_type() == Fp8ScalarType(Fp8FormatOf(Fp8Operand::kGrad))) {
+    d.fp8 =
+        OutputGradFromRows(dy, tokens, Bias(g).scalar_type(), Fp8Slots(g), weight_grad, forward);
+  } else {
+    d.fp8 = QuantizeOutputGrad(dy, Fp8Slots(g), weight_grad, forward);
   }
   return d;
 }

@@ -36,7 +36,7 @@ using Fp8LayerTransposes = std::array<Fp8Transposes, kFusedLayerGemms>;
 // The gradient of a GEMM's output, as its backward GEMMs take it.
 struct OutputGrad {
   LayerGemm gemm;
-  at::Tensor dy;                     // compute dtype
+  at::Tensor dy;                     // compute dtype; undefined for a GEMM in FP8
   std::optional<Fp8OutputGrad> fp8;  // its FP8 copies, for a GEMM that runs in FP8
 };
 
@@ -60,9 +60,14 @@ class LayerGemms {
   // act alone, for inference: no pre-activation written (cuda::LinearBiasGelu) unless in FP8.
   at::Tensor ForwardGeluAct(LayerGemm g, const at::Tensor& x) const;
 
-  // dy as GEMM g's backward takes it (quantized once in FP8); `weight_grad`: whether WeightGrad
-  // will be asked for.
-  OutputGrad Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad) const;
+  // Where the kernel computing GEMM g's output gradient may write it in FP8 itself
+  // (OutputGradTarget); nullopt when g is not in FP8 or the scales calibrate.
+  std::optional<cuda::Fp8GradOutput> GradTarget(LayerGemm g) const;
+
+  // dy as GEMM g's backward takes it: `dy` [T, N] in the compute dtype, quantized here once when g
+  // runs in FP8, or the FP8 rows a kernel wrote at GradTarget(g) ([T_pad, N]; T = `tokens`).
+  // `weight_grad`: whether WeightGrad will be asked for.
+  OutputGrad Grad(LayerGemm g, const at::Tensor& dy, bool weight_grad, int64_t tokens) const;
 
   // dy @ W, added in place into `accumulate` (and returned) when that is defined.
   at::Tensor InputGrad(const OutputGrad& d, const at::Tensor& accumulate = at::Tensor()) const;

@@ -6,6 +6,7 @@
 # configurations just heated; alternating gives each side both positions, and every round is a
 # ratio of neighbours. Prints one line per round (with padless's MFU) and the median ratio.
 # STEPS (default 50) sets both sides' timed steps: longer runs measure the sustained clock.
+# PRECISION (default bf16) is padless's side: fp8 measures the FP8 GEMMs against the same peer.
 # usage (on the GPU machine, after .gpu/remote.sh built build-gpu/):
 #   [STEPS=200] bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]
 set -euo pipefail
@@ -21,7 +22,8 @@ run_padless() {  # round
   local log=$out/padless_$1.log
   "$b/bench/e2e/padless_bench_e2e" --data "$data" --out_dir "$out/report" \
     --results_md "$out/RESULTS_$1.md" --strategies packed_varlen --checkpoint none \
-    --fp32_strategies "" --anchors=false --steps "$steps" > "$log" 2>&1
+    --fp32_strategies "" --anchors=false --steps "$steps" --precisions "${PRECISION:-bf16}" \
+    > "$log" 2>&1
   grep -o 'flash: [0-9.]*k real tok/s' "$log" | grep -o '[0-9.]*k' | tr -d k
 }
 

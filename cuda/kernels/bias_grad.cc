@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "src/op_util.h"
 
@@ -31,19 +32,42 @@ at::Tensor ColumnSums(const at::Tensor& grad) {
                  Is16BitFloat(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
-GradWithBiasGrad ReferenceGelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad) {
+// One fp32 element on `like`'s device (Fp8GradOutput's scale and amax).
+void CheckOneFloat(const at::Tensor& t, const char* name, const at::Tensor& like, const char* op) {
+  TORCH_CHECK(
+      t.defined() && t.scalar_type() == at::kFloat && t.numel() == 1 && t.device() == like.device(),
+      op, ": the FP8 output's ", name, " must be one fp32 element on ", like.device());
+}
+
+void CheckFp8(const Fp8GradOutput* fp8, const at::Tensor& like, const char* op) {
+  if (fp8 == nullptr) return;
+  CheckOneFloat(fp8->scale, "scale", like, op);
+  if (fp8->amax.defined()) CheckOneFloat(fp8->amax, "amax", like, op);
+  TORCH_CHECK(fp8->pad_rows_to >= 1, op, ": pad_rows_to must be >= 1, got ", fp8->pad_rows_to);
+}
+
+// The reference's result from the gradient as written: its column sums, then its FP8 rows.
+GradWithBiasGrad Finish(at::Tensor grad, bool need_bias_grad, const Fp8GradOutput* fp8) {
   GradWithBiasGrad r;
-  r.grad = at::gelu_backward(dy, pre, "tanh").contiguous();
-  if (need_bias_grad) r.bias_grad = ColumnSums(r.grad);
+  if (need_bias_grad) r.bias_grad = ColumnSums(grad);
+  if (fp8 == nullptr) {
+    r.grad = std::move(grad);
+    return r;
+  }
+  Fp8QuantizeOptions rows_only;
+  rows_only.pad_rows_to = fp8->pad_rows_to;
+  r.grad = Fp8Quantize(grad, fp8->scale, fp8->format, rows_only, fp8->amax).rows;
   return r;
 }
 
+GradWithBiasGrad ReferenceGelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad,
+                               const Fp8GradOutput* fp8) {
+  return Finish(at::gelu_backward(dy, pre, "tanh").contiguous(), need_bias_grad, fp8);
+}
+
 GradWithBiasGrad ReferenceStack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
-                                bool need_bias_grad) {
-  GradWithBiasGrad r;
-  r.grad = at::cat({dq, dk, dv}, 1);
-  if (need_bias_grad) r.bias_grad = ColumnSums(r.grad);
-  return r;
+                                bool need_bias_grad, const Fp8GradOutput* fp8) {
+  return Finish(at::cat({dq, dk, dv}, 1), need_bias_grad, fp8);
 }
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
@@ -63,10 +87,20 @@ struct KernelOutputs {
 };
 
 KernelOutputs MakeOutputs(const at::Tensor& like, int64_t cols, internal::FloatType type,
-                          bool need_bias_grad) {
+                          bool need_bias_grad, const Fp8GradOutput* fp8) {
   KernelOutputs o;
   const int64_t rows = like.size(0);
-  o.result.grad = at::empty({rows, cols}, like.options());
+  if (fp8 == nullptr) {
+    o.result.grad = at::empty({rows, cols}, like.options());
+  } else {
+    o.args.fp8.scale = fp8->scale.data_ptr<float>();
+    o.args.fp8.amax = fp8->amax.defined() ? fp8->amax.data_ptr<float>() : nullptr;
+    o.args.fp8.padded_rows = internal::PaddedRows(rows, fp8->pad_rows_to);
+    o.args.fp8.format =
+        fp8->format == Fp8Format::kE4M3 ? internal::Fp8Type::kE4M3 : internal::Fp8Type::kE5M2;
+    o.result.grad =
+        at::empty({o.args.fp8.padded_rows, cols}, like.options().dtype(Fp8ScalarType(fp8->format)));
+  }
   o.args.out = o.result.grad.data_ptr();
   o.args.rows = rows;
   o.args.cols = cols;
@@ -82,13 +116,13 @@ KernelOutputs MakeOutputs(const at::Tensor& like, int64_t cols, internal::FloatT
 }
 
 std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor& dy_in, const at::Tensor& pre_in,
-                                           bool need_bias_grad) {
+                                           bool need_bias_grad, const Fp8GradOutput* fp8) {
   const std::optional<internal::FloatType> type = KernelType(dy_in, dy_in.size(1));
   if (!type) return std::nullopt;
   const at::Tensor dy = dy_in.contiguous(), pre = pre_in.contiguous();
   if (!internal::Aligned16({&dy, &pre})) return std::nullopt;
   const c10::cuda::CUDAGuard guard(dy.device());
-  KernelOutputs o = MakeOutputs(dy, dy.size(1), *type, need_bias_grad);
+  KernelOutputs o = MakeOutputs(dy, dy.size(1), *type, need_bias_grad, fp8);
   internal::CheckLaunch(internal::LaunchGeluTanhBackward(dy.data_ptr(), pre.data_ptr(), o.args,
                                                          c10::cuda::getCurrentCUDAStream()),
                         "GeluTanhBackwardWithBiasGrad");
@@ -96,13 +130,14 @@ std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor& dy_in, const at::Te
 }
 
 std::optional<GradWithBiasGrad> StackKernel(const at::Tensor& dq_in, const at::Tensor& dk_in,
-                                            const at::Tensor& dv_in, bool need_bias_grad) {
+                                            const at::Tensor& dv_in, bool need_bias_grad,
+                                            const Fp8GradOutput* fp8) {
   const std::optional<internal::FloatType> type = KernelType(dq_in, dq_in.size(1));
   if (!type) return std::nullopt;
   const at::Tensor dq = dq_in.contiguous(), dk = dk_in.contiguous(), dv = dv_in.contiguous();
   if (!internal::Aligned16({&dq, &dk, &dv})) return std::nullopt;
   const c10::cuda::CUDAGuard guard(dq.device());
-  KernelOutputs o = MakeOutputs(dq, 3 * dq.size(1), *type, need_bias_grad);
+  KernelOutputs o = MakeOutputs(dq, 3 * dq.size(1), *type, need_bias_grad, fp8);
   internal::CheckLaunch(internal::LaunchStack3(dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), o.args,
                                                c10::cuda::getCurrentCUDAStream()),
                         "StackWithBiasGrad");
@@ -110,12 +145,13 @@ std::optional<GradWithBiasGrad> StackKernel(const at::Tensor& dq_in, const at::T
 }
 #else
 // Without the kernels built, every input takes the reference path.
-std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor&, const at::Tensor&, bool) {
+std::optional<GradWithBiasGrad> GeluKernel(const at::Tensor&, const at::Tensor&, bool,
+                                           const Fp8GradOutput*) {
   return std::nullopt;
 }
 
 std::optional<GradWithBiasGrad> StackKernel(const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                            bool) {
+                                            bool, const Fp8GradOutput*) {
   return std::nullopt;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
@@ -136,36 +172,38 @@ GradWithBiasGrad Dispatch(bool allow_kernel, const Kernel& kernel, const Referen
 }
 
 GradWithBiasGrad Gelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bias_grad,
-                      bool allow_kernel) {
+                      const Fp8GradOutput* fp8, bool allow_kernel) {
   const char* kOp = "GeluTanhBackwardWithBiasGrad";
   internal::CheckRows(dy, "dy", dy, kGradRows, kOp);
   internal::CheckRows(pre, "pre", dy, kGradRows, kOp);
+  CheckFp8(fp8, dy, kOp);
   return Dispatch(
-      allow_kernel, [&] { return GeluKernel(dy, pre, need_bias_grad); },
-      [&] { return ReferenceGelu(dy, pre, need_bias_grad); });
+      allow_kernel, [&] { return GeluKernel(dy, pre, need_bias_grad, fp8); },
+      [&] { return ReferenceGelu(dy, pre, need_bias_grad, fp8); });
 }
 
 GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
-                       bool need_bias_grad, bool allow_kernel) {
+                       bool need_bias_grad, const Fp8GradOutput* fp8, bool allow_kernel) {
   const char* kOp = "StackWithBiasGrad";
   internal::CheckRows(dq, "dq", dq, kGradRows, kOp);
   internal::CheckRows(dk, "dk", dq, kGradRows, kOp);
   internal::CheckRows(dv, "dv", dq, kGradRows, kOp);
+  CheckFp8(fp8, dq, kOp);
   return Dispatch(
-      allow_kernel, [&] { return StackKernel(dq, dk, dv, need_bias_grad); },
-      [&] { return ReferenceStack(dq, dk, dv, need_bias_grad); });
+      allow_kernel, [&] { return StackKernel(dq, dk, dv, need_bias_grad, fp8); },
+      [&] { return ReferenceStack(dq, dk, dv, need_bias_grad, fp8); });
 }
 
 }  // namespace
 
 GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
-                                              bool need_bias_grad) {
-  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/true);
+                                              bool need_bias_grad, const Fp8GradOutput* fp8) {
+  return Gelu(dy, pre, need_bias_grad, fp8, /*allow_kernel=*/true);
 }
 
 GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
-                                   bool need_bias_grad) {
-  return Stack(dq, dk, dv, need_bias_grad, /*allow_kernel=*/true);
+                                   bool need_bias_grad, const Fp8GradOutput* fp8) {
+  return Stack(dq, dk, dv, need_bias_grad, fp8, /*allow_kernel=*/true);
 }
 
 bool LastBiasGradRanKernel() { return g_last_bias_grad_kernel; }
@@ -173,13 +211,13 @@ bool LastBiasGradRanKernel() { return g_last_bias_grad_kernel; }
 namespace reference {
 
 GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
-                                              bool need_bias_grad) {
-  return Gelu(dy, pre, need_bias_grad, /*allow_kernel=*/false);
+                                              bool need_bias_grad, const Fp8GradOutput* fp8) {
+  return Gelu(dy, pre, need_bias_grad, fp8, /*allow_kernel=*/false);
 }
 
 GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
-                                   bool need_bias_grad) {
-  return Stack(dq, dk, dv, need_bias_grad, /*allow_kernel=*/false);
+                                   bool need_bias_grad, const Fp8GradOutput* fp8) {
+  return Stack(dq, dk, dv, need_bias_grad, fp8, /*allow_kernel=*/false);
 }
 
 }  // namespace reference

@@ -28,16 +28,16 @@ void CheckOneFloat(const at::Tensor& t, const char* name, const at::Tensor& x) {
               t.scalar_type());
   TORCH_CHECK(t.numel() == 1, kOp, ": ", name, " must have exactly one element, got shape ",
               t.sizes());
-  TORCH_CHECK(t.device() == x.device(), kOp, ": ", name, " is on ", t.device(),
-              " but x is on ", x.device());
+  TORCH_CHECK(t.device() == x.device(), kOp, ": ", name, " is on ", t.device(), " but x is on ",
+              x.device());
 }
 
 void CheckArgs(const at::Tensor& x, const at::Tensor& scale, const Fp8QuantizeOptions& options,
                const at::Tensor& amax) {
   TORCH_CHECK(x.defined(), kOp, ": x is undefined");
   TORCH_CHECK(x.dim() == 2, kOp, ": x must be 2-D [R, C], got shape ", x.sizes());
-  TORCH_CHECK(at::isFloatingType(x.scalar_type()), kOp,
-              ": x must be a floating-point tensor, got ", x.scalar_type());
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()), kOp, ": x must be a floating-point tensor, got ",
+              x.scalar_type());
   CheckOneFloat(scale, "scale", x);
   if (amax.defined()) CheckOneFloat(amax, "amax", x);
   TORCH_CHECK(options.pad_rows_to >= 1, kOp, ": pad_rows_to must be >= 1, got ",
@@ -113,6 +113,33 @@ std::optional<Fp8Quantized> QuantizeKernel(const at::Tensor& x_in, const at::Ten
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
 
+bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
+at::Tensor Transpose(const at::Tensor& rows, bool allow_kernel) {
+  constexpr const char* kTransposeOp = "Fp8Transpose";
+  TORCH_CHECK(rows.defined(), kTransposeOp, ": rows is undefined");
+  TORCH_CHECK(rows.dim() == 2, kTransposeOp, ": rows must be 2-D [R, C], got shape ", rows.sizes());
+  TORCH_CHECK(IsFp8(rows.scalar_type()), kTransposeOp,
+              ": rows must be float8_e4m3fn or float8_e5m2, got ", rows.scalar_type());
+  g_last_kernel = false;
+#ifdef PADLESS_HAVE_CUDA_KERNELS
+  if (allow_kernel && internal::UseKernel(rows) && rows.is_contiguous() &&
+      internal::Fp8TransposeSupported(rows.size(0), rows.size(1)) && internal::Aligned16({&rows})) {
+    const c10::cuda::CUDAGuard guard(rows.device());
+    at::Tensor out = at::empty({rows.size(1), rows.size(0)}, rows.options());
+    internal::CheckLaunch(
+        internal::LaunchFp8Transpose(static_cast<const uint8_t*>(rows.data_ptr()),
+                                     static_cast<uint8_t*>(out.data_ptr()), rows.size(0),
+                                     rows.size(1), c10::cuda::getCurrentCUDAStream()),
+        kTransposeOp);
+    g_last_kernel = true;
+    return out;
+  }
+#endif
+  (void)allow_kernel;
+  return rows.t().contiguous();
+}
+
 Fp8Quantized Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                       const Fp8QuantizeOptions& options, const at::Tensor& amax,
                       bool allow_kernel) {
@@ -153,9 +180,13 @@ Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format
   return Quantize(x, scale, format, options, amax, /*allow_kernel=*/true);
 }
 
+at::Tensor Fp8Transpose(const at::Tensor& rows) { return Transpose(rows, /*allow_kernel=*/true); }
+
 bool LastFp8QuantizeRanKernel() { return g_last_kernel; }
 
 namespace reference {
+
+at::Tensor Fp8Transpose(const at::Tensor& rows) { return Transpose(rows, /*allow_kernel=*/false); }
 
 Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                          const Fp8QuantizeOptions& options, const at::Tensor& amax) {

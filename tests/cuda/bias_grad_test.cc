@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -241,6 +242,95 @@ TEST_F(BiasGradCudaTest, WithoutBiasGradAndOnViews) {
   EXPECT_TRUE(LastBiasGradRanKernel());
   EXPECT_TRUE(at::equal(s.grad, qkv.view({64, 384})));
   ExpectBiasGrad(s.bias_grad, s.grad, "views");
+}
+
+// --- The gradient written in FP8 (Fp8GradOutput): the bytes Fp8Quantize gives the gradient as
+// the pass writes it without FP8 (padding rows included), the same amax, the same bias gradient.
+
+// `run(fp8)` computes one gradient, on the kernel or the reference path as `kernel` says.
+void ExpectFp8Output(const std::function<GradWithBiasGrad(const Fp8GradOutput*)>& run, bool kernel,
+                     Fp8Format format, const std::string& what) {
+  const GradWithBiasGrad plain = run(nullptr);
+  ASSERT_EQ(LastBiasGradRanKernel(), kernel) << what;
+  const at::TensorOptions f32 = plain.grad.options().dtype(at::kFloat);
+  Fp8GradOutput out;
+  out.scale = at::full({1}, 64.f, f32);  // E4M3 saturates beyond 7
+  out.amax = at::full({1}, 0.125f, f32);
+  out.format = format;
+  const GradWithBiasGrad fp8 = run(&out);
+  EXPECT_EQ(LastBiasGradRanKernel(), kernel) << what;
+  Fp8QuantizeOptions rows_only;
+  const at::Tensor amax = at::full({1}, 0.125f, f32);
+  const at::Tensor want = Fp8Quantize(plain.grad, out.scale, format, rows_only, amax).rows;
+  ASSERT_EQ(fp8.grad.scalar_type(), want.scalar_type()) << what;
+  ASSERT_EQ(fp8.grad.sizes(), want.sizes()) << what;
+  EXPECT_TRUE(at::equal(fp8.grad.view(at::kByte), want.view(at::kByte))) << what;
+  EXPECT_TRUE(at::equal(out.amax, amax))
+      << what << ": " << out.amax.item<float>() << " vs " << amax.item<float>();
+  ASSERT_EQ(fp8.bias_grad.defined(), plain.bias_grad.defined()) << what;
+  if (plain.bias_grad.defined()) EXPECT_TRUE(at::equal(fp8.bias_grad, plain.bias_grad)) << what;
+}
+
+TEST(BiasGradTest, Fp8OutputOnTheReferencePath) {
+  at::manual_seed(5);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const at::Tensor dy = at::randn({37, 24}).to(dtype), pre = at::randn({37, 24}).to(dtype);
+    for (Fp8Format format : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
+      const std::string what = c10::toString(dtype);
+      ExpectFp8Output(
+          [&](const Fp8GradOutput* f) { return GeluTanhBackwardWithBiasGrad(dy, pre, true, f); },
+          false, format, "gelu " + what);
+      ExpectFp8Output(
+          [&](const Fp8GradOutput* f) { return StackWithBiasGrad(dy, pre, dy, false, f); }, false,
+          format, "stack " + what);
+    }
+  }
+}
+
+TEST(BiasGradTest, BrokenFp8OutputThrowsAClearError) {
+  const at::Tensor a = at::randn({4, 8});
+  Fp8GradOutput out;
+  ExpectC10Error([&] { GeluTanhBackwardWithBiasGrad(a, a, true, &out); },
+                 "GeluTanhBackwardWithBiasGrad: the FP8 output's scale must be one fp32 element");
+  out.scale = at::ones({2});
+  ExpectC10Error([&] { StackWithBiasGrad(a, a, a, true, &out); },
+                 "StackWithBiasGrad: the FP8 output's scale must be one fp32 element");
+  out.scale = at::ones({1});
+  out.amax = at::ones({1}, at::kDouble);
+  ExpectC10Error([&] { StackWithBiasGrad(a, a, a, true, &out); },
+                 "the FP8 output's amax must be one fp32 element");
+  out.amax = at::Tensor();
+  out.pad_rows_to = 0;
+  ExpectC10Error([&] { StackWithBiasGrad(a, a, a, true, &out); },
+                 "pad_rows_to must be >= 1, got 0");
+}
+
+TEST_F(BiasGradCudaTest, Fp8OutputOfTheKernelsIsTheQuantizedGradient) {
+  at::manual_seed(6);
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    for (int64_t t : {0, 1, 37, 130, 16384}) {
+      for (int64_t n : {3072, 768, 8, 12}) {
+        for (Fp8Format format : {Fp8Format::kE5M2, Fp8Format::kE4M3}) {
+          const std::string what = std::string(c10::toString(dtype)) + " T=" + std::to_string(t) +
+                                   " N=" + std::to_string(n) +
+                                   (format == Fp8Format::kE5M2 ? " e5m2" : " e4m3");
+          const at::Tensor dy = Randn({t, n}, dtype), pre = Randn({t, n}, dtype);
+          const bool kernel = n % 8 == 0;
+          Poison();
+          ExpectFp8Output(
+              [&](const Fp8GradOutput* f) {
+                return GeluTanhBackwardWithBiasGrad(dy, pre, true, f);
+              },
+              kernel, format, "gelu " + what);
+          Poison();
+          ExpectFp8Output(
+              [&](const Fp8GradOutput* f) { return StackWithBiasGrad(dy, pre, dy, t % 2 == 0, f); },
+              kernel, format, "stack " + what);
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -133,8 +133,8 @@ TEST(Fp8QuantizeTest, AmaxIsTheUnscaledMaxFoldedIntoTheOldValue) {
   Fp8Quantize(Row({5.f, 1.f}).to(at::kBFloat16), Scale(8.f), Fp8Format::kE5M2, RowsOnly(), amax);
   EXPECT_EQ(amax.item<float>(), 5.f);
   // No rows: empty outputs, amax unchanged.
-  const Fp8Quantized empty = Fp8Quantize(at::zeros({0, 16}), Scale(1.f), Fp8Format::kE4M3,
-                                         {true, true, 16}, amax);
+  const Fp8Quantized empty =
+      Fp8Quantize(at::zeros({0, 16}), Scale(1.f), Fp8Format::kE4M3, {true, true, 16}, amax);
   EXPECT_EQ(empty.rows.sizes(), (std::vector<int64_t>{0, 16}));
   EXPECT_EQ(empty.transposed.sizes(), (std::vector<int64_t>{16, 0}));
   EXPECT_EQ(amax.item<float>(), 5.f);
@@ -148,8 +148,8 @@ TEST(Fp8QuantizeTest, ScaleAndAmaxMayBeViewsAndXStrided) {
   const at::Tensor base = at::randn({6, 10}) * 4;
   const at::Tensor x = base.t().slice(0, 0, 8);  // [8, 6], strided
   ASSERT_FALSE(x.is_contiguous());
-  const Fp8Quantized q = Fp8Quantize(x, scales.select(0, 1), Fp8Format::kE5M2, {true, true, 16},
-                                     amaxes.select(0, 2));
+  const Fp8Quantized q =
+      Fp8Quantize(x, scales.select(0, 1), Fp8Format::kE5M2, {true, true, 16}, amaxes.select(0, 2));
   const at::Tensor want = (x.contiguous() * 16).to(at::kFloat8_e5m2).view(at::kByte);
   EXPECT_TRUE(at::equal(q.rows.view(at::kByte).slice(0, 0, 8), want));
   EXPECT_TRUE(at::equal(q.transposed.view(at::kByte).slice(1, 0, 8), want.t()));
@@ -204,9 +204,8 @@ struct Mode {
   const char* name;
   Fp8QuantizeOptions options;
 };
-const Mode kModes[] = {{"rows", {true, false, 16}},
-                       {"transposed", {false, true, 16}},
-                       {"both", {true, true, 16}}};
+const Mode kModes[] = {
+    {"rows", {true, false, 16}}, {"transposed", {false, true, 16}}, {"both", {true, true, 16}}};
 
 // The kernel (on poisoned memory) and the reference give the same bytes, padding included, and
 // the same amax; `want_kernel` says whether the kernel should have run.
@@ -242,11 +241,11 @@ TEST_F(Fp8QuantizeCudaTest, KernelMatchesTheReference) {
         const at::Tensor x = Data(r, c, dtype);
         for (Fp8Format f : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
           for (const Mode& m : kModes) {
-            const std::string what = std::string(c10::toString(dtype)) + " R=" +
-                                     std::to_string(r) + " C=" + std::to_string(c) + " " +
+            const std::string what = std::string(c10::toString(dtype)) + " R=" + std::to_string(r) +
+                                     " C=" + std::to_string(c) + " " +
                                      c10::toString(Fp8ScalarType(f)) + " " + m.name;
-            ExpectMatchesReference(x, scales.select(0, f == Fp8Format::kE4M3 ? 0 : 1), f,
-                                   m.options, true, what);
+            ExpectMatchesReference(x, scales.select(0, f == Fp8Format::kE4M3 ? 0 : 1), f, m.options,
+                                   true, what);
             if (HasFatalFailure()) return;
           }
         }
@@ -258,10 +257,10 @@ TEST_F(Fp8QuantizeCudaTest, KernelMatchesTheReference) {
 TEST_F(Fp8QuantizeCudaTest, SpecialValuesMatchTheReference) {
   // Ties at the formats' resolutions, subnormals, +-0, the formats' edges, +-inf, +-NaN.
   const std::vector<float> special = {
-      2.125f, 2.375f, 2.25f,  2.75f,  0x1p-9f, 0x3p-9f, 0x1p-16f, 0x3p-16f, 864.f, 106496.f,
-      896.f,  928.f,  -0.f,   0.f,    1e-30f,  -1e-30f, kInf,     -kInf,    kNaN,  -kNaN,
-      1e30f,  -1e30f, 114688.f, 131072.f, 0.1f,    -0.3f,   7.f,      -9.f,     3.3f,  100.f,
-      -500.f, 1.f};
+      2.125f, 2.375f,   2.25f, 2.75f, 0x1p-9f, 0x3p-9f, 0x1p-16f, 0x3p-16f,
+      864.f,  106496.f, 896.f, 928.f, -0.f,    0.f,     1e-30f,   -1e-30f,
+      kInf,   -kInf,    kNaN,  -kNaN, 1e30f,   -1e30f,  114688.f, 131072.f,
+      0.1f,   -0.3f,    7.f,   -9.f,  3.3f,    100.f,   -500.f,   1.f};
   const at::Tensor base = at::tensor(special).view({2, 16}).repeat({3, 2}).to(gpu_);  // [6, 32]
   for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
     for (Fp8Format f : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
@@ -292,7 +291,8 @@ TEST_F(Fp8QuantizeCudaTest, UnsupportedShapesFallBackAndStayRight) {
 }
 
 TEST_F(Fp8QuantizeCudaTest, AmaxAccumulatesOnTheDevice) {
-  const at::Tensor amax = at::zeros({1}, at::TensorOptions(gpu_)), s = at::ones({}, at::TensorOptions(gpu_));
+  const at::Tensor amax = at::zeros({1}, at::TensorOptions(gpu_)),
+                   s = at::ones({}, at::TensorOptions(gpu_));
   const at::Tensor x = at::full({64, 64}, 2.f, at::TensorOptions(gpu_)).to(at::kBFloat16);
   Fp8Quantize(x, s, Fp8Format::kE4M3, {true, true, 16}, amax);
   ASSERT_TRUE(LastFp8QuantizeRanKernel());
@@ -302,6 +302,64 @@ TEST_F(Fp8QuantizeCudaTest, AmaxAccumulatesOnTheDevice) {
   EXPECT_EQ(amax.item<float>(), 6.f);
   Fp8Quantize(x.slice(0, 0, 0), s, Fp8Format::kE5M2, {true, true, 16}, amax);
   EXPECT_EQ(amax.item<float>(), 6.f);
+}
+
+// --- Fp8Transpose: the bytes of rows^T.
+
+at::Tensor Fp8Data(int64_t r, int64_t c, at::ScalarType fp8, const at::TensorOptions& opts) {
+  return (at::randn({r, c}, opts) * 40).to(fp8);
+}
+
+TEST(Fp8QuantizeTest, TransposeIsTheBytesOfTheTranspose) {
+  at::manual_seed(8);
+  for (at::ScalarType fp8 : {at::kFloat8_e4m3fn, at::kFloat8_e5m2}) {
+    const at::Tensor rows = Fp8Data(12, 40, fp8, at::TensorOptions());
+    const at::Tensor t = Fp8Transpose(rows);
+    EXPECT_FALSE(LastFp8QuantizeRanKernel());
+    EXPECT_EQ(t.scalar_type(), fp8);
+    EXPECT_EQ(t.sizes(), (std::vector<int64_t>{40, 12}));
+    EXPECT_TRUE(t.is_contiguous());
+    EXPECT_TRUE(at::equal(t.view(at::kByte), rows.view(at::kByte).t()));
+    EXPECT_TRUE(at::equal(reference::Fp8Transpose(rows).view(at::kByte), t.view(at::kByte)));
+  }
+}
+
+TEST(Fp8QuantizeTest, TransposeOfBrokenInputThrowsAClearError) {
+  const at::Tensor rows = at::zeros({4, 8}, at::kFloat8_e4m3fn);
+  ExpectC10Error([&] { Fp8Transpose(at::Tensor()); }, "Fp8Transpose: rows is undefined");
+  ExpectC10Error([&] { Fp8Transpose(rows.view({32})); }, "Fp8Transpose: rows must be 2-D");
+  ExpectC10Error(
+      [&] {
+        Fp8Transpose(at::zeros({4, 8}, at::kBFloat16));
+      },
+      "Fp8Transpose: rows must be float8_e4m3fn or float8_e5m2, got BFloat16");
+}
+
+// On poisoned memory, the kernel's bytes are those of rows^T; shapes the kernel does not take
+// (rows not a multiple of 4, columns not of 8, a strided view) fall back.
+TEST_F(Fp8QuantizeCudaTest, TransposeKernelMatchesTheReference) {
+  at::manual_seed(9);
+  struct Case {
+    int64_t r, c;
+    bool kernel;
+  };
+  for (const Case& k : {Case{16384, 768}, Case{48, 3072}, Case{4, 8}, Case{100, 24}, Case{0, 16},
+                        Case{132, 72}, Case{6, 16}, Case{8, 12}}) {
+    for (at::ScalarType fp8 : {at::kFloat8_e4m3fn, at::kFloat8_e5m2}) {
+      const std::string what =
+          std::to_string(k.r) + "x" + std::to_string(k.c) + " " + c10::toString(fp8);
+      const at::Tensor rows = Fp8Data(k.r, k.c, fp8, at::TensorOptions(gpu_));
+      PoisonFreeMemory(gpu_, int64_t{64} << 20);
+      const at::Tensor t = Fp8Transpose(rows);
+      EXPECT_EQ(LastFp8QuantizeRanKernel(), k.kernel) << what;
+      ASSERT_EQ(t.sizes(), (std::vector<int64_t>{k.c, k.r})) << what;
+      EXPECT_TRUE(at::equal(t.view(at::kByte), rows.view(at::kByte).t().contiguous())) << what;
+    }
+  }
+  const at::Tensor wide = Fp8Data(16, 64, at::kFloat8_e4m3fn, at::TensorOptions(gpu_));
+  const at::Tensor view = wide.narrow(1, 0, 32);
+  EXPECT_TRUE(at::equal(Fp8Transpose(view).view(at::kByte), view.view(at::kByte).t().contiguous()));
+  EXPECT_FALSE(LastFp8QuantizeRanKernel());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "float_pack.cuh"
 #include "float_type_dispatch.cuh"
+#include "fp8_cast.cuh"
 #include "partials_reduction.cuh"
 
 namespace padless::cuda::internal {
@@ -133,21 +134,69 @@ struct Stack3Op {
   __device__ Words Compute(const Words& in) const { return in; }
 };
 
+// Where MapRowsKernel writes a vector: in T (kFp8 false), or as FP8 bytes (Fp8RowsOutput).
+template <typename T, bool kFp8, Fp8Type F>
+struct RowsWriter {
+  void* out;
+  Fp8RowsOutput fp8;
+  int64_t cols;
+  // v as stored in T and unpacked into f; m: the thread's max |f| so far (FP8 only).
+  __device__ __forceinline__ void Write(int64_t row, int64_t col, const Words& v,
+                                        const float (&f)[kVec], float& m) const {
+    if constexpr (kFp8) {
+      const float s = *fp8.scale;
+      float scaled[kVec];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        m = fmaxf(m, fabsf(f[k]));  // NaN is ignored, as Fp8Quantize's amax does
+        scaled[k] = __fmul_rn(f[k], s);
+      }
+      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(out) + row * cols + col) =
+          make_uint2(Fp8x4<F>(scaled), Fp8x4<F>(scaled + 4));
+    } else {
+      StoreWords(static_cast<T*>(out) + row * cols + col, v);
+    }
+  }
+  // Rows [rows, padded_rows) of the FP8 output are zero; the last row block writes them.
+  __device__ __forceinline__ void ZeroPadding(int64_t end, int64_t col) const {
+    if constexpr (kFp8) {
+      const int64_t stop = min(fp8.padded_rows, end + kRowsPerBlock);
+      for (int64_t row = end; row < stop; ++row) {
+        *reinterpret_cast<uint2*>(static_cast<uint8_t*>(out) + row * cols + col) =
+            make_uint2(0u, 0u);
+      }
+    }
+  }
+  // Folds the warp's max into *amax: no block barrier (threads past the last column return early).
+  __device__ __forceinline__ void RecordAmax(float m) const {
+    if constexpr (kFp8) {
+      const unsigned lanes = __activemask();
+      for (int offset = 16; offset > 0; offset /= 2) {
+        m = fmaxf(m, __shfl_xor_sync(lanes, m, offset));
+      }
+      if (fp8.amax != nullptr && threadIdx.x % 32 == __ffs(lanes) - 1) {
+        atomicMax(reinterpret_cast<int*>(fp8.amax), __float_as_int(m));  // m >= 0: bits order
+      }
+    }
+  }
+};
+
 // Block (x, y): rows [x * kRowsPerBlock, ...), column vectors [y * kThreads, ...). Writes the
-// outputs and, when partials is set, the block's column sums as row x of partials.
-template <typename T, typename Op>
+// outputs through `writer` and, when partials is set, the block's column sums (of the outputs as
+// rounded to T) as row x of partials.
+template <typename T, typename Op, typename Writer>
 __global__ void __launch_bounds__(kThreads)
-    MapRowsKernel(Op op, T* __restrict__ out, float* __restrict__ partials, int64_t rows,
-                  int64_t cols) {
+    MapRowsKernel(Op op, Writer writer, float* __restrict__ partials, int64_t rows, int64_t cols) {
   const int64_t col = (static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x) * kVec;
   if (col >= cols) return;  // no shared memory or barriers below
   const int64_t begin = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
   const int64_t end = min(rows, begin + kRowsPerBlock);
   float sum[kVec] = {};
+  float m = 0.f;
   const auto emit = [&](int64_t row, const Words& v) {
-    StoreWords(out + row * cols + col, v);
     float f[kVec];
     UnpackWords<T, kVec>(v, f);
+    writer.Write(row, col, v, f, m);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) sum[k] += f[k];
   };
@@ -179,6 +228,8 @@ __global__ void __launch_bounds__(kThreads)
     row += kGroup;
   }
   for (; row < end; ++row) emit(row, op.Compute(op.Load(row, col)));
+  if (end == rows) writer.ZeroPadding(end, col);
+  writer.RecordAmax(m);
   if (partials == nullptr) return;
 #pragma unroll
   for (int i = 0; i < kVec; ++i) partials[blockIdx.x * cols + col + i] = sum[i];
@@ -193,14 +244,28 @@ __global__ void __launch_bounds__(kPartialsCols* kReduceRows)
 }
 
 template <typename T, typename Op>
+void LaunchRows(const Op& op, const BiasGradOutput& o, dim3 grid, cudaStream_t stream) {
+  const auto launch = [&](auto writer) {
+    MapRowsKernel<T><<<grid, kThreads, 0, stream>>>(op, writer, o.partials, o.rows, o.cols);
+  };
+  if (o.fp8.scale == nullptr) {
+    launch(RowsWriter<T, false, Fp8Type::kE5M2>{o.out, o.fp8, o.cols});
+  } else if (o.fp8.format == Fp8Type::kE5M2) {
+    launch(RowsWriter<T, true, Fp8Type::kE5M2>{o.out, o.fp8, o.cols});
+  } else {
+    launch(RowsWriter<T, true, Fp8Type::kE4M3>{o.out, o.fp8, o.cols});
+  }
+}
+
+template <typename T, typename Op>
 cudaError_t Launch(const Op& op, const BiasGradOutput& o, cudaStream_t stream) {
   const int64_t blocks = BiasGradBlocks(o.rows);
   const int64_t vectors = o.cols / kVec;
   if (o.rows > 0) {
-    const dim3 grid(static_cast<unsigned>(blocks),
-                    static_cast<unsigned>((vectors + kThreads - 1) / kThreads));
-    MapRowsKernel<T>
-        <<<grid, kThreads, 0, stream>>>(op, static_cast<T*>(o.out), o.partials, o.rows, o.cols);
+    LaunchRows<T>(op, o,
+                  dim3(static_cast<unsigned>(blocks),
+                       static_cast<unsigned>((vectors + kThreads - 1) / kThreads)),
+                  stream);
   } else if (o.partials != nullptr) {
     // No rows: the sums are zero (the reduction reads one zero row).
     const cudaError_t err = cudaMemsetAsync(o.partials, 0, sizeof(float) * o.cols, stream);

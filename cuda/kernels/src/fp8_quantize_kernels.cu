@@ -175,6 +175,32 @@ __global__ void __launch_bounds__(kThreads)
   WriteTransposedTile(a, row0, col0, tile);
 }
 
+// The transpose of bytes already in FP8 (a producer wrote the rows): phase 1 reads the tile's
+// rows as 8-byte vectors into shared memory (nothing to convert), phase 2 is the cast-transpose's.
+// a.rows == a.padded_rows; a.scale and a.amax are unused.
+__global__ void __launch_bounds__(kThreads)
+    TransposeBytesKernel(const uint8_t* __restrict__ x, const TileArgs a) {
+  __shared__ uint32_t tile[kTile][kTileWords];
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) / a.col_tiles * kTile;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) % a.col_tiles * kTile;
+  uint2 bytes[kTileVecs];
+#pragma unroll
+  for (int k = 0; k < kTileVecs; ++k) {
+    const int i = threadIdx.x + k * kThreads, r = i / (kTile / kVec), c = i % (kTile / kVec) * kVec;
+    const bool inside = row0 + r < a.rows && col0 + c < a.cols;
+    bytes[k] = inside ? *reinterpret_cast<const uint2*>(x + (row0 + r) * a.cols + col0 + c)
+                      : make_uint2(0u, 0u);
+  }
+#pragma unroll
+  for (int k = 0; k < kTileVecs; ++k) {
+    const int i = threadIdx.x + k * kThreads, r = i / (kTile / kVec), c = i % (kTile / kVec) * kVec;
+    tile[r][c / 4] = bytes[k].x;
+    tile[r][c / 4 + 1] = bytes[k].y;
+  }
+  __syncthreads();
+  WriteTransposedTile(a, row0, col0, tile);
+}
+
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 template <typename T, Fp8Type F>
@@ -220,6 +246,21 @@ bool Fp8QuantizeSupported(int64_t padded_rows, int64_t cols, bool transposed) {
   // The cast-transpose grid has one block per tile (at most 2^31 - 1).
   return !transposed ||
          (padded_rows % 4 == 0 && CeilDiv(padded_rows, kTile) * CeilDiv(cols, kTile) <= INT32_MAX);
+}
+
+bool Fp8TransposeSupported(int64_t rows, int64_t cols) {
+  return cols % kVec == 0 && rows % 4 == 0 &&
+         CeilDiv(rows, kTile) * CeilDiv(cols, kTile) <= INT32_MAX;
+}
+
+cudaError_t LaunchFp8Transpose(const uint8_t* in, uint8_t* out_t, int64_t rows, int64_t cols,
+                               cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  const int64_t col_tiles = CeilDiv(cols, kTile);
+  const auto blocks = static_cast<unsigned>(CeilDiv(rows, kTile) * col_tiles);
+  const TileArgs t{nullptr, nullptr, nullptr, out_t, rows, rows, cols, col_tiles};
+  TransposeBytesKernel<<<blocks, kThreads, 0, stream>>>(in, t);
+  return cudaGetLastError();
 }
 
 cudaError_t LaunchFp8Quantize(const Fp8QuantizeArgs& a, cudaStream_t stream) {

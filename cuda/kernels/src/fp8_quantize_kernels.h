@@ -42,6 +42,12 @@ bool Fp8QuantizeSupported(int64_t padded_rows, int64_t cols, bool transposed);
 // At least one of out / out_t set. Nothing is launched when an output is empty.
 cudaError_t LaunchFp8Quantize(const Fp8QuantizeArgs& args, cudaStream_t stream);
 
+// The transpose of FP8 bytes, in [rows, cols] -> out_t [cols, rows] (the cast-transpose's tiles,
+// with nothing to convert): cols a multiple of 8 (8-byte aligned loads), rows of 4.
+bool Fp8TransposeSupported(int64_t rows, int64_t cols);
+cudaError_t LaunchFp8Transpose(const uint8_t* in, uint8_t* out_t, int64_t rows, int64_t cols,
+                               cudaStream_t stream);
+
 }  // namespace padless::cuda::internal
 
 #endif  // PADLESS_CUDA_SRC_FP8_QUANTIZE_KERNELS_H_

@@ -30,26 +30,44 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
+#include "padless/cuda/kernels/fp8_quantize.h"
+
 namespace padless::cuda {
 
 struct GradWithBiasGrad {
-  at::Tensor grad;       // [T, N] in the inputs' dtype, contiguous
+  at::Tensor grad;       // [T, N] in the inputs' dtype, contiguous (or FP8: Fp8GradOutput)
   at::Tensor bias_grad;  // [N], or undefined when not asked for
+};
+
+// The gradient written in FP8 instead, for the FP8 GEMM that takes it next (its rows operand), so
+// that no cast pass over the 16-bit gradient is needed: grad = Fp8Quantize(g, scale, format,
+// rows only, pad_rows_to, amax).rows, g the gradient as rounded to the inputs' dtype, byte for
+// byte; the bias gradient is g's column sums as without it. The kernels write it as they go;
+// the reference paths write g, then quantize it.
+struct Fp8GradOutput {
+  at::Tensor scale;  // one fp32 element on the inputs' device
+  at::Tensor amax;   // one fp32 element there, max-updated in place; undefined: not recorded
+  Fp8Format format = Fp8Format::kE5M2;
+  int64_t pad_rows_to = 16;
 };
 
 // dy, pre: [T, N] of one floating dtype on one device.
 GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
-                                              bool need_bias_grad);
+                                              bool need_bias_grad,
+                                              const Fp8GradOutput* fp8 = nullptr);
 
 // dq, dk, dv: [T, H] each, one floating dtype and device; the result is [T, 3H].
-GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk,
-                                   const at::Tensor& dv, bool need_bias_grad);
+GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                   bool need_bias_grad, const Fp8GradOutput* fp8 = nullptr);
 
 namespace reference {
 GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,
-                                              bool need_bias_grad);
-GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk,
-                                   const at::Tensor& dv, bool need_bias_grad);
+                                              bool need_bias_grad,
+                                              const Fp8GradOutput* fp8 = nullptr);
+GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
+                                   bool need_bias_grad, const Fp8GradOutput* fp8 = nullptr);
 }  // namespace reference
 
 // Diagnostics for tests and benchmarks: whether the calling thread's last call above ran the

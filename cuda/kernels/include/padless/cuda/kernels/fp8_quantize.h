@@ -59,13 +59,22 @@ struct Fp8Quantized {
 Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                          const Fp8QuantizeOptions& options, const at::Tensor& amax);
 
+// rows^T [C, R] of FP8 rows [R, C] (float8_e4m3fn or float8_e5m2), the bytes unchanged: for an
+// operand whose FP8 rows the kernel that computed it wrote (bias_grad.h's Fp8GradOutput), so that
+// only the transpose's pass is left. On a GPU with the kernels built, for contiguous rows with C a
+// multiple of 8, R of 4 and 16-byte aligned data: one tiled kernel (the cast-transpose's tiles).
+// Otherwise, and as reference::Fp8Transpose, rows.t().contiguous(). Broken input (undefined, not
+// 2-D, not FP8) throws c10::Error naming the function.
+at::Tensor Fp8Transpose(const at::Tensor& rows);
+
 namespace reference {
+at::Tensor Fp8Transpose(const at::Tensor& rows);
 Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                          const Fp8QuantizeOptions& options, const at::Tensor& amax);
 }  // namespace reference
 
-// Diagnostics for tests and benchmarks: whether the calling thread's last Fp8Quantize ran the
-// kernel (false after the reference path).
+// Diagnostics for tests and benchmarks: whether the calling thread's last Fp8Quantize or
+// Fp8Transpose ran the kernel (false after the reference path).
 bool LastFp8QuantizeRanKernel();
 
 }  // namespace padless::cuda
