@@ -415,9 +415,12 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     const at::Tensor dy = grad_outputs[0].to(dtype).contiguous();
 
     // LayerNorm 2, dropout, FFN out.
+    // Each gradient an FP8 GEMM takes comes out of a pass of our own (the LayerNorms' backward,
+    // the activation's, the q/k/v stack), which writes it in FP8 itself: no cast pass over it.
+    const std::optional<cuda::Fp8GradOutput> ffn_out_fp8 = gemms.GradTarget(kFfnOutGemm);
     cuda::DropoutResidualLayerNormGrads n2 = cuda::DropoutResidualLayerNormBackward(
         dy, at::Tensor(), a.s2, a.mean2, a.rstd2, w[kFfnNormWeight], a.mask2, spec.dropout,
-        need(kFfnOutBias));
+        need(kFfnOutBias), ffn_out_fp8 ? &*ffn_out_fp8 : nullptr);
     set(kFfnNormWeight, n2.d_gamma);
     set(kFfnNormBias, n2.d_beta);
     set(kFfnOutBias, n2.d_bias);
@@ -430,8 +433,6 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // gelu_backward + the row sum). cuBLASLt's DGELU_BGRAD epilogue would fuse both into the
     // GEMM, but on the H200 it ran about twice as long as the GEMM, gelu_backward and the row sum
     // apart: bench/cuda/FUSED_KERNELS.md.
-    // The two gradients that come out of a pass of our own (the activation's backward, the q/k/v
-    // stack) are written in FP8 by that pass when their GEMM runs in FP8: no cast pass over them.
     const cuda::GradWithBiasGrad f1 =
         ActivationBackward(gemms.InputGrad(d_ffn_out), a.f1, EffectiveActivation(spec, x),
                            need(kFfnInBias), gemms.GradTarget(kFfnInGemm));
@@ -439,9 +440,10 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     if (need(kFfnInWeight)) set(kFfnInWeight, gemms.WeightGrad(d_ffn_in, a.h));
     set(kFfnInBias, f1.bias_grad);
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
+    const std::optional<cuda::Fp8GradOutput> out_fp8 = gemms.GradTarget(kOutGemm);
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
         gemms.InputGrad(d_ffn_in), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight], a.mask1,
-        spec.dropout, need(kOutBias));
+        spec.dropout, need(kOutBias), out_fp8 ? &*out_fp8 : nullptr);
     set(kAttnNormWeight, n1.d_gamma);
     set(kAttnNormBias, n1.d_beta);
     set(kOutBias, n1.d_bias);

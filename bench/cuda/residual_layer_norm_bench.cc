@@ -3,6 +3,9 @@
 // bf16 activations, p = 0.1, with a bias.
 //   forward  unfused: at::native_dropout(input + bias), at::add(residual, .), at::native_layer_norm
 //   backward unfused: at::native_layer_norm_backward, at::native_dropout_backward, at::sum (d_bias)
+// and the backward feeding an FP8 GEMM (d_input as E5M2 rows and their transpose):
+//   BackwardFp8/fused    the kernel writes d_input in E5M2 itself, then Fp8Transpose of the bytes
+//   BackwardFp8/unfused  the kernel writes bf16 d_input, then Fp8Quantize's cast-transpose of it
 // Timing: CUDA events around one call per iteration (manual time). bytes_per_second counts the
 // same bytes for both variants, the minimum a fused pass must move (bf16 reads and writes of the
 // [T, H] tensors plus the 1-byte mask), so it reads as effective HBM bandwidth. The fused forward
@@ -20,6 +23,7 @@
 #include <string>
 
 #include "gpu_event_timer.h"
+#include "padless/cuda/kernels/fp8_quantize.h"
 #include "padless/cuda/kernels/kernel_support.h"
 #include "padless/cuda/kernels/residual_layer_norm.h"
 
@@ -122,12 +126,40 @@ void BackwardUnfused(benchmark::State& state) {
       PassBytes(hidden));
 }
 
+// `fused`: d_input written in E5M2 by the backward kernel; else in bf16 and cast afterwards.
+void BackwardFp8(benchmark::State& state, bool fused) {
+  const Data d = MakeData(state.range(0));
+  const DropoutResidualLayerNormResult f =
+      DropoutResidualLayerNorm(d.input, d.bias, d.residual, d.gamma_f, d.beta_f, kP, kEps);
+  const auto f32 = d.gamma_f.options();
+  const Fp8GradOutput out{at::full({1}, 256.f, f32), at::zeros({1}, f32), Fp8Format::kE5M2, 16};
+  TimeOnGpu(
+      state,
+      [&] {
+        const DropoutResidualLayerNormGrads g =
+            DropoutResidualLayerNormBackward(d.d_out, at::Tensor(), f.sum, f.mean, f.rstd,
+                                             d.gamma_f, f.mask, kP, true, fused ? &out : nullptr);
+        if (fused) {
+          benchmark::DoNotOptimize(Fp8Transpose(g.d_input));
+        } else {
+          Fp8QuantizeOptions both;
+          both.transposed = true;
+          benchmark::DoNotOptimize(
+              Fp8Quantize(g.d_input, out.scale, Fp8Format::kE5M2, both, out.amax));
+        }
+      },
+      PassBytes(state.range(0)));
+}
+
+void BackwardFp8Fused(benchmark::State& state) { BackwardFp8(state, true); }
+void BackwardFp8Unfused(benchmark::State& state) { BackwardFp8(state, false); }
+
 void RegisterAll() {
   using Fn = void (*)(benchmark::State&);
-  const std::pair<const char*, Fn> benches[] = {{"Forward/fused", ForwardFused},
-                                                {"Forward/unfused", ForwardUnfused},
-                                                {"Backward/fused", BackwardFused},
-                                                {"Backward/unfused", BackwardUnfused}};
+  const std::pair<const char*, Fn> benches[] = {
+      {"Forward/fused", ForwardFused},         {"Forward/unfused", ForwardUnfused},
+      {"Backward/fused", BackwardFused},       {"Backward/unfused", BackwardUnfused},
+      {"BackwardFp8/fused", BackwardFp8Fused}, {"BackwardFp8/unfused", BackwardFp8Unfused}};
   for (const auto& [name, fn] : benches) {
     benchmark::RegisterBenchmark((std::string("ResidualLayerNorm/") + name).c_str(), fn)
         ->Arg(768)

@@ -32,18 +32,8 @@ at::Tensor ColumnSums(const at::Tensor& grad) {
                  Is16BitFloat(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
-// One fp32 element on `like`'s device (Fp8GradOutput's scale and amax).
-void CheckOneFloat(const at::Tensor& t, const char* name, const at::Tensor& like, const char* op) {
-  TORCH_CHECK(
-      t.defined() && t.scalar_type() == at::kFloat && t.numel() == 1 && t.device() == like.device(),
-      op, ": the FP8 output's ", name, " must be one fp32 element on ", like.device());
-}
-
 void CheckFp8(const Fp8GradOutput* fp8, const at::Tensor& like, const char* op) {
-  if (fp8 == nullptr) return;
-  CheckOneFloat(fp8->scale, "scale", like, op);
-  if (fp8->amax.defined()) CheckOneFloat(fp8->amax, "amax", like, op);
-  TORCH_CHECK(fp8->pad_rows_to >= 1, op, ": pad_rows_to must be >= 1, got ", fp8->pad_rows_to);
+  if (fp8 != nullptr) CheckFp8GradOutput(*fp8, like, op);
 }
 
 // The reference's result from the gradient as written: its column sums, then its FP8 rows.
@@ -54,9 +44,7 @@ GradWithBiasGrad Finish(at::Tensor grad, bool need_bias_grad, const Fp8GradOutpu
     r.grad = std::move(grad);
     return r;
   }
-  Fp8QuantizeOptions rows_only;
-  rows_only.pad_rows_to = fp8->pad_rows_to;
-  r.grad = Fp8Quantize(grad, fp8->scale, fp8->format, rows_only, fp8->amax).rows;
+  r.grad = QuantizeGradOutput(grad, *fp8);
   return r;
 }
 
@@ -93,13 +81,9 @@ KernelOutputs MakeOutputs(const at::Tensor& like, int64_t cols, internal::FloatT
   if (fp8 == nullptr) {
     o.result.grad = at::empty({rows, cols}, like.options());
   } else {
-    o.args.fp8.scale = fp8->scale.data_ptr<float>();
-    o.args.fp8.amax = fp8->amax.defined() ? fp8->amax.data_ptr<float>() : nullptr;
-    o.args.fp8.padded_rows = internal::PaddedRows(rows, fp8->pad_rows_to);
-    o.args.fp8.format =
-        fp8->format == Fp8Format::kE4M3 ? internal::Fp8Type::kE4M3 : internal::Fp8Type::kE5M2;
-    o.result.grad =
-        at::empty({o.args.fp8.padded_rows, cols}, like.options().dtype(Fp8ScalarType(fp8->format)));
+    internal::Fp8GradRows f = internal::MakeFp8GradRows(*fp8, like, rows, cols);
+    o.result.grad = std::move(f.rows);
+    o.args.fp8 = f.args;
   }
   o.args.out = o.result.grad.data_ptr();
   o.args.rows = rows;

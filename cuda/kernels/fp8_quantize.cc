@@ -180,6 +180,23 @@ Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format
   return Quantize(x, scale, format, options, amax, /*allow_kernel=*/true);
 }
 
+void CheckFp8GradOutput(const Fp8GradOutput& out, const at::Tensor& like, const char* op) {
+  const auto check = [&](const at::Tensor& t, const char* name) {
+    TORCH_CHECK(t.defined() && t.scalar_type() == at::kFloat && t.numel() == 1 &&
+                    t.device() == like.device(),
+                op, ": the FP8 output's ", name, " must be one fp32 element on ", like.device());
+  };
+  check(out.scale, "scale");
+  if (out.amax.defined()) check(out.amax, "amax");
+  TORCH_CHECK(out.pad_rows_to >= 1, op, ": pad_rows_to must be >= 1, got ", out.pad_rows_to);
+}
+
+at::Tensor QuantizeGradOutput(const at::Tensor& grad, const Fp8GradOutput& out) {
+  Fp8QuantizeOptions rows_only;
+  rows_only.pad_rows_to = out.pad_rows_to;
+  return Fp8Quantize(grad, out.scale, out.format, rows_only, out.amax).rows;
+}
+
 at::Tensor Fp8Transpose(const at::Tensor& rows) { return Transpose(rows, /*allow_kernel=*/true); }
 
 bool LastFp8QuantizeRanKernel() { return g_last_kernel; }

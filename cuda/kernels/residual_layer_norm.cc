@@ -256,7 +256,7 @@ int64_t SmCount(const c10::Device& device) {
 std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
     const at::Tensor& d_out_in, const at::Tensor& extra_in, const at::Tensor& sum_in,
     const at::Tensor& mean_in, const at::Tensor& rstd_in, const at::Tensor& gamma,
-    const at::Tensor& mask_in, double p, bool need_bias_grad) {
+    const at::Tensor& mask_in, double p, bool need_bias_grad, const Fp8GradOutput* fp8) {
   const int64_t rows = sum_in.size(0);
   const int64_t hidden = sum_in.size(1);
   const std::optional<internal::FloatType> type = KernelType(sum_in);
@@ -278,7 +278,13 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   const at::Tensor partials = at::empty({blocks, quantities, hidden}, float_opts);
   DropoutResidualLayerNormGrads grads;
   grads.d_sum = at::empty_like(sum);
-  grads.d_input = p > 0.0 ? at::empty_like(sum) : grads.d_sum;
+  std::optional<internal::Fp8GradRows> fp8_rows;
+  if (fp8 != nullptr) {
+    fp8_rows = internal::MakeFp8GradRows(*fp8, sum, rows, hidden);
+    grads.d_input = fp8_rows->rows;
+  } else {
+    grads.d_input = p > 0.0 ? at::empty_like(sum) : grads.d_sum;
+  }
   // Separate tensors rather than rows of one: autograd may keep them as the parameters' .grad.
   grads.d_gamma = at::empty({hidden}, float_opts);
   grads.d_beta = at::empty({hidden}, float_opts);
@@ -293,7 +299,11 @@ std::optional<DropoutResidualLayerNormGrads> BackwardKernel(
   args.gamma = gamma_f.data_ptr<float>();
   args.mask = mask.defined() ? mask.data_ptr<bool>() : nullptr;
   args.d_sum = grads.d_sum.data_ptr();
-  args.d_input = p > 0.0 ? grads.d_input.data_ptr() : nullptr;
+  args.d_input = p > 0.0 && fp8 == nullptr ? grads.d_input.data_ptr() : nullptr;
+  if (fp8_rows) {
+    args.fp8 = fp8_rows->args;
+    args.fp8_d_input = static_cast<uint8_t*>(grads.d_input.data_ptr());
+  }
   args.partials = partials.data_ptr<float>();
   args.d_gamma = grads.d_gamma.data_ptr<float>();
   args.d_beta = grads.d_beta.data_ptr<float>();
@@ -329,17 +339,22 @@ DropoutResidualLayerNormGrads Backward(const at::Tensor& d_out, const at::Tensor
                                        const at::Tensor& sum, const at::Tensor& mean,
                                        const at::Tensor& rstd, const at::Tensor& gamma,
                                        const at::Tensor& mask, double p, bool need_bias_grad,
-                                       bool allow_kernel) {
+                                       const Fp8GradOutput* fp8, bool allow_kernel) {
   CheckBackwardArgs(d_out, extra, sum, mean, rstd, gamma, mask, p);
+  if (fp8 != nullptr) CheckFp8GradOutput(*fp8, sum, kBackwardOp);
 #ifdef PADLESS_HAVE_CUDA_KERNELS
   if (allow_kernel) {
-    if (auto g = BackwardKernel(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad)) {
+    if (auto g =
+            BackwardKernel(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad, fp8)) {
       return *std::move(g);
     }
   }
 #endif
   (void)allow_kernel;
-  return BackwardReference(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad);
+  DropoutResidualLayerNormGrads grads =
+      BackwardReference(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad);
+  if (fp8 != nullptr) grads.d_input = QuantizeGradOutput(grads.d_input, *fp8);
+  return grads;
 }
 
 }  // namespace
@@ -390,8 +405,8 @@ DropoutResidualLayerNormResult DropoutResidualLayerNorm(
 DropoutResidualLayerNormGrads DropoutResidualLayerNormBackward(
     const at::Tensor& d_out, const at::Tensor& extra, const at::Tensor& sum, const at::Tensor& mean,
     const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& mask, double p,
-    bool need_bias_grad) {
-  return Backward(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad,
+    bool need_bias_grad, const Fp8GradOutput* fp8) {
+  return Backward(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad, fp8,
                   /*allow_kernel=*/true);
 }
 
@@ -406,8 +421,8 @@ DropoutResidualLayerNormResult DropoutResidualLayerNorm(
 DropoutResidualLayerNormGrads DropoutResidualLayerNormBackward(
     const at::Tensor& d_out, const at::Tensor& extra, const at::Tensor& sum, const at::Tensor& mean,
     const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& mask, double p,
-    bool need_bias_grad) {
-  return Backward(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad,
+    bool need_bias_grad, const Fp8GradOutput* fp8) {
+  return Backward(d_out, extra, sum, mean, rstd, gamma, mask, p, need_bias_grad, fp8,
                   /*allow_kernel=*/false);
 }
 

@@ -500,5 +500,76 @@ TEST_F(ResidualLayerNormCudaTest, Fp8CopyIsTheQuantizedOutput) {
   ExpectFp8CopyIsTheQuantizedOutput(gpu_);
 }
 
+// The backward with d_input written in FP8 (Fp8GradOutput): the bytes Fp8Quantize gives the
+// 16-bit d_input of the same call without it (padding rows zero), the same amax, everything else
+// bitwise as without it; with and without dropout (p = 0: d_input would alias d_sum), E5M2 and
+// E4M3 (saturating at scale 64).
+void ExpectFp8GradIsTheQuantizedDInput(const c10::Device& device) {
+  uint64_t seed = 970;
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
+    for (int64_t hidden : {768, 98}) {
+      for (int64_t rows : {130, 1, 0}) {
+        for (double p : {0.0, 0.1}) {
+          const Inputs in = MakeInputs(rows, hidden, dtype, at::kFloat, true, device, seed++);
+          const std::string what = std::to_string(rows) + "x" + std::to_string(hidden) + " " +
+                                   c10::toString(dtype) + " p " + std::to_string(p);
+          const auto r =
+              DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, p, kEps);
+          const at::Tensor d_out = at::randn({rows, hidden}, in.input.options());
+          const auto plain = DropoutResidualLayerNormBackward(d_out, in.residual, r.sum, r.mean,
+                                                              r.rstd, in.gamma, r.mask, p, true);
+          for (Fp8Format format : {Fp8Format::kE5M2, Fp8Format::kE4M3}) {
+            const at::TensorOptions f32 = in.input.options().dtype(at::kFloat);
+            Fp8GradOutput out;
+            out.scale = at::full({1}, 64.f, f32);
+            out.amax = at::full({1}, 0.125f, f32);
+            out.format = format;
+            const at::Tensor want_amax = out.amax.clone();
+            Fp8QuantizeOptions rows_only;
+            const at::Tensor want =
+                Fp8Quantize(plain.d_input, out.scale, format, rows_only, want_amax).rows;
+            if (device.is_cuda()) PoisonFreeMemory(device, kPoisonBytes);
+            const auto got = DropoutResidualLayerNormBackward(
+                d_out, in.residual, r.sum, r.mean, r.rstd, in.gamma, r.mask, p, true, &out);
+            ASSERT_EQ(got.d_input.sizes(), want.sizes()) << what;
+            EXPECT_TRUE(got.d_input.view(at::kByte).equal(want.view(at::kByte))) << what;
+            EXPECT_TRUE(out.amax.equal(want_amax)) << what;
+            EXPECT_TRUE(got.d_sum.equal(plain.d_sum)) << what;
+            EXPECT_TRUE(got.d_gamma.equal(plain.d_gamma)) << what;
+            EXPECT_TRUE(got.d_beta.equal(plain.d_beta)) << what;
+            EXPECT_TRUE(got.d_bias.equal(plain.d_bias)) << what;
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ResidualLayerNormTest, Fp8GradIsTheQuantizedDInput) {
+  ExpectFp8GradIsTheQuantizedDInput(c10::Device(c10::kCPU));
+}
+
+TEST_F(ResidualLayerNormCudaTest, Fp8GradIsTheQuantizedDInput) {
+  ExpectFp8GradIsTheQuantizedDInput(gpu_);
+}
+
+TEST(ResidualLayerNormTest, BrokenFp8GradOutputThrowsClearly) {
+  const Inputs in = MakeInputs(4, 8, at::kFloat, at::kFloat, true, c10::Device(c10::kCPU), 990);
+  const auto r =
+      DropoutResidualLayerNorm(in.input, in.bias, in.residual, in.gamma, in.beta, 0.0, kEps);
+  Fp8GradOutput out;
+  out.scale = at::ones({2});
+  try {
+    DropoutResidualLayerNormBackward(in.input, at::Tensor(), r.sum, r.mean, r.rstd, in.gamma,
+                                     r.mask, 0.0, false, &out);
+    FAIL() << "no error";
+  } catch (const c10::Error& e) {
+    EXPECT_THAT(e.what_without_backtrace(),
+                HasSubstr("DropoutResidualLayerNormBackward: the FP8 output's scale must be one "
+                          "fp32 element"));
+  }
+}
+
 }  // namespace
 }  // namespace padless::cuda

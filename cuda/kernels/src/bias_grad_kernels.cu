@@ -134,8 +134,8 @@ struct Stack3Op {
   __device__ Words Compute(const Words& in) const { return in; }
 };
 
-// Where MapRowsKernel writes a vector: in T (kFp8 false), or as FP8 bytes (Fp8RowsOutput).
-template <typename T, bool kFp8, Fp8Type F>
+// Where MapRowsKernel writes a vector: in T, or as FP8 bytes (kFp8: Fp8RowsOutput).
+template <typename T, bool kFp8>
 struct RowsWriter {
   void* out;
   Fp8RowsOutput fp8;
@@ -144,15 +144,7 @@ struct RowsWriter {
   __device__ __forceinline__ void Write(int64_t row, int64_t col, const Words& v,
                                         const float (&f)[kVec], float& m) const {
     if constexpr (kFp8) {
-      const float s = *fp8.scale;
-      float scaled[kVec];
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        m = fmaxf(m, fabsf(f[k]));  // NaN is ignored, as Fp8Quantize's amax does
-        scaled[k] = __fmul_rn(f[k], s);
-      }
-      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(out) + row * cols + col) =
-          make_uint2(Fp8x4<F>(scaled), Fp8x4<F>(scaled + 4));
+      StoreFp8<kVec>(fp8, static_cast<uint8_t*>(out) + row * cols + col, f, *fp8.scale, m);
     } else {
       StoreWords(static_cast<T*>(out) + row * cols + col, v);
     }
@@ -160,24 +152,15 @@ struct RowsWriter {
   // Rows [rows, padded_rows) of the FP8 output are zero; the last row block writes them.
   __device__ __forceinline__ void ZeroPadding(int64_t end, int64_t col) const {
     if constexpr (kFp8) {
-      const int64_t stop = min(fp8.padded_rows, end + kRowsPerBlock);
-      for (int64_t row = end; row < stop; ++row) {
+      for (int64_t row = end; row < fp8.padded_rows; ++row) {
         *reinterpret_cast<uint2*>(static_cast<uint8_t*>(out) + row * cols + col) =
             make_uint2(0u, 0u);
       }
     }
   }
-  // Folds the warp's max into *amax: no block barrier (threads past the last column return early).
+  // Threads past the last column returned early: a warp-level fold, no block barrier.
   __device__ __forceinline__ void RecordAmax(float m) const {
-    if constexpr (kFp8) {
-      const unsigned lanes = __activemask();
-      for (int offset = 16; offset > 0; offset /= 2) {
-        m = fmaxf(m, __shfl_xor_sync(lanes, m, offset));
-      }
-      if (fp8.amax != nullptr && threadIdx.x % 32 == __ffs(lanes) - 1) {
-        atomicMax(reinterpret_cast<int*>(fp8.amax), __float_as_int(m));  // m >= 0: bits order
-      }
-    }
+    if constexpr (kFp8) WarpMaxToAmax(m, fp8.amax);
   }
 };
 
@@ -249,11 +232,9 @@ void LaunchRows(const Op& op, const BiasGradOutput& o, dim3 grid, cudaStream_t s
     MapRowsKernel<T><<<grid, kThreads, 0, stream>>>(op, writer, o.partials, o.rows, o.cols);
   };
   if (o.fp8.scale == nullptr) {
-    launch(RowsWriter<T, false, Fp8Type::kE5M2>{o.out, o.fp8, o.cols});
-  } else if (o.fp8.format == Fp8Type::kE5M2) {
-    launch(RowsWriter<T, true, Fp8Type::kE5M2>{o.out, o.fp8, o.cols});
+    launch(RowsWriter<T, false>{o.out, o.fp8, o.cols});
   } else {
-    launch(RowsWriter<T, true, Fp8Type::kE4M3>{o.out, o.fp8, o.cols});
+    launch(RowsWriter<T, true>{o.out, o.fp8, o.cols});
   }
 }
 

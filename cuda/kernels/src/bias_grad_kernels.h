@@ -26,16 +26,6 @@ bool BiasGradSupported(int64_t cols, FloatType type);
 // Rows of the fp32 partials workspace ([blocks, cols]) for `rows` rows; >= 1.
 int64_t BiasGradBlocks(int64_t rows);
 
-// The output in FP8 instead of `type`: each element as rounded to `type` (what the 16-bit output
-// would hold), times *scale, saturated into the format as Fp8Quantize does; max |element| folded
-// into *amax (one atomicMax per warp).
-struct Fp8RowsOutput {
-  const float* scale = nullptr;  // null: the output is in `type`
-  float* amax = nullptr;
-  int64_t padded_rows = 0;  // >= rows; rows [rows, padded_rows) are written as zero
-  Fp8Type format = Fp8Type::kE5M2;
-};
-
 struct BiasGradOutput {
   void* out = nullptr;         // [rows, cols] of `type`, or [fp8.padded_rows, cols] FP8 bytes
   float* partials = nullptr;   // [BiasGradBlocks(rows), cols]; null: no column sums
@@ -43,7 +33,7 @@ struct BiasGradOutput {
   int64_t rows = 0;
   int64_t cols = 0;
   FloatType type = FloatType::kBFloat16;
-  Fp8RowsOutput fp8;
+  Fp8RowsOutput fp8;  // scale null: the output is in `type`
 };
 
 // out = grad * gelu_tanh'(pre) (grad, pre: [rows, cols] of `type`), computed in fp32 like

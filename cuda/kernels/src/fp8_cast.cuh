@@ -26,7 +26,7 @@ __device__ __forceinline__ void LoadFloats(const T* __restrict__ p, float (&f)[k
 
 template <>
 __device__ __forceinline__ void LoadFloats<float>(const float* __restrict__ p,
-                                                 float (&f)[kFp8Vec]) {
+                                                  float (&f)[kFp8Vec]) {
 #pragma unroll
   for (int h = 0; h < kFp8Vec; h += 4) {
     const Pack<float, 4> v = *reinterpret_cast<const Pack<float, 4>*>(p + h);
@@ -51,6 +51,46 @@ __device__ __forceinline__ uint32_t Fp8x4(const float* v) {
     }
   }
   return word;
+}
+
+// v[0..kVec) (4 or 8 values, already rounded to the 16-bit type they stand for) times `scale`, as
+// kVec FP8 bytes at p (4- or 8-byte aligned); max |v| folded into m (fmaxf ignores NaN).
+template <Fp8Type F, int kVec>
+__device__ __forceinline__ void StoreFp8(uint8_t* p, const float (&v)[kVec], float scale,
+                                         float& m) {
+  static_assert(kVec == 4 || kVec == 8, "one or two FP8 words");
+  float scaled[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    m = fmaxf(m, fabsf(v[k]));
+    scaled[k] = __fmul_rn(v[k], scale);
+  }
+  if constexpr (kVec == 8) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(Fp8x4<F>(scaled), Fp8x4<F>(scaled + 4));
+  } else {
+    *reinterpret_cast<uint32_t*>(p) = Fp8x4<F>(scaled);
+  }
+}
+
+// StoreFp8 in the format of `out`.
+template <int kVec>
+__device__ __forceinline__ void StoreFp8(const Fp8RowsOutput& out, uint8_t* p,
+                                         const float (&v)[kVec], float scale, float& m) {
+  if (out.format == Fp8Type::kE5M2) {
+    StoreFp8<Fp8Type::kE5M2, kVec>(p, v, scale, m);
+  } else {
+    StoreFp8<Fp8Type::kE4M3, kVec>(p, v, scale, m);
+  }
+}
+
+// Folds the max of m over the calling warp's active lanes into *amax (m >= 0, so the float bits
+// order as ints). Call with the warp converged; no block barrier.
+__device__ __forceinline__ void WarpMaxToAmax(float m, float* amax) {
+  const unsigned lanes = __activemask();
+  for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(lanes, m, offset));
+  if (amax != nullptr && threadIdx.x % 32 == __ffs(lanes) - 1) {
+    atomicMax(reinterpret_cast<int*>(amax), __float_as_int(m));
+  }
 }
 
 }  // namespace padless::cuda::internal

@@ -35,6 +35,17 @@ struct Fp8QuantizeArgs {
   Fp8Type fp8 = Fp8Type::kE4M3;
 };
 
+// An output that a kernel computing it writes in FP8 instead of its 16-bit type (bias_grad.h's and
+// residual_layer_norm.h's Fp8GradOutput): each element as rounded to that type (what the 16-bit
+// output would hold), times *scale, saturated into the format as Fp8Quantize does; max |element|
+// folded into *amax (one atomicMax per warp).
+struct Fp8RowsOutput {
+  const float* scale = nullptr;  // null: no FP8 output
+  float* amax = nullptr;         // null: not recorded
+  int64_t padded_rows = 0;       // >= the rows; rows beyond them are written as zero
+  Fp8Type format = Fp8Type::kE5M2;
+};
+
 // cols a multiple of 16 and within the grid's limits; with the transpose, padded_rows a multiple
 // of 4 (the 4-byte stores along the transposed rows).
 bool Fp8QuantizeSupported(int64_t padded_rows, int64_t cols, bool transposed);

@@ -105,6 +105,17 @@ void CheckLaunch(cudaError_t err, const char* op) {
   TORCH_CHECK(err == cudaSuccess, op, ": CUDA launch failed: ", cudaGetErrorString(err));
 }
 
+Fp8GradRows MakeFp8GradRows(const Fp8GradOutput& out, const at::Tensor& like, int64_t rows,
+                            int64_t cols) {
+  Fp8GradRows r;
+  r.args.scale = out.scale.data_ptr<float>();
+  r.args.amax = out.amax.defined() ? out.amax.data_ptr<float>() : nullptr;
+  r.args.padded_rows = PaddedRows(rows, out.pad_rows_to);
+  r.args.format = out.format == Fp8Format::kE4M3 ? Fp8Type::kE4M3 : Fp8Type::kE5M2;
+  r.rows = at::empty({r.args.padded_rows, cols}, like.options().dtype(Fp8ScalarType(out.format)));
+  return r;
+}
+
 std::optional<FloatType> KernelFloatType(at::ScalarType t) {
   switch (t) {
     case at::kBFloat16:

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "padless/cuda/kernels/fp8_quantize.h"
 
 // The kernel-side headers every op needs (device guard, current stream, launchers), here so that
 // the ops' translation units share one preamble.
@@ -23,6 +24,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include "fp8_quantize_kernels.h"
 #include "kernels.h"
 #endif
 
@@ -79,6 +81,15 @@ void CheckLaunch(cudaError_t err, const char* op);
 
 // The kernels' name for a bf16, fp16 or fp32 dtype; nullopt for any other.
 std::optional<FloatType> KernelFloatType(at::ScalarType t);
+
+// An Fp8GradOutput's tensor ([PaddedRows(rows, pad_rows_to), cols] in its format, on like's
+// device) and the kernels' arguments writing it.
+struct Fp8GradRows {
+  at::Tensor rows;
+  Fp8RowsOutput args;
+};
+Fp8GradRows MakeFp8GradRows(const Fp8GradOutput& out, const at::Tensor& like, int64_t rows,
+                            int64_t cols);
 #endif
 
 // Runs f (which may throw c10::Error) and turns the exception into a status naming `op`.

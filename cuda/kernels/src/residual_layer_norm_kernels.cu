@@ -32,8 +32,8 @@
 #include <type_traits>
 
 #include "float_pack.cuh"
-#include "fp8_cast.cuh"
 #include "float_type_dispatch.cuh"
+#include "fp8_cast.cuh"
 #include "partials_reduction.cuh"
 #include "residual_layer_norm_kernels.h"
 
@@ -55,7 +55,8 @@ constexpr int kReduceRows = 32;  // threads per column of ReducePartialsKernel
 // a warp works on one row at a time, so latency is hidden by warps alone. The values are the
 // largest at which ptxas still keeps the row in registers (sm_90, bf16: H <= 768 in 64 forward and
 // 96 backward registers, H = 1024 in 128 backward ones); wider rows get what they need. The
-// backward sizes its grid by what the device reports (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+// backward sizes its grid by what the device reports
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
 constexpr int ForwardMinBlocks(int iters) { return iters <= 3 ? 8 : 1; }
 constexpr int BackwardMinBlocks(int iters) { return iters <= 3 ? 5 : (iters == 4 ? 4 : 1); }
 
@@ -359,6 +360,9 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
   const float scale = a.p > 0.f ? 1.f / (1.f - a.p) : 1.f;
   const bool has_extra = a.extra != nullptr;
   const bool has_mask = a.mask != nullptr;
+  const bool fp8 = a.fp8.scale != nullptr;
+  const float fp8_scale = fp8 ? *a.fp8.scale : 0.f;
+  float fp8_max = 0.f;
 
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * warps + warp; row < a.rows;
        row += static_cast<int64_t>(gridDim.x) * warps) {
@@ -424,10 +428,31 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
       if (has_mask) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) d[k] = Kept<kVec>(keep[i], k) ? d[k] * scale : 0.f;
-        Store<T, kVec>(static_cast<T*>(a.d_input) + base + v * kVec, d);
+        if (!fp8) Store<T, kVec>(static_cast<T*>(a.d_input) + base + v * kVec, d);
+      }
+      if (fp8) {  // d_input as T holds it, in FP8
+        float rounded[kVec];
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) rounded[k] = ToFloat(FromFloat<T>(d[k]));
+        StoreFp8<kVec>(a.fp8, a.fp8_d_input + base + v * kVec, rounded, fp8_scale, fp8_max);
       }
       if (a.need_bias_grad) AddShared<kVec>(d_bias_acc + v * kVec, d);
     }
+  }
+  if (fp8) {
+    // The FP8 rows past the real ones are zero; the warps' maxima go into the amax.
+    for (int64_t row = a.rows + static_cast<int64_t>(blockIdx.x) * warps + warp;
+         row < a.fp8.padded_rows; row += static_cast<int64_t>(gridDim.x) * warps) {
+      for (int64_t v = lane; v < vecs; v += kLanes) {
+        uint8_t* p = a.fp8_d_input + row * hidden + v * kVec;
+        if constexpr (kVec == 8) {
+          *reinterpret_cast<uint2*>(p) = make_uint2(0u, 0u);
+        } else {
+          *reinterpret_cast<uint32_t*>(p) = 0u;
+        }
+      }
+    }
+    WarpMaxToAmax(fp8_max, a.fp8.amax);
   }
 
   // This block's column sums, warps added in a fixed order.

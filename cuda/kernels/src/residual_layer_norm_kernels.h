@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "fp8_quantize_kernels.h"
 #include "kernels.h"
 
 namespace padless::cuda::internal {
@@ -89,6 +90,10 @@ struct ResidualLayerNormBackwardArgs {
   FloatType type = FloatType::kFloat32;
   float p = 0.f;
   bool need_bias_grad = false;
+  // fp8.scale set: d_input is written in FP8 instead, to fp8_d_input ([fp8.padded_rows, hidden]
+  // bytes; d_input null), from its values rounded to `type`.
+  Fp8RowsOutput fp8;
+  uint8_t* fp8_d_input = nullptr;
 };
 
 // The row kernel, then the reduction of the per-block partials into d_gamma, d_beta and d_bias

@@ -41,17 +41,8 @@ struct GradWithBiasGrad {
   at::Tensor bias_grad;  // [N], or undefined when not asked for
 };
 
-// The gradient written in FP8 instead, for the FP8 GEMM that takes it next (its rows operand), so
-// that no cast pass over the 16-bit gradient is needed: grad = Fp8Quantize(g, scale, format,
-// rows only, pad_rows_to, amax).rows, g the gradient as rounded to the inputs' dtype, byte for
-// byte; the bias gradient is g's column sums as without it. The kernels write it as they go;
-// the reference paths write g, then quantize it.
-struct Fp8GradOutput {
-  at::Tensor scale;  // one fp32 element on the inputs' device
-  at::Tensor amax;   // one fp32 element there, max-updated in place; undefined: not recorded
-  Fp8Format format = Fp8Format::kE5M2;
-  int64_t pad_rows_to = 16;
-};
+// With `fp8` (fp8_quantize.h's Fp8GradOutput) the gradient is written in FP8 instead; the bias
+// gradient is that of the 16-bit gradient as without it.
 
 // dy, pre: [T, N] of one floating dtype on one device.
 GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Tensor& pre,

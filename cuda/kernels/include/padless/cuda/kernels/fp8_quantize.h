@@ -59,6 +59,25 @@ struct Fp8Quantized {
 Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                          const Fp8QuantizeOptions& options, const at::Tensor& amax);
 
+// Where a kernel that computes a gradient for an FP8 GEMM (bias_grad.h, residual_layer_norm.h)
+// writes it in FP8 itself, so that no cast pass over the 16-bit gradient is needed: its output is
+// then Fp8Quantize(g, scale, format, rows only, pad_rows_to, amax).rows, g the gradient as rounded
+// to the inputs' dtype, byte for byte. The kernels write it as they go; their reference paths
+// write g, then quantize it (QuantizeGradOutput).
+struct Fp8GradOutput {
+  at::Tensor scale;  // one fp32 element on the inputs' device
+  at::Tensor amax;   // one fp32 element there, max-updated in place; undefined: not recorded
+  Fp8Format format = Fp8Format::kE5M2;
+  int64_t pad_rows_to = 16;
+};
+
+// Throws c10::Error naming `op` unless out's scale (and amax, when defined) is one fp32 element on
+// like's device and pad_rows_to >= 1.
+void CheckFp8GradOutput(const Fp8GradOutput& out, const at::Tensor& like, const char* op);
+
+// The reference paths' FP8 output: the rows of Fp8Quantize(grad) as `out` asks.
+at::Tensor QuantizeGradOutput(const at::Tensor& grad, const Fp8GradOutput& out);
+
 // rows^T [C, R] of FP8 rows [R, C] (float8_e4m3fn or float8_e5m2), the bytes unchanged: for an
 // operand whose FP8 rows the kernel that computed it wrote (bias_grad.h's Fp8GradOutput), so that
 // only the transpose's pass is left. On a GPU with the kernels built, for contiguous rows with C a

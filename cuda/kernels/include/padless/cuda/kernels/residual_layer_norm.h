@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "padless/cuda/kernels/fp8_quantize.h"
 #include "padless/cuda/kernels/fp8_rowwise.h"
 
 namespace padless::cuda {
@@ -55,14 +56,14 @@ struct ResidualLayerNormFp8Result {
 };
 ResidualLayerNormFp8Result ResidualLayerNormWithFp8(const at::Tensor& input, const at::Tensor& bias,
                                                     const at::Tensor& residual,
-                                                    const at::Tensor& gamma,
-                                                    const at::Tensor& beta, double eps,
-                                                    int64_t pad_rows_to = 16,
+                                                    const at::Tensor& gamma, const at::Tensor& beta,
+                                                    double eps, int64_t pad_rows_to = 16,
                                                     float fp8_scale_inv = 0.f);
 
 struct DropoutResidualLayerNormGrads {
   at::Tensor d_sum;            // [T, H] gradient w.r.t. `sum` (= the residual's gradient)
   at::Tensor d_input;          // [T, H] d_sum * mask / (1 - p); may alias d_sum when p == 0
+                               // (FP8 rows [T_pad, H] with Fp8GradOutput)
   at::Tensor d_gamma, d_beta;  // [H] fp32
   at::Tensor d_bias;           // [H] fp32 column sum of d_input; undefined unless need_bias_grad
 };
@@ -71,11 +72,13 @@ struct DropoutResidualLayerNormGrads {
 // that also flows into `out` (added to d_out before the LayerNorm backward), so that callers can
 // fold a residual gradient in without a separate add. sum, mean, rstd, mask: as returned by the
 // forward (mask is ignored when p == 0); gamma as given to it. d_sum and d_input are in sum's
-// dtype; d_gamma, d_beta, d_bias are reduced deterministically (no float atomics).
+// dtype; d_gamma, d_beta, d_bias are reduced deterministically (no float atomics). With `fp8`
+// (fp8_quantize.h), d_input is written in FP8 instead, for the FP8 GEMM that takes it next (never
+// aliasing d_sum then); d_bias is that of the 16-bit d_input as without it.
 DropoutResidualLayerNormGrads DropoutResidualLayerNormBackward(
     const at::Tensor& d_out, const at::Tensor& extra, const at::Tensor& sum, const at::Tensor& mean,
     const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& mask, double p,
-    bool need_bias_grad);
+    bool need_bias_grad, const Fp8GradOutput* fp8 = nullptr);
 
 // The same two functions built from the unfused ATen ops (native_dropout, native_layer_norm and
 // their backwards) on any device: the fallback path, and the baseline of tests and benchmarks.
@@ -86,7 +89,7 @@ DropoutResidualLayerNormResult DropoutResidualLayerNorm(
 DropoutResidualLayerNormGrads DropoutResidualLayerNormBackward(
     const at::Tensor& d_out, const at::Tensor& extra, const at::Tensor& sum, const at::Tensor& mean,
     const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& mask, double p,
-    bool need_bias_grad);
+    bool need_bias_grad, const Fp8GradOutput* fp8 = nullptr);
 }  // namespace reference
 
 }  // namespace padless::cuda
