@@ -100,8 +100,9 @@ if want dense; then
   done
 fi
 if want full; then
-  # bench/RESULTS.md's own command: every strategy and checkpointing policy, with the anchors.
-  run e2e_full "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" \
+  # bench/RESULTS.md's own command: every strategy and checkpointing policy, bf16 and FP8 GEMMs
+  # (FP8 for packed_varlen: the layout whose layers run them), with the anchors.
+  run e2e_full "$b/bench/e2e/padless_bench_e2e" "${e2e_common[@]}" --precisions bf16,fp8 \
     --strategies packed_varlen,token_budget_buckets --checkpoint none,all,selective,keep_last:2,ffn \
     --generic_layers_checkpoint none,all --hf_strategies pad_to_max,pad_longest --fp32_strategies ""
 fi

@@ -68,6 +68,17 @@ TEST(ExpandConfigsTest, FullMatrixHasNoDuplicates) {
   EXPECT_EQ(c->size(), 24u);
 }
 
+TEST(ExpandConfigsTest, Fp8OnlyForTheLayoutWhoseLayersRunIt) {
+  absl::StatusOr<std::vector<RunConfig>> c =
+      ExpandConfigs("packed_varlen,token_budget_buckets", "bf16,fp8", "none,all", "");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->size(), 6u);
+  for (const RunConfig& r : *c) {
+    if (r.precision == Precision::kFp8) EXPECT_EQ(r.strategy, Strategy::kPackedVarlen) << r.Name();
+  }
+  EXPECT_FALSE(ExpandConfigs("token_budget_buckets", "fp8", "none", "").ok());
+}
+
 TEST(ExpandConfigsTest, ErrorsNameTheFlagAndItem) {
   absl::StatusOr<std::vector<RunConfig>> c = ExpandConfigs("pad_to_max,bogus", "bf16", "none", "");
   ASSERT_FALSE(c.ok());

@@ -35,7 +35,9 @@ ABSL_FLAG(std::string, results_md, PADLESS_SOURCE_DIR "/bench/RESULTS.md", "the 
 ABSL_FLAG(std::string, strategies, "all",
           "comma list of pad_to_max, pad_longest, hf_group_by_length, token_budget_buckets, "
           "packed_dense, packed_varlen (or all)");
-ABSL_FLAG(std::string, precisions, "bf16", "comma list of fp32, bf16, fp8 (bf16 with the encoder's GEMMs in FP8)");
+ABSL_FLAG(std::string, precisions, "bf16",
+          "comma list of fp32, bf16, fp8 (bf16 with the encoder's GEMMs in FP8; packed_varlen "
+          "only, the layout whose fused layers run them)");
 ABSL_FLAG(std::string, checkpoint, "none,all",
           "comma list of checkpoint policies: none, all, every:K, keep_last:K, selective, ffn, "
           "attn, ffn/every:K, ... (see models::CheckpointPolicy)");
