@@ -86,6 +86,11 @@ Activation EffectiveActivation(const LayerSpec& spec, const at::Tensor& x) {
   return spec.activation;
 }
 
+// The pointer the kernels take for an optional FP8 output (a temporary's lives through the call).
+const cuda::Fp8GradOutput* OrNull(const std::optional<cuda::Fp8GradOutput>& fp8) {
+  return fp8 ? &*fp8 : nullptr;
+}
+
 // Gradient of a bias: the row sum, in fp32 for half grads (the parameters are fp32).
 at::Tensor BiasGrad(const at::Tensor& grad) {
   return at::sum(grad, {0}, false, IsHalf(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
@@ -95,10 +100,9 @@ at::Tensor BiasGrad(const at::Tensor& grad) {
 // tanh GELU (cuda::GeluTanhBackwardWithBiasGrad, which writes the gradient in FP8 when given
 // `fp8`), else the ATen backward and a row sum (in the compute dtype whatever `fp8` says).
 cuda::GradWithBiasGrad ActivationBackward(const at::Tensor& grad, const at::Tensor& f, Activation a,
-                                          bool need_bias_grad,
-                                          const std::optional<cuda::Fp8GradOutput>& fp8) {
+                                          bool need_bias_grad, const cuda::Fp8GradOutput* fp8) {
   if (a == Activation::kGeluTanh) {
-    return cuda::GeluTanhBackwardWithBiasGrad(grad, f, need_bias_grad, fp8 ? &*fp8 : nullptr);
+    return cuda::GeluTanhBackwardWithBiasGrad(grad, f, need_bias_grad, fp8);
   }
   cuda::GradWithBiasGrad r;
   r.grad = a == Activation::kRelu ? at::threshold_backward(grad, f, 0) : at::gelu_backward(grad, f);
@@ -417,10 +421,9 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // LayerNorm 2, dropout, FFN out.
     // Each gradient an FP8 GEMM takes comes out of a pass of our own (the LayerNorms' backward,
     // the activation's, the q/k/v stack), which writes it in FP8 itself: no cast pass over it.
-    const std::optional<cuda::Fp8GradOutput> ffn_out_fp8 = gemms.GradTarget(kFfnOutGemm);
     cuda::DropoutResidualLayerNormGrads n2 = cuda::DropoutResidualLayerNormBackward(
         dy, at::Tensor(), a.s2, a.mean2, a.rstd2, w[kFfnNormWeight], a.mask2, spec.dropout,
-        need(kFfnOutBias), ffn_out_fp8 ? &*ffn_out_fp8 : nullptr);
+        need(kFfnOutBias), OrNull(gemms.GradTarget(kFfnOutGemm)));
     set(kFfnNormWeight, n2.d_gamma);
     set(kFfnNormBias, n2.d_beta);
     set(kFfnOutBias, n2.d_bias);
@@ -435,15 +438,14 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // apart: bench/cuda/FUSED_KERNELS.md.
     const cuda::GradWithBiasGrad f1 =
         ActivationBackward(gemms.InputGrad(d_ffn_out), a.f1, EffectiveActivation(spec, x),
-                           need(kFfnInBias), gemms.GradTarget(kFfnInGemm));
+                           need(kFfnInBias), OrNull(gemms.GradTarget(kFfnInGemm)));
     const OutputGrad d_ffn_in = gemms.Grad(kFfnInGemm, f1.grad, need(kFfnInWeight), tokens);
     if (need(kFfnInWeight)) set(kFfnInWeight, gemms.WeightGrad(d_ffn_in, a.h));
     set(kFfnInBias, f1.bias_grad);
     // LayerNorm 1 (the residual's gradient n2.d_sum joins inside), dropout, output projection.
-    const std::optional<cuda::Fp8GradOutput> out_fp8 = gemms.GradTarget(kOutGemm);
     cuda::DropoutResidualLayerNormGrads n1 = cuda::DropoutResidualLayerNormBackward(
         gemms.InputGrad(d_ffn_in), n2.d_sum, a.s1, a.mean1, a.rstd1, w[kAttnNormWeight], a.mask1,
-        spec.dropout, need(kOutBias), out_fp8 ? &*out_fp8 : nullptr);
+        spec.dropout, need(kOutBias), OrNull(gemms.GradTarget(kOutGemm)));
     set(kAttnNormWeight, n1.d_gamma);
     set(kAttnNormBias, n1.d_beta);
     set(kOutBias, n1.d_bias);
@@ -453,9 +455,8 @@ class FusedLayer : public torch::autograd::Function<FusedLayer> {
     // Attention, QKV.
     const std::array<at::Tensor, 3> d =
         AttendBackward(gemms.InputGrad(d_out).view(a.attended.sizes()), a, ctx, spec);
-    const std::optional<cuda::Fp8GradOutput> qkv_fp8 = gemms.GradTarget(kQkvGemm);
-    const cuda::GradWithBiasGrad qkv =
-        cuda::StackWithBiasGrad(d[0], d[1], d[2], need(kQkvBias), qkv_fp8 ? &*qkv_fp8 : nullptr);
+    const cuda::GradWithBiasGrad qkv = cuda::StackWithBiasGrad(d[0], d[1], d[2], need(kQkvBias),
+                                                               OrNull(gemms.GradTarget(kQkvGemm)));
     const OutputGrad d_qkv = gemms.Grad(kQkvGemm, qkv.grad, need(kQkvWeight), tokens);
     if (need(kQkvWeight)) set(kQkvWeight, gemms.WeightGrad(d_qkv, x));
     set(kQkvBias, qkv.bias_grad);

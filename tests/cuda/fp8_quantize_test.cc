@@ -133,8 +133,8 @@ TEST(Fp8QuantizeTest, AmaxIsTheUnscaledMaxFoldedIntoTheOldValue) {
   Fp8Quantize(Row({5.f, 1.f}).to(at::kBFloat16), Scale(8.f), Fp8Format::kE5M2, RowsOnly(), amax);
   EXPECT_EQ(amax.item<float>(), 5.f);
   // No rows: empty outputs, amax unchanged.
-  const Fp8Quantized empty =
-      Fp8Quantize(at::zeros({0, 16}), Scale(1.f), Fp8Format::kE4M3, {true, true, 16}, amax);
+  const Fp8Quantized empty = Fp8Quantize(at::zeros({0, 16}), Scale(1.f), Fp8Format::kE4M3,
+                                         {true, true, 16}, amax);
   EXPECT_EQ(empty.rows.sizes(), (std::vector<int64_t>{0, 16}));
   EXPECT_EQ(empty.transposed.sizes(), (std::vector<int64_t>{16, 0}));
   EXPECT_EQ(amax.item<float>(), 5.f);
@@ -148,8 +148,8 @@ TEST(Fp8QuantizeTest, ScaleAndAmaxMayBeViewsAndXStrided) {
   const at::Tensor base = at::randn({6, 10}) * 4;
   const at::Tensor x = base.t().slice(0, 0, 8);  // [8, 6], strided
   ASSERT_FALSE(x.is_contiguous());
-  const Fp8Quantized q =
-      Fp8Quantize(x, scales.select(0, 1), Fp8Format::kE5M2, {true, true, 16}, amaxes.select(0, 2));
+  const Fp8Quantized q = Fp8Quantize(x, scales.select(0, 1), Fp8Format::kE5M2, {true, true, 16},
+                                     amaxes.select(0, 2));
   const at::Tensor want = (x.contiguous() * 16).to(at::kFloat8_e5m2).view(at::kByte);
   EXPECT_TRUE(at::equal(q.rows.view(at::kByte).slice(0, 0, 8), want));
   EXPECT_TRUE(at::equal(q.transposed.view(at::kByte).slice(1, 0, 8), want.t()));
@@ -204,8 +204,9 @@ struct Mode {
   const char* name;
   Fp8QuantizeOptions options;
 };
-const Mode kModes[] = {
-    {"rows", {true, false, 16}}, {"transposed", {false, true, 16}}, {"both", {true, true, 16}}};
+const Mode kModes[] = {{"rows", {true, false, 16}},
+                       {"transposed", {false, true, 16}},
+                       {"both", {true, true, 16}}};
 
 // The kernel (on poisoned memory) and the reference give the same bytes, padding included, and
 // the same amax; `want_kernel` says whether the kernel should have run.
@@ -241,11 +242,11 @@ TEST_F(Fp8QuantizeCudaTest, KernelMatchesTheReference) {
         const at::Tensor x = Data(r, c, dtype);
         for (Fp8Format f : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
           for (const Mode& m : kModes) {
-            const std::string what = std::string(c10::toString(dtype)) + " R=" + std::to_string(r) +
-                                     " C=" + std::to_string(c) + " " +
+            const std::string what = std::string(c10::toString(dtype)) + " R=" +
+                                     std::to_string(r) + " C=" + std::to_string(c) + " " +
                                      c10::toString(Fp8ScalarType(f)) + " " + m.name;
-            ExpectMatchesReference(x, scales.select(0, f == Fp8Format::kE4M3 ? 0 : 1), f, m.options,
-                                   true, what);
+            ExpectMatchesReference(x, scales.select(0, f == Fp8Format::kE4M3 ? 0 : 1), f,
+                                   m.options, true, what);
             if (HasFatalFailure()) return;
           }
         }
@@ -257,10 +258,10 @@ TEST_F(Fp8QuantizeCudaTest, KernelMatchesTheReference) {
 TEST_F(Fp8QuantizeCudaTest, SpecialValuesMatchTheReference) {
   // Ties at the formats' resolutions, subnormals, +-0, the formats' edges, +-inf, +-NaN.
   const std::vector<float> special = {
-      2.125f, 2.375f,   2.25f, 2.75f, 0x1p-9f, 0x3p-9f, 0x1p-16f, 0x3p-16f,
-      864.f,  106496.f, 896.f, 928.f, -0.f,    0.f,     1e-30f,   -1e-30f,
-      kInf,   -kInf,    kNaN,  -kNaN, 1e30f,   -1e30f,  114688.f, 131072.f,
-      0.1f,   -0.3f,    7.f,   -9.f,  3.3f,    100.f,   -500.f,   1.f};
+      2.125f, 2.375f, 2.25f,  2.75f,  0x1p-9f, 0x3p-9f, 0x1p-16f, 0x3p-16f, 864.f, 106496.f,
+      896.f,  928.f,  -0.f,   0.f,    1e-30f,  -1e-30f, kInf,     -kInf,    kNaN,  -kNaN,
+      1e30f,  -1e30f, 114688.f, 131072.f, 0.1f,    -0.3f,   7.f,      -9.f,     3.3f,  100.f,
+      -500.f, 1.f};
   const at::Tensor base = at::tensor(special).view({2, 16}).repeat({3, 2}).to(gpu_);  // [6, 32]
   for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
     for (Fp8Format f : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
@@ -291,8 +292,7 @@ TEST_F(Fp8QuantizeCudaTest, UnsupportedShapesFallBackAndStayRight) {
 }
 
 TEST_F(Fp8QuantizeCudaTest, AmaxAccumulatesOnTheDevice) {
-  const at::Tensor amax = at::zeros({1}, at::TensorOptions(gpu_)),
-                   s = at::ones({}, at::TensorOptions(gpu_));
+  const at::Tensor amax = at::zeros({1}, at::TensorOptions(gpu_)), s = at::ones({}, at::TensorOptions(gpu_));
   const at::Tensor x = at::full({64, 64}, 2.f, at::TensorOptions(gpu_)).to(at::kBFloat16);
   Fp8Quantize(x, s, Fp8Format::kE4M3, {true, true, 16}, amax);
   ASSERT_TRUE(LastFp8QuantizeRanKernel());

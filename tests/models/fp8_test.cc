@@ -59,6 +59,7 @@ GradScalerOptions NoLossScaling() {
 
 float At(const at::Tensor& t) { return t.item<float>(); }
 
+
 TEST(Fp8ScalingTest, FormatsPerOperand) {
   EXPECT_EQ(Fp8FormatOf(Fp8Operand::kInput), cuda::Fp8Format::kE4M3);
   EXPECT_EQ(Fp8FormatOf(Fp8Operand::kWeight), cuda::Fp8Format::kE4M3);
@@ -310,8 +311,8 @@ TEST(Fp8LayerTest, GemmsOutsideTheScalingAreAnError) {
   Fp8Scaling s(4, at::kCPU);
   ExpectC10Error(
       [&] {
-        FusedEncoderLayerForward(at::randn({4, kHidden}), w, Spec(0.0), ctx, FusedSaving::kSaveAll,
-                                 nullptr, {&s, 1});
+        FusedEncoderLayerForward(at::randn({4, kHidden}), w, Spec(0.0), ctx,
+                                 FusedSaving::kSaveAll, nullptr, {&s, 1});
       },
       "outside the scaling");
 }
@@ -334,7 +335,8 @@ struct Fp8Rig {
   explicit Fp8Rig(const c10::Device& device) : model(SmallConfig()) {
     model->to(device);
     model->train();
-    ChangeRuntime(model, [](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
+    ChangeRuntime(model,
+                  [](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
     params = ParametersForAdamW(model);
     optimizer = std::make_unique<FusedAdamW>(params.params, params.decay, AdamWOptions{});
     TrainStepOptions options;
