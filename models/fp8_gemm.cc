@@ -107,14 +107,7 @@ Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool
                                  const Fp8Transposes& forward) {
   cuda::Fp8Quantized q =
       QuantizeOperand(dy, gemm, Fp8Operand::kGrad, Recorded(/*transposed=*/weight_grad, kFp8Align));
-  Fp8OutputGrad out;
-  out.rows = std::move(q.rows);
-  out.transposed = std::move(q.transposed);
-  out.tokens = dy.size(0);
-  out.dtype = dy.scalar_type();
-  out.gemm = gemm;
-  out.forward = forward;
-  return out;
+  return {std::move(q.rows), std::move(q.transposed), dy.size(0), dy.scalar_type(), gemm, forward};
 }
 
 std::optional<cuda::Fp8GradOutput> OutputGradTarget(const Fp8Gemm& gemm) {
@@ -131,14 +124,8 @@ std::optional<cuda::Fp8GradOutput> OutputGradTarget(const Fp8Gemm& gemm) {
 Fp8OutputGrad OutputGradFromRows(at::Tensor rows, int64_t tokens, at::ScalarType dtype,
                                  const Fp8Gemm& gemm, bool weight_grad,
                                  const Fp8Transposes& forward) {
-  Fp8OutputGrad out;
-  if (weight_grad) out.transposed = cuda::Fp8Transpose(rows);
-  out.rows = std::move(rows);
-  out.tokens = tokens;
-  out.dtype = dtype;
-  out.gemm = gemm;
-  out.forward = forward;
-  return out;
+  at::Tensor transposed = weight_grad ? cuda::Fp8Transpose(rows) : at::Tensor();
+  return {std::move(rows), std::move(transposed), tokens, dtype, gemm, forward};
 }
 
 at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,

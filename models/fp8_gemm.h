@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "padless/cuda/kernels/bias_grad.h"
+#include "padless/cuda/kernels/fp8_quantize.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/models/fp8_scaling.h"
 

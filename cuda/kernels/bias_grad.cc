@@ -32,10 +32,6 @@ at::Tensor ColumnSums(const at::Tensor& grad) {
                  Is16BitFloat(grad.scalar_type()) ? at::kFloat : grad.scalar_type());
 }
 
-void CheckFp8(const Fp8GradOutput* fp8, const at::Tensor& like, const char* op) {
-  if (fp8 != nullptr) CheckFp8GradOutput(*fp8, like, op);
-}
-
 // The reference's result from the gradient as written: its column sums, then its FP8 rows.
 GradWithBiasGrad Finish(at::Tensor grad, bool need_bias_grad, const Fp8GradOutput* fp8) {
   GradWithBiasGrad r;
@@ -160,7 +156,7 @@ GradWithBiasGrad Gelu(const at::Tensor& dy, const at::Tensor& pre, bool need_bia
   const char* kOp = "GeluTanhBackwardWithBiasGrad";
   internal::CheckRows(dy, "dy", dy, kGradRows, kOp);
   internal::CheckRows(pre, "pre", dy, kGradRows, kOp);
-  CheckFp8(fp8, dy, kOp);
+  CheckFp8GradOutput(fp8, dy, kOp);
   return Dispatch(
       allow_kernel, [&] { return GeluKernel(dy, pre, need_bias_grad, fp8); },
       [&] { return ReferenceGelu(dy, pre, need_bias_grad, fp8); });
@@ -172,7 +168,7 @@ GradWithBiasGrad Stack(const at::Tensor& dq, const at::Tensor& dk, const at::Ten
   internal::CheckRows(dq, "dq", dq, kGradRows, kOp);
   internal::CheckRows(dk, "dk", dq, kGradRows, kOp);
   internal::CheckRows(dv, "dv", dq, kGradRows, kOp);
-  CheckFp8(fp8, dq, kOp);
+  CheckFp8GradOutput(fp8, dq, kOp);
   return Dispatch(
       allow_kernel, [&] { return StackKernel(dq, dk, dv, need_bias_grad, fp8); },
       [&] { return ReferenceStack(dq, dk, dv, need_bias_grad, fp8); });

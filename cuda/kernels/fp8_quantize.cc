@@ -28,16 +28,16 @@ void CheckOneFloat(const at::Tensor& t, const char* name, const at::Tensor& x) {
               t.scalar_type());
   TORCH_CHECK(t.numel() == 1, kOp, ": ", name, " must have exactly one element, got shape ",
               t.sizes());
-  TORCH_CHECK(t.device() == x.device(), kOp, ": ", name, " is on ", t.device(), " but x is on ",
-              x.device());
+  TORCH_CHECK(t.device() == x.device(), kOp, ": ", name, " is on ", t.device(),
+              " but x is on ", x.device());
 }
 
 void CheckArgs(const at::Tensor& x, const at::Tensor& scale, const Fp8QuantizeOptions& options,
                const at::Tensor& amax) {
   TORCH_CHECK(x.defined(), kOp, ": x is undefined");
   TORCH_CHECK(x.dim() == 2, kOp, ": x must be 2-D [R, C], got shape ", x.sizes());
-  TORCH_CHECK(at::isFloatingType(x.scalar_type()), kOp, ": x must be a floating-point tensor, got ",
-              x.scalar_type());
+  TORCH_CHECK(at::isFloatingType(x.scalar_type()), kOp,
+              ": x must be a floating-point tensor, got ", x.scalar_type());
   CheckOneFloat(scale, "scale", x);
   if (amax.defined()) CheckOneFloat(amax, "amax", x);
   TORCH_CHECK(options.pad_rows_to >= 1, kOp, ": pad_rows_to must be >= 1, got ",
@@ -113,13 +113,11 @@ std::optional<Fp8Quantized> QuantizeKernel(const at::Tensor& x_in, const at::Ten
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
 
-bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
-
 at::Tensor Transpose(const at::Tensor& rows, bool allow_kernel) {
   constexpr const char* kTransposeOp = "Fp8Transpose";
   TORCH_CHECK(rows.defined(), kTransposeOp, ": rows is undefined");
   TORCH_CHECK(rows.dim() == 2, kTransposeOp, ": rows must be 2-D [R, C], got shape ", rows.sizes());
-  TORCH_CHECK(IsFp8(rows.scalar_type()), kTransposeOp,
+  TORCH_CHECK(internal::IsFp8(rows.scalar_type()), kTransposeOp,
               ": rows must be float8_e4m3fn or float8_e5m2, got ", rows.scalar_type());
   g_last_kernel = false;
 #ifdef PADLESS_HAVE_CUDA_KERNELS
@@ -180,15 +178,16 @@ Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format
   return Quantize(x, scale, format, options, amax, /*allow_kernel=*/true);
 }
 
-void CheckFp8GradOutput(const Fp8GradOutput& out, const at::Tensor& like, const char* op) {
+void CheckFp8GradOutput(const Fp8GradOutput* out, const at::Tensor& like, const char* op) {
+  if (out == nullptr) return;
   const auto check = [&](const at::Tensor& t, const char* name) {
     TORCH_CHECK(t.defined() && t.scalar_type() == at::kFloat && t.numel() == 1 &&
                     t.device() == like.device(),
                 op, ": the FP8 output's ", name, " must be one fp32 element on ", like.device());
   };
-  check(out.scale, "scale");
-  if (out.amax.defined()) check(out.amax, "amax");
-  TORCH_CHECK(out.pad_rows_to >= 1, op, ": pad_rows_to must be >= 1, got ", out.pad_rows_to);
+  check(out->scale, "scale");
+  if (out->amax.defined()) check(out->amax, "amax");
+  TORCH_CHECK(out->pad_rows_to >= 1, op, ": pad_rows_to must be >= 1, got ", out->pad_rows_to);
 }
 
 at::Tensor QuantizeGradOutput(const at::Tensor& grad, const Fp8GradOutput& out) {

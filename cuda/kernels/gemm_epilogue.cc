@@ -39,8 +39,7 @@ namespace padless::cuda {
 namespace {
 
 using internal::Is16BitFloat;
-
-bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+using internal::IsFp8;
 
 thread_local bool g_last_fused = false;
 

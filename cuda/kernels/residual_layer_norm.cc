@@ -341,7 +341,7 @@ DropoutResidualLayerNormGrads Backward(const at::Tensor& d_out, const at::Tensor
                                        const at::Tensor& mask, double p, bool need_bias_grad,
                                        const Fp8GradOutput* fp8, bool allow_kernel) {
   CheckBackwardArgs(d_out, extra, sum, mean, rstd, gamma, mask, p);
-  if (fp8 != nullptr) CheckFp8GradOutput(*fp8, sum, kBackwardOp);
+  CheckFp8GradOutput(fp8, sum, kBackwardOp);
 #ifdef PADLESS_HAVE_CUDA_KERNELS
   if (allow_kernel) {
     if (auto g =

@@ -153,8 +153,7 @@ struct RowsWriter {
   __device__ __forceinline__ void ZeroPadding(int64_t end, int64_t col) const {
     if constexpr (kFp8) {
       for (int64_t row = end; row < fp8.padded_rows; ++row) {
-        *reinterpret_cast<uint2*>(static_cast<uint8_t*>(out) + row * cols + col) =
-            make_uint2(0u, 0u);
+        StoreFp8Zeros<kVec>(static_cast<uint8_t*>(out) + row * cols + col);
       }
     }
   }

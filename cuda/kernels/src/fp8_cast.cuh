@@ -72,6 +72,17 @@ __device__ __forceinline__ void StoreFp8(uint8_t* p, const float (&v)[kVec], flo
   }
 }
 
+// kVec zero bytes at p, as StoreFp8 stores kVec values (zero is +0 in both formats): padding rows.
+template <int kVec>
+__device__ __forceinline__ void StoreFp8Zeros(uint8_t* p) {
+  static_assert(kVec == 4 || kVec == 8, "one or two FP8 words");
+  if constexpr (kVec == 8) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(0u, 0u);
+  } else {
+    *reinterpret_cast<uint32_t*>(p) = 0u;
+  }
+}
+
 // StoreFp8 in the format of `out`.
 template <int kVec>
 __device__ __forceinline__ void StoreFp8(const Fp8RowsOutput& out, uint8_t* p,

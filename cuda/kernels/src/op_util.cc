@@ -84,6 +84,8 @@ int64_t RowBytes(const at::Tensor& t, int64_t token_dims) {
 
 bool Is16BitFloat(at::ScalarType t) { return t == at::kBFloat16 || t == at::kHalf; }
 
+bool IsFp8(at::ScalarType t) { return t == at::kFloat8_e4m3fn || t == at::kFloat8_e5m2; }
+
 bool UseKernel(const at::Tensor& t) {
 #ifdef PADLESS_HAVE_CUDA_KERNELS
   return t.is_cuda();

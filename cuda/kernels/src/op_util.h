@@ -71,6 +71,9 @@ bool UseKernel(const at::Tensor& t);
 // bf16 or fp16: the storage types of the fused kernels' and cuBLASLt epilogues' fast paths.
 bool Is16BitFloat(at::ScalarType t);
 
+// float8_e4m3fn or float8_e5m2.
+bool IsFp8(at::ScalarType t);
+
 // True when every defined tensor's data starts on a 16-byte boundary (the vector width of the
 // fused kernels, and what cuBLASLt's epilogues need); undefined tensors pass.
 bool Aligned16(std::initializer_list<const at::Tensor*> tensors);

@@ -174,9 +174,8 @@ template <int kVec>
 __device__ __forceinline__ void ZeroFp8Row(const ResidualLayerNormForwardArgs& a, int64_t row,
                                            int lane) {
   const int64_t vecs = a.hidden / kVec;
-  for (int64_t v = lane; v < vecs; v += kLanes) {
-    *reinterpret_cast<uint2*>(a.fp8 + row * a.hidden + v * kVec) = make_uint2(0u, 0u);
-  }
+  for (int64_t v = lane; v < vecs; v += kLanes)
+    StoreFp8Zeros<kVec>(a.fp8 + row * a.hidden + v * kVec);
   if (lane == 0) a.fp8_scale_inv[row] = a.fp8_fixed_scale_inv > 0.f ? a.fp8_fixed_scale_inv : 1.f;
 }
 
@@ -444,12 +443,7 @@ __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(k
     for (int64_t row = a.rows + static_cast<int64_t>(blockIdx.x) * warps + warp;
          row < a.fp8.padded_rows; row += static_cast<int64_t>(gridDim.x) * warps) {
       for (int64_t v = lane; v < vecs; v += kLanes) {
-        uint8_t* p = a.fp8_d_input + row * hidden + v * kVec;
-        if constexpr (kVec == 8) {
-          *reinterpret_cast<uint2*>(p) = make_uint2(0u, 0u);
-        } else {
-          *reinterpret_cast<uint32_t*>(p) = 0u;
-        }
+        StoreFp8Zeros<kVec>(a.fp8_d_input + row * hidden + v * kVec);
       }
     }
     WarpMaxToAmax(fp8_max, a.fp8.amax);

@@ -72,8 +72,8 @@ struct Fp8GradOutput {
 };
 
 // Throws c10::Error naming `op` unless out's scale (and amax, when defined) is one fp32 element on
-// like's device and pad_rows_to >= 1.
-void CheckFp8GradOutput(const Fp8GradOutput& out, const at::Tensor& like, const char* op);
+// like's device and pad_rows_to >= 1; null `out` (no FP8 output asked for) passes.
+void CheckFp8GradOutput(const Fp8GradOutput* out, const at::Tensor& like, const char* op);
 
 // The reference paths' FP8 output: the rows of Fp8Quantize(grad) as `out` asks.
 at::Tensor QuantizeGradOutput(const at::Tensor& grad, const Fp8GradOutput& out);
