@@ -35,8 +35,8 @@ struct Fp8QuantizeArgs {
   Fp8Type fp8 = Fp8Type::kE4M3;
 };
 
-// An output that a kernel computing it writes in FP8 instead of its 16-bit type (bias_grad.h's and
-// residual_layer_norm.h's Fp8GradOutput): each element as rounded to that type (what the 16-bit
+// An output that a kernel computing it writes in FP8 instead of its 16-bit type (fp8_quantize.h's
+// Fp8GradOutput, taken by bias_grad.h and residual_layer_norm.h): each element as rounded to that type (what the 16-bit
 // output would hold), times *scale, saturated into the format as Fp8Quantize does; max |element|
 // folded into *amax (one atomicMax per warp).
 struct Fp8RowsOutput {
