@@ -36,9 +36,9 @@ struct Fp8QuantizeArgs {
 };
 
 // An output that a kernel computing it writes in FP8 instead of its 16-bit type (fp8_quantize.h's
-// Fp8GradOutput, taken by bias_grad.h and residual_layer_norm.h): each element as rounded to that type (what the 16-bit
-// output would hold), times *scale, saturated into the format as Fp8Quantize does; max |element|
-// folded into *amax (one atomicMax per warp).
+// Fp8GradOutput, taken by bias_grad.h and residual_layer_norm.h): each element as rounded to that
+// type (what the 16-bit output would hold), times *scale, saturated into the format as Fp8Quantize
+// does; max |element| folded into *amax (one atomicMax per warp).
 struct Fp8RowsOutput {
   const float* scale = nullptr;  // null: no FP8 output
   float* amax = nullptr;         // null: not recorded
