@@ -61,22 +61,22 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const Fp8Gemm& gem
   return cuda::ScaledMm(a, b, ScaleInv(gemm, a_op), ScaleInv(gemm, b_op), bias, out, fast);
 }
 
-// The forward's operands: x [T_pad, K] and weight [N, K] as E4M3 rows, their amaxes recorded; with
-// `keep`, their transposes from the same passes go there.
-struct ForwardOperands {
-  cuda::Fp8Quantized x, weight;
-};
-ForwardOperands QuantizeForward(const at::Tensor& x, const at::Tensor& weight, const Fp8Gemm& gemm,
-                                Fp8Transposes* keep) {
-  const bool transposed = keep != nullptr;
-  ForwardOperands q{
-      QuantizeOperand(x, gemm, Fp8Operand::kInput, Recorded(transposed, /*pad_rows_to=*/kFp8Align)),
-      QuantizeOperand(weight, gemm, Fp8Operand::kWeight, Recorded(transposed, /*pad_rows_to=*/1))};
-  if (keep != nullptr) {
-    keep->input = std::move(q.x.transposed);
-    keep->weight = std::move(q.weight.transposed);
-  }
-  return q;
+// The forward's input x [T_pad, K] as E4M3 rows, its amax recorded; with `keep`, its transpose
+// from the same pass goes there.
+at::Tensor QuantizeForwardInput(const at::Tensor& x, const Fp8Gemm& gemm, Fp8Transposes* keep) {
+  cuda::Fp8Quantized q = QuantizeOperand(x, gemm, Fp8Operand::kInput,
+                                         Recorded(keep != nullptr, /*pad_rows_to=*/kFp8Align));
+  if (keep != nullptr) keep->input = std::move(q.transposed);
+  return std::move(q.rows);
+}
+
+// The forward's weight [N, K] as E4M3 rows, its amax recorded; with `keep`, its transpose too.
+at::Tensor QuantizeForwardWeight(const at::Tensor& weight, const Fp8Gemm& gemm,
+                                 Fp8Transposes* keep) {
+  cuda::Fp8Quantized q = QuantizeOperand(weight, gemm, Fp8Operand::kWeight,
+                                         Recorded(keep != nullptr, /*pad_rows_to=*/1));
+  if (keep != nullptr) keep->weight = std::move(q.transposed);
+  return std::move(q.rows);
 }
 
 }  // namespace
@@ -87,20 +87,47 @@ bool Fp8GemmFits(const at::Tensor& weight) {
 
 at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                      const Fp8Gemm& gemm, Fp8Transposes* keep) {
-  const ForwardOperands q = QuantizeForward(x, weight, gemm, keep);
-  return ScaledMm(q.x.rows, q.weight.rows.t(), gemm, Fp8Operand::kInput, Fp8Operand::kWeight, bias,
-                  x.scalar_type(), /*fast=*/true)
-      .narrow(0, 0, x.size(0));
+  return Fp8LinearFromRows(QuantizeForwardInput(x, gemm, keep), x.size(0), weight, bias, gemm,
+                           keep);
+}
+
+at::Tensor Fp8LinearFromRows(const at::Tensor& rows, int64_t tokens, const at::Tensor& weight,
+                             const at::Tensor& bias, const Fp8Gemm& gemm, Fp8Transposes* keep) {
+  const at::Tensor w = QuantizeForwardWeight(weight, gemm, keep);
+  return ScaledMm(rows, w.t(), gemm, Fp8Operand::kInput, Fp8Operand::kWeight, bias,
+                  weight.scalar_type(), /*fast=*/true)
+      .narrow(0, 0, tokens);
 }
 
 cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weight,
                                      const at::Tensor& bias, const Fp8Gemm& gemm,
                                      Fp8Transposes* keep) {
-  const ForwardOperands q = QuantizeForward(x, weight, gemm, keep);
-  const cuda::LinearGeluResult r = cuda::ScaledMmGelu(
-      q.x.rows, q.weight.rows.t(), ScaleInv(gemm, Fp8Operand::kInput),
-      ScaleInv(gemm, Fp8Operand::kWeight), bias, x.scalar_type(), /*fast_accum=*/true);
+  const at::Tensor rows = QuantizeForwardInput(x, gemm, keep);
+  const at::Tensor w = QuantizeForwardWeight(weight, gemm, keep);
+  const cuda::LinearGeluResult r =
+      cuda::ScaledMmGelu(rows, w.t(), ScaleInv(gemm, Fp8Operand::kInput),
+                         ScaleInv(gemm, Fp8Operand::kWeight), bias, x.scalar_type(),
+                         /*fast_accum=*/true);
   return {r.act.narrow(0, 0, x.size(0)), r.pre.narrow(0, 0, x.size(0))};
+}
+
+Fp8GeluRows Fp8LinearGeluToFp8(const at::Tensor& x, const at::Tensor& weight,
+                               const at::Tensor& bias, const Fp8Gemm& gemm, Fp8Transposes* keep,
+                               const Fp8Gemm& next, Fp8Transposes* next_keep) {
+  const Fp8Scaling& s = *next.scaling;
+  TORCH_CHECK(!s.calibrating(), "Fp8LinearGeluToFp8: the scales still calibrate");
+  const at::Tensor& slot = s.amax(next.index, Fp8Operand::kInput);
+  const at::Tensor amax = at::empty_like(slot);
+  const at::Tensor rows = QuantizeForwardInput(x, gemm, keep);
+  const at::Tensor w = QuantizeForwardWeight(weight, gemm, keep);
+  const cuda::LinearGeluResult r = cuda::ScaledMmGeluAuxToFp8(
+      rows, w.t(), ScaleInv(gemm, Fp8Operand::kInput), ScaleInv(gemm, Fp8Operand::kWeight), bias,
+      s.scale(next.index, Fp8Operand::kInput), amax, /*fast_accum=*/true);
+  // cuBLASLt overwrites its amax; the slot folds every quantization of the step (fp8_scaling.h).
+  at::Tensor folded = slot;
+  at::maximum_out(folded, slot, amax);
+  if (next_keep != nullptr) next_keep->input = cuda::Fp8Transpose(r.act);
+  return {r.act, r.pre.narrow(0, 0, x.size(0))};
 }
 
 Fp8OutputGrad QuantizeOutputGrad(const at::Tensor& dy, const Fp8Gemm& gemm, bool weight_grad,
@@ -134,11 +161,15 @@ at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
       dy.forward.weight.defined()
           ? dy.forward.weight
           : QuantizeOperand(weight, dy.gemm, Fp8Operand::kWeight, TransposedAgain(1)).transposed;
-  at::Tensor dx = ScaledMm(dy.rows, weight_t.t(), dy.gemm, Fp8Operand::kGrad, Fp8Operand::kWeight,
-                           at::Tensor(), dy.dtype, /*fast=*/false)
-                      .narrow(0, 0, dy.tokens);
-  if (!accumulate.defined()) return dx;
-  return accumulate.add_(dx);
+  if (accumulate.defined()) {  // in the GEMM, over the real rows alone
+    return cuda::ScaledMmAccumulate(dy.rows.narrow(0, 0, dy.tokens), weight_t.t(),
+                                    ScaleInv(dy.gemm, Fp8Operand::kGrad),
+                                    ScaleInv(dy.gemm, Fp8Operand::kWeight), accumulate,
+                                    /*fast_accum=*/false);
+  }
+  return ScaledMm(dy.rows, weight_t.t(), dy.gemm, Fp8Operand::kGrad, Fp8Operand::kWeight,
+                  at::Tensor(), dy.dtype, /*fast=*/false)
+      .narrow(0, 0, dy.tokens);
 }
 
 at::Tensor Fp8LinearWeightGrad(const Fp8OutputGrad& dy, const at::Tensor& x) {

@@ -51,11 +51,34 @@ struct Fp8Transposes {
 at::Tensor Fp8Linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                      const Fp8Gemm& gemm, Fp8Transposes* keep = nullptr);
 
+// Fp8Linear from an input already in E4M3 at the GEMM's input scale, its amax recorded: `rows`
+// [T_pad, K] (T = `tokens`), the output in the weight's dtype. `keep`: the weight's transpose only
+// (the input's is the caller's to make).
+at::Tensor Fp8LinearFromRows(const at::Tensor& rows, int64_t tokens, const at::Tensor& weight,
+                             const at::Tensor& bias, const Fp8Gemm& gemm, Fp8Transposes* keep);
+
 // Fp8Linear with the tanh GELU in the GEMM's epilogue (cuda::ScaledMmGelu): pre = x @ w^T + bias
 // and act = gelu_tanh(pre), both [T, N]; the bias is required.
 cuda::LinearGeluResult Fp8LinearGelu(const at::Tensor& x, const at::Tensor& weight,
                                      const at::Tensor& bias, const Fp8Gemm& gemm,
                                      Fp8Transposes* keep = nullptr);
+
+// Fp8LinearGelu whose activation feeds GEMM `next` alone (the FFN-in GEMM's into FFN-out): the
+// epilogue writes it in E4M3 at next's input scale (cuda::ScaledMmGeluAuxToFp8) and its amax is
+// folded into next's input slot, so no 16-bit activation is written and no cast pass reads it.
+// rows: [T_pad, N] E4M3, next's input for Fp8LinearFromRows (its padding rows hold gelu(bias),
+// which no real row's output or weight gradient reads: the gradient's padding rows are zero);
+// pre: [T, N]. `next_keep`: where the rows' transpose goes (next's weight-gradient operand).
+// Needs settled scales (not calibrating(): calibration reads the activation in hand). The bytes
+// differ from quantizing Fp8LinearGelu's act within one E4M3 rounding: the epilogue rounds the
+// fp32 GELU once.
+struct Fp8GeluRows {
+  at::Tensor rows;
+  at::Tensor pre;
+};
+Fp8GeluRows Fp8LinearGeluToFp8(const at::Tensor& x, const at::Tensor& weight,
+                               const at::Tensor& bias, const Fp8Gemm& gemm, Fp8Transposes* keep,
+                               const Fp8Gemm& next, Fp8Transposes* next_keep);
 
 // The gradient of a GEMM's output [T, N], quantized for both backward GEMMs, with what the
 // forward kept of its operands.
@@ -82,7 +105,8 @@ Fp8OutputGrad OutputGradFromRows(at::Tensor rows, int64_t tokens, at::ScalarType
                                  const Fp8Gemm& gemm, bool weight_grad,
                                  const Fp8Transposes& forward);
 
-// dy @ weight [T, K] in the compute dtype; added in place into `accumulate` (and returned) when
+// dy @ weight [T, K] in the compute dtype; added in place into `accumulate` (and returned) by the
+// GEMM itself (cuda::ScaledMmAccumulate, over the T real rows) when
 // that is defined. `weight` is read only when dy.forward has no transpose of it.
 at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
                               const at::Tensor& accumulate);

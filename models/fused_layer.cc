@@ -52,6 +52,9 @@ struct Activations {
   at::Tensor g;                             // [T, F] activation output
   at::Tensor mask2;                         // dropout mask after the FFN
   at::Tensor s2, mean2, rstd2;              // LayerNorm-2 input and statistics
+  // [T_pad, F] E4M3: g as the FFN-out GEMM's FP8 input, which FfnIn writes instead of g when both
+  // FFN GEMMs run in FP8. Last: kept activations are listed in the order above.
+  at::Tensor g_fp8;
 };
 
 bool IsNormWeight(int weight) {
@@ -111,12 +114,14 @@ cuda::GradWithBiasGrad ActivationBackward(const at::Tensor& grad, const at::Tens
 }
 
 // FFN in and its activation: for tanh GELU one GEMM (in the compute dtype or FP8) with a GELU
-// epilogue (gemm_epilogue.h); else the GEMM with its bias, then the activation.
+// epilogue (gemm_epilogue.h), which in FP8 writes the activation as FFN-out's FP8 input (g_fp8);
+// else the GEMM with its bias, then the activation.
 void FfnIn(const LayerGemms& gemms, Activation activation, Activations* a) {
   if (activation == Activation::kGeluTanh) {
-    cuda::LinearGeluResult r = gemms.ForwardGelu(kFfnInGemm, a->h);
+    LayerGemms::GeluOutput r = gemms.ForwardGelu(kFfnInGemm, kFfnOutGemm, a->h);
     a->f1 = std::move(r.pre);
     a->g = std::move(r.act);
+    a->g_fp8 = std::move(r.act_fp8);
     return;
   }
   a->f1 = gemms.Forward(kFfnInGemm, a->h, /*bias=*/true);
@@ -180,9 +185,10 @@ Activations Forward(const at::Tensor& x, const std::vector<at::Tensor>& w, const
   a.mask1 = std::move(n1.mask);
   FfnIn(gemms, EffectiveActivation(spec, x), &a);
   if (!through_ffn_out) return a;
+  const at::Tensor ffn_out = a.g_fp8.defined() ? gemms.ForwardFromFp8(kFfnOutGemm, a.g_fp8, tokens)
+                                               : gemms.Forward(kFfnOutGemm, a.g, /*bias=*/false);
   cuda::DropoutResidualLayerNormResult n2 = cuda::DropoutResidualLayerNorm(
-      gemms.Forward(kFfnOutGemm, a.g, /*bias=*/false), w[kFfnOutBias], a.h, w[kFfnNormWeight],
-      w[kFfnNormBias], spec.dropout, spec.eps);
+      ffn_out, w[kFfnOutBias], a.h, w[kFfnNormWeight], w[kFfnNormBias], spec.dropout, spec.eps);
   *y = std::move(n2.out);
   a.s2 = std::move(n2.sum);
   a.mean2 = std::move(n2.mean);
@@ -311,7 +317,7 @@ Activations Recover(torch::autograd::AutogradContext* actx,
   if (mode == FusedSaving::kSaveAll) {
     a = {saved[0],  saved[1],  saved[2],  saved[3],  saved[4],  saved[5],
          saved[6],  saved[7],  saved[8],  saved[9],  saved[10], saved[11],
-         saved[12], saved[13], saved[14], saved[15], saved[16]};
+         saved[12], saved[13], saved[14], saved[15], saved[16], at::Tensor()};
     if (!a.g.defined() && !gemms.KeepsInputTranspose(kFfnOutGemm)) {
       a.g = Activate(a.f1, EffectiveActivation(spec, a.x));
     }

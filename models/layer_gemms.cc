@@ -37,9 +37,21 @@ at::Tensor LayerGemms::Forward(LayerGemm g, const at::Tensor& x, bool bias) cons
   return bias ? cuda::LinearBias(x, weight, b) : cuda::Linear(x, weight);
 }
 
-cuda::LinearGeluResult LayerGemms::ForwardGelu(LayerGemm g, const at::Tensor& x) const {
-  if (InFp8(g)) return Fp8LinearGelu(x, Weight(g), Bias(g), Fp8Slots(g), KeepFor(g));
-  return cuda::LinearGelu(x, Weight(g), Bias(g));
+LayerGemms::GeluOutput LayerGemms::ForwardGelu(LayerGemm g, LayerGemm next,
+                                               const at::Tensor& x) const {
+  if (InFp8(g) && InFp8(next) && !fp8_.scaling->calibrating()) {
+    Fp8GeluRows r = Fp8LinearGeluToFp8(x, Weight(g), Bias(g), Fp8Slots(g), KeepFor(g),
+                                       Fp8Slots(next), KeepFor(next));
+    return {std::move(r.pre), at::Tensor(), std::move(r.rows)};
+  }
+  cuda::LinearGeluResult r = InFp8(g)
+                                 ? Fp8LinearGelu(x, Weight(g), Bias(g), Fp8Slots(g), KeepFor(g))
+                                 : cuda::LinearGelu(x, Weight(g), Bias(g));
+  return {std::move(r.pre), std::move(r.act), at::Tensor()};
+}
+
+at::Tensor LayerGemms::ForwardFromFp8(LayerGemm g, const at::Tensor& rows, int64_t tokens) const {
+  return Fp8LinearFromRows(rows, tokens, Weight(g), at::Tensor(), Fp8Slots(g), KeepFor(g));
 }
 
 at::Tensor LayerGemms::ForwardGeluAct(LayerGemm g, const at::Tensor& x) const {

@@ -55,8 +55,16 @@ class LayerGemms {
   // x @ W^T, plus the bias when `bias`.
   at::Tensor Forward(LayerGemm g, const at::Tensor& x, bool bias) const;
 
-  // pre = x @ W^T + bias and act = gelu_tanh(pre), the GELU in the GEMM's epilogue either way.
-  cuda::LinearGeluResult ForwardGelu(LayerGemm g, const at::Tensor& x) const;
+  // pre = x @ W^T + bias and act = gelu_tanh(pre), the GELU in the GEMM's epilogue either way, for
+  // an act whose only reader is GEMM `next`. With both in FP8 and the scales settled, act comes as
+  // next's E4M3 input rows (Fp8LinearGeluToFp8, their transpose kept where next keeps its own), for
+  // ForwardFromFp8: `act_fp8` set and `act` undefined; else `act` in the compute dtype.
+  struct GeluOutput {
+    at::Tensor pre, act, act_fp8;
+  };
+  GeluOutput ForwardGelu(LayerGemm g, LayerGemm next, const at::Tensor& x) const;
+  // GEMM g's forward (no bias) from its input as ForwardGelu's act_fp8 ([T_pad, K], T = `tokens`).
+  at::Tensor ForwardFromFp8(LayerGemm g, const at::Tensor& rows, int64_t tokens) const;
   // act alone, for inference: no pre-activation written (cuda::LinearBiasGelu) unless in FP8.
   at::Tensor ForwardGeluAct(LayerGemm g, const at::Tensor& x) const;
 

@@ -4,6 +4,12 @@
 //   InputGrad       LinearInputGrad(dy, W1)          vs at::mm(dy, W1)
 //   InputGradAcc    LinearInputGrad(dy, W1, acc)     vs acc.addmm_(dy, W1)
 //   WeightGrad      LinearWeightGrad(dy, x) (fp32)   vs at::mm(dy^T, x, fp32 out)
+//   FfnInFp8        the FP8 training forward's FFN-in GEMM up to FFN-out's E4M3 input rows and
+//                   their transpose, with the amax folded into a slot:
+//                   ScaledMmGeluAuxToFp8 (GELU written in E4M3) + Fp8Transpose + max
+//                   vs ScaledMmGelu (GELU in bf16) + Fp8Quantize (cast-transpose with the amax)
+//   InputGradAccFp8 ScaledMmAccumulate(dy8, W1 e4m3, acc) (the add in the GEMM, T real rows)
+//                   vs ScaledMm(dy8 padded to 16 rows, W1) + acc.add_
 // (The backward epilogues DGELU_BGRAD and BGRADB, once measured here, lost or tied; see
 // gemm_epilogue.h.)
 // Shapes: BERT-base (T=16384 tokens, H=768, F=3072) and BERT-large widths (T=16384, H=1024,
@@ -24,6 +30,7 @@
 
 #include "gpu_bench_main.h"
 #include "gpu_event_timer.h"
+#include "padless/cuda/kernels/fp8_quantize.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
 
 namespace padless::cuda {
@@ -41,6 +48,9 @@ struct Inputs {
   at::Tensor x, w1, b1;
   at::Tensor dy;   // [T, F]: the gradient of the FFN-in output
   at::Tensor acc;  // [T, H]: a residual gradient to accumulate into
+  // FfnInFp8: x and w1 in E4M3, their inverse scales, the activation's scale and amax slot.
+  at::Tensor x8, w8, scale_inv, act_scale, act_amax;
+  at::Tensor dy8;  // [T, F] E5M2: the FFN-in output's gradient
 };
 
 const Inputs& InputsFor(const Shape& s) {
@@ -56,6 +66,13 @@ const Inputs& InputsFor(const Shape& s) {
     in.b1 = randn({s.f}, 1.0);
     in.dy = randn({s.t, s.f}, 1.0);
     in.acc = randn({s.t, s.h}, 1.0);
+    in.x8 = in.x.to(at::kFloat8_e4m3fn);
+    in.w8 = (in.w1 * 32).to(at::kFloat8_e4m3fn);
+    const at::TensorOptions fp32(at::kCUDA);
+    in.scale_inv = at::full({}, 1.0f / 32, fp32);
+    in.act_scale = at::full({}, 64.f, fp32);
+    in.act_amax = at::zeros({1}, fp32);
+    in.dy8 = in.dy.to(at::kFloat8_e5m2);
     return in;
   });
 }
@@ -130,6 +147,68 @@ void BM_WeightGradUnfused(benchmark::State& state, Shape s) {
       state, [&] { benchmark::DoNotOptimize(at::mm(in.dy.t(), in.x, at::kFloat)); }, GemmFlops(s));
 }
 
+void BM_FfnInFp8Epilogue(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  at::Tensor slot = in.act_amax;
+  const at::Tensor amax = at::empty_like(slot);
+  TimeOnGpu(
+      state,
+      [&] {
+        const LinearGeluResult r = ScaledMmGeluAuxToFp8(in.x8, in.w8.t(), in.scale_inv,
+                                                        in.scale_inv, in.b1, in.act_scale, amax,
+                                                        /*fast_accum=*/true);
+        at::maximum_out(slot, slot, amax);
+        benchmark::DoNotOptimize(Fp8Transpose(r.act));
+      },
+      GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void BM_FfnInFp8Unfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  TimeOnGpu(
+      state,
+      [&] {
+        const LinearGeluResult r = ScaledMmGelu(in.x8, in.w8.t(), in.scale_inv, in.scale_inv, in.b1,
+                                                at::kBFloat16, /*fast_accum=*/true);
+        benchmark::DoNotOptimize(Fp8Quantize(r.act, in.act_scale, Fp8Format::kE4M3,
+                                             Fp8QuantizeOptions{true, true, 16}, in.act_amax));
+      },
+      GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+// The input gradient of the FFN-in GEMM in FP8 (E5M2 dy against the E4M3 weight's transpose),
+// added into a residual gradient. The shapes' T is a multiple of 16, so both read the same rows.
+void BM_InputGradAccFp8Fused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  const at::Tensor w_t = in.w8.t().contiguous();  // [H, F]: b = w_t.t() is column-major [F, H]
+  at::Tensor acc = in.acc;
+  TimeOnGpu(
+      state,
+      [&] {
+        benchmark::DoNotOptimize(ScaledMmAccumulate(in.dy8, w_t.t(), in.scale_inv, in.scale_inv,
+                                                    acc, /*fast_accum=*/false));
+      },
+      GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
+void BM_InputGradAccFp8Unfused(benchmark::State& state, Shape s) {
+  const Inputs& in = InputsFor(s);
+  const at::Tensor w_t = in.w8.t().contiguous();
+  at::Tensor acc = in.acc;
+  TimeOnGpu(
+      state,
+      [&] {
+        benchmark::DoNotOptimize(acc.add_(ScaledMm(in.dy8, w_t.t(), in.scale_inv, in.scale_inv,
+                                                   at::Tensor(), at::kBFloat16,
+                                                   /*fast_accum=*/false)));
+      },
+      GemmFlops(s));
+  state.counters["fused"] = LastGemmEpilogueWasFused();
+}
+
 void RegisterAll(bool smoke) {
   std::vector<Shape> shapes = {{"T16384_H768_F3072", 16384, 768, 3072},
                                {"T16384_H1024_F4096", 16384, 1024, 4096}};
@@ -143,7 +222,11 @@ void RegisterAll(bool smoke) {
       {"InputGradAcc/fused", BM_InputGradAccFused},
       {"InputGradAcc/unfused", BM_InputGradAccUnfused},
       {"WeightGrad/fused", BM_WeightGradFused},
-      {"WeightGrad/unfused", BM_WeightGradUnfused}};
+      {"WeightGrad/unfused", BM_WeightGradUnfused},
+      {"FfnInFp8/epilogue", BM_FfnInFp8Epilogue},
+      {"FfnInFp8/unfused", BM_FfnInFp8Unfused},
+      {"InputGradAccFp8/fused", BM_InputGradAccFp8Fused},
+      {"InputGradAccFp8/unfused", BM_InputGradAccFp8Unfused}};
   bench::RegisterForShapes(benches, shapes);
 }
 

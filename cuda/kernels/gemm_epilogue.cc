@@ -215,6 +215,7 @@ struct GemmSpec {
   // then not passed: beta is 0), and the fp32 device scalar D is multiplied by after the epilogue.
   std::optional<cudaDataType_t> c_dtype;
   const void* d_scale = nullptr;
+  void* amax_d = nullptr;  // fp32: set to max |D| before d_scale (overwritten, not folded)
 
   uint64_t k() const { return trans_a == CUBLAS_OP_N ? a.cols : a.rows; }
   cudaDataType_t BType() const { return b_dtype.value_or(dtype); }
@@ -256,6 +257,7 @@ MatmulDesc MakeDesc(const GemmSpec& g) {
     if (g.aux != nullptr)
       SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, g.CType(), g.op);
     if (g.d_scale != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, g.d_scale, g.op);
+    if (g.amax_d != nullptr) SetAttr(raw, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, g.amax_d, g.op);
   }
   if (g.aux != nullptr) {
     SetAttr(raw, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, g.op);
@@ -302,13 +304,13 @@ Preference MakePreference(const GemmSpec& g, size_t workspace_bytes) {
 struct AlgoKey {
   int device;
   int dtype, b_dtype, d_dtype, epilogue, trans_a, trans_b;
-  bool accumulate, fast_accum;
+  bool accumulate, fast_accum, amax_d;
   uint64_t m, n, k;  // the token dimension rounded up to a multiple of 1024
   uint32_t align_a, align_b, align_d;
   size_t workspace_bytes;
   auto Tie() const {
     return std::tie(device, dtype, b_dtype, d_dtype, epilogue, trans_a, trans_b, accumulate,
-                    fast_accum, m, n, k, align_a, align_b, align_d, workspace_bytes);
+                    fast_accum, amax_d, m, n, k, align_a, align_b, align_d, workspace_bytes);
   }
   bool operator<(const AlgoKey& o) const { return Tie() < o.Tie(); }
 };
@@ -327,6 +329,7 @@ AlgoKey KeyOf(const GemmSpec& g, size_t workspace_bytes) {
           static_cast<int>(g.trans_b),
           g.accumulate,
           g.fast_accum,
+          g.amax_d != nullptr,
           g.d_rows,
           n_is_t ? TokenBucket(g.d_cols) : g.d_cols,
           k_is_t ? TokenBucket(g.k()) : g.k(),
@@ -530,15 +533,17 @@ cudaDataType_t OutCudaType(at::ScalarType t) { return t == at::kFloat ? CUDA_R_3
 // out[M, N] = (a * scale_a) @ (b * scale_b) (+ bias): column-major out^T [N, M] = b-as-stored
 // (column-major [K, N], transposed: the "TN" layout FP8 GEMMs require) @ a-as-stored (column-major
 // [K, M]). cuBLASLt's A is b, so its A scale is scale_b. The token count is M or K depending on
-// the GEMM, so the algorithm cache keys the exact shape (a new one per distinct padded T).
+// the GEMM, so the algorithm cache keys the exact shape (a new one per distinct padded T), and M
+// is a multiple of 16; `tokens_m` says M is the token count, of any size (cuBLASLt's FP8 GEMMs
+// need K and N multiples of 16, not M), bucketed by the cache as for the 16-bit GEMMs.
 // `out` [M, N] is allocated by the caller (16-bit, fp32 or E4M3). Empty when the fused path
 // cannot run these operands.
 std::optional<GemmSpec> ScaledMmSpec(const at::Tensor& a, const at::Tensor& b,
                                      const at::Tensor& scale_a, const at::Tensor& scale_b,
-                                     const at::Tensor& bias, bool fast_accum,
-                                     const at::Tensor& out) {
+                                     const at::Tensor& bias, bool fast_accum, const at::Tensor& out,
+                                     bool tokens_m = false) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (m == 0 || m % 16 != 0 || k % 16 != 0 || n % 16 != 0) return std::nullopt;
+  if (m == 0 || (!tokens_m && m % 16 != 0) || k % 16 != 0 || n % 16 != 0) return std::nullopt;
   if (a.scalar_type() == at::kFloat8_e5m2 && b.scalar_type() == at::kFloat8_e5m2) {
     return std::nullopt;
   }
@@ -562,13 +567,26 @@ std::optional<GemmSpec> ScaledMmSpec(const at::Tensor& a, const at::Tensor& b,
   g.b_dtype = Fp8CudaType(a.scalar_type());
   g.d_dtype = fp8_out ? Fp8CudaType(out.scalar_type()) : OutCudaType(out.scalar_type());
   if (fp8_out) g.c_dtype = CudaType(bias_dtype);
-  g.token_dim = TokenDim::kNone;
+  g.token_dim = tokens_m ? TokenDim::kN : TokenDim::kNone;
   g.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   g.bias = bias.defined() ? bias.data_ptr() : nullptr;
   g.a_scale = scale_b.data_ptr();
   g.b_scale = scale_a.data_ptr();
   g.fast_accum = fast_accum;
   return g;
+}
+
+// accumulate[M, N] += (a * scale_a) @ (b * scale_b): ScaledMmSpec with beta = 1, C aliasing D.
+bool FusedScaledMmAccumulate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                             const at::Tensor& scale_b, const at::Tensor& accumulate,
+                             bool fast_accum) {
+  if (!accumulate.is_contiguous()) return false;
+  std::optional<GemmSpec> g =
+      ScaledMmSpec(a, b, scale_a, scale_b, at::Tensor(), fast_accum, accumulate, /*tokens_m=*/true);
+  if (!g) return false;
+  g->op = "ScaledMmAccumulate";
+  g->accumulate = true;
+  return RunGemm(*g);
 }
 
 // With `pre` (a bias required), the epilogue is GELU_AUX_BIAS as in LinearGelu: `out` gets
@@ -587,16 +605,25 @@ bool FusedScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& s
   return RunGemm(*g);
 }
 
-// The GELU_BIAS epilogue into an E4M3 `out`, multiplied by scale_out after the GELU.
+// The GELU epilogue into an E4M3 `out`, multiplied by scale_out after the GELU. With `pre`,
+// GELU_AUX_BIAS also writes the product plus bias there in the bias's dtype (else GELU_BIAS); with
+// `amax_out` defined, cuBLASLt sets it to max |gelu| (AMAX_D).
 bool FusedScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                             const at::Tensor& scale_b, const at::Tensor& bias,
-                            const at::Tensor& scale_out, bool fast_accum, at::Tensor& out) {
+                            const at::Tensor& scale_out, bool fast_accum, at::Tensor& out,
+                            at::Tensor* pre = nullptr, const at::Tensor& amax_out = at::Tensor()) {
   out = at::empty({a.size(0), b.size(1)}, a.options().dtype(at::kFloat8_e4m3fn));
   std::optional<GemmSpec> g = ScaledMmSpec(a, b, scale_a, scale_b, bias, fast_accum, out);
-  if (!g || !internal::Aligned16({&scale_out})) return false;
-  g->op = "ScaledMmGeluToFp8";
+  if (!g || !internal::Aligned16({&scale_out, &amax_out})) return false;
+  g->op = pre != nullptr ? "ScaledMmGeluAuxToFp8" : "ScaledMmGeluToFp8";
   g->epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
   g->d_scale = scale_out.data_ptr();
+  if (pre != nullptr) {
+    *pre = at::empty(out.sizes(), bias.options());
+    g->epilogue = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    g->aux = pre->data_ptr();
+  }
+  if (amax_out.defined()) g->amax_d = amax_out.data_ptr();
   return RunGemm(*g);
 }
 
@@ -632,6 +659,10 @@ bool FusedScaledMm(Args&&...) {
 }
 template <typename... Args>
 bool FusedScaledMmGeluToFp8(Args&&...) {
+  return false;
+}
+template <typename... Args>
+bool FusedScaledMmAccumulate(Args&&...) {
   return false;
 }
 #endif  // PADLESS_HAVE_CUDA_KERNELS
@@ -792,32 +823,66 @@ LinearGeluResult ScaledMmGeluEntry(const at::Tensor& a, const at::Tensor& b,
       });
 }
 
-// ScaledMmGeluToFp8's reference: the product plus bias in the bias's dtype, the GELU, then the
-// scaled, saturating cast (as cuBLASLt's conversion saturates).
+at::Tensor ScaledMmAccumulateEntry(const at::Tensor& a, const at::Tensor& b,
+                                   const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                   const at::Tensor& accumulate, bool fast_accum,
+                                   bool allow_fused) {
+  const char* kOp = "ScaledMmAccumulate";
+  TORCH_CHECK(accumulate.defined(), kOp, ": accumulate is undefined");
+  CheckScaledMmArgs(a, b, scale_a, scale_b, at::Tensor(), accumulate.scalar_type(), kOp);
+  const at::ScalarType dtype = accumulate.scalar_type();
+  TORCH_CHECK((dtype == at::kFloat || Is16BitFloat(dtype)) && accumulate.dim() == 2 &&
+                  accumulate.size(0) == a.size(0) && accumulate.size(1) == b.size(1) &&
+                  accumulate.device() == a.device(),
+              kOp, ": accumulate must be fp32, bf16 or fp16 [", a.size(0), ", ", b.size(1),
+              "] on a's device, got ", accumulate.scalar_type(), " ", accumulate.sizes());
+  return Run<at::Tensor>(
+      a, allow_fused,
+      [&](at::Tensor& out) {
+        out = accumulate;
+        return FusedScaledMmAccumulate(a, b, scale_a, scale_b, accumulate, fast_accum);
+      },
+      [&] {
+        return accumulate.add_(ReferenceScaledMm(a, b, scale_a, scale_b, at::Tensor(),
+                                                 accumulate.scalar_type(), fast_accum));
+      });
+}
+
+// ScaledMmGeluToFp8's reference: the product plus bias in the bias's dtype, the GELU in fp32, then
+// the scaled, saturating cast (as cuBLASLt's conversion saturates). `pre` and `amax_out` as in
+// FusedScaledMmGeluToFp8.
 at::Tensor ReferenceScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b,
                                       const at::Tensor& scale_a, const at::Tensor& scale_b,
                                       const at::Tensor& bias, const at::Tensor& scale_out,
-                                      bool fast_accum) {
-  const at::Tensor pre =
-      ReferenceScaledMm(a, b, scale_a, scale_b, bias, bias.scalar_type(), fast_accum);
-  const at::Tensor act = at::gelu(pre.to(at::kFloat), "tanh") * scale_out;
-  return internal::SaturatingFp8Cast(act);
+                                      bool fast_accum, at::Tensor* pre = nullptr,
+                                      const at::Tensor& amax_out = at::Tensor()) {
+  at::Tensor sum = ReferenceScaledMm(a, b, scale_a, scale_b, bias, bias.scalar_type(), fast_accum);
+  const at::Tensor act = at::gelu(sum.to(at::kFloat), "tanh");
+  if (amax_out.defined()) amax_out.copy_(act.abs().amax().view(amax_out.sizes()));
+  if (pre != nullptr) *pre = std::move(sum);
+  return internal::SaturatingFp8Cast(act * scale_out);
+}
+
+// ScaledMmGeluToFp8's checks, shared with ScaledMmGeluAuxToFp8 (named `op`).
+void CheckScaledMmGeluToFp8Args(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                                const at::Tensor& scale_b, const at::Tensor& bias,
+                                const at::Tensor& scale_out, const char* op) {
+  TORCH_CHECK(bias.defined(), op, ": needs a bias");
+  CheckScaledMmArgs(a, b, scale_a, scale_b, bias, bias.scalar_type(), op);
+  TORCH_CHECK(Is16BitFloat(bias.scalar_type()), op, ": the bias must be bf16 or fp16, not ",
+              bias.scalar_type());
+  TORCH_CHECK(a.scalar_type() == at::kFloat8_e4m3fn && b.scalar_type() == at::kFloat8_e4m3fn, op,
+              ": a and b must be float8_e4m3fn");
+  TORCH_CHECK(scale_out.defined() && scale_out.numel() == 1 &&
+                  scale_out.scalar_type() == at::kFloat && scale_out.device() == a.device(),
+              op, ": scale_out must be one fp32 value on a's device");
 }
 
 at::Tensor ScaledMmGeluToFp8Entry(const at::Tensor& a, const at::Tensor& b,
                                   const at::Tensor& scale_a, const at::Tensor& scale_b,
                                   const at::Tensor& bias, const at::Tensor& scale_out,
                                   bool fast_accum, bool allow_fused) {
-  const char* kOp = "ScaledMmGeluToFp8";
-  TORCH_CHECK(bias.defined(), kOp, ": needs a bias");
-  CheckScaledMmArgs(a, b, scale_a, scale_b, bias, bias.scalar_type(), kOp);
-  TORCH_CHECK(Is16BitFloat(bias.scalar_type()), kOp, ": the bias must be bf16 or fp16, not ",
-              bias.scalar_type());
-  TORCH_CHECK(a.scalar_type() == at::kFloat8_e4m3fn && b.scalar_type() == at::kFloat8_e4m3fn, kOp,
-              ": a and b must be float8_e4m3fn");
-  TORCH_CHECK(scale_out.defined() && scale_out.numel() == 1 &&
-                  scale_out.scalar_type() == at::kFloat && scale_out.device() == a.device(),
-              kOp, ": scale_out must be one fp32 value on a's device");
+  CheckScaledMmGeluToFp8Args(a, b, scale_a, scale_b, bias, scale_out, "ScaledMmGeluToFp8");
   return Run<at::Tensor>(
       a, allow_fused,
       [&](at::Tensor& out) {
@@ -825,6 +890,30 @@ at::Tensor ScaledMmGeluToFp8Entry(const at::Tensor& a, const at::Tensor& b,
       },
       [&] {
         return ReferenceScaledMmGeluToFp8(a, b, scale_a, scale_b, bias, scale_out, fast_accum);
+      });
+}
+
+LinearGeluResult ScaledMmGeluAuxToFp8Entry(const at::Tensor& a, const at::Tensor& b,
+                                           const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                           const at::Tensor& bias, const at::Tensor& scale_out,
+                                           const at::Tensor& amax_out, bool fast_accum,
+                                           bool allow_fused) {
+  const char* kOp = "ScaledMmGeluAuxToFp8";
+  CheckScaledMmGeluToFp8Args(a, b, scale_a, scale_b, bias, scale_out, kOp);
+  TORCH_CHECK(amax_out.defined() && amax_out.numel() == 1 && amax_out.scalar_type() == at::kFloat &&
+                  amax_out.device() == a.device(),
+              kOp, ": amax_out must be one fp32 value on a's device");
+  return Run<LinearGeluResult>(
+      a, allow_fused,
+      [&](LinearGeluResult& out) {
+        return FusedScaledMmGeluToFp8(a, b, scale_a, scale_b, bias, scale_out, fast_accum, out.act,
+                                      &out.pre, amax_out);
+      },
+      [&] {
+        LinearGeluResult out;
+        out.act = ReferenceScaledMmGeluToFp8(a, b, scale_a, scale_b, bias, scale_out, fast_accum,
+                                             &out.pre, amax_out);
+        return out;
       });
 }
 
@@ -875,6 +964,21 @@ at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at:
                                 /*allow_fused=*/true);
 }
 
+LinearGeluResult ScaledMmGeluAuxToFp8(const at::Tensor& a, const at::Tensor& b,
+                                      const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                      const at::Tensor& bias, const at::Tensor& scale_out,
+                                      const at::Tensor& amax_out, bool fast_accum) {
+  return ScaledMmGeluAuxToFp8Entry(a, b, scale_a, scale_b, bias, scale_out, amax_out, fast_accum,
+                                   /*allow_fused=*/true);
+}
+
+at::Tensor ScaledMmAccumulate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& accumulate,
+                              bool fast_accum) {
+  return ScaledMmAccumulateEntry(a, b, scale_a, scale_b, accumulate, fast_accum,
+                                 /*allow_fused=*/true);
+}
+
 bool LastGemmEpilogueWasFused() { return g_last_fused; }
 
 namespace reference {
@@ -922,6 +1026,21 @@ at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at:
                              const at::Tensor& scale_out, bool fast_accum) {
   return ScaledMmGeluToFp8Entry(a, b, scale_a, scale_b, bias, scale_out, fast_accum,
                                 /*allow_fused=*/false);
+}
+
+LinearGeluResult ScaledMmGeluAuxToFp8(const at::Tensor& a, const at::Tensor& b,
+                                      const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                      const at::Tensor& bias, const at::Tensor& scale_out,
+                                      const at::Tensor& amax_out, bool fast_accum) {
+  return ScaledMmGeluAuxToFp8Entry(a, b, scale_a, scale_b, bias, scale_out, amax_out, fast_accum,
+                                   /*allow_fused=*/false);
+}
+
+at::Tensor ScaledMmAccumulate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& accumulate,
+                              bool fast_accum) {
+  return ScaledMmAccumulateEntry(a, b, scale_a, scale_b, accumulate, fast_accum,
+                                 /*allow_fused=*/false);
 }
 
 }  // namespace reference

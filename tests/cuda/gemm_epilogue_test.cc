@@ -166,6 +166,60 @@ TEST(GemmEpilogueTest, ScaledMmBrokenInputThrowsAClearError) {
                  "ScaledMmGelu: needs a bias and a bf16 or fp16 output");
   ExpectC10Error([&] { ScaledMmGelu(a, b, one, one, at::randn({48}), at::kFloat, true); },
                  "ScaledMmGelu: needs a bias and a bf16 or fp16 output");
+  const at::Tensor bias = at::randn({48}).to(at::kBFloat16);
+  const at::Tensor amax = at::zeros({1});
+  ExpectC10Error([&] { ScaledMmGeluAuxToFp8(a, b, one, one, {}, one, amax, true); },
+                 "ScaledMmGeluAuxToFp8: needs a bias");
+  ExpectC10Error([&] { ScaledMmGeluAuxToFp8(a, b, one, one, bias, one, at::Tensor(), true); },
+                 "ScaledMmGeluAuxToFp8: amax_out must be one fp32 value");
+  ExpectC10Error([&] { ScaledMmGeluAuxToFp8(a, b, one, one, bias, one, at::zeros({2}), true); },
+                 "amax_out must be one fp32 value");
+  ExpectC10Error([&] { ScaledMmGeluAuxToFp8(a, b, one, one, bias, one, amax.to(at::kHalf), true); },
+                 "amax_out must be one fp32 value");
+  ExpectC10Error(
+      [&] { ScaledMmGeluAuxToFp8(a.to(at::kFloat8_e5m2), b, one, one, bias, one, amax, true); },
+      "a and b must be float8_e4m3fn");
+}
+
+TEST(GemmEpilogueTest, ScaledMmAccumulateBrokenInputAndReference) {
+  at::manual_seed(9);
+  const at::Tensor a = at::randn({7, 16}).to(at::kFloat8_e5m2);
+  const at::Tensor b = at::randn({32, 16}).to(at::kFloat8_e4m3fn).t();
+  const at::Tensor one = at::ones({}, at::kFloat);
+  const at::Tensor start = at::randn({7, 32}).to(at::kBFloat16);
+  const at::Tensor target = start.clone();
+  const at::Tensor got = ScaledMmAccumulate(a, b, one, one, target, false);
+  EXPECT_FALSE(LastGemmEpilogueWasFused());
+  EXPECT_EQ(got.data_ptr(), target.data_ptr());
+  EXPECT_TRUE(got.equal(start + reference::ScaledMm(a, b, one, one, {}, at::kBFloat16, false)));
+  ExpectC10Error([&] { ScaledMmAccumulate(a, b, one, one, at::Tensor(), false); },
+                 "ScaledMmAccumulate: accumulate is undefined");
+  ExpectC10Error(
+      [&] { ScaledMmAccumulate(a, b, one, one, at::zeros({7, 32}, at::kInt), false); },
+      "ScaledMmAccumulate: the output must be fp32, bf16 or fp16, not Int");
+  ExpectC10Error(
+      [&] { ScaledMmAccumulate(a, b, one, one, at::zeros({8, 32}, at::kBFloat16), false); },
+      "accumulate must be fp32, bf16 or fp16 [7, 32]");
+  ExpectC10Error([&] { ScaledMmAccumulate(a, a, one, one, start, false); },
+                 "need a [M, K] and b [K, N]");
+}
+
+// ScaledMmGeluAuxToFp8's reference on the CPU: ScaledMmGeluToFp8's bytes, its sum in the bias's
+// dtype as pre, and max |gelu_tanh(pre)| overwriting amax_out.
+TEST(GemmEpilogueTest, ScaledMmGeluAuxToFp8IsGeluToFp8WithItsSumAndAmax) {
+  at::manual_seed(6);
+  const at::Tensor a = at::randn({32, 16}).to(at::kFloat8_e4m3fn);
+  const at::Tensor b = at::randn({48, 16}).to(at::kFloat8_e4m3fn).t();
+  const at::Tensor sa = at::full({}, 0.5f), sb = at::full({}, 0.25f), so = at::full({}, 64.f);
+  const at::Tensor bias = at::randn({48}).to(at::kBFloat16);
+  const at::Tensor amax = at::full({1}, 1e30f);
+  const LinearGeluResult r = ScaledMmGeluAuxToFp8(a, b, sa, sb, bias, so, amax, false);
+  EXPECT_FALSE(LastGemmEpilogueWasFused());
+  const at::Tensor pre = reference::ScaledMm(a, b, sa, sb, bias, at::kBFloat16, false);
+  EXPECT_TRUE(r.pre.equal(pre));
+  EXPECT_TRUE(r.act.view(at::kByte).equal(
+      reference::ScaledMmGeluToFp8(a, b, sa, sb, bias, so, false).view(at::kByte)));
+  EXPECT_EQ(amax.item<float>(), at::gelu(pre.to(at::kFloat), "tanh").abs().max().item<float>());
 }
 
 // --- GPU: the cuBLASLt path.
@@ -435,6 +489,76 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmGeluMatchesScaledMmThenGelu) {
       EXPECT_REL_ERR(got.act.to(at::kFloat), at::gelu(want.pre.to(at::kFloat), "tanh"), 1e-2,
                      "act");
     }
+  }
+}
+
+// The FFN-in GEMM of an FP8 training forward (ScaledMmGeluAuxToFp8): the activation in E4M3 at
+// scale_out, the pre-activation, and the activation's amax before the scale, against the
+// reference. amax_out starts far above the answer and must be overwritten. The scale is chosen so
+// that the largest activations land near 448 and none saturates, and the E4M3 bytes agree within
+// one step plus fast accumulation's error (as ScaledMmGeluToFp8's, fp8_static_test.cc).
+TEST_F(GemmEpilogueCudaTest, ScaledMmGeluAuxToFp8MatchesTheReference) {
+  if (at::cuda::getCurrentDeviceProperties()->major < 9) GTEST_SKIP() << "no FP8 tensor cores";
+  for (const at::ScalarType bias_type : {at::kBFloat16, at::kHalf}) {
+    at::manual_seed(5);
+    const at::Tensor a = Randn({2048 + 48, 768}, at::kFloat).to(at::kFloat8_e4m3fn);
+    const at::Tensor b = Randn({3072, 768}, at::kFloat, 0.5).to(at::kFloat8_e4m3fn).t();
+    const at::Tensor scale_a = at::full({}, 0.5f, at::TensorOptions(gpu_));
+    const at::Tensor scale_b = at::full({}, 0.125f, at::TensorOptions(gpu_));
+    const at::Tensor bias = Randn({3072}, bias_type);
+    const at::Tensor want_amax = at::full({1}, 1e30f, at::TensorOptions(gpu_));
+    const LinearGeluResult sample = reference::ScaledMmGeluAuxToFp8(
+        a, b, scale_a, scale_b, bias, at::ones({}, at::TensorOptions(gpu_)), want_amax, true);
+    const float amax = want_amax.item<float>();
+    const at::Tensor scale_out = at::full({}, 400.f / amax, at::TensorOptions(gpu_));
+    const LinearGeluResult want =
+        reference::ScaledMmGeluAuxToFp8(a, b, scale_a, scale_b, bias, scale_out, want_amax, true);
+    EXPECT_EQ(want_amax.item<float>(), amax);
+    const at::Tensor r = want.act.to(at::kFloat) / scale_out;
+    for (int call = 0; call < 2; ++call) {
+      Poison();
+      const at::Tensor got_amax = at::full({1}, 1e30f, at::TensorOptions(gpu_));
+      const LinearGeluResult got =
+          ScaledMmGeluAuxToFp8(a, b, scale_a, scale_b, bias, scale_out, got_amax, true);
+      const std::string what =
+          std::string(c10::toString(bias_type)) + " call " + std::to_string(call);
+      ASSERT_TRUE(LastGemmEpilogueWasFused()) << what;
+      ASSERT_EQ(got.act.scalar_type(), at::kFloat8_e4m3fn);
+      ASSERT_EQ(got.pre.scalar_type(), bias_type);
+      EXPECT_REL_ERR(got.pre.to(at::kFloat), want.pre.to(at::kFloat), 2e-3, what + " pre");
+      EXPECT_NEAR(got_amax.item<float>(), amax, amax * 1e-2) << what;
+      const at::Tensor g = got.act.to(at::kFloat) / scale_out;
+      EXPECT_FALSE(at::isnan(g).any().item<bool>()) << what;
+      const at::Tensor allowed = r.abs() / 8 + r.abs().max() / 64;
+      EXPECT_TRUE(((g - r).abs() <= allowed).all().item<bool>()) << what;
+      EXPECT_LT(RelErr(g, r), 0.02) << what;
+    }
+  }
+}
+
+// The FP8 input gradient added into a residual's gradient by the GEMM (beta = 1), for token counts
+// that are not multiples of 16 and within one cache bucket: the sum against the reference's
+// (at::_scaled_mm, then add_), the target updated in place.
+TEST_F(GemmEpilogueCudaTest, ScaledMmAccumulateAddsIntoTheTarget) {
+  if (at::cuda::getCurrentDeviceProperties()->major < 9) GTEST_SKIP() << "no FP8 tensor cores";
+  for (const int64_t m : {1000, 347, 1024, 16}) {
+    at::manual_seed(8);
+    const at::Tensor a = Randn({m, 3072}, at::kFloat).to(at::kFloat8_e5m2);
+    const at::Tensor b = Randn({768, 3072}, at::kFloat).to(at::kFloat8_e4m3fn).t();
+    const at::Tensor scale_a = at::full({}, 0.25f, at::TensorOptions(gpu_));
+    const at::Tensor scale_b = at::full({}, 0.125f, at::TensorOptions(gpu_));
+    const at::Tensor start = Randn({m, 768}, at::kBFloat16, 8.0);
+    const at::Tensor want =
+        reference::ScaledMmAccumulate(a, b, scale_a, scale_b, start.clone(), false);
+    const at::Tensor target = start.clone();
+    Poison();
+    const at::Tensor got = ScaledMmAccumulate(a, b, scale_a, scale_b, target, false);
+    EXPECT_TRUE(LastGemmEpilogueWasFused()) << m;
+    EXPECT_EQ(got.data_ptr(), target.data_ptr()) << m;
+    EXPECT_REL_ERR(got.to(at::kFloat), want.to(at::kFloat), 1e-2, std::to_string(m));
+    // The product alone matters, not just the start it was added to.
+    EXPECT_REL_ERR((got - start).to(at::kFloat), (want - start).to(at::kFloat), 2e-2,
+                   std::to_string(m) + " product");
   }
 }
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -374,23 +375,35 @@ TEST(Fp8TrainStepTest, InstallsTheScalesAdvancesThemAndLearns) {
 
 // --- GPU (skips without CUDA): bf16 compute, flash attention ---
 
-TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
-  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
-  if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
-  at::manual_seed(55);
-  const at::Device gpu(at::kCUDA);
+// A 256-wide layer (4 heads of 64, FFN 1024) on the GPU, its weights moved off their initial values.
+std::vector<at::Tensor> GpuLayerWeights(const at::Device& gpu) {
   EncoderLayer layer(EncoderConfig().hidden(256).heads(4).ffn(1024), 0);
   std::vector<at::Tensor> w;
   for (const at::Tensor& t : layer->weights()) {
     w.push_back((t + at::randn_like(t) * 0.02).to(gpu).detach().requires_grad_(true));
   }
-  const std::vector<int64_t> lengths = {100, 3, 250, 17, 61};  // 431 tokens: not a multiple of 16
+  return w;
+}
+
+// Flash attention over sequences of these lengths.
+AttentionContext FlashContext(const std::vector<int64_t>& lengths, const at::Device& gpu) {
   AttentionContext ctx;
   ctx.backend = AttentionBackend::kVarlenFlash;
   ctx.host_offsets = {0};
   for (int64_t n : lengths) ctx.host_offsets.push_back(ctx.host_offsets.back() + n);
-  ctx.max_seqlen = 250;
+  ctx.max_seqlen = *std::max_element(lengths.begin(), lengths.end());
   ctx.cu_seqlens = at::tensor(ctx.host_offsets, at::kInt).to(gpu);
+  return ctx;
+}
+
+TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
+  at::manual_seed(55);
+  const at::Device gpu(at::kCUDA);
+  const std::vector<at::Tensor> w = GpuLayerWeights(gpu);
+  // 431 tokens: not a multiple of 16
+  const AttentionContext ctx = FlashContext({100, 3, 250, 17, 61}, gpu);
   LayerSpec spec = Spec(0.0);
   spec.head_dim = 64;  // 4 heads of this layer's 256
   const at::Tensor x = at::randn({431, 256}, gpu).to(at::kBFloat16);
@@ -398,6 +411,52 @@ TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
   // bf16 rounds to 8 bits: FP8 must differ from it by more than that.
   ExpectCloseToTheLayerWithoutFp8(x, w, spec, ctx, probe, /*differs_by_at_least=*/1e-2);
+}
+
+// On the GPU the FFN-in GEMM writes the GELU output in E4M3 itself (Fp8LinearGeluToFp8), and a
+// recompute must write the same bytes: the output and every gradient that the attention's backward
+// does not reach are bitwise those of saving everything (flash sums dq with atomics, so q/k/v's and
+// x's gradients are compared within bf16 rounding). The FFN-out GEMM's input amax, which the
+// epilogue reports instead of a cast pass, is recorded and a recompute does not move it.
+TEST(Fp8LayerGpuTest, RecomputeWritesTheGeluBytesTheForwardDid) {
+  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
+  if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
+  at::manual_seed(58);
+  const at::Device gpu(at::kCUDA);
+  const std::vector<at::Tensor> w = GpuLayerWeights(gpu);
+  const AttentionContext ctx = FlashContext({90, 3, 207, 47}, gpu);  // 347 tokens: 352 in FP8
+  LayerSpec spec = Spec(0.1);  // dropout: the recompute replays the forward's masks
+  spec.head_dim = 64;
+  const at::Tensor x = at::randn({347, 256}, gpu).to(at::kBFloat16);
+  const at::Tensor probe = at::randn({347, 256}, gpu).to(at::kBFloat16);
+  AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+  Fp8Scaling s(kFusedLayerGemms, gpu);
+  Calibrate(s, x, w, spec, ctx, probe);
+  auto run = [&](FusedSaving saving) {
+    at::manual_seed(7);
+    return RunLayer(true, saving, x, w, spec, ctx, probe, nullptr, {&s, 0});
+  };
+  constexpr int64_t kFfnOut = 3;  // GEMM order: QKV, output projection, FFN in, FFN out
+  const LayerRun saved = run(FusedSaving::kSaveAll);
+  const float gelu_amax = At(s.amax(kFfnOut, Fp8Operand::kInput));
+  EXPECT_GT(gelu_amax, 0.0f);
+  const std::vector<size_t> after_attention = {0, 1 + kQkvWeight, 1 + kQkvBias};
+  for (FusedSaving mode : {FusedSaving::kSaveAll, FusedSaving::kRecomputeAll,
+                           FusedSaving::kRecomputeToActivation}) {
+    const LayerRun again = run(mode);
+    const std::string what = "mode " + std::to_string(static_cast<int>(mode));
+    EXPECT_TRUE(at::equal(saved.out, again.out)) << what;
+    for (size_t i = 0; i < saved.grads.size(); ++i) {
+      const std::string grad = what + ", gradient " + std::to_string(i) + ": relative " +
+                               std::to_string(Relative(saved.grads[i], again.grads[i]));
+      if (std::find(after_attention.begin(), after_attention.end(), i) != after_attention.end()) {
+        EXPECT_LT(Relative(saved.grads[i], again.grads[i]), 1e-2) << grad;
+      } else {
+        EXPECT_TRUE(at::equal(saved.grads[i], again.grads[i])) << grad;
+      }
+    }
+    EXPECT_EQ(At(s.amax(kFfnOut, Fp8Operand::kInput)), gelu_amax) << what;
+  }
 }
 
 // Saving everything, the FP8 layer keeps the one-byte transposes its backward GEMMs take in place

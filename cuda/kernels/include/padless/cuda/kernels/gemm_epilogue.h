@@ -96,6 +96,15 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
                     bool fast_accum);
 
+// accumulate += ScaledMm(a, b, scale_a, scale_b, {}, accumulate's dtype, fast_accum), in place
+// (and returned): accumulate [M, N] fp32, bf16 or fp16, contiguous for the fused path. In the GEMM
+// (beta = 1, as LinearInputGrad's accumulate), where M, the token count, may be any size (the
+// algorithm cache buckets it as for the 16-bit GEMMs); else at::_scaled_mm and add_. For the FP8
+// input gradient that joins a residual's gradient: no separate add pass.
+at::Tensor ScaledMmAccumulate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& accumulate,
+                              bool fast_accum);
+
 // ScaledMm with the bias (required) and tanh GELU in the epilogue, as LinearGelu: pre = the scaled
 // product + bias, act = gelu_tanh(pre), both [M, N] in out_dtype (bf16 or fp16); GELU_AUX_BIAS
 // writes pre as its aux output. Else at::_scaled_mm, then at::gelu(pre, "tanh").
@@ -106,13 +115,27 @@ LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at
 // ScaledMm with the bias (required, bf16 or fp16) and the tanh GELU in the epilogue, written in
 // E4M3 at a fixed scale: out [M, N] float8_e4m3fn = saturate(gelu_tanh(scaled product + bias) *
 // scale_out), scale_out one fp32 value on a's device; a and b E4M3. One cuBLASLt GEMM (epilogue
-// GELU_BIAS, D scale, C in the bias's type) on the cached path under ScaledMm's conditions. cuBLASLt
-// has an FP8 output only with per-tensor scales (bench/serve/fp8_output_probe.cc), so the fixed
-// scale replaces the per-token amax that no GEMM tile can see. Else at::_scaled_mm in the bias's
-// dtype, at::gelu(..., "tanh") in fp32, then the scaled, saturating cast.
+// GELU_BIAS, D scale, C in the bias's type) on the cached path under ScaledMm's conditions.
+// cuBLASLt has an FP8 output only with per-tensor scales (bench/serve/fp8_output_probe.cc), so the
+// fixed scale replaces the per-token amax that no GEMM tile can see. Else at::_scaled_mm in the
+// bias's dtype, at::gelu(..., "tanh") in fp32, then the scaled, saturating cast.
 at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                              const at::Tensor& scale_b, const at::Tensor& bias,
                              const at::Tensor& scale_out, bool fast_accum);
+
+// ScaledMmGeluToFp8 for a training forward, whose backward needs the pre-activation and whose
+// delayed scaling needs the activation's amax: act [M, N] float8_e4m3fn as ScaledMmGeluToFp8's
+// output, pre [M, N] = the scaled product + bias in the bias's dtype (GELU_AUX_BIAS's aux output),
+// and amax_out (one fp32 value on a's device) set to max |gelu_tanh(pre)| over all M rows, before
+// scale_out (cuBLASLt's AMAX_D): overwritten, not folded into what it held. The GELU's only reader
+// is then the next FP8 GEMM, so neither a 16-bit activation nor a cast pass over it is needed. One
+// cuBLASLt GEMM on the cached path under ScaledMm's conditions; else ScaledMmGeluToFp8's reference
+// keeping its sum as pre (the GELU then reads pre rounded to the bias's dtype, the GEMM's fp32
+// sum: the two differ within that rounding).
+LinearGeluResult ScaledMmGeluAuxToFp8(const at::Tensor& a, const at::Tensor& b,
+                                      const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                      const at::Tensor& bias, const at::Tensor& scale_out,
+                                      const at::Tensor& amax_out, bool fast_accum);
 
 // The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh"); at::_scaled_mm for ScaledMm)
 // on any device and dtype they support: the fallback, and the baseline for tests and benchmarks.
@@ -133,6 +156,13 @@ LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at
 at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                              const at::Tensor& scale_b, const at::Tensor& bias,
                              const at::Tensor& scale_out, bool fast_accum);
+LinearGeluResult ScaledMmGeluAuxToFp8(const at::Tensor& a, const at::Tensor& b,
+                                      const at::Tensor& scale_a, const at::Tensor& scale_b,
+                                      const at::Tensor& bias, const at::Tensor& scale_out,
+                                      const at::Tensor& amax_out, bool fast_accum);
+at::Tensor ScaledMmAccumulate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
+                              const at::Tensor& scale_b, const at::Tensor& accumulate,
+                              bool fast_accum);
 }  // namespace reference
 
 // Diagnostics for tests and benchmarks: whether the calling thread's last call of any function
