@@ -365,3 +365,78 @@ TEST_F(Fp8QuantizeCudaTest, TransposeKernelMatchesTheReference) {
 
 }  // namespace
 }  // namespace padless::cuda
+
+namespace padless::cuda {
+namespace {
+
+// Fp8QuantizeMany: each job's bytes and amax as Fp8Quantize of it alone with rows, the transpose
+// and no padding. CPU: the reference path; broken input throws before anything is written.
+TEST(Fp8QuantizeManyTest, EachJobAsFp8QuantizeAlone) {
+  at::manual_seed(11);
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{48, 32}, {7, 16}, {100, 64}};
+  std::vector<Fp8QuantizeJob> jobs;
+  for (const auto& [r, c] : shapes) {
+    jobs.push_back({at::randn({r, c}) * 5, at::full({}, 20.f), at::zeros({1})});
+  }
+  jobs[1].amax = at::Tensor();
+  const std::vector<Fp8Quantized> got = Fp8QuantizeMany(jobs, Fp8Format::kE4M3);
+  ASSERT_EQ(got.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const at::Tensor amax = at::zeros({1});
+    const Fp8Quantized want = Fp8Quantize(jobs[i].x, jobs[i].scale, Fp8Format::kE4M3,
+                                          {true, true, 1}, jobs[i].amax.defined() ? amax : at::Tensor());
+    EXPECT_TRUE(at::equal(got[i].rows.view(at::kByte), want.rows.view(at::kByte))) << i;
+    EXPECT_TRUE(at::equal(got[i].transposed.view(at::kByte), want.transposed.view(at::kByte)))
+        << i;
+    if (jobs[i].amax.defined()) EXPECT_TRUE(at::equal(jobs[i].amax, amax)) << i;
+  }
+  EXPECT_TRUE(Fp8QuantizeMany({}, Fp8Format::kE4M3).empty());
+  jobs[2].scale = at::ones({2});
+  ExpectC10Error([&] { Fp8QuantizeMany(jobs, Fp8Format::kE4M3); },
+                 "Fp8Quantize: scale must have exactly one element");
+  EXPECT_EQ(jobs[0].amax.item<float>(), jobs[0].x.abs().max().item<float>());  // unchanged
+}
+
+// GPU: one batched launch for many tensors (more than one batch's worth, shapes that are and are
+// not multiples of the 64 x 64 tile, bf16 and fp32, both formats) against the reference, byte for
+// byte on poisoned memory, with the same amaxes; mixed dtypes fall back and stay right.
+TEST_F(Fp8QuantizeCudaTest, ManyMatchesTheReferenceInBatches) {
+  at::manual_seed(12);
+  for (at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
+    for (Fp8Format f : {Fp8Format::kE4M3, Fp8Format::kE5M2}) {
+      std::vector<Fp8QuantizeJob> jobs, want_jobs;
+      for (int i = 0; i < 60; ++i) {
+        const int64_t r = 16 * (1 + i % 7) + 4 * (i % 3), c = 16 * (1 + (i * 5) % 11);
+        const at::Tensor x = Data(i == 59 ? 768 : r, i == 59 ? 3072 : c, dtype);
+        const at::Tensor scale = at::full({}, f == Fp8Format::kE4M3 ? 30.f : 3000.f,
+                                          at::TensorOptions(gpu_));
+        jobs.push_back({x, scale, at::zeros({1}, at::TensorOptions(gpu_))});
+        want_jobs.push_back({x, scale, at::zeros({1}, at::TensorOptions(gpu_))});
+      }
+      PoisonFreeMemory(gpu_, int64_t{512} << 20);
+      const std::vector<Fp8Quantized> got = Fp8QuantizeMany(jobs, f);
+      EXPECT_TRUE(LastFp8QuantizeRanKernel());
+      const std::vector<Fp8Quantized> want = reference::Fp8QuantizeMany(want_jobs, f);
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        const std::string what = std::string(c10::toString(dtype)) + " job " + std::to_string(i);
+        EXPECT_TRUE(at::equal(got[i].rows.view(at::kByte), want[i].rows.view(at::kByte))) << what;
+        EXPECT_TRUE(at::equal(got[i].transposed.view(at::kByte), want[i].transposed.view(at::kByte)))
+            << what;
+        EXPECT_TRUE(at::equal(jobs[i].amax, want_jobs[i].amax)) << what;
+      }
+    }
+  }
+  std::vector<Fp8QuantizeJob> mixed = {
+      {Data(32, 32, at::kBFloat16), at::full({}, 8.f, at::TensorOptions(gpu_)), at::Tensor()},
+      {Data(32, 48, at::kFloat), at::full({}, 8.f, at::TensorOptions(gpu_)), at::Tensor()}};
+  const std::vector<Fp8Quantized> got = Fp8QuantizeMany(mixed, Fp8Format::kE4M3);
+  for (size_t i = 0; i < mixed.size(); ++i) {
+    const Fp8Quantized want = reference::Fp8Quantize(mixed[i].x, mixed[i].scale, Fp8Format::kE4M3,
+                                                     {true, true, 1}, at::Tensor());
+    EXPECT_TRUE(at::equal(got[i].transposed.view(at::kByte), want.transposed.view(at::kByte)))
+        << "mixed " << i;
+  }
+}
+
+}  // namespace
+}  // namespace padless::cuda
