@@ -265,13 +265,22 @@ TEST(Fp8LayerTest, CloseToTheLayerWithoutFp8AndNotEqualToIt) {
   ExpectCloseToTheLayerWithoutFp8(x, w, spec, ctx, probe, /*differs_by_at_least=*/1e-4);
 }
 
-TEST(Fp8LayerTest, RecomputeQuantizesAsTheForwardDid) {
+// Recomputing (every mode) quantizes exactly as the forward did: the same output and gradients,
+// bitwise, and the scales do not move within a step. For fp32 compute with erf GELU, and for bf16
+// with tanh GELU, where the FFN-in GEMM writes the GELU output in E4M3 itself (the reference path
+// of cuda::ScaledMmGeluAuxToFp8 here), not lean: a lean layer keeps no GELU output in any form,
+// and its backward recomputes one from the pre-activation in the compute dtype, whose E4M3 bytes
+// are within one rounding of the epilogue's, not equal to them.
+void ExpectRecomputeQuantizesAsTheForwardDid(at::ScalarType dtype, Activation activation,
+                                             bool lean) {
   at::manual_seed(52);
   const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
   const AttentionContext ctx = ReferenceContext({9, 3, 16});
-  const LayerSpec spec = Spec(0.1);  // dropout: the recompute replays the forward's masks
-  const at::Tensor x = at::randn({28, kHidden});
-  const at::Tensor probe = at::randn({28, kHidden});
+  LayerSpec spec = Spec(0.1);  // dropout: the recompute replays the forward's masks
+  spec.activation = activation;
+  spec.lean = lean;
+  const at::Tensor x = at::randn({28, kHidden}).to(dtype);
+  const at::Tensor probe = at::randn({28, kHidden}).to(dtype);
   Fp8Scaling s(kFusedLayerGemms, at::kCPU);
   Calibrate(s, x, w, spec, ctx, probe);
   const at::Tensor scales = s.state().select(0, 0).clone();
@@ -289,6 +298,14 @@ TEST(Fp8LayerTest, RecomputeQuantizesAsTheForwardDid) {
   }
   // Within a step the scales stay as they were; only Advance moves them.
   EXPECT_TRUE(at::equal(scales, s.state().select(0, 0)));
+}
+
+TEST(Fp8LayerTest, RecomputeQuantizesAsTheForwardDid) {
+  ExpectRecomputeQuantizesAsTheForwardDid(at::kFloat, Activation::kGelu, /*lean=*/true);
+}
+
+TEST(Fp8LayerTest, RecomputeWritesTheGeluBytesTheForwardDid) {
+  ExpectRecomputeQuantizesAsTheForwardDid(at::kBFloat16, Activation::kGeluTanh, /*lean=*/false);
 }
 
 // Fp8QuantizeLayerWeights quantizes what each layer's GEMMs would quantize themselves: with its
@@ -466,8 +483,9 @@ TEST(Fp8LayerGpuTest, CloseToTheBf16LayerUnderFlash) {
 // On the GPU the FFN-in GEMM writes the GELU output in E4M3 itself (Fp8LinearGeluToFp8), and a
 // recompute must write the same bytes: the output and every gradient that the attention's backward
 // does not reach are bitwise those of saving everything (flash sums dq with atomics, so q/k/v's and
-// x's gradients are compared within bf16 rounding). The FFN-out GEMM's input amax, which the
-// epilogue reports instead of a cast pass, is recorded and a recompute does not move it.
+// x's gradients are compared within bf16 rounding); not lean, as on the CPU above. Saving
+// everything is compared with itself too. The FFN-out GEMM's input amax, which the epilogue
+// reports instead of a cast pass, is recorded and a recompute does not move it.
 TEST(Fp8LayerGpuTest, RecomputeWritesTheGeluBytesTheForwardDid) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
@@ -477,6 +495,7 @@ TEST(Fp8LayerGpuTest, RecomputeWritesTheGeluBytesTheForwardDid) {
   const AttentionContext ctx = FlashContext({90, 3, 207, 47}, gpu);  // 347 tokens: 352 in FP8
   LayerSpec spec = Spec(0.1);  // dropout: the recompute replays the forward's masks
   spec.head_dim = 64;
+  spec.lean = false;
   const at::Tensor x = at::randn({347, 256}, gpu).to(at::kBFloat16);
   const at::Tensor probe = at::randn({347, 256}, gpu).to(at::kBFloat16);
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
