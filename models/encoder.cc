@@ -3,10 +3,8 @@
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 
-#include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "padless/models/embedding_norm.h"
@@ -192,41 +190,26 @@ at::Tensor EncoderClassifierImpl::RunFusedTrainingLayers(at::Tensor x, const Lay
   x = x.to(FusedComputeDtype(x));
   std::vector<std::vector<at::Tensor>> compute =
       FusedComputeWeights(LayerWeights(), x.scalar_type());
-  // How each layer runs: fused with a saving mode, or (nullopt) on the generic path, which alone
-  // can split a layer for an ffn/attn checkpoint scope. Every layer input is a checkpoint
-  // boundary, the first one included.
-  std::vector<std::optional<FusedSaving>> savings;
-  for (int64_t i = 0; i < num_layers(); ++i) {
-    if (!runtime_.checkpoint.Checkpoints(i, num_layers())) {
-      savings.emplace_back(FusedSaving::kSaveAll);
-    } else if (runtime_.checkpoint.scope == CheckpointScope::kLayer) {
-      savings.emplace_back(FusedSaving::kRecomputeAll);
-    } else if (runtime_.checkpoint.scope == CheckpointScope::kSelective) {
-      savings.emplace_back(FusedSaving::kRecomputeToActivation);
-    } else {
-      savings.emplace_back(std::nullopt);
-    }
-  }
-  // With FP8, the fused layers' weights quantized in one pass for the whole forward.
-  std::vector<Fp8QuantizedLayer> fp8_weights;
-  if (runtime_.fp8 != nullptr) {
-    std::vector<bool> fused;
-    for (const std::optional<FusedSaving>& saving : savings) fused.push_back(saving.has_value());
-    fp8_weights = Fp8QuantizeLayerWeights(compute, *runtime_.fp8, fused);
-  }
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
-    if (!savings[i]) {
+    // Every layer input is a checkpoint boundary, the first one included.
+    const bool checkpointed = runtime_.checkpoint.Checkpoints(i, num_layers());
+    FusedSaving saving = FusedSaving::kSaveAll;
+    if (checkpointed && runtime_.checkpoint.scope == CheckpointScope::kLayer) {
+      saving = FusedSaving::kRecomputeAll;
+    } else if (checkpointed && runtime_.checkpoint.scope == CheckpointScope::kSelective) {
+      saving = FusedSaving::kRecomputeToActivation;
+    }
+    if (checkpointed && saving == FusedSaving::kSaveAll) {
+      // An ffn/attn scope: only the generic path can split a layer.
       x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
     } else {
       FusedLayerFp8 fp8;  // C++17: no designated initializers
       fp8.scaling = runtime_.fp8.get();
       fp8.first_gemm = i * kFusedLayerGemms;
-      if (!fp8_weights.empty()) fp8.weights = &fp8_weights[i];
-      x = FusedEncoderLayerForward(x, w, spec, ctx, *savings[i], &compute[i], fp8);
+      x = FusedEncoderLayerForward(x, w, spec, ctx, saving, &compute[i], fp8);
     }
-    compute[i].clear();                             // a kSaveAll layer kept its own copies
-    if (!fp8_weights.empty()) fp8_weights[i] = {};  // and the transposes its backward takes
+    compute[i].clear();  // a kSaveAll layer kept its own copies
   }
   return x;
 }

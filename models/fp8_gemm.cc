@@ -71,13 +71,8 @@ at::Tensor QuantizeForwardInput(const at::Tensor& x, const Fp8Gemm& gemm, Fp8Tra
 }
 
 // The forward's weight [N, K] as E4M3 rows, its amax recorded; with `keep`, its transpose too.
-// From gemm.weight when that holds them already.
 at::Tensor QuantizeForwardWeight(const at::Tensor& weight, const Fp8Gemm& gemm,
                                  Fp8Transposes* keep) {
-  if (gemm.weight != nullptr) {
-    if (keep != nullptr) keep->weight = gemm.weight->transposed;
-    return gemm.weight->rows;
-  }
   cuda::Fp8Quantized q = QuantizeOperand(weight, gemm, Fp8Operand::kWeight,
                                          Recorded(keep != nullptr, /*pad_rows_to=*/1));
   if (keep != nullptr) keep->weight = std::move(q.transposed);

@@ -29,13 +29,10 @@
 
 namespace padless::models::internal {
 
-// One GEMM's slots in a scaling state, and its weight when already quantized for this forward
-// (rows and transposed, as the forward's own pass would write them; null: the forward quantizes
-// it).
+// One GEMM's slots in a scaling state.
 struct Fp8Gemm {
   Fp8Scaling* scaling;
   int64_t index;
-  const cuda::Fp8Quantized* weight = nullptr;
 };
 
 // Whether a GEMM with weight [N, K] can run in FP8 (cuBLASLt needs N and K multiples of 16).

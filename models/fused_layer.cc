@@ -564,33 +564,6 @@ absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(
   return out;
 }
 
-std::vector<Fp8QuantizedLayer> Fp8QuantizeLayerWeights(
-    const std::vector<std::vector<at::Tensor>>& compute, Fp8Scaling& scaling,
-    const std::vector<bool>& layers) {
-  if (scaling.calibrating()) return {};
-  TORCH_CHECK(layers.size() == compute.size(), "Fp8QuantizeLayerWeights: ", layers.size(),
-              " flags for ", compute.size(), " layers");
-  TORCH_CHECK(static_cast<int64_t>(compute.size()) * kFusedLayerGemms <= scaling.gemms(),
-              "Fp8QuantizeLayerWeights: ", compute.size(), " layers need ",
-              compute.size() * kFusedLayerGemms, " GEMMs, the scaling has ", scaling.gemms());
-  std::vector<cuda::Fp8QuantizeJob> jobs;
-  std::vector<std::pair<size_t, int>> where;  // (layer, GEMM) of each job
-  for (size_t i = 0; i < compute.size(); ++i) {
-    for (int g = 0; g < kFusedLayerGemms && layers[i]; ++g) {
-      const at::Tensor& weight = compute[i][internal::kGemmWeight[g]];
-      if (!internal::Fp8GemmFits(weight)) continue;
-      const int64_t gemm = static_cast<int64_t>(i) * kFusedLayerGemms + g;
-      jobs.push_back({weight, scaling.scale(gemm, Fp8Operand::kWeight),
-                      scaling.amax(gemm, Fp8Operand::kWeight)});
-      where.emplace_back(i, g);
-    }
-  }
-  std::vector<cuda::Fp8Quantized> q = cuda::Fp8QuantizeMany(jobs, Fp8FormatOf(Fp8Operand::kWeight));
-  std::vector<Fp8QuantizedLayer> out(compute.size());
-  for (size_t j = 0; j < q.size(); ++j) out[where[j].first][where[j].second] = std::move(q[j]);
-  return out;
-}
-
 std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::TensorList>& layers,
                                                          at::ScalarType dtype) {
   const at::NoGradGuard no_grad;

@@ -22,12 +22,6 @@ bool LayerGemms::InFp8(LayerGemm g) const {
   return fp8_.scaling != nullptr && Fp8GemmFits(Weight(g));
 }
 
-Fp8Gemm LayerGemms::Fp8Slots(LayerGemm g) const {
-  const cuda::Fp8Quantized* weight = fp8_.weights != nullptr ? &(*fp8_.weights)[g] : nullptr;
-  return {fp8_.scaling, fp8_.first_gemm + g,
-          weight != nullptr && weight->rows.defined() ? weight : nullptr};
-}
-
 Fp8Transposes* LayerGemms::KeepFor(LayerGemm g) const {
   return transposes_ != nullptr && InFp8(g) ? &(*transposes_)[g] : nullptr;
 }

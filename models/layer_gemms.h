@@ -91,7 +91,7 @@ class LayerGemms {
  private:
   const at::Tensor& Weight(LayerGemm g) const { return w_[kGemmWeight[g]]; }
   const at::Tensor& Bias(LayerGemm g) const { return w_[kGemmWeight[g] + 1]; }
-  Fp8Gemm Fp8Slots(LayerGemm g) const;
+  Fp8Gemm Fp8Slots(LayerGemm g) const { return {fp8_.scaling, fp8_.first_gemm + g}; }
   // Where GEMM g's forward writes its transposes: null when none are kept or g is not in FP8.
   Fp8Transposes* KeepFor(LayerGemm g) const;
 

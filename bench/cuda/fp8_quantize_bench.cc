@@ -2,9 +2,6 @@
 // naive FP8 path runs (reference::Fp8Quantize), in the same run and on the same inputs:
 //   Fp8Quantize/rows            rows only         vs multiply, clamp, cast, pad, NaN-masked max
 //   Fp8Quantize/rows_transposed rows + transpose  vs the same plus .t().contiguous()
-//   Fp8QuantizeMany/weights     a BERT-base step's 48 GEMM weights (12 layers x QKV, output
-//                               projection, FFN in, FFN out), rows + transpose each, in one
-//                               launch vs one Fp8Quantize per weight
 // E4M3 with a device-side scale and amax, as the delayed-scaling recipe calls it.
 // Shapes: T = 16384 tokens at BERT-base widths (C = 768, the activations; C = 3072, the FFN's),
 // bf16; --smoke uses one tiny shape (proves the suite runs, measures nothing).
@@ -72,39 +69,6 @@ void BM_BothUnfused(benchmark::State& state, Shape s) {
   Run(state, s, reference::Fp8Quantize, true);
 }
 
-// The weights of `layers` BERT layers of width h (bf16), with one scale and amax slot each.
-std::vector<Fp8QuantizeJob> WeightJobs(int64_t layers, int64_t h) {
-  const at::TensorOptions gpu(at::kCUDA);
-  std::vector<Fp8QuantizeJob> jobs;
-  for (int64_t l = 0; l < layers; ++l) {
-    for (const auto& [n, k] : {std::pair{3 * h, h}, {h, h}, {4 * h, h}, {h, 4 * h}}) {
-      jobs.push_back({(at::randn({n, k}, gpu) * 0.02).to(at::kBFloat16), at::full({}, 4000.f, gpu),
-                      at::zeros({1}, gpu)});
-    }
-  }
-  return jobs;
-}
-
-void RunWeights(benchmark::State& state, int64_t h, bool batched) {
-  const std::vector<Fp8QuantizeJob>& jobs = bench::OncePerShape<std::vector<Fp8QuantizeJob>>(
-      "weights" + std::to_string(h), [&] { return WeightJobs(12, h); });
-  double bytes = 0;
-  for (const Fp8QuantizeJob& j : jobs) bytes += static_cast<double>(j.x.numel()) * (2 + 2);
-  bench::TimeIterationsWithCudaEvents(state, [&] {
-    if (batched) {
-      benchmark::DoNotOptimize(Fp8QuantizeMany(jobs, Fp8Format::kE4M3));
-      return;
-    }
-    for (const Fp8QuantizeJob& j : jobs) {
-      benchmark::DoNotOptimize(
-          Fp8Quantize(j.x, j.scale, Fp8Format::kE4M3, Fp8QuantizeOptions{true, true, 1}, j.amax));
-    }
-  });
-  state.counters["bytes_per_second"] =
-      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["kernel"] = LastFp8QuantizeRanKernel();
-}
-
 void RegisterAll(bool smoke) {
   std::vector<Shape> shapes = {{"T16384_C768", 16384, 768}, {"T16384_C3072", 16384, 3072}};
   if (smoke) shapes = {{"T512_C64", 512, 64}};
@@ -115,14 +79,6 @@ void RegisterAll(bool smoke) {
       {"Fp8Quantize/rows_transposed/kernel", BM_BothKernel},
       {"Fp8Quantize/rows_transposed/unfused", BM_BothUnfused}};
   bench::RegisterForShapes(benches, shapes);
-  const int64_t h = smoke ? 64 : 768;
-  for (const bool batched : {true, false}) {
-    benchmark::RegisterBenchmark(
-        batched ? "Fp8QuantizeMany/weights/batched" : "Fp8QuantizeMany/weights/one_by_one",
-        [h, batched](benchmark::State& st) { RunWeights(st, h, batched); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
-  }
 }
 
 }  // namespace

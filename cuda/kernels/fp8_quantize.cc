@@ -4,10 +4,8 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 #include "src/fp8_reference.h"
 #include "src/op_util.h"
@@ -113,47 +111,6 @@ std::optional<Fp8Quantized> QuantizeKernel(const at::Tensor& x_in, const at::Ten
   internal::CheckLaunch(internal::LaunchFp8Quantize(args, c10::cuda::getCurrentCUDAStream()), kOp);
   return q;
 }
-// Fp8QuantizeMany's kernel path: every job's outputs in launches of up to kMaxFp8QuantizeBatch;
-// empty when some job cannot take it (the caller then quantizes each alone).
-std::optional<std::vector<Fp8Quantized>> QuantizeManyKernel(const std::vector<Fp8QuantizeJob>& jobs,
-                                                            Fp8Format format) {
-  const at::Tensor& first = jobs.front().x;
-  const std::optional<internal::FloatType> type = internal::KernelFloatType(first.scalar_type());
-  if (!type || !internal::UseKernel(first)) return std::nullopt;
-  Fp8QuantizeOptions options;
-  options.transposed = true;
-  options.pad_rows_to = 1;
-  std::vector<Fp8Quantized> out(jobs.size());
-  std::vector<internal::Fp8QuantizeArgs> args(jobs.size());
-  std::vector<at::Tensor> inputs;  // contiguous copies live until the launches are enqueued
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const at::Tensor& x = jobs[i].x;
-    if (x.scalar_type() != first.scalar_type() || x.device() != first.device()) return std::nullopt;
-    inputs.push_back(x.contiguous());
-    if (!internal::Aligned16({&inputs.back()})) return std::nullopt;
-  }
-  const c10::cuda::CUDAGuard guard(first.device());
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    args[i] = MakeOutputs(inputs[i], inputs[i].size(0), format, options, out[i]);
-    args[i].x = inputs[i].data_ptr();
-    args[i].type = *type;
-    args[i].scale = jobs[i].scale.data_ptr<float>();
-    args[i].amax = jobs[i].amax.defined() ? jobs[i].amax.data_ptr<float>() : nullptr;
-  }
-  for (size_t begin = 0; begin < args.size(); begin += internal::kMaxFp8QuantizeBatch) {
-    const int count =
-        static_cast<int>(std::min<size_t>(internal::kMaxFp8QuantizeBatch, args.size() - begin));
-    if (!internal::Fp8QuantizeBatchSupported(args.data() + begin, count)) return std::nullopt;
-  }
-  for (size_t begin = 0; begin < args.size(); begin += internal::kMaxFp8QuantizeBatch) {
-    const int count =
-        static_cast<int>(std::min<size_t>(internal::kMaxFp8QuantizeBatch, args.size() - begin));
-    internal::CheckLaunch(internal::LaunchFp8QuantizeBatch(args.data() + begin, count,
-                                                           c10::cuda::getCurrentCUDAStream()),
-                          "Fp8QuantizeMany");
-  }
-  return out;
-}
 #endif  // PADLESS_HAVE_CUDA_KERNELS
 
 at::Tensor Transpose(const at::Tensor& rows, bool allow_kernel) {
@@ -199,30 +156,6 @@ Fp8Quantized Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format fo
   return ReferenceQuantize(x, scale, format, options, amax);
 }
 
-std::vector<Fp8Quantized> QuantizeMany(const std::vector<Fp8QuantizeJob>& jobs, Fp8Format format,
-                                       bool allow_kernel) {
-  Fp8QuantizeOptions options;
-  options.transposed = true;
-  options.pad_rows_to = 1;
-  for (const Fp8QuantizeJob& job : jobs) CheckArgs(job.x, job.scale, options, job.amax);
-  if (jobs.empty()) return {};
-  const at::NoGradGuard no_grad;
-  g_last_kernel = false;
-#ifdef PADLESS_HAVE_CUDA_KERNELS
-  if (allow_kernel) {
-    if (auto q = QuantizeManyKernel(jobs, format)) {
-      g_last_kernel = true;
-      return *std::move(q);
-    }
-  }
-#endif
-  std::vector<Fp8Quantized> out;
-  for (const Fp8QuantizeJob& job : jobs) {
-    out.push_back(Quantize(job.x, job.scale, format, options, job.amax, allow_kernel));
-  }
-  return out;
-}
-
 }  // namespace
 
 namespace internal {
@@ -265,21 +198,11 @@ at::Tensor QuantizeGradOutput(const at::Tensor& grad, const Fp8GradOutput& out) 
 
 at::Tensor Fp8Transpose(const at::Tensor& rows) { return Transpose(rows, /*allow_kernel=*/true); }
 
-std::vector<Fp8Quantized> Fp8QuantizeMany(const std::vector<Fp8QuantizeJob>& jobs,
-                                          Fp8Format format) {
-  return QuantizeMany(jobs, format, /*allow_kernel=*/true);
-}
-
 bool LastFp8QuantizeRanKernel() { return g_last_kernel; }
 
 namespace reference {
 
 at::Tensor Fp8Transpose(const at::Tensor& rows) { return Transpose(rows, /*allow_kernel=*/false); }
-
-std::vector<Fp8Quantized> Fp8QuantizeMany(const std::vector<Fp8QuantizeJob>& jobs,
-                                          Fp8Format format) {
-  return QuantizeMany(jobs, format, /*allow_kernel=*/false);
-}
 
 Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                          const Fp8QuantizeOptions& options, const at::Tensor& amax) {

@@ -308,56 +308,6 @@ TEST(Fp8LayerTest, RecomputeWritesTheGeluBytesTheForwardDid) {
   ExpectRecomputeQuantizesAsTheForwardDid(at::kBFloat16, Activation::kGeluTanh, /*lean=*/false);
 }
 
-// Fp8QuantizeLayerWeights quantizes what each layer's GEMMs would quantize themselves: with its
-// weights the layer gives the same output and gradients bitwise and records the same weight
-// amaxes (two scalings in the same state); nothing while the scales calibrate, no rows for a
-// layer not asked for. Under flash, dq is summed with atomics: the gradients it reaches (x's and
-// q/k/v's) are compared within bf16 rounding instead.
-void ExpectWeightsQuantizedAtOnceAreTheLayersOwn(const at::Tensor& x,
-                                                 const std::vector<at::Tensor>& w,
-                                                 const LayerSpec& spec, const AttentionContext& ctx,
-                                                 const at::Tensor& probe) {
-  const std::vector<std::vector<at::Tensor>> compute =
-      FusedComputeWeights({w, w}, FusedComputeDtype(x));
-  Fp8Scaling own(2 * kFusedLayerGemms, x.device());
-  EXPECT_TRUE(Fp8QuantizeLayerWeights(compute, own, {true, true}).empty());  // calibrating
-  Calibrate(own, x, w, spec, ctx, probe);
-  Fp8Scaling at_once(2 * kFusedLayerGemms, x.device());
-  at_once.load_state(own.state());
-  const std::vector<Fp8QuantizedLayer> q = Fp8QuantizeLayerWeights(compute, at_once, {true, false});
-  ASSERT_EQ(q.size(), 2u);
-  FusedLayerFp8 fp8{&at_once, 0, &q[0]};
-  at::manual_seed(8);
-  const LayerRun want = RunLayer(true, FusedSaving::kSaveAll, x, w, spec, ctx, probe, &compute[0],
-                                 {&own, 0});
-  at::manual_seed(8);
-  const LayerRun got =
-      RunLayer(true, FusedSaving::kSaveAll, x, w, spec, ctx, probe, &compute[0], fp8);
-  EXPECT_TRUE(at::equal(want.out, got.out));
-  const bool flash = ctx.backend == AttentionBackend::kVarlenFlash;
-  for (size_t i = 0; i < want.grads.size(); ++i) {
-    if (flash && (i == 0 || i == 1 + kQkvWeight || i == 1 + kQkvBias)) {
-      EXPECT_LT(Relative(want.grads[i], got.grads[i]), 1e-2) << "gradient " << i;
-    } else {
-      EXPECT_TRUE(at::equal(want.grads[i], got.grads[i])) << "gradient " << i;
-    }
-  }
-  for (int64_t g = 0; g < kFusedLayerGemms; ++g) {
-    EXPECT_TRUE(q[0][g].rows.defined() && q[0][g].transposed.defined()) << g;
-    EXPECT_FALSE(q[1][g].rows.defined()) << g;
-    EXPECT_EQ(At(own.amax(g, Fp8Operand::kWeight)), At(at_once.amax(g, Fp8Operand::kWeight)));
-    EXPECT_GT(At(at_once.amax(g, Fp8Operand::kWeight)), 0.0f);
-  }
-}
-
-TEST(Fp8LayerTest, WeightsQuantizedAtOnceAreTheLayersOwn) {
-  at::manual_seed(59);
-  const std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
-  ExpectWeightsQuantizedAtOnceAreTheLayersOwn(at::randn({16, kHidden}), w, Spec(0.0),
-                                              ReferenceContext({5, 9, 2}),
-                                              at::randn({16, kHidden}));
-}
-
 TEST(Fp8LayerTest, FrozenWeightsGetNoGradient) {
   at::manual_seed(53);
   std::vector<at::Tensor> w = RandomLayerWeights(at::kFloat);
@@ -526,20 +476,6 @@ TEST(Fp8LayerGpuTest, RecomputeWritesTheGeluBytesTheForwardDid) {
     }
     EXPECT_EQ(At(s.amax(kFfnOut, Fp8Operand::kInput)), gelu_amax) << what;
   }
-}
-
-TEST(Fp8LayerGpuTest, WeightsQuantizedAtOnceAreTheLayersOwn) {
-  if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
-  if (!CheckFp8Device(at::Device(at::kCUDA)).ok()) GTEST_SKIP() << "no FP8 tensor cores";
-  at::manual_seed(60);
-  const at::Device gpu(at::kCUDA);
-  const std::vector<at::Tensor> w = GpuLayerWeights(gpu);
-  LayerSpec spec = Spec(0.0);
-  spec.head_dim = 64;
-  AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
-  ExpectWeightsQuantizedAtOnceAreTheLayersOwn(
-      at::randn({300, 256}, gpu).to(at::kBFloat16), w, spec, FlashContext({120, 80, 100}, gpu),
-      at::randn({300, 256}, gpu).to(at::kBFloat16));
 }
 
 // Saving everything, the FP8 layer keeps the one-byte transposes its backward GEMMs take in place

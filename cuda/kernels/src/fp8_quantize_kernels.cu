@@ -164,51 +164,15 @@ __device__ __forceinline__ void WriteTransposedTile(const TileArgs& a, int64_t r
 // at the same time read whole rows of x between them (the column-major order measured 2-4 % slower
 // at C = 3072 on the H200, within noise at C = 768), and a 1-D grid has no 65535 limit.
 template <typename T, Fp8Type F>
-__device__ __forceinline__ void CastTransposeTile(const T* __restrict__ x, const TileArgs& a,
-                                                  int64_t tile_index,
-                                                  uint32_t (*tile)[kTileWords]) {
-  const int64_t row0 = tile_index / a.col_tiles * kTile;
-  const int64_t col0 = tile_index % a.col_tiles * kTile;
+__global__ void __launch_bounds__(kThreads)
+    CastTransposeKernel(const T* __restrict__ x, const TileArgs a) {
+  __shared__ uint32_t tile[kTile][kTileWords];
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) / a.col_tiles * kTile;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) % a.col_tiles * kTile;
   const float m = CastTile<T, F>(x, a, row0, col0, tile);
   __syncthreads();
   if (a.amax != nullptr) BlockMaxToAmax(m, a.amax);
   WriteTransposedTile(a, row0, col0, tile);
-}
-
-template <typename T, Fp8Type F>
-__global__ void __launch_bounds__(kThreads)
-    CastTransposeKernel(const T* __restrict__ x, const TileArgs a) {
-  __shared__ uint32_t tile[kTile][kTileWords];
-  CastTransposeTile<T, F>(x, a, blockIdx.x, tile);
-}
-
-// One tensor of a batch: its tiles are blocks [first_block, next tensor's first_block).
-struct BatchTensor {
-  const void* x;
-  TileArgs a;
-  int64_t first_block;
-};
-struct Fp8Batch {
-  BatchTensor t[kMaxFp8QuantizeBatch];
-  int count;
-};
-static_assert(sizeof(Fp8Batch) <= 4096, "a batch travels as a kernel parameter");
-
-// The cast-transpose of several tensors: block b finds its tensor (a scan of at most
-// kMaxFp8QuantizeBatch entries of the parameter) and works on that tensor's tile as
-// CastTransposeKernel does. The tensor's arguments are copied into registers first: read through
-// a reference into the parameter, every use in the tile's loops was a load from parameter space
-// (the first version ran at 0.7 TB/s, below one launch per tensor).
-template <typename T, Fp8Type F>
-__global__ void __launch_bounds__(kThreads)
-    BatchCastTransposeKernel(const __grid_constant__ Fp8Batch batch) {
-  __shared__ uint32_t tile[kTile][kTileWords];
-  const auto block = static_cast<int64_t>(blockIdx.x);
-  int i = 0;
-  while (i + 1 < batch.count && block >= batch.t[i + 1].first_block) ++i;
-  const TileArgs a = batch.t[i].a;
-  const T* x = static_cast<const T*>(batch.t[i].x);
-  CastTransposeTile<T, F>(x, a, block - batch.t[i].first_block, tile);
 }
 
 // The transpose of bytes already in FP8 (a producer wrote the rows): phase 1 reads the tile's
@@ -265,23 +229,6 @@ cudaError_t LaunchTiles(const Fp8QuantizeArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <typename T, Fp8Type F>
-cudaError_t LaunchBatch(const Fp8QuantizeArgs* args, int count, cudaStream_t stream) {
-  Fp8Batch batch{};
-  batch.count = count;
-  int64_t blocks = 0;
-  for (int i = 0; i < count; ++i) {
-    const Fp8QuantizeArgs& a = args[i];
-    const int64_t col_tiles = CeilDiv(a.cols, kTile);
-    batch.t[i] = {
-        a.x, {a.scale, a.amax, a.out, a.out_t, a.rows, a.padded_rows, a.cols, col_tiles}, blocks};
-    blocks += CeilDiv(a.padded_rows, kTile) * col_tiles;
-  }
-  if (blocks == 0) return cudaSuccess;
-  BatchCastTransposeKernel<T, F><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(batch);
-  return cudaGetLastError();
-}
-
 template <typename T>
 cudaError_t LaunchTyped(const Fp8QuantizeArgs& a, cudaStream_t stream) {
   if (a.out_t == nullptr) {
@@ -314,28 +261,6 @@ cudaError_t LaunchFp8Transpose(const uint8_t* in, uint8_t* out_t, int64_t rows, 
   const TileArgs t{nullptr, nullptr, nullptr, out_t, rows, rows, cols, col_tiles};
   TransposeBytesKernel<<<blocks, kThreads, 0, stream>>>(in, t);
   return cudaGetLastError();
-}
-
-bool Fp8QuantizeBatchSupported(const Fp8QuantizeArgs* args, int count) {
-  if (count < 1 || count > kMaxFp8QuantizeBatch) return false;
-  int64_t blocks = 0;
-  for (int i = 0; i < count; ++i) {
-    const Fp8QuantizeArgs& a = args[i];
-    if (a.type != args[0].type || a.fp8 != args[0].fp8 || a.out == nullptr || a.out_t == nullptr ||
-        !Fp8QuantizeSupported(a.padded_rows, a.cols, true)) {
-      return false;
-    }
-    blocks += CeilDiv(a.padded_rows, kTile) * CeilDiv(a.cols, kTile);
-  }
-  return blocks <= INT32_MAX;
-}
-
-cudaError_t LaunchFp8QuantizeBatch(const Fp8QuantizeArgs* args, int count, cudaStream_t stream) {
-  return DispatchType(args[0].type, cudaErrorInvalidValue, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return args[0].fp8 == Fp8Type::kE4M3 ? LaunchBatch<T, Fp8Type::kE4M3>(args, count, stream)
-                                         : LaunchBatch<T, Fp8Type::kE5M2>(args, count, stream);
-  });
 }
 
 cudaError_t LaunchFp8Quantize(const Fp8QuantizeArgs& a, cudaStream_t stream) {

@@ -53,14 +53,6 @@ bool Fp8QuantizeSupported(int64_t padded_rows, int64_t cols, bool transposed);
 // At least one of out / out_t set. Nothing is launched when an output is empty.
 cudaError_t LaunchFp8Quantize(const Fp8QuantizeArgs& args, cudaStream_t stream);
 
-// Several cast-transposes (out and out_t both set) in one launch, each as LaunchFp8Quantize would
-// write it: a model's weights, every step, in one launch instead of one per GEMM. Supported for 1
-// to kMaxFp8QuantizeBatch args of one input type and one format, each Fp8QuantizeSupported with
-// the transpose, and a grid within limits.
-inline constexpr int kMaxFp8QuantizeBatch = 48;  // the batch travels as a kernel parameter
-bool Fp8QuantizeBatchSupported(const Fp8QuantizeArgs* args, int count);
-cudaError_t LaunchFp8QuantizeBatch(const Fp8QuantizeArgs* args, int count, cudaStream_t stream);
-
 // The transpose of FP8 bytes, in [rows, cols] -> out_t [cols, rows] (the cast-transpose's tiles,
 // with nothing to convert): cols a multiple of 8 (8-byte aligned loads), rows of 4.
 bool Fp8TransposeSupported(int64_t rows, int64_t cols);

@@ -79,26 +79,10 @@ std::vector<std::vector<at::Tensor>> FusedComputeWeights(const std::vector<at::T
 // first_gemm .. first_gemm + 3 of `scaling`, which must outlive the backward of the layer. A GEMM
 // whose weight's sides are not multiples of 16 stays in the compute dtype. Null: no FP8.
 inline constexpr int64_t kFusedLayerGemms = 4;
-// A layer's four GEMM weights in E4M3, rows and transposes, in GEMM order (an entry without rows:
-// that GEMM quantizes its own).
-using Fp8QuantizedLayer = std::array<cuda::Fp8Quantized, kFusedLayerGemms>;
 struct FusedLayerFp8 {
   Fp8Scaling* scaling = nullptr;
   int64_t first_gemm = 0;
-  // This forward's weights already quantized (Fp8QuantizeLayerWeights); null: each GEMM quantizes
-  // its own. A recompute in backward quantizes them again, to the same bytes.
-  const Fp8QuantizedLayer* weights = nullptr;
 };
-
-// The FP8 GEMM weights of the layers marked in `layers`, as their forwards would quantize them
-// (the scaling's weight scales, amaxes recorded), in one pass for all of them
-// (cuda::Fp8QuantizeMany): one launch per step instead of one per GEMM. compute[i]:
-// FusedComputeWeights' copies of layer i, whose GEMMs are 4i .. 4i + 3 of `scaling`. Empty while
-// the scales calibrate (calibration takes each tensor's own amax first); layers not marked, and
-// weights that cannot run in FP8, get entries without rows.
-std::vector<Fp8QuantizedLayer> Fp8QuantizeLayerWeights(
-    const std::vector<std::vector<at::Tensor>>& compute, Fp8Scaling& scaling,
-    const std::vector<bool>& layers);
 
 // EncoderLayerForward's result (to the compute dtype's rounding, or FP8's with `fp8`) for x already
 // in the compute dtype. Weights that do not require grad get none. `compute_weights`:

@@ -32,7 +32,6 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
-#include <vector>
 
 namespace padless::cuda {
 
@@ -59,19 +58,6 @@ struct Fp8Quantized {
 // element on x's device, updated in place, or undefined.
 Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                          const Fp8QuantizeOptions& options, const at::Tensor& amax);
-
-// Several tensors' rows and transposes in one pass, as Fp8Quantize(x, scale, format, {rows,
-// transposed, pad_rows_to 1}, amax) gives each, in the order given: the weights of a model's FP8
-// GEMMs, quantized once per step in one launch instead of one per GEMM. One kernel per up to 48
-// tensors when all are on one GPU in one floating type and each is one the cast-transpose kernel
-// takes (above); otherwise each through Fp8Quantize. Broken input throws as Fp8Quantize does.
-struct Fp8QuantizeJob {
-  at::Tensor x;      // [R, C]
-  at::Tensor scale;  // one fp32 element
-  at::Tensor amax;   // one fp32 element, max-updated; or undefined
-};
-std::vector<Fp8Quantized> Fp8QuantizeMany(const std::vector<Fp8QuantizeJob>& jobs,
-                                          Fp8Format format);
 
 // Where a kernel that computes a gradient for an FP8 GEMM (bias_grad.h, residual_layer_norm.h)
 // writes it in FP8 itself, so that no cast pass over the 16-bit gradient is needed: its output is
@@ -102,8 +88,6 @@ at::Tensor Fp8Transpose(const at::Tensor& rows);
 
 namespace reference {
 at::Tensor Fp8Transpose(const at::Tensor& rows);
-std::vector<Fp8Quantized> Fp8QuantizeMany(const std::vector<Fp8QuantizeJob>& jobs,
-                                          Fp8Format format);
 Fp8Quantized Fp8Quantize(const at::Tensor& x, const at::Tensor& scale, Fp8Format format,
                          const Fp8QuantizeOptions& options, const at::Tensor& amax);
 }  // namespace reference
