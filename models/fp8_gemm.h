@@ -5,11 +5,13 @@
 //   forward      y  = x @ w^T (+ bias)   x: E4M3 rows,          w: E4M3 rows
 //   input grad   dx = dy @ w             dy: E5M2 rows,         w: E4M3 transposed
 //   weight grad  dw = dy^T @ x (fp32)    dy: E5M2 transposed,   x: E4M3 transposed
-// The gradient of the output is quantized once for both backward GEMMs. The transposes of the input
-// and the weight come either from the forward's own quantizing pass (one cast-transpose pass
-// instead of a cast pass forward and a transpose pass backward; kept for backward in one byte an
-// element: Fp8Transposes) or, for a forward whose activations are not kept (checkpointing), from a
-// second pass in backward over the compute-dtype copy. Either way with the scales of the forward
+// The gradient of the output is quantized once for both backward GEMMs. The FFN-out GEMM's input,
+// the GELU output, comes already in E4M3 from the FFN-in GEMM's epilogue (Fp8LinearGeluToFp8, then
+// Fp8LinearFromRows), and the input gradient that joins a residual's gradient is added in its GEMM.
+// The transposes of the input and the weight come either from the forward's own quantizing pass
+// (one cast-transpose pass instead of a cast pass forward and a transpose pass backward; kept for
+// backward in one byte an element: Fp8Transposes) or, for a forward whose activations are not kept
+// (checkpointing), from a second pass in backward over the compute-dtype copy. Either way with the scales of the forward
 // (scales change only between steps), so both give the same bytes. The token dimension is padded
 // to a multiple of 16 in the FP8 copies only (cuBLASLt's FP8 GEMMs want it; zero rows add nothing
 // to a weight gradient); results are views of the real rows.

@@ -392,7 +392,8 @@ TEST(Fp8TrainStepTest, InstallsTheScalesAdvancesThemAndLearns) {
 
 // --- GPU (skips without CUDA): bf16 compute, flash attention ---
 
-// A 256-wide layer (4 heads of 64, FFN 1024) on the GPU, its weights moved off their initial values.
+// A 256-wide layer (4 heads of 64, FFN 1024) on the GPU, its weights moved off their initial
+// values.
 std::vector<at::Tensor> GpuLayerWeights(const at::Device& gpu) {
   EncoderLayer layer(EncoderConfig().hidden(256).heads(4).ffn(1024), 0);
   std::vector<at::Tensor> w;
