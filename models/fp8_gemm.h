@@ -11,10 +11,10 @@
 // The transposes of the input and the weight come either from the forward's own quantizing pass
 // (one cast-transpose pass instead of a cast pass forward and a transpose pass backward; kept for
 // backward in one byte an element: Fp8Transposes) or, for a forward whose activations are not kept
-// (checkpointing), from a second pass in backward over the compute-dtype copy. Either way with the scales of the forward
-// (scales change only between steps), so both give the same bytes. The token dimension is padded
-// to a multiple of 16 in the FP8 copies only (cuBLASLt's FP8 GEMMs want it; zero rows add nothing
-// to a weight gradient); results are views of the real rows.
+// (checkpointing), from a second pass in backward over the compute-dtype copy. Either way with the
+// scales of the forward (scales change only between steps), so both give the same bytes. The token
+// dimension is padded to a multiple of 16 in the FP8 copies only (cuBLASLt's FP8 GEMMs want it;
+// zero rows add nothing to a weight gradient); results are views of the real rows.
 // Forward accumulates with cuBLASLt's fast accumulation, backward without (Transformer Engine's
 // choice: gradients are summed over far more products).
 #ifndef PADLESS_MODELS_FP8_GEMM_H_
@@ -107,9 +107,9 @@ Fp8OutputGrad OutputGradFromRows(at::Tensor rows, int64_t tokens, at::ScalarType
                                  const Fp8Gemm& gemm, bool weight_grad,
                                  const Fp8Transposes& forward);
 
-// dy @ weight [T, K] in the compute dtype; added in place into `accumulate` (and returned) by the
-// GEMM itself (cuda::ScaledMmAccumulate, over the T real rows) when
-// that is defined. `weight` is read only when dy.forward has no transpose of it.
+// dy @ weight [T, K] in the compute dtype; when `accumulate` is defined, added into it in place
+// (and returned) by the GEMM itself (cuda::ScaledMmAccumulate, over the T real rows). `weight` is
+// read only when dy.forward has no transpose of it.
 at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
                               const at::Tensor& accumulate);
 

@@ -50,7 +50,8 @@ struct Inputs {
   at::Tensor acc;  // [T, H]: a residual gradient to accumulate into
   // FfnInFp8: x and w1 in E4M3, their inverse scales, the activation's scale and amax slot.
   at::Tensor x8, w8, scale_inv, act_scale, act_amax;
-  at::Tensor dy8;  // [T, F] E5M2: the FFN-in output's gradient
+  at::Tensor dy8;   // [T, F] E5M2: the FFN-in output's gradient
+  at::Tensor w8_t;  // [H, F]: w8 transposed, so that w8_t.t() is column-major [F, H]
 };
 
 const Inputs& InputsFor(const Shape& s) {
@@ -73,6 +74,7 @@ const Inputs& InputsFor(const Shape& s) {
     in.act_scale = at::full({}, 64.f, fp32);
     in.act_amax = at::zeros({1}, fp32);
     in.dy8 = in.dy.to(at::kFloat8_e5m2);
+    in.w8_t = in.w8.t().contiguous();
     return in;
   });
 }
@@ -182,12 +184,11 @@ void BM_FfnInFp8Unfused(benchmark::State& state, Shape s) {
 // added into a residual gradient. The shapes' T is a multiple of 16, so both read the same rows.
 void BM_InputGradAccFp8Fused(benchmark::State& state, Shape s) {
   const Inputs& in = InputsFor(s);
-  const at::Tensor w_t = in.w8.t().contiguous();  // [H, F]: b = w_t.t() is column-major [F, H]
   at::Tensor acc = in.acc;
   TimeOnGpu(
       state,
       [&] {
-        benchmark::DoNotOptimize(ScaledMmAccumulate(in.dy8, w_t.t(), in.scale_inv, in.scale_inv,
+        benchmark::DoNotOptimize(ScaledMmAccumulate(in.dy8, in.w8_t.t(), in.scale_inv, in.scale_inv,
                                                     acc, /*fast_accum=*/false));
       },
       GemmFlops(s));
@@ -196,12 +197,11 @@ void BM_InputGradAccFp8Fused(benchmark::State& state, Shape s) {
 
 void BM_InputGradAccFp8Unfused(benchmark::State& state, Shape s) {
   const Inputs& in = InputsFor(s);
-  const at::Tensor w_t = in.w8.t().contiguous();
   at::Tensor acc = in.acc;
   TimeOnGpu(
       state,
       [&] {
-        benchmark::DoNotOptimize(acc.add_(ScaledMm(in.dy8, w_t.t(), in.scale_inv, in.scale_inv,
+        benchmark::DoNotOptimize(acc.add_(ScaledMm(in.dy8, in.w8_t.t(), in.scale_inv, in.scale_inv,
                                                    at::Tensor(), at::kBFloat16,
                                                    /*fast_accum=*/false)));
       },
