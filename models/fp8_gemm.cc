@@ -56,9 +56,11 @@ at::Tensor ScaleInv(const Fp8Gemm& gemm, Fp8Operand operand) {
   return gemm.scaling->scale_inv(gemm.index, operand);
 }
 
+// `tokens`: which of the product's dimensions is the token count (cuda::ScaledMm buckets it).
 at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const Fp8Gemm& gemm, Fp8Operand a_op,
-                    Fp8Operand b_op, const at::Tensor& bias, at::ScalarType out, bool fast) {
-  return cuda::ScaledMm(a, b, ScaleInv(gemm, a_op), ScaleInv(gemm, b_op), bias, out, fast);
+                    Fp8Operand b_op, const at::Tensor& bias, at::ScalarType out, bool fast,
+                    cuda::TokenAxis tokens) {
+  return cuda::ScaledMm(a, b, ScaleInv(gemm, a_op), ScaleInv(gemm, b_op), bias, out, fast, tokens);
 }
 
 // The forward's input x [T_pad, K] as E4M3 rows, its amax recorded; with `keep`, its transpose
@@ -95,7 +97,7 @@ at::Tensor Fp8LinearFromRows(const at::Tensor& rows, int64_t tokens, const at::T
                              const at::Tensor& bias, const Fp8Gemm& gemm, Fp8Transposes* keep) {
   const at::Tensor w = QuantizeForwardWeight(weight, gemm, keep);
   return ScaledMm(rows, w.t(), gemm, Fp8Operand::kInput, Fp8Operand::kWeight, bias,
-                  weight.scalar_type(), /*fast=*/true)
+                  weight.scalar_type(), /*fast=*/true, cuda::TokenAxis::kM)
       .narrow(0, 0, tokens);
 }
 
@@ -168,7 +170,7 @@ at::Tensor Fp8LinearInputGrad(const Fp8OutputGrad& dy, const at::Tensor& weight,
                                     /*fast_accum=*/false);
   }
   return ScaledMm(dy.rows, weight_t.t(), dy.gemm, Fp8Operand::kGrad, Fp8Operand::kWeight,
-                  at::Tensor(), dy.dtype, /*fast=*/false)
+                  at::Tensor(), dy.dtype, /*fast=*/false, cuda::TokenAxis::kM)
       .narrow(0, 0, dy.tokens);
 }
 
@@ -178,7 +180,7 @@ at::Tensor Fp8LinearWeightGrad(const Fp8OutputGrad& dy, const at::Tensor& x) {
           ? dy.forward.input
           : QuantizeOperand(x, dy.gemm, Fp8Operand::kInput, TransposedAgain(kFp8Align)).transposed;
   return ScaledMm(dy.transposed, x_t.t(), dy.gemm, Fp8Operand::kGrad, Fp8Operand::kInput,
-                  at::Tensor(), at::kFloat, /*fast=*/false);
+                  at::Tensor(), at::kFloat, /*fast=*/false, cuda::TokenAxis::kK);
 }
 
 }  // namespace padless::models::internal

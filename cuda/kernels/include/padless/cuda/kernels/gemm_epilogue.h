@@ -37,8 +37,10 @@
 // heuristic offers an algorithm. Non-contiguous inputs are copied to contiguous ones first. T (the
 // token count) may be anything >= 1.
 //
-// Host cost: the heuristic's choice is cached per problem with T rounded up to a multiple of 1024
-// (gemm_epilogue.cc), so a call in a bucket already seen sets up descriptors and launches.
+// Host cost: the algorithm chosen for a problem is cached with T rounded up to a multiple of 1024
+// (gemm_epilogue.cc), so a call in a bucket already seen sets up descriptors and launches. A new
+// problem asks cuBLASLt's heuristic and, with tuning on (the default), times its first candidates
+// once (gemm_tuning.h).
 #ifndef PADLESS_CUDA_KERNELS_GEMM_EPILOGUE_H_
 #define PADLESS_CUDA_KERNELS_GEMM_EPILOGUE_H_
 
@@ -91,10 +93,14 @@ at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
 // out_dtype (16-bit outputs only) or undefined. On the cached cuBLASLt path when M, N and K are
 // multiples of 16 and everything is 16-byte aligned, else through at::_scaled_mm, which asks
 // cuBLASLt's heuristic on every call: the FP8 training step spent 6.1 of its 29.2 ms with the GPU
-// idle behind that host work (H200, 144 such GEMMs a step). The cache keys the exact shape here.
+// idle behind that host work (H200, 144 such GEMMs a step). `tokens` names the dimension that is
+// the token count T, if any: the cache keys it rounded up to a multiple of 1024 (and tunes once per
+// bucket, gemm_tuning.h), else the exact shape. ScaledMm's GELU and accumulating variants below
+// take M as the token count.
+enum class TokenAxis { kNone, kM, kK };
 at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
-                    bool fast_accum);
+                    bool fast_accum, TokenAxis tokens = TokenAxis::kNone);
 
 // accumulate += ScaledMm(a, b, scale_a, scale_b, {}, accumulate's dtype, fast_accum), in place
 // (and returned): accumulate [M, N] fp32, bf16 or fp16, contiguous for the fused path. In the GEMM
