@@ -8,9 +8,7 @@
 #include <optional>
 #include <utility>
 
-#include "padless/cuda/kernels/gemm_tuning.h"
 #include "src/fp8_reference.h"
-#include "src/gemm_timing.h"
 #include "src/op_util.h"
 
 #ifdef PADLESS_HAVE_CUDA_KERNELS
@@ -28,7 +26,6 @@
 #include <optional>
 #include <string>
 #include <tuple>
-#include <vector>
 #endif
 
 // cuBLAS(Lt) is column-major. A row-major [R, C] tensor with contiguous rows is, unchanged in
@@ -308,20 +305,19 @@ struct AlgoKey {
   int device;
   int dtype, b_dtype, d_dtype, epilogue, trans_a, trans_b;
   bool accumulate, fast_accum, amax_d;
-  bool tuned;        // chosen by timing (gemm_tuning.h) or by the heuristic alone
   uint64_t m, n, k;  // the token dimension rounded up to a multiple of 1024
   uint32_t align_a, align_b, align_d;
   size_t workspace_bytes;
   auto Tie() const {
     return std::tie(device, dtype, b_dtype, d_dtype, epilogue, trans_a, trans_b, accumulate,
-                    fast_accum, amax_d, tuned, m, n, k, align_a, align_b, align_d, workspace_bytes);
+                    fast_accum, amax_d, m, n, k, align_a, align_b, align_d, workspace_bytes);
   }
   bool operator<(const AlgoKey& o) const { return Tie() < o.Tie(); }
 };
 
 uint64_t TokenBucket(uint64_t t) { return (t + 1023) / 1024 * 1024; }
 
-AlgoKey KeyOf(const GemmSpec& g, size_t workspace_bytes, bool tuned) {
+AlgoKey KeyOf(const GemmSpec& g, size_t workspace_bytes) {
   const bool n_is_t = g.token_dim == TokenDim::kN;
   const bool k_is_t = g.token_dim == TokenDim::kK;
   return {c10::cuda::current_device(),
@@ -334,7 +330,6 @@ AlgoKey KeyOf(const GemmSpec& g, size_t workspace_bytes, bool tuned) {
           g.accumulate,
           g.fast_accum,
           g.amax_d != nullptr,
-          tuned,
           g.d_rows,
           n_is_t ? TokenBucket(g.d_cols) : g.d_cols,
           k_is_t ? TokenBucket(g.k()) : g.k(),
@@ -363,123 +358,52 @@ void CacheAlgo(const AlgoKey& key, const std::optional<cublasLtMatmulAlgo_t>& al
   }
 }
 
-// One GEMM problem as cuBLASLt takes it: its descriptors and layouts, the handle and workspace
-// of the current stream, and launches of it with a given algorithm.
-class LtProblem {
- public:
-  explicit LtProblem(const GemmSpec& g)
-      : g_(g),
-        handle_(at::cuda::getCurrentCUDABlasLtHandle()),
-        // LibTorch's cuBLASLt workspace for this handle and the current stream (what its own addmm
-        // uses; safe to share because work on one stream is serialized), not a per-call allocation.
-        workspace_(at::cuda::getCUDABlasLtWorkspace()),
-        workspace_bytes_(at::cuda::getCUDABlasLtWorkspaceSize()),
-        stream_(c10::cuda::getCurrentCUDAStream()),
-        desc_(MakeDesc(g)),
-        a_(MakeLayout(g.dtype, g.a.rows, g.a.cols, g.op)),
-        b_(MakeLayout(g.BType(), g.b.rows, g.b.cols, g.op)),
-        c_(MakeLayout(g.CType(), g.d_rows, g.d_cols, g.op)),
-        d_(MakeLayout(g.d_dtype, g.d_rows, g.d_cols, g.op)) {}
-
-  size_t workspace_bytes() const { return workspace_bytes_; }
-  cudaStream_t stream() const { return stream_; }
-
-  // The product into `d` (g.d, or a scratch matrix of D's type and shape while tuning). C aliases
-  // D unless their types differ (an FP8 D), when C is not read (as at::_scaled_mm).
-  cublasStatus_t Launch(const cublasLtMatmulAlgo_t& algo, void* d) const {
-    const void* c_ptr = g_.c_dtype ? nullptr : d;
-    const float alpha = 1.0f, beta = g_.accumulate ? 1.0f : 0.0f;
-    return Lt().Matmul(handle_, desc_.get(), &alpha, g_.a.ptr, a_.get(), g_.b.ptr, b_.get(), &beta,
-                       c_ptr, c_.get(), d, d_.get(), &algo, workspace_, workspace_bytes_, stream_);
-  }
-
-  // The heuristic's first `count` algorithms, best first; empty when it has none or rejects the
-  // configuration itself (INVALID_VALUE; the caller then runs the unfused ops, and the GPU tests
-  // check which one ran). Other failures throw.
-  std::vector<cublasLtMatmulHeuristicResult_t> Candidates(int count) const {
-    const Preference pref = MakePreference(g_, workspace_bytes_);
-    std::vector<cublasLtMatmulHeuristicResult_t> results(count);
-    int found = 0;
-    const cublasStatus_t s =
-        Lt().MatmulAlgoGetHeuristic(handle_, desc_.get(), a_.get(), b_.get(), c_.get(), d_.get(),
-                                    pref.get(), count, results.data(), &found);
-    if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) return {};
-    CheckLt(s, g_.op, "cublasLtMatmulAlgoGetHeuristic");
-    results.resize(found);
-    return results;
-  }
-
- private:
-  const GemmSpec& g_;
-  cublasLtHandle_t handle_;
-  void* workspace_;
-  size_t workspace_bytes_;
-  cudaStream_t stream_;
-  MatmulDesc desc_;
-  Layout a_, b_, c_, d_;
-};
-
-// Whether cublasLtMatmul rejected the algorithm for this exact problem (NOT_SUPPORTED /
-// INVALID_VALUE: nothing launched); any other failure throws.
-bool Launched(cublasStatus_t s, const char* op) {
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE) return false;
-  CheckLt(s, op, "cublasLtMatmul");
-  return true;
-}
-
-size_t ElementBytes(cudaDataType_t t) {
-  switch (t) {
-    case CUDA_R_32F:
-      return 4;
-    case CUDA_R_8F_E4M3:
-    case CUDA_R_8F_E5M2:
-      return 1;
-    default:
-      return 2;
-  }
-}
-
-// The index of the candidate gemm_tuning.h's rule keeps, each timed on this call's operands. With
-// beta = 1 the runs accumulate into a zeroed scratch D, not into the caller's; otherwise they
-// write D, the aux output and the amax, which the caller's launch then writes again.
-size_t FastestCandidate(const GemmSpec& g, const LtProblem& p,
-                        const std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
-  at::Tensor scratch;
-  void* d = g.d;
-  if (g.accumulate) {
-    const auto bytes = static_cast<int64_t>(g.d_rows * g.d_cols * ElementBytes(g.d_dtype));
-    scratch = at::zeros({bytes}, at::TensorOptions().dtype(at::kByte).device(
-                                     at::kCUDA, c10::cuda::current_device()));
-    d = scratch.data_ptr();
-  }
-  const std::vector<double> ms = internal::TimeGemmCandidates(
-      static_cast<int>(candidates.size()),
-      [&](int i) { return Launched(p.Launch(candidates[i].algo, d), g.op); }, p.stream());
-  const int best = PickFastestAlgorithm(ms);
-  return best < 0 ? 0 : static_cast<size_t>(best);
-}
-
 // Runs the GEMM on the current stream. Returns false, having launched nothing, when cuBLASLt's
 // heuristic has no algorithm for this configuration or rejects it (the caller falls back); every
 // other cuBLASLt failure throws. A cached algorithm that cublasLtMatmul rejects for this exact
-// problem (NOT_SUPPORTED / INVALID_VALUE: nothing launched) is dropped and the choice made again.
-// A new problem gets the heuristic's first algorithm, or with tuning on (gemm_tuning.h) the
-// fastest of its first few as timed here.
+// problem (NOT_SUPPORTED / INVALID_VALUE: nothing launched) is dropped and the heuristic asked.
 bool RunGemm(const GemmSpec& g) {
-  const LtProblem p(g);
-  const bool tuning = GemmTuningEnabled();
-  const AlgoKey key = KeyOf(g, p.workspace_bytes(), tuning);
+  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
+  // LibTorch's cuBLASLt workspace for this handle and the current stream (what its own addmm
+  // uses; safe to share because work on one stream is serialized), not a per-call allocation.
+  void* workspace = at::cuda::getCUDABlasLtWorkspace();
+  const size_t workspace_bytes = at::cuda::getCUDABlasLtWorkspaceSize();
+  const MatmulDesc desc = MakeDesc(g);
+  const Layout a = MakeLayout(g.dtype, g.a.rows, g.a.cols, g.op);
+  const Layout b = MakeLayout(g.BType(), g.b.rows, g.b.cols, g.op);
+  const Layout d = MakeLayout(g.d_dtype, g.d_rows, g.d_cols, g.op);
+  const Layout c = MakeLayout(g.CType(), g.d_rows, g.d_cols, g.op);
+  // C aliases D unless their types differ (an FP8 D), when C is not read (as at::_scaled_mm).
+  const void* c_ptr = g.c_dtype ? nullptr : g.d;
+  const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+  const auto matmul = [&](const cublasLtMatmulAlgo_t& algo) {
+    return Lt().Matmul(handle, desc.get(), &alpha, g.a.ptr, a.get(), g.b.ptr, b.get(), &beta, c_ptr,
+                       c.get(), g.d, d.get(), &algo, workspace, workspace_bytes,
+                       c10::cuda::getCurrentCUDAStream());
+  };
+  const AlgoKey key = KeyOf(g, workspace_bytes);
   if (const std::optional<cublasLtMatmulAlgo_t> cached = CachedAlgo(key)) {
-    if (Launched(p.Launch(*cached, g.d), g.op)) return true;
+    const cublasStatus_t s = matmul(*cached);
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    if (s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_INVALID_VALUE) {
+      CheckLt(s, g.op, "cublasLtMatmul (cached algorithm)");
+    }
     CacheAlgo(key, std::nullopt);
   }
-  const bool tune = tuning && !internal::StreamIsCapturing(p.stream());
-  const std::vector<cublasLtMatmulHeuristicResult_t> candidates =
-      p.Candidates(tune ? kGemmTuningCandidates : 1);
-  if (candidates.empty()) return false;
-  const size_t chosen = candidates.size() > 1 ? FastestCandidate(g, p, candidates) : 0;
-  CheckLt(p.Launch(candidates[chosen].algo, g.d), g.op, "cublasLtMatmul");
-  CacheAlgo(key, candidates[chosen].algo);
+  const Preference pref = MakePreference(g, workspace_bytes);
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  const cublasStatus_t s = Lt().MatmulAlgoGetHeuristic(
+      handle, desc.get(), a.get(), b.get(), c.get(), d.get(), pref.get(), 1, &result, &found);
+  // INVALID_VALUE from the heuristic means this cuBLASLt rejects the configuration itself; like
+  // "no algorithm", the caller then runs the unfused ops, and the GPU tests check which one ran.
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_INVALID_VALUE ||
+      (s == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    return false;
+  }
+  CheckLt(s, g.op, "cublasLtMatmulAlgoGetHeuristic");
+  CheckLt(matmul(result.algo), g.op, "cublasLtMatmul");
+  CacheAlgo(key, result.algo);
   return true;
 }
 

@@ -466,6 +466,42 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmMatchesAtenScaledMm) {
   }
 }
 
+// ScaledMm with its token axis named: the cache buckets T (M for the forward and input gradient,
+// K for the weight gradient), so one algorithm serves every T of a 1024-token bucket. Each T
+// against at::_scaled_mm on poisoned memory: the first fills its bucket's entry, the second takes
+// it for another problem, the third is a new bucket.
+TEST_F(GemmEpilogueCudaTest, ScaledMmTokenAxisBucketsTheCache) {
+  if (at::cuda::getCurrentDeviceProperties()->major < 9) GTEST_SKIP() << "no FP8 tensor cores";
+  const at::Tensor scale_a = at::full({}, 0.5f, at::TensorOptions(gpu_));
+  const at::Tensor scale_b = at::full({}, 0.25f, at::TensorOptions(gpu_));
+  at::manual_seed(6);
+  const at::Tensor w = Randn({2304, 768}, at::kFloat).to(at::kFloat8_e4m3fn);
+  for (const int64_t t : {5136, 6128, 6160}) {
+    const std::string what = "forward T=" + std::to_string(t);
+    const at::Tensor x = Randn({t, 768}, at::kFloat).to(at::kFloat8_e4m3fn);
+    const at::Tensor bias = Randn({2304}, at::kBFloat16);
+    const at::Tensor want =
+        reference::ScaledMm(x, w.t(), scale_a, scale_b, bias, at::kBFloat16, true).to(at::kFloat);
+    Poison();
+    const at::Tensor got =
+        ScaledMm(x, w.t(), scale_a, scale_b, bias, at::kBFloat16, true, TokenAxis::kM);
+    EXPECT_TRUE(LastGemmEpilogueWasFused()) << what;
+    EXPECT_REL_ERR(got.to(at::kFloat), want, 2e-3, what);
+  }
+  for (const int64_t t : {5136, 6128, 6160}) {
+    const std::string what = "weight grad T=" + std::to_string(t);
+    const at::Tensor dy_t = Randn({768, t}, at::kFloat).to(at::kFloat8_e5m2);
+    const at::Tensor x_t = Randn({2304, t}, at::kFloat).to(at::kFloat8_e4m3fn);
+    const at::Tensor want =
+        reference::ScaledMm(dy_t, x_t.t(), scale_a, scale_b, at::Tensor(), at::kFloat, false);
+    Poison();
+    const at::Tensor got =
+        ScaledMm(dy_t, x_t.t(), scale_a, scale_b, at::Tensor(), at::kFloat, false, TokenAxis::kK);
+    EXPECT_TRUE(LastGemmEpilogueWasFused()) << what;
+    EXPECT_REL_ERR(got, want, 1e-5, what);
+  }
+}
+
 // The FFN-in GEMM in FP8 with bias + tanh GELU in the epilogue (its aux output `pre`), against
 // at::_scaled_mm then at::gelu: pre as ScaledMm is; act from the fp32 accumulator, so against
 // GELU of the reference's pre in fp32 within bf16 rounding.

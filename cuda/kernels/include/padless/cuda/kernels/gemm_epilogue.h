@@ -37,10 +37,8 @@
 // heuristic offers an algorithm. Non-contiguous inputs are copied to contiguous ones first. T (the
 // token count) may be anything >= 1.
 //
-// Host cost: the algorithm chosen for a problem is cached with T rounded up to a multiple of 1024
-// (gemm_epilogue.cc), so a call in a bucket already seen sets up descriptors and launches. A new
-// problem asks cuBLASLt's heuristic and, with tuning on (the default), times its first candidates
-// once (gemm_tuning.h).
+// Host cost: the heuristic's choice is cached per problem with T rounded up to a multiple of 1024
+// (gemm_epilogue.cc), so a call in a bucket already seen sets up descriptors and launches.
 #ifndef PADLESS_CUDA_KERNELS_GEMM_EPILOGUE_H_
 #define PADLESS_CUDA_KERNELS_GEMM_EPILOGUE_H_
 
@@ -94,9 +92,9 @@ at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
 // multiples of 16 and everything is 16-byte aligned, else through at::_scaled_mm, which asks
 // cuBLASLt's heuristic on every call: the FP8 training step spent 6.1 of its 29.2 ms with the GPU
 // idle behind that host work (H200, 144 such GEMMs a step). `tokens` names the dimension that is
-// the token count T, if any: the cache keys it rounded up to a multiple of 1024 (and tunes once per
-// bucket, gemm_tuning.h), else the exact shape. ScaledMm's GELU and accumulating variants below
-// take M as the token count.
+// the token count T, if any: the cache keys it rounded up to a multiple of 1024 as for the 16-bit
+// GEMMs, else the exact shape. ScaledMm's GELU and accumulating variants below take M as the token
+// count.
 enum class TokenAxis { kNone, kM, kK };
 at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
