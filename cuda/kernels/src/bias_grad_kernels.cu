@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dependent_launch.cuh"
 #include "float_pack.cuh"
 #include "float_type_dispatch.cuh"
 #include "fp8_cast.cuh"
@@ -169,6 +170,7 @@ struct RowsWriter {
 template <typename T, typename Op, typename Writer>
 __global__ void __launch_bounds__(kThreads)
     MapRowsKernel(Op op, Writer writer, float* __restrict__ partials, int64_t rows, int64_t cols) {
+  WaitForPriorKernels();
   const int64_t col = (static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x) * kVec;
   if (col >= cols) return;  // no shared memory or barriers below
   const int64_t begin = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
@@ -221,6 +223,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kPartialsCols* kReduceRows)
     SumPartialsKernel(const float* __restrict__ partials, float* __restrict__ bias_grad,
                       int64_t blocks, int64_t cols) {
+  WaitForPriorKernels();
   ReducePartialsColumn<kReduceRows>(partials, blocks, cols,
                                     [&](int64_t col, float sum) { bias_grad[col] = sum; });
 }
@@ -228,7 +231,8 @@ __global__ void __launch_bounds__(kPartialsCols* kReduceRows)
 template <typename T, typename Op>
 void LaunchRows(const Op& op, const BiasGradOutput& o, dim3 grid, cudaStream_t stream) {
   const auto launch = [&](auto writer) {
-    MapRowsKernel<T><<<grid, kThreads, 0, stream>>>(op, writer, o.partials, o.rows, o.cols);
+    LaunchDependent(MapRowsKernel<T, Op, decltype(writer)>, grid, dim3(kThreads), 0, stream, op,
+                    writer, o.partials, o.rows, o.cols);
   };
   if (o.fp8.scale == nullptr) {
     launch(RowsWriter<T, false>{o.out, o.fp8, o.cols});
@@ -252,8 +256,8 @@ cudaError_t Launch(const Op& op, const BiasGradOutput& o, cudaStream_t stream) {
     if (err != cudaSuccess) return err;
   }
   if (o.partials != nullptr) {
-    SumPartialsKernel<<<PartialsGrid(o.cols), PartialsBlock<kReduceRows>(), 0, stream>>>(
-        o.partials, o.bias_grad, blocks, o.cols);
+    LaunchDependent(SumPartialsKernel, dim3(PartialsGrid(o.cols)), PartialsBlock<kReduceRows>(), 0,
+                    stream, o.partials, o.bias_grad, blocks, o.cols);
   }
   return cudaGetLastError();
 }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "dependent_launch.cuh"
 #include "float_type_dispatch.cuh"
 #include "fp8_cast.cuh"
 
@@ -70,6 +71,7 @@ __global__ void __launch_bounds__(kThreads)
     CastRowsKernel(const T* __restrict__ x, const float* __restrict__ scale,
                    float* __restrict__ amax, uint2* __restrict__ out, int64_t real_vecs,
                    int64_t total_vecs) {
+  WaitForPriorKernels();
   const float s = *scale;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   int64_t v = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -166,6 +168,7 @@ __device__ __forceinline__ void WriteTransposedTile(const TileArgs& a, int64_t r
 template <typename T, Fp8Type F>
 __global__ void __launch_bounds__(kThreads)
     CastTransposeKernel(const T* __restrict__ x, const TileArgs a) {
+  WaitForPriorKernels();
   __shared__ uint32_t tile[kTile][kTileWords];
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) / a.col_tiles * kTile;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) % a.col_tiles * kTile;
@@ -180,6 +183,7 @@ __global__ void __launch_bounds__(kThreads)
 // a.rows == a.padded_rows; a.scale and a.amax are unused.
 __global__ void __launch_bounds__(kThreads)
     TransposeBytesKernel(const uint8_t* __restrict__ x, const TileArgs a) {
+  WaitForPriorKernels();
   __shared__ uint32_t tile[kTile][kTileWords];
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) / a.col_tiles * kTile;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) % a.col_tiles * kTile;
@@ -214,9 +218,9 @@ cudaError_t LaunchRows(const Fp8QuantizeArgs& a, cudaStream_t stream) {
   if (err != cudaSuccess) return err;
   const int64_t blocks =
       std::min<int64_t>(CeilDiv(total_vecs, kThreads), static_cast<int64_t>(sms) * kBlocksPerSm);
-  CastRowsKernel<T, F><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      static_cast<const T*>(a.x), a.scale, a.amax, reinterpret_cast<uint2*>(a.out),
-      a.rows * a.cols / kVec, total_vecs);
+  LaunchDependent(CastRowsKernel<T, F>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0,
+                  stream, static_cast<const T*>(a.x), a.scale, a.amax,
+                  reinterpret_cast<uint2*>(a.out), a.rows * a.cols / kVec, total_vecs);
   return cudaGetLastError();
 }
 
@@ -225,7 +229,8 @@ cudaError_t LaunchTiles(const Fp8QuantizeArgs& a, cudaStream_t stream) {
   const int64_t col_tiles = CeilDiv(a.cols, kTile);
   const auto blocks = static_cast<unsigned>(CeilDiv(a.padded_rows, kTile) * col_tiles);
   const TileArgs t{a.scale, a.amax, a.out, a.out_t, a.rows, a.padded_rows, a.cols, col_tiles};
-  CastTransposeKernel<T, F><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(a.x), t);
+  LaunchDependent(CastTransposeKernel<T, F>, dim3(blocks), dim3(kThreads), 0, stream,
+                  static_cast<const T*>(a.x), t);
   return cudaGetLastError();
 }
 
@@ -259,7 +264,7 @@ cudaError_t LaunchFp8Transpose(const uint8_t* in, uint8_t* out_t, int64_t rows, 
   const int64_t col_tiles = CeilDiv(cols, kTile);
   const auto blocks = static_cast<unsigned>(CeilDiv(rows, kTile) * col_tiles);
   const TileArgs t{nullptr, nullptr, nullptr, out_t, rows, rows, cols, col_tiles};
-  TransposeBytesKernel<<<blocks, kThreads, 0, stream>>>(in, t);
+  LaunchDependent(TransposeBytesKernel, dim3(blocks), dim3(kThreads), 0, stream, in, t);
   return cudaGetLastError();
 }
 

@@ -31,6 +31,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "dependent_launch.cuh"
 #include "float_pack.cuh"
 #include "float_type_dispatch.cuh"
 #include "fp8_cast.cuh"
@@ -215,6 +216,7 @@ __device__ __forceinline__ void WriteFp8Row(const ResidualLayerNormForwardArgs& 
 template <typename T, int kIters>
 __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters))
     ForwardKernel(const ResidualLayerNormForwardArgs a) {
+  WaitForPriorKernels();
   constexpr int kVec = kVecOf<T>;
   const int lane = threadIdx.x % kLanes;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kForwardWarps + threadIdx.x / kLanes;
@@ -339,6 +341,7 @@ __device__ __forceinline__ void IncomingGrad(const Words& d_out, const Words& ex
 template <typename T, int kIters>
 __global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(kIters))
     BackwardKernel(const ResidualLayerNormBackwardArgs a) {
+  WaitForPriorKernels();
   constexpr int kVec = kVecOf<T>;
   extern __shared__ float4 shared_raw[];
   float* accumulators = reinterpret_cast<float*>(shared_raw);
@@ -465,6 +468,7 @@ __global__ void __launch_bounds__(kPartialsCols* kReduceRows)
     ReducePartialsKernel(const float* __restrict__ partials, float* __restrict__ d_gamma,
                          float* __restrict__ d_beta, float* __restrict__ d_bias, int64_t blocks,
                          int64_t hidden, int64_t width) {
+  WaitForPriorKernels();
   ReducePartialsColumn<kReduceRows>(partials, blocks, width, [&](int64_t col, float sum) {
     const int64_t quantity = col / hidden;
     float* out = quantity == 0 ? d_gamma : (quantity == 1 ? d_beta : d_bias);
@@ -516,9 +520,8 @@ cudaError_t ForwardTyped(const ResidualLayerNormForwardArgs& a, cudaStream_t str
     constexpr int kIters = decltype(iters)::value;
     const int64_t rows = a.fp8 != nullptr && a.padded_rows > a.rows ? a.padded_rows : a.rows;
     const int64_t blocks = (rows + kForwardWarps - 1) / kForwardWarps;
-    ForwardKernel<T, kIters>
-        <<<static_cast<unsigned>(blocks), kForwardWarps * kLanes, 0, stream>>>(a);
-    return cudaGetLastError();
+    return LaunchDependent(ForwardKernel<T, kIters>, dim3(static_cast<unsigned>(blocks)),
+                           dim3(kForwardWarps * kLanes), 0, stream, a);
   });
 }
 
@@ -545,12 +548,13 @@ cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t s
     const int warps = BackwardWarps(a.hidden);
     const int64_t width = BackwardWidth(a.hidden, a.need_bias_grad);
     const size_t shared = BackwardSharedBytes(a.hidden, a.need_bias_grad);
-    BackwardKernel<T, kIters>
-        <<<static_cast<unsigned>(a.blocks), warps * kLanes, shared, stream>>>(a);
-    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-    ReducePartialsKernel<<<PartialsGrid(width), PartialsBlock<kReduceRows>(), 0, stream>>>(
-        a.partials, a.d_gamma, a.d_beta, a.d_bias, a.blocks, a.hidden, width);
-    return cudaGetLastError();
+    const cudaError_t err =
+        LaunchDependent(BackwardKernel<T, kIters>, dim3(static_cast<unsigned>(a.blocks)),
+                        dim3(warps * kLanes), shared, stream, a);
+    if (err != cudaSuccess) return err;
+    return LaunchDependent(ReducePartialsKernel, dim3(PartialsGrid(width)),
+                           PartialsBlock<kReduceRows>(), 0, stream, a.partials, a.d_gamma, a.d_beta,
+                           a.d_bias, a.blocks, a.hidden, width);
   });
 }
 
