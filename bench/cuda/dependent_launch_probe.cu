@@ -2,21 +2,25 @@
 // (cuda/kernels/src/dependent_launch.cuh)? A loop of: a cuBLAS bf16 GEMM ([16384, 768] x
 // [768, 3072], as the FFN-in GEMM), then `copies` memory-bound kernels (25 MB each, a LayerNorm's
 // or a cast's traffic) and `tiny` one-warp kernels, each of these launched with and without the
-// attribute; each kernel waits for the one ahead first (griddepcontrol.wait), as padless's do.
+// attribute (padless's LaunchDependent; PADLESS_DEPENDENT_LAUNCH must not be 0); each kernel waits
+// for the one ahead first (WaitForPriorKernels), as padless's do.
 // Prints the time per loop iteration, each case twice. Not part of the build (it needs nvcc and
 // cuBLAS); on the GPU machine:
-//   nvcc -O2 -arch=sm_90 -std=c++17 bench/cuda/dependent_launch_probe.cu -lcublas -o /tmp/probe
+//   nvcc -O2 -arch=sm_90 -std=c++17 -Icuda/kernels/src bench/cuda/dependent_launch_probe.cu \
+//     -lcublas -o /tmp/probe
 //   /tmp/probe
-// H200 (2026-12-04): 6 copies + 6 tiny kernels 184.8 / 184.4 us an iteration without, 167.0 / 167.1
-// with (1.5 us a boundary); 6 copies alone 173.2 / 172.8 against 162.0 / 162.4; the GEMM alone
-// 105.0 either way.
+// H200 (2026-12-04, this file): 6 copies + 6 tiny kernels 184.9 / 185.3 us an iteration without,
+// 168.2 / 168.4 with (1.4 us a boundary); 6 copies alone 173.3 / 173.5 against 162.9 / 163.0; 6
+// tiny alone 116.8 / 117.3 against 110.1 / 110.6; the GEMM alone 104.2 either way.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 
 #include <cstdio>
 
+#include "dependent_launch.cuh"
+
 __global__ void CopyKernel(const int4* __restrict__ in, int4* __restrict__ out, long n) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  padless::cuda::internal::WaitForPriorKernels();
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
     out[i] = in[i];
@@ -24,22 +28,19 @@ __global__ void CopyKernel(const int4* __restrict__ in, int4* __restrict__ out, 
 }
 
 __global__ void TinyKernel(float* p) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  padless::cuda::internal::WaitForPriorKernels();
   if (threadIdx.x == 0) p[blockIdx.x] += 1.f;
 }
 
-template <typename Kernel, typename... Args>
-void Launch(bool dependent, Kernel kernel, dim3 grid, dim3 block, cudaStream_t s, Args... args) {
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.stream = s;
-  config.attrs = &attr;
-  config.numAttrs = dependent ? 1 : 0;
-  cudaLaunchKernelEx(&config, kernel, args...);
+// With `dependent`, through padless's own launcher; else the ordinary way.
+template <typename... Params, typename... Args>
+void Launch(bool dependent, void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s,
+            Args... args) {
+  if (dependent) {
+    padless::cuda::internal::LaunchDependent(kernel, grid, block, 0, s, args...);
+  } else {
+    kernel<<<grid, block, 0, s>>>(args...);
+  }
 }
 
 int main() {

@@ -3,7 +3,7 @@
 // each waits for that kernel's results at its first statement (WaitForPriorKernels), so nothing
 // it reads or writes overlaps the earlier kernel. What it saves is the gap between two kernels:
 // on the H200 (bench/cuda/dependent_launch_probe.cu) a bf16 GEMM followed by six 25 MB copy
-// kernels and six tiny ones took 167 us an iteration with it against 184.6 without, 1.5 us a
+// kernels and six tiny ones took 168 us an iteration with it against 185 without, 1.4 us a
 // boundary; the FP8 training step, about 270 such launches, went from 764k to 773k real tokens/s
 // (bench/cuda/FUSED_KERNELS.md, session 11).
 //
