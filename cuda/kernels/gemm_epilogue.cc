@@ -358,6 +358,31 @@ void CacheAlgo(const AlgoKey& key, const std::optional<cublasLtMatmulAlgo_t>& al
   }
 }
 
+// The GEMM's token count: D's columns or the reduced dimension, 0 when no dimension is T.
+uint64_t Tokens(const GemmSpec& g) {
+  switch (g.token_dim) {
+    case TokenDim::kN:
+      return g.d_cols;
+    case TokenDim::kK:
+      return g.k();
+    case TokenDim::kNone:
+      return 0;
+  }
+  return 0;
+}
+
+// The workspace cuBLASLt may use. For a GEMM over a training-sized batch (kNoWorkspaceTokens or
+// more tokens) none: with a workspace, the heuristic picks Hopper kernels with a dynamic tile
+// scheduler, whose counter in the workspace cuBLASLt clears with a 4-byte memset before each
+// launch (about 120 a FP8 step, each a kernel boundary no dependent launch hides). Without one it
+// picks the same tile shapes with the static scheduler and no memset: on the H200 the BERT-base
+// step's GEMMs took 7.33 ms against 7.40, and the step ran 0.3-0.5 % faster (FUSED_KERNELS.md,
+// session 12). Smaller problems (serving batches) keep the workspace, where splitting K can pay.
+constexpr uint64_t kNoWorkspaceTokens = 8192;
+size_t WorkspaceBytes(const GemmSpec& g) {
+  return Tokens(g) >= kNoWorkspaceTokens ? 0 : at::cuda::getCUDABlasLtWorkspaceSize();
+}
+
 // Runs the GEMM on the current stream. Returns false, having launched nothing, when cuBLASLt's
 // heuristic has no algorithm for this configuration or rejects it (the caller falls back); every
 // other cuBLASLt failure throws. A cached algorithm that cublasLtMatmul rejects for this exact
@@ -367,7 +392,7 @@ bool RunGemm(const GemmSpec& g) {
   // LibTorch's cuBLASLt workspace for this handle and the current stream (what its own addmm
   // uses; safe to share because work on one stream is serialized), not a per-call allocation.
   void* workspace = at::cuda::getCUDABlasLtWorkspace();
-  const size_t workspace_bytes = at::cuda::getCUDABlasLtWorkspaceSize();
+  const size_t workspace_bytes = WorkspaceBytes(g);
   const MatmulDesc desc = MakeDesc(g);
   const Layout a = MakeLayout(g.dtype, g.a.rows, g.a.cols, g.op);
   const Layout b = MakeLayout(g.BType(), g.b.rows, g.b.cols, g.op);

@@ -13,6 +13,8 @@
 #include <torch/autograd.h>
 #include <torch/cuda.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include <cmath>
 #include <cstdint>
@@ -499,6 +501,61 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmTokenAxisBucketsTheCache) {
         ScaledMm(dy_t, x_t.t(), scale_a, scale_b, at::Tensor(), at::kFloat, false, TokenAxis::kK);
     EXPECT_TRUE(LastGemmEpilogueWasFused()) << what;
     EXPECT_REL_ERR(got, want, 1e-5, what);
+  }
+}
+
+// A GEMM over a training-sized batch (8192 tokens or more) runs without cuBLASLt's workspace, so
+// cuBLASLt clears no tile-scheduler counter with a memset before it. Captured into a CUDA graph,
+// the bf16 and FP8 forward and weight-gradient GEMMs at T = 16384 are kernels only; replayed into
+// poisoned outputs, their results match the references.
+TEST_F(GemmEpilogueCudaTest, TrainingSizedGemmsLaunchNoMemset) {
+  if (at::cuda::getCurrentDeviceProperties()->major < 9) GTEST_SKIP() << "no FP8 tensor cores";
+  at::manual_seed(48);
+  const int64_t t = 16384, k = 768, n = 3072;
+  const at::Tensor x = Randn({t, k}, at::kBFloat16), dy = Randn({t, n}, at::kBFloat16);
+  const at::Tensor w = Randn({n, k}, at::kBFloat16, 1.0 / std::sqrt(double(k)));
+  const at::Tensor b = Randn({n}, at::kBFloat16);
+  const at::Tensor x8 = x.to(at::kFloat8_e4m3fn), w8 = w.to(at::kFloat8_e4m3fn);
+  const at::Tensor dy8_t = dy.t().contiguous().to(at::kFloat8_e5m2);  // [N, T]
+  const at::Tensor x8_t = x.t().contiguous().to(at::kFloat8_e4m3fn);  // [K, T]
+  const at::Tensor scale = at::full({}, 0.5f, at::TensorOptions(gpu_));
+  const auto gemms = [&] {
+    return std::vector<at::Tensor>{
+        LinearGelu(x, w, b).pre, LinearWeightGrad(dy, x),
+        ScaledMm(x8, w8.t(), scale, scale, b, at::kBFloat16, true, TokenAxis::kM),
+        ScaledMm(dy8_t, x8_t.t(), scale, scale, at::Tensor(), at::kFloat, false, TokenAxis::kK)};
+  };
+  const std::vector<at::Tensor> want = {
+      Fp32PreActivation(x, w, b), dy.to(at::kFloat).t().mm(x.to(at::kFloat)),
+      reference::ScaledMm(x8, w8.t(), scale, scale, b, at::kBFloat16, true).to(at::kFloat),
+      reference::ScaledMm(dy8_t, x8_t.t(), scale, scale, at::Tensor(), at::kFloat, false)};
+  gemms();  // the algorithms are chosen outside the capture
+
+  const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
+  at::cuda::CUDAGraph graph(/*keep_graph=*/true);
+  graph.capture_begin();
+  const std::vector<at::Tensor> got = gemms();
+  graph.capture_end();
+  size_t count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph.raw_cuda_graph(), nullptr, &count), cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(count);
+  ASSERT_EQ(cudaGraphGetNodes(graph.raw_cuda_graph(), nodes.data(), &count), cudaSuccess);
+  int kernels = 0, memsets = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+    kernels += type == cudaGraphNodeTypeKernel;
+    memsets += type == cudaGraphNodeTypeMemset;
+  }
+  EXPECT_GE(kernels, 4);
+  EXPECT_EQ(memsets, 0);
+
+  for (const at::Tensor& out : got) out.fill_(std::nan(""));
+  graph.replay();
+  const char* names[] = {"bf16 forward", "bf16 weight grad", "FP8 forward", "FP8 weight grad"};
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_REL_ERR(got[i].to(at::kFloat), want[i], i == 2 ? 2e-3 : (i == 3 ? 1e-5 : 1e-2),
+                   names[i]);
   }
 }
 
