@@ -56,6 +56,10 @@ struct RunResult {
   int64_t distinct_shapes = 0;   // of the timed batches
   double seconds = 0;            // wall time of the timed steps, device synchronized at both ends
   double data_wait_seconds = 0;  // host time blocked in Loader::Next during the timed steps
+  // CUDA: timed steps (after the first) at whose end of enqueueing the GPU had already finished
+  // the step before: the host led the GPU by less than a step there, so the GPU may have waited
+  // for it. Near all of them: the host limits the run; near none: the GPU does.
+  int64_t host_lead_under_a_step = 0;
   double flops = 0;              // training FLOPs of the real tokens (TrainingFlops)
   int64_t peak_allocated_bytes = 0;  // since the reset after warmup
   int64_t peak_reserved_bytes = 0;
@@ -69,6 +73,9 @@ struct RunResult {
   }
   double step_ms() const { return steps > 0 ? 1000.0 * seconds / steps : 0; }
   double data_wait_share() const { return seconds > 0 ? data_wait_seconds / seconds : 0; }
+  double host_lead_under_a_step_share() const {
+    return steps > 1 ? static_cast<double>(host_lead_under_a_step) / (steps - 1) : 0;
+  }
   int64_t activation_bytes() const { return peak_allocated_bytes - static_bytes; }
   double tflops() const { return seconds > 0 ? flops / seconds / 1e12 : 0; }
 };

@@ -357,10 +357,12 @@ void RunConfigurations(const std::vector<RunConfig>& configs,
     }
     std::fprintf(stderr,
                  "[e2e]   %s: %.1fk real tok/s, padding eff. %.1f%%, step %.1f ms, data wait "
-                 "%.1f%%, peak %.2f GiB, activations %.2f GiB, loss %.4f\n",
+                 "%.1f%%, host < 1 step ahead %.0f%%, peak %.2f GiB, activations %.2f GiB, loss "
+                 "%.4f\n",
                  r->backend.c_str(), r->tokens_per_second() / 1e3, 100 * r->padding_efficiency(),
-                 r->step_ms(), 100 * r->data_wait_share(), r->peak_allocated_bytes / 1073741824.0,
-                 r->activation_bytes() / 1073741824.0, r->mean_loss);
+                 r->step_ms(), 100 * r->data_wait_share(), 100 * r->host_lead_under_a_step_share(),
+                 r->peak_allocated_bytes / 1073741824.0, r->activation_bytes() / 1073741824.0,
+                 r->mean_loss);
     report.runs.push_back(*std::move(r));
   }
 }
