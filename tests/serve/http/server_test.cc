@@ -53,7 +53,6 @@ httplib::Result Post(httplib::Client& client, const std::string& path, const std
   return client.Post(path.c_str(), body, "application/json");
 }
 
-// The TEI error body of `r`, checked for shape.
 // The /metrics text once it contains `needle`, or after 10 s the last text read. httplib records a
 // request (its logger) after writing the response, on the server thread that answered it; when a
 // connection closes (after a 413, whose body the server did not read) the next requests go to
@@ -69,6 +68,7 @@ std::string MetricsWith(httplib::Client& client, const std::string& needle) {
   return text;
 }
 
+// The TEI error body of `r`, checked for shape.
 json ErrorBody(const httplib::Result& r) {
   EXPECT_TRUE(r) << "no response";
   if (!r) return json();
