@@ -16,9 +16,13 @@
 // above a store through pointers that could alias, so loads and stores would otherwise alternate,
 // one memory round trip per vector.
 //
-// Backward: per row, d_sum = rstd * (g*gamma - mean(g*gamma) - xhat * mean(g*gamma*xhat)); the
-// column sums (d_gamma, d_beta, d_bias) go to per-warp fp32 accumulators in shared memory, then to
-// one row of partials per block, then a second kernel sums the partials in a fixed order.
+// Backward: per row, d_sum = rstd * (g*gamma - mean(g*gamma) - xhat * mean(g*gamma*xhat)). A row
+// goes to a group of threads, one 16-byte vector each, so that every thread keeps the same columns
+// from row to row and holds their column sums (d_gamma, d_beta, d_bias) in fp32 registers; a block
+// adds its groups' sums into one row of partials, and a second kernel sums the partials in a fixed
+// order. The first version (a warp per row, the sums in shared memory) was bound by those shared
+// read-modify-writes (L1/shared 80% busy, DRAM 31%; ncu on the H200): 47.7 us against 36.3 us now
+// for 16100 rows of H 768, bf16, as the FP8 step calls it; a copy of the same bytes takes 28.0 us.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -44,22 +48,23 @@ namespace {
 constexpr int kLanes = 32;
 constexpr unsigned kFullWarp = 0xffffffffu;
 constexpr int kForwardWarps = 4;
-// At most 16 vectors (256 bytes) of a row per lane: H <= 4096 for bf16/fp16, 2048 for fp32. At 16
-// the bf16 backward spills ~100 bytes per thread (ptxas -v); narrower rows do not spill.
+// At most 16 vectors (256 bytes) of a row per lane: H <= 4096 for bf16/fp16, 2048 for fp32. The
+// backward takes the same rows, at one vector per thread: groups of up to 512 threads.
 constexpr int kMaxIters = 16;
-constexpr int kMaxBackwardWarps = 4;
-// The backward's shared accumulators stay within the default 48 KiB of one block.
-constexpr int64_t kBackwardSharedFloats = 48 * 1024 / 4;
 constexpr int kReduceRows = 32;  // threads per column of ReducePartialsKernel
 
-// Resident blocks of 4 warps per SM that the kernels' register budgets aim at (__launch_bounds__):
-// a warp works on one row at a time, so latency is hidden by warps alone. The values are the
-// largest at which ptxas still keeps the row in registers (sm_90, bf16: H <= 768 in 64 forward and
-// 96 backward registers, H = 1024 in 128 backward ones); wider rows get what they need. The
-// backward sizes its grid by what the device reports
-// (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
+// Resident blocks of 4 warps per SM that the forward's register budget aims at (__launch_bounds__):
+// a warp works on one row at a time, so latency is hidden by warps alone. The value is the
+// largest at which ptxas still keeps the row in registers (sm_90, bf16: H <= 768 in 64
+// registers); wider rows get what they need.
 constexpr int ForwardMinBlocks(int iters) { return iters <= 3 ? 8 : 1; }
-constexpr int BackwardMinBlocks(int iters) { return iters <= 3 ? 5 : (iters == 4 ? 4 : 1); }
+
+// The backward's blocks hold as many row groups as fit in this many threads (at least one group).
+constexpr int kBackwardBlockThreads = 192;
+// Registers per backward thread: the row's vectors, the next row's (loaded ahead) and 3 vectors of
+// column sums. H200, H 768 bf16: 96 (3 blocks of 192 threads per SM) ran 36.3 us, what ptxas
+// picks unbounded (104: 2 blocks) 37.9 us, and 64-80 spilled and ran 56-89 us.
+constexpr int kBackwardRegisters = 96;
 
 // Elements of T in one 16-byte vector.
 template <typename T>
@@ -123,21 +128,6 @@ __device__ __forceinline__ void LoadParams(const float* p, float (&out)[kVec]) {
 template <typename T, int kVec>
 __device__ __forceinline__ void Store(T* p, const float (&in)[kVec]) {
   *reinterpret_cast<Words*>(p) = PackWords<T, kVec>(in);
-}
-
-// p[k] += in[k] on this lane's slice of the shared accumulators.
-template <int kVec>
-__device__ __forceinline__ void AddShared(float* p, const float (&in)[kVec]) {
-#pragma unroll
-  for (int q = 0; q < kVec / 4; ++q) {
-    float4* slot = reinterpret_cast<float4*>(p) + q;
-    float4 f = *slot;
-    f.x += in[4 * q];
-    f.y += in[4 * q + 1];
-    f.z += in[4 * q + 2];
-    f.w += in[4 * q + 3];
-    *slot = f;
-  }
 }
 
 __device__ __forceinline__ float WarpSum(float v) {
@@ -323,8 +313,6 @@ __global__ void __launch_bounds__(kForwardWarps* kLanes, ForwardMinBlocks(kIters
   }
 }
 
-// Shared memory: [warps][quantities][hidden] fp32 accumulators; each lane only touches its own
-// columns of its own warp's slice until the final cross-warp sum.
 // g = d_out (+ extra) for one vector, in fp32.
 template <typename T, int kVec>
 __device__ __forceinline__ void IncomingGrad(const Words& d_out, const Words& extra, bool has_extra,
@@ -338,127 +326,189 @@ __device__ __forceinline__ void IncomingGrad(const Words& d_out, const Words& ex
   }
 }
 
-template <typename T, int kIters>
-__global__ void __launch_bounds__(kMaxBackwardWarps* kLanes, BackwardMinBlocks(kIters))
+// Threads of one backward row group: the row's 16-byte vectors, rounded up to whole warps (the
+// sums across the group are warp shuffles, then one shared slot per warp).
+__host__ __device__ inline int64_t BackwardGroupThreads(int64_t hidden, int vec) {
+  const int64_t vecs = hidden / vec;
+  return (vecs + kLanes - 1) / kLanes * kLanes;
+}
+
+// What one thread reads of one row: its vector of d_out, extra and sum, its mask bits, the row's
+// statistics.
+template <typename T>
+struct BackwardRowSlice {
+  Words d_out{}, extra{}, sum{};
+  MaskBits<kVecOf<T>> keep = 0;
+  float mean = 0.f, rstd = 0.f;
+};
+
+template <typename T>
+__device__ __forceinline__ BackwardRowSlice<T> LoadRowSlice(const ResidualLayerNormBackwardArgs& a,
+                                                            int64_t row, int64_t col) {
+  constexpr int kVec = kVecOf<T>;
+  const int64_t at = row * a.hidden + col;
+  BackwardRowSlice<T> r;
+  r.d_out = LoadWords(static_cast<const T*>(a.d_out) + at);
+  if (a.extra != nullptr) r.extra = LoadWords(static_cast<const T*>(a.extra) + at);
+  r.sum = LoadWords(static_cast<const T*>(a.sum) + at);
+  if (a.mask != nullptr) r.keep = *reinterpret_cast<const MaskBits<kVec>*>(a.mask + at);
+  r.mean = __ldg(a.mean + row);
+  r.rstd = __ldg(a.rstd + row);
+  return r;
+}
+
+// The sums of `a` and `b` over the calling thread's row group: warp sums, then the group's warps'
+// sums through `slots` ([2][warps]) in warp order, after barrier `barrier` of the group's
+// `threads`.
+__device__ __forceinline__ void GroupSums(float& a, float& b, float* slots, int warps, int barrier,
+                                          int threads) {
+  a = WarpSum(a);
+  b = WarpSum(b);
+  const int warp = (static_cast<int>(threadIdx.x) % threads) / kLanes;
+  if (threadIdx.x % kLanes == 0) {
+    slots[warp] = a;
+    slots[warps + warp] = b;
+  }
+  asm volatile("bar.sync %0, %1;" ::"r"(barrier), "r"(threads) : "memory");
+  a = 0.f;
+  b = 0.f;
+  for (int w = 0; w < warps; ++w) {
+    a += slots[w];
+    b += slots[warps + w];
+  }
+}
+
+// p[q * hidden + k] = sums of quantity q (d_gamma, d_beta, then d_bias when asked for), or
+// += onto the sums from p when `load`: this thread's kVec columns, p already at its column.
+template <int kVec>
+__device__ __forceinline__ void MoveSums(float* p, int64_t hidden, bool need_bias_grad, bool load,
+                                         float (&gamma)[kVec], float (&beta)[kVec],
+                                         float (&bias)[kVec]) {
+  auto move = [&](float* q, float(&sums)[kVec]) {
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      if (load) {
+        sums[k] += q[k];
+      } else {
+        q[k] = sums[k];
+      }
+    }
+  };
+  move(p, gamma);
+  move(p + hidden, beta);
+  if (need_bias_grad) move(p + 2 * hidden, bias);
+}
+
+// The block's column sums into its row of the partials: the groups past the first leave theirs in
+// `others` ([groups - 1][quantities * hidden] of shared memory), and the first group adds them in
+// group order. Every thread of the block calls it (a block barrier).
+template <int kVec>
+__device__ __forceinline__ void WriteBlockPartials(const ResidualLayerNormBackwardArgs& a,
+                                                   float (&gamma)[kVec], float (&beta)[kVec],
+                                                   float (&bias)[kVec], int groups, int group,
+                                                   bool active, int64_t col, float* others) {
+  const int64_t width = (a.need_bias_grad ? 3 : 2) * a.hidden;
+  if (group > 0 && active) {
+    MoveSums<kVec>(others + (group - 1) * width + col, a.hidden, a.need_bias_grad, false, gamma,
+                   beta, bias);
+  }
+  __syncthreads();
+  if (group > 0 || !active) return;
+  for (int other = 1; other < groups; ++other) {
+    MoveSums<kVec>(others + (other - 1) * width + col, a.hidden, a.need_bias_grad, true, gamma,
+                   beta, bias);
+  }
+  MoveSums<kVec>(a.partials + blockIdx.x * width + col, a.hidden, a.need_bias_grad, false, gamma,
+                 beta, bias);
+}
+
+// Launched with kBackwardBlockThreads / BackwardGroupThreads groups of BackwardGroupThreads
+// threads (>= 1 group), and dynamic shared memory of BackwardSharedBytes.
+template <typename T>
+__global__ void __maxnreg__(kBackwardRegisters)
     BackwardKernel(const ResidualLayerNormBackwardArgs a) {
   WaitForPriorKernels();
   constexpr int kVec = kVecOf<T>;
-  extern __shared__ float4 shared_raw[];
-  float* accumulators = reinterpret_cast<float*>(shared_raw);
-  const int warps = blockDim.x / kLanes;
-  const int warp = threadIdx.x / kLanes;
-  const int lane = threadIdx.x % kLanes;
   const int64_t hidden = a.hidden;
-  const int64_t vecs = hidden / kVec;
-  const int quantities = a.need_bias_grad ? 3 : 2;
-  const int64_t block_floats = static_cast<int64_t>(quantities) * hidden;
-  for (int64_t j = threadIdx.x; j < warps * block_floats; j += blockDim.x) accumulators[j] = 0.f;
-  __syncthreads();
-
-  float* d_gamma_acc = accumulators + warp * block_floats;
-  float* d_beta_acc = d_gamma_acc + hidden;
-  float* d_bias_acc = d_beta_acc + hidden;  // used only when need_bias_grad
+  const int group_threads = static_cast<int>(BackwardGroupThreads(hidden, kVec));
+  const int groups = static_cast<int>(blockDim.x) / group_threads;
+  const int group = static_cast<int>(threadIdx.x) / group_threads;
+  const int t = static_cast<int>(threadIdx.x) % group_threads;
+  const int warps = group_threads / kLanes;
+  // The threads past the row's vectors load nothing: their slices stay zero, and so do their
+  // contributions to the sums.
+  const bool active = t < hidden / kVec;
+  const int64_t col = active ? static_cast<int64_t>(t) * kVec : 0;
+  // Shared: [groups][2][warps] slots for the two row sums (alternating rows, so that one barrier
+  // a row suffices), then [groups - 1][quantities * hidden] for the other groups' column sums.
+  extern __shared__ float4 shared_raw[];
+  float* slots = reinterpret_cast<float*>(shared_raw) + group * 4 * warps;
   const float inv_hidden = 1.f / static_cast<float>(hidden);
   const float scale = a.p > 0.f ? 1.f / (1.f - a.p) : 1.f;
-  const bool has_extra = a.extra != nullptr;
-  const bool has_mask = a.mask != nullptr;
   const bool fp8 = a.fp8.scale != nullptr;
   const float fp8_scale = fp8 ? *a.fp8.scale : 0.f;
   float fp8_max = 0.f;
+  float gamma[kVec], acc_gamma[kVec] = {}, acc_beta[kVec] = {}, acc_bias[kVec] = {};
+  LoadParams<kVec>(a.gamma + col, gamma);
 
-  for (int64_t row = static_cast<int64_t>(blockIdx.x) * warps + warp; row < a.rows;
-       row += static_cast<int64_t>(gridDim.x) * warps) {
-    const int64_t base = row * hidden;
-    const T* __restrict__ d_out = static_cast<const T*>(a.d_out) + base;
-    const T* __restrict__ extra = has_extra ? static_cast<const T*>(a.extra) + base : nullptr;
-    const T* __restrict__ sum = static_cast<const T*>(a.sum) + base;
-    const bool* __restrict__ mask = has_mask ? a.mask + base : nullptr;
-    const float mean = __ldg(a.mean + row);
-    const float rstd = __ldg(a.rstd + row);
-
-    // The row's loads first (file comment); g * gamma is recomputed in the second pass rather
-    // than held, which keeps the register count (and so the occupancy) up.
-    Words g_raw[kIters], e_raw[kIters], sum_row[kIters];
-    MaskBits<kVec> keep[kIters];
-#pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
-      if (v >= vecs) continue;
-      g_raw[i] = LoadWords(d_out + v * kVec);
-      e_raw[i] = has_extra ? LoadWords(extra + v * kVec) : Words{};
-      sum_row[i] = LoadWords(sum + v * kVec);
-      keep[i] = has_mask ? *reinterpret_cast<const MaskBits<kVec>*>(mask + v * kVec) : 0;
-    }
-
+  // The next row's loads go out before this row's arithmetic: with one vector per thread, a
+  // thread's own loads would otherwise be all the memory traffic it has in flight.
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * groups;
+  int64_t row = static_cast<int64_t>(blockIdx.x) * groups + group;
+  BackwardRowSlice<T> next;
+  if (active && row < a.rows) next = LoadRowSlice<T>(a, row, col);
+  for (int parity = 0; row < a.rows; row += stride, parity ^= 1) {
+    const BackwardRowSlice<T> r = next;
+    if (active && row + stride < a.rows) next = LoadRowSlice<T>(a, row + stride, col);
+    float g[kVec], xhat[kVec];
+    IncomingGrad<T, kVec>(r.d_out, r.extra, a.extra != nullptr, g);
+    UnpackWords<T, kVec>(r.sum, xhat);
     float sum_gg = 0.f, sum_gg_xhat = 0.f;
 #pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
-      if (v >= vecs) continue;
-      float g[kVec], gamma[kVec], x[kVec], g_xhat[kVec];
-      IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
-      LoadParams<kVec>(a.gamma + v * kVec, gamma);
-      UnpackWords<T, kVec>(sum_row[i], x);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        const float xhat = (x[k] - mean) * rstd;
-        const float gg = g[k] * gamma[k];
-        g_xhat[k] = g[k] * xhat;
-        sum_gg += gg;
-        sum_gg_xhat += gg * xhat;
-      }
-      AddShared<kVec>(d_gamma_acc + v * kVec, g_xhat);
-      AddShared<kVec>(d_beta_acc + v * kVec, g);
+    for (int k = 0; k < kVec; ++k) {
+      // Zero already for the threads past the row; said again because it keeps ptxas's spills at
+      // 96 registers to 8 bytes (36 without).
+      if (!active) g[k] = 0.f;
+      xhat[k] = (xhat[k] - r.mean) * r.rstd;
+      const float gg = g[k] * gamma[k];
+      acc_gamma[k] += g[k] * xhat[k];
+      acc_beta[k] += g[k];
+      sum_gg += gg;
+      sum_gg_xhat += gg * xhat[k];
     }
-    const float mean_gg = WarpSum(sum_gg) * inv_hidden;
-    const float mean_gg_xhat = WarpSum(sum_gg_xhat) * inv_hidden;
-
+    GroupSums(sum_gg, sum_gg_xhat, slots + parity * 2 * warps, warps, 1 + group, group_threads);
+    const float mean_gg = sum_gg * inv_hidden, mean_gg_xhat = sum_gg_xhat * inv_hidden;
+    if (!active) continue;
+    const int64_t at = row * hidden + col;
+    float d[kVec];
 #pragma unroll
-    for (int i = 0; i < kIters; ++i) {
-      const int64_t v = lane + static_cast<int64_t>(i) * kLanes;
-      if (v >= vecs) continue;
-      float g[kVec], gamma[kVec], x[kVec], d[kVec];
-      IncomingGrad<T, kVec>(g_raw[i], e_raw[i], has_extra, g);
-      LoadParams<kVec>(a.gamma + v * kVec, gamma);
-      UnpackWords<T, kVec>(sum_row[i], x);
+    for (int k = 0; k < kVec; ++k)
+      d[k] = r.rstd * (g[k] * gamma[k] - mean_gg - xhat[k] * mean_gg_xhat);
+    Store<T, kVec>(static_cast<T*>(a.d_sum) + at, d);
+    if (a.mask != nullptr) {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        const float xhat = (x[k] - mean) * rstd;
-        d[k] = rstd * (g[k] * gamma[k] - mean_gg - xhat * mean_gg_xhat);
-      }
-      Store<T, kVec>(static_cast<T*>(a.d_sum) + base + v * kVec, d);
-      if (has_mask) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) d[k] = Kept<kVec>(keep[i], k) ? d[k] * scale : 0.f;
-        if (!fp8) Store<T, kVec>(static_cast<T*>(a.d_input) + base + v * kVec, d);
-      }
-      if (fp8) {  // d_input as T holds it, in FP8
-        float rounded[kVec];
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) rounded[k] = ToFloat(FromFloat<T>(d[k]));
-        StoreFp8<kVec>(a.fp8, a.fp8_d_input + base + v * kVec, rounded, fp8_scale, fp8_max);
-      }
-      if (a.need_bias_grad) AddShared<kVec>(d_bias_acc + v * kVec, d);
+      for (int k = 0; k < kVec; ++k) d[k] = Kept<kVec>(r.keep, k) ? d[k] * scale : 0.f;
+      if (!fp8) Store<T, kVec>(static_cast<T*>(a.d_input) + at, d);
     }
+    if (fp8) {  // d_input as T holds it, in FP8
+      float rounded[kVec];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) rounded[k] = ToFloat(FromFloat<T>(d[k]));
+      StoreFp8<kVec>(a.fp8, a.fp8_d_input + at, rounded, fp8_scale, fp8_max);
+    }
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) acc_bias[k] += d[k];
   }
   if (fp8) {
     // The FP8 rows past the real ones are zero; the warps' maxima go into the amax.
-    for (int64_t row = a.rows + static_cast<int64_t>(blockIdx.x) * warps + warp;
-         row < a.fp8.padded_rows; row += static_cast<int64_t>(gridDim.x) * warps) {
-      for (int64_t v = lane; v < vecs; v += kLanes) {
-        StoreFp8Zeros<kVec>(a.fp8_d_input + row * hidden + v * kVec);
-      }
+    for (int64_t pad = a.rows + static_cast<int64_t>(blockIdx.x) * groups + group;
+         active && pad < a.fp8.padded_rows; pad += stride) {
+      StoreFp8Zeros<kVec>(a.fp8_d_input + pad * hidden + col);
     }
     WarpMaxToAmax(fp8_max, a.fp8.amax);
   }
-
-  // This block's column sums, warps added in a fixed order.
-  __syncthreads();
-  for (int64_t j = threadIdx.x; j < block_floats; j += blockDim.x) {
-    float total = 0.f;
-    for (int w = 0; w < warps; ++w) total += accumulators[w * block_floats + j];
-    a.partials[blockIdx.x * block_floats + j] = total;
-  }
+  WriteBlockPartials<kVec>(a, acc_gamma, acc_beta, acc_bias, groups, group, active, col,
+                           reinterpret_cast<float*>(shared_raw) + groups * 4 * warps);
 }
 
 // Column j of the partials [blocks, quantities * hidden] summed over the blocks
@@ -525,37 +575,39 @@ cudaError_t ForwardTyped(const ResidualLayerNormForwardArgs& a, cudaStream_t str
   });
 }
 
-int BackwardWarps(int64_t hidden) {
-  const int64_t fit = kBackwardSharedFloats / (3 * hidden);
-  return static_cast<int>(fit < 1 ? 1 : (fit > kMaxBackwardWarps ? kMaxBackwardWarps : fit));
+// Row groups of one backward block for rows of `hidden` elements of T (>= 1).
+template <typename T>
+int BackwardGroups(int64_t hidden) {
+  const int64_t fit = kBackwardBlockThreads / BackwardGroupThreads(hidden, kVecOf<T>);
+  return static_cast<int>(fit < 1 ? 1 : fit);
 }
 
-// Columns of the backward's partials: d_gamma, d_beta and, when asked for, d_bias.
-int64_t BackwardWidth(int64_t hidden, bool need_bias_grad) {
-  return (need_bias_grad ? 3 : 2) * hidden;
+template <typename T>
+unsigned BackwardBlockThreads(int64_t hidden) {
+  return static_cast<unsigned>(BackwardGroups<T>(hidden) * BackwardGroupThreads(hidden, kVecOf<T>));
 }
 
-// Dynamic shared memory of one backward block: a row of accumulators per warp.
+// Dynamic shared memory of one backward block: the row sums' slots, then the column sums of the
+// groups past the first (BackwardKernel).
+template <typename T>
 size_t BackwardSharedBytes(int64_t hidden, bool need_bias_grad) {
-  return static_cast<size_t>(BackwardWarps(hidden)) * BackwardWidth(hidden, need_bias_grad) *
-         sizeof(float);
+  const int64_t groups = BackwardGroups<T>(hidden);
+  const int64_t warps = BackwardGroupThreads(hidden, kVecOf<T>) / kLanes;
+  const int64_t width = (need_bias_grad ? 3 : 2) * hidden;
+  return static_cast<size_t>(groups * 4 * warps + (groups - 1) * width) * sizeof(float);
 }
 
 template <typename T>
 cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t stream) {
-  return DispatchIters<T>(a.hidden, [&](auto iters) {
-    constexpr int kIters = decltype(iters)::value;
-    const int warps = BackwardWarps(a.hidden);
-    const int64_t width = BackwardWidth(a.hidden, a.need_bias_grad);
-    const size_t shared = BackwardSharedBytes(a.hidden, a.need_bias_grad);
-    const cudaError_t err =
-        LaunchDependent(BackwardKernel<T, kIters>, dim3(static_cast<unsigned>(a.blocks)),
-                        dim3(warps * kLanes), shared, stream, a);
-    if (err != cudaSuccess) return err;
-    return LaunchDependent(ReducePartialsKernel, dim3(PartialsGrid(width)),
-                           PartialsBlock<kReduceRows>(), 0, stream, a.partials, a.d_gamma, a.d_beta,
-                           a.d_bias, a.blocks, a.hidden, width);
-  });
+  const int64_t width = (a.need_bias_grad ? 3 : 2) * a.hidden;
+  const cudaError_t err =
+      LaunchDependent(BackwardKernel<T>, dim3(static_cast<unsigned>(a.blocks)),
+                      dim3(BackwardBlockThreads<T>(a.hidden)),
+                      BackwardSharedBytes<T>(a.hidden, a.need_bias_grad), stream, a);
+  if (err != cudaSuccess) return err;
+  return LaunchDependent(ReducePartialsKernel, dim3(PartialsGrid(width)),
+                         PartialsBlock<kReduceRows>(), 0, stream, a.partials, a.d_gamma, a.d_beta,
+                         a.d_bias, a.blocks, a.hidden, width);
 }
 
 int ItersForType(int64_t hidden, FloatType type) {
@@ -574,22 +626,15 @@ cudaError_t ClearIfFailed(cudaError_t err) {
 // Resident backward blocks per SM on the current device (the CUDA occupancy query; may be 0).
 template <typename T>
 cudaError_t QueryBackwardBlocksPerSm(int64_t hidden, bool need_bias_grad, int* per_sm) {
-  return DispatchIters<T>(hidden, [&](auto iters) {
-    const auto kernel = BackwardKernel<T, decltype(iters)::value>;
-    // The shared accumulators compete with L1 for the same memory: ask for the largest carveout.
-    // A preference: when it is refused, the query answers for the default split.
-    ClearIfFailed(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                       cudaSharedmemCarveoutMaxShared));
-    return ClearIfFailed(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        per_sm, kernel, BackwardWarps(hidden) * kLanes,
-        BackwardSharedBytes(hidden, need_bias_grad)));
-  });
+  return ClearIfFailed(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      per_sm, BackwardKernel<T>, static_cast<int>(BackwardBlockThreads<T>(hidden)),
+      BackwardSharedBytes<T>(hidden, need_bias_grad)));
 }
 
 // QueryBackwardBlocksPerSm (>= 1) for the current device, remembered per (device, type, hidden,
 // need_bias_grad), which fix the kernel instance, its block size and its shared memory: the
-// attribute and the query took about 8 us of host time, and a training step runs the backward 24
-// times. A failed query only costs occupancy: one block per SM, and the next call asks again.
+// query took microseconds of host time, and a training step runs the backward 24 times. A failed
+// query only costs occupancy: one block per SM, and the next call asks again.
 int BackwardBlocksPerSm(int64_t hidden, FloatType type, bool need_bias_grad) {
   int device = 0;
   if (ClearIfFailed(cudaGetDevice(&device)) != cudaSuccess) return 1;
@@ -636,8 +681,10 @@ cudaError_t LaunchResidualLayerNormForward(const ResidualLayerNormForwardArgs& a
 
 int64_t ResidualLayerNormBackwardBlocks(int64_t rows, int64_t hidden, FloatType type,
                                         bool need_bias_grad, int64_t sm_count) {
-  const int64_t warps = BackwardWarps(hidden);
-  const int64_t by_rows = (rows + warps - 1) / warps;
+  const int64_t groups = DispatchType(type, int64_t{1}, [&](auto tag) {
+    return static_cast<int64_t>(BackwardGroups<typename decltype(tag)::type>(hidden));
+  });
+  const int64_t by_rows = (rows + groups - 1) / groups;
   const int64_t by_device =
       BackwardBlocksPerSm(hidden, type, need_bias_grad) * (sm_count < 1 ? 1 : sm_count);
   const int64_t blocks = by_rows < by_device ? by_rows : by_device;
