@@ -21,8 +21,9 @@
 // from row to row and holds their column sums (d_gamma, d_beta, d_bias) in fp32 registers; a block
 // adds its groups' sums into one row of partials, and a second kernel sums the partials in a fixed
 // order. The first version (a warp per row, the sums in shared memory) was bound by those shared
-// read-modify-writes (L1/shared 80% busy, DRAM 31%; ncu on the H200): 47.7 us against 36.3 us now
-// for 16100 rows of H 768, bf16, as the FP8 step calls it; a copy of the same bytes takes 28.0 us.
+// read-modify-writes (L1/shared 80% busy, DRAM 31%; ncu on the H200): 47.4 us against 37.4-37.9 us
+// now for 16100 rows of H 768, bf16, as the FP8 step calls it; a copy of the same bytes takes
+// 28.0 us (bench/cuda/layer_norm_backward_probe.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -62,9 +63,13 @@ constexpr int ForwardMinBlocks(int iters) { return iters <= 3 ? 8 : 1; }
 // The backward's blocks hold as many row groups as fit in this many threads (at least one group).
 constexpr int kBackwardBlockThreads = 192;
 // Registers per backward thread: the row's vectors, the next row's (loaded ahead) and 3 vectors of
-// column sums. H200, H 768 bf16: 96 (3 blocks of 192 threads per SM) ran 36.3 us, what ptxas
-// picks unbounded (104: 2 blocks) 37.9 us, and 64-80 spilled and ran 56-89 us.
+// column sums. H200, H 768 bf16, the probe's variants (FUSED_KERNELS.md, session 13): 96 (3 blocks
+// of 192 threads per SM) ran 36.3 us, what ptxas picks unbounded (104: 2 blocks) 37.9 us, and
+// 64-80 spilled and ran 56-89 us.
 constexpr int kBackwardRegisters = 96;
+// Shared slots per warp of a row group for the row sums: 2 sums, each for 2 rows in turn (a row
+// reads its slots while the group's faster warps write the next row's).
+constexpr int kRowSumSlotsPerWarp = 4;
 
 // Elements of T in one 16-byte vector.
 template <typename T>
@@ -326,6 +331,11 @@ __device__ __forceinline__ void IncomingGrad(const Words& d_out, const Words& ex
   }
 }
 
+// Columns of the backward's partials: d_gamma, d_beta and, when asked for, d_bias.
+__host__ __device__ inline int64_t BackwardWidth(int64_t hidden, bool need_bias_grad) {
+  return (need_bias_grad ? 3 : 2) * hidden;
+}
+
 // Threads of one backward row group: the row's 16-byte vectors, rounded up to whole warps (the
 // sums across the group are warp shuffles, then one shared slot per warp).
 __host__ __device__ inline int64_t BackwardGroupThreads(int64_t hidden, int vec) {
@@ -407,7 +417,7 @@ __device__ __forceinline__ void WriteBlockPartials(const ResidualLayerNormBackwa
                                                    float (&gamma)[kVec], float (&beta)[kVec],
                                                    float (&bias)[kVec], int groups, int group,
                                                    bool active, int64_t col, float* others) {
-  const int64_t width = (a.need_bias_grad ? 3 : 2) * a.hidden;
+  const int64_t width = BackwardWidth(a.hidden, a.need_bias_grad);
   if (group > 0 && active) {
     MoveSums<kVec>(others + (group - 1) * width + col, a.hidden, a.need_bias_grad, false, gamma,
                    beta, bias);
@@ -442,7 +452,7 @@ __global__ void __maxnreg__(kBackwardRegisters)
   // Shared: [groups][2][warps] slots for the two row sums (alternating rows, so that one barrier
   // a row suffices), then [groups - 1][quantities * hidden] for the other groups' column sums.
   extern __shared__ float4 shared_raw[];
-  float* slots = reinterpret_cast<float*>(shared_raw) + group * 4 * warps;
+  float* slots = reinterpret_cast<float*>(shared_raw) + group * kRowSumSlotsPerWarp * warps;
   const float inv_hidden = 1.f / static_cast<float>(hidden);
   const float scale = a.p > 0.f ? 1.f / (1.f - a.p) : 1.f;
   const bool fp8 = a.fp8.scale != nullptr;
@@ -507,8 +517,9 @@ __global__ void __maxnreg__(kBackwardRegisters)
     }
     WarpMaxToAmax(fp8_max, a.fp8.amax);
   }
-  WriteBlockPartials<kVec>(a, acc_gamma, acc_beta, acc_bias, groups, group, active, col,
-                           reinterpret_cast<float*>(shared_raw) + groups * 4 * warps);
+  WriteBlockPartials<kVec>(
+      a, acc_gamma, acc_beta, acc_bias, groups, group, active, col,
+      reinterpret_cast<float*>(shared_raw) + groups * kRowSumSlotsPerWarp * warps);
 }
 
 // Column j of the partials [blocks, quantities * hidden] summed over the blocks
@@ -593,13 +604,14 @@ template <typename T>
 size_t BackwardSharedBytes(int64_t hidden, bool need_bias_grad) {
   const int64_t groups = BackwardGroups<T>(hidden);
   const int64_t warps = BackwardGroupThreads(hidden, kVecOf<T>) / kLanes;
-  const int64_t width = (need_bias_grad ? 3 : 2) * hidden;
-  return static_cast<size_t>(groups * 4 * warps + (groups - 1) * width) * sizeof(float);
+  return static_cast<size_t>(groups * kRowSumSlotsPerWarp * warps +
+                             (groups - 1) * BackwardWidth(hidden, need_bias_grad)) *
+         sizeof(float);
 }
 
 template <typename T>
 cudaError_t BackwardTyped(const ResidualLayerNormBackwardArgs& a, cudaStream_t stream) {
-  const int64_t width = (a.need_bias_grad ? 3 : 2) * a.hidden;
+  const int64_t width = BackwardWidth(a.hidden, a.need_bias_grad);
   const cudaError_t err =
       LaunchDependent(BackwardKernel<T>, dim3(static_cast<unsigned>(a.blocks)),
                       dim3(BackwardBlockThreads<T>(a.hidden)),
