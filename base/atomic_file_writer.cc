@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "padless/base/directory.h"
 
 namespace padless::base {
 namespace {
@@ -128,6 +129,13 @@ absl::Status AtomicFileWriter::Commit() {
     return Fail(absl::StatusCode::kUnavailable, "cannot rename into place", errno);
   }
   tmp_.clear();
+  // The rename changed the directory, not the file: until the directory is synced, a power loss
+  // can bring back the old name's content (or no file at all).
+  if (absl::Status synced = SyncDirectory(ParentDirectory(path_)); !synced.ok()) {
+    status_ = absl::Status(synced.code(),
+                           absl::StrCat(path_, ": renamed into place, but ", synced.message()));
+    return status_;
+  }
   return absl::OkStatus();
 }
 

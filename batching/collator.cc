@@ -28,7 +28,7 @@ Buffers MakeOptions(bool pin) {
   return {base.dtype(at::kLong), base.dtype(at::kInt), base.dtype(at::kBool)};
 }
 
-absl::Status CheckSpec(const tokenize::TokenizedCorpus& corpus, const BatchSpec& spec) {
+absl::Status CheckSpec(const corpus::TokenizedCorpus& corpus, const BatchSpec& spec) {
   if (spec.rows.empty()) return absl::InvalidArgumentError("collate: the batch has no rows");
   if (spec.layout == Layout::kVarlen && spec.rows.size() != 1) {
     return absl::InvalidArgumentError(
@@ -71,7 +71,7 @@ absl::Status CheckSpec(const tokenize::TokenizedCorpus& corpus, const BatchSpec&
 }
 
 // Writes the tokens (and, when present, type ids) of piece `p` at dst; returns its length.
-inline void CopyPiece(const tokenize::TokenizedCorpus& corpus, const Placement& p, int64_t* ids,
+inline void CopyPiece(const corpus::TokenizedCorpus& corpus, const Placement& p, int64_t* ids,
                       int64_t* types) {
   const int32_t* src = corpus.tokens(static_cast<size_t>(p.example)).data();
   const int64_t ex_len = corpus.length(static_cast<size_t>(p.example));
@@ -92,7 +92,7 @@ inline void Fill(int64_t* dst, int64_t n, int64_t v) {
   for (int64_t i = 0; i < n; ++i) dst[i] = v;
 }
 
-Batch CollateRows(const tokenize::TokenizedCorpus& corpus, const BatchSpec& spec,
+Batch CollateRows(const corpus::TokenizedCorpus& corpus, const BatchSpec& spec,
                   const CollatorOptions& options) {
   const Buffers opt = MakeOptions(options.pin_memory);
   const bool varlen = spec.layout == Layout::kVarlen;
@@ -180,7 +180,7 @@ Batch CollateRows(const tokenize::TokenizedCorpus& corpus, const BatchSpec& spec
 
 absl::StatusOr<Batch> Collator::CollateVarlen(absl::Span<const tokenize::Encoding* const> sequences,
                                               bool with_types) const {
-  tokenize::TokenizedCorpus corpus;
+  corpus::TokenizedCorpus corpus;
   BatchSpec spec;
   spec.layout = Layout::kVarlen;
   spec.rows.emplace_back();
@@ -194,7 +194,7 @@ absl::StatusOr<Batch> Collator::CollateVarlen(absl::Span<const tokenize::Encodin
   return Collate(corpus, spec);
 }
 
-absl::StatusOr<Batch> Collator::Collate(const tokenize::TokenizedCorpus& corpus,
+absl::StatusOr<Batch> Collator::Collate(const corpus::TokenizedCorpus& corpus,
                                         const BatchSpec& spec) const {
   if (absl::Status s = CheckSpec(corpus, spec); !s.ok()) return s;
   if (spec.real_tokens() > INT32_MAX) {

@@ -15,7 +15,7 @@
 namespace padless::batching {
 
 struct Loader::State {
-  const tokenize::TokenizedCorpus* corpus = nullptr;
+  const corpus::TokenizedCorpus* corpus = nullptr;
   std::vector<BatchSpec> plan;
   LoaderOptions options;
   Collator collator;
@@ -33,7 +33,7 @@ struct Loader::State {
   absl::Status error;  // consumer side only: sticky after the first failure
   std::vector<std::thread> workers;
 
-  State(const tokenize::TokenizedCorpus* c, std::vector<BatchSpec> p, LoaderOptions o)
+  State(const corpus::TokenizedCorpus* c, std::vector<BatchSpec> p, LoaderOptions o)
       : corpus(c), plan(std::move(p)), options(std::move(o)), collator(options.collator) {}
 
   int64_t size() const { return static_cast<int64_t>(plan.size()); }
@@ -85,7 +85,7 @@ Loader::Loader(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 Loader::~Loader() { Shutdown(); }
 
-absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(const tokenize::TokenizedCorpus* corpus,
+absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(const corpus::TokenizedCorpus* corpus,
                                                        std::vector<BatchSpec> plan,
                                                        LoaderOptions options) {
   if (corpus == nullptr) return absl::InvalidArgumentError("LoaderOptions: corpus is null");

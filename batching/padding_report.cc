@@ -35,7 +35,7 @@ std::vector<NamedStrategy> StandardStrategies(int64_t max_len, int64_t batch_siz
 }
 
 absl::StatusOr<std::vector<StrategyRow>> ComparePaddingStrategies(
-    const tokenize::TokenizedCorpus& corpus, const std::vector<NamedStrategy>& strategies) {
+    const corpus::TokenizedCorpus& corpus, const std::vector<NamedStrategy>& strategies) {
   const std::vector<int64_t> lengths = corpus.Lengths();
   const Collator collator;
   std::vector<StrategyRow> rows;

@@ -16,9 +16,9 @@
 #include "flag_spelling.h"
 #include "padless/batching/padding_report.h"
 #include "padless/base/atomic_file_writer.h"
-#include "padless/tokenize/batch_encoder.h"
-#include "padless/tokenize/corpus_reader.h"
-#include "padless/tokenize/label_map.h"
+#include "padless/corpus/batch_encoder.h"
+#include "padless/corpus/corpus_reader.h"
+#include "padless/corpus/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 #include "path_checks.h"
 #include "subcommand.h"
@@ -38,7 +38,7 @@ int RunBenchPadding(const std::vector<std::string>& args) {
   const int64_t max_tokens = MaxTokensFromFlag();  // checked by CheckSizeFlags
   if (data.empty()) return Usage(kCommand, absl::StrCat(FlagAsWritten("data"), " is required"));
   if (model.empty()) return Usage(kCommand, absl::StrCat(FlagAsWritten("model"), " is required"));
-  absl::StatusOr<tokenize::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
+  absl::StatusOr<corpus::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
   if (!reader.ok()) return ReportError(kCommand, reader.status());
   absl::StatusOr<tokenize::EncodeOptions> encode_options = EncodeOptionsFromFlags();
   if (!encode_options.ok()) return ReportError(kCommand, encode_options.status());
@@ -55,14 +55,14 @@ int RunBenchPadding(const std::vector<std::string>& args) {
 
   absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(model);
   if (!tokenizer.ok()) return Fail(kCommand, tokenizer.status());
-  absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(data, *reader);
+  absl::StatusOr<corpus::RawCorpus> raw = corpus::ReadCorpus(data, *reader);
   if (!raw.ok()) return Fail(kCommand, raw.status());
-  const tokenize::LabelMap labels = tokenize::LabelMap::FromCorpus(*raw);
-  tokenize::BatchEncodeOptions encode;
+  const corpus::LabelMap labels = corpus::LabelMap::FromCorpus(*raw);
+  corpus::BatchEncodeOptions encode;
   encode.encode = *encode_options;
   encode.num_threads = absl::GetFlag(FLAGS_threads);
-  absl::StatusOr<tokenize::TokenizedCorpus> corpus =
-      tokenize::EncodeCorpus(*tokenizer, *raw, labels, encode);
+  absl::StatusOr<corpus::TokenizedCorpus> corpus =
+      corpus::EncodeCorpus(*tokenizer, *raw, labels, encode);
   if (!corpus.ok()) return Fail(kCommand, corpus.status());
   if (!absl::GetFlag(FLAGS_quiet)) {
     absl::FPrintF(stderr, "%s: %s; %d tokens after truncation to %d\n", data, raw->report.Summary(),

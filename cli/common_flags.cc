@@ -23,7 +23,7 @@ ABSL_FLAG(std::string, format, "auto", "Data format: auto (from the extension), 
 ABSL_FLAG(bool, quiet, false, "No progress output on stderr");
 ABSL_FLAG(int, vocab_size, 16000,
           "tokenize train, train: vocabulary size of a new tokenizer, special tokens included");
-ABSL_FLAG(int64_t, batch_size, padless::models::kDefaultSequencesPerBatch,
+ABSL_FLAG(int64_t, batch_size, padless::train::kDefaultSequencesPerBatch,
           "Sequences per batch (rows per batch for packed strategies without a token budget); "
           "train: also the target of the default token budget (see --max-tokens)");
 ABSL_FLAG(std::optional<int64_t>, max_tokens, std::nullopt,
@@ -31,6 +31,8 @@ ABSL_FLAG(std::optional<int64_t>, max_tokens, std::nullopt,
           "(empty: train: --batch-size x the training texts' mean length in tokens, at least "
           "the longest text, at most 16384; eval, bench-padding: 16384; predict: 16384 on a GPU, "
           "2048 on the CPU)");
+ABSL_FLAG(std::string, batching, "packed",
+          "train: batching strategy: packed, varlen, buckets, padded, or any bench-padding name");
 ABSL_FLAG(std::string, truncation, "head_tail",
           "Truncation of long single texts: head, tail or head_tail (first k + last tokens)");
 ABSL_FLAG(std::string, pair_truncation, "longest_first",
@@ -43,7 +45,7 @@ ABSL_FLAG(std::string, label_field, "label", "Label column (TSV/CSV header) or J
 namespace padless::cli {
 
 int64_t MaxTokensFromFlag() {
-  return absl::GetFlag(FLAGS_max_tokens).value_or(models::kMaxDefaultTokensPerBatch);
+  return absl::GetFlag(FLAGS_max_tokens).value_or(train::kMaxDefaultTokensPerBatch);
 }
 
 }  // namespace padless::cli

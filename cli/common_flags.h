@@ -29,9 +29,11 @@ ABSL_DECLARE_FLAG(bool, quiet);
 // Sizes shared by tokenize train, train, eval, predict and bench-padding.
 ABSL_DECLARE_FLAG(int, vocab_size);
 ABSL_DECLARE_FLAG(int64_t, batch_size);
-// Empty: `train` derives the budget from the corpus (models::DefaultTokenBudget); the other
+// Empty: `train` derives the budget from the corpus (train::DefaultTokenBudget); the other
 // commands use MaxTokensFromFlag().
 ABSL_DECLARE_FLAG(std::optional<int64_t>, max_tokens);
+// The batching strategy of train and eval.
+ABSL_DECLARE_FLAG(std::string, batching);
 // How text becomes model input (read by every command that tokenizes data).
 ABSL_DECLARE_FLAG(std::string, truncation);
 ABSL_DECLARE_FLAG(std::string, pair_truncation);
@@ -43,7 +45,7 @@ ABSL_DECLARE_FLAG(std::string, label_field);
 namespace padless::cli {
 
 // --max-tokens of the commands without a corpus to derive it from (eval, predict,
-// bench-padding): the flag's value, or 16384 (models::kMaxDefaultTokensPerBatch) when empty.
+// bench-padding): the flag's value, or 16384 (train::kMaxDefaultTokensPerBatch) when empty.
 int64_t MaxTokensFromFlag();
 
 }  // namespace padless::cli

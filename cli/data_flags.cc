@@ -30,9 +30,10 @@ absl::Status AtLeast(absl::string_view name, int64_t value, int64_t minimum,
 
 }  // namespace
 
-absl::StatusOr<tok::ReaderOptions> ReaderOptionsFromFlags(bool require_label) {
-  tok::ReaderOptions o;
-  absl::StatusOr<tok::CorpusFormat> format = tok::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
+absl::StatusOr<corpus::ReaderOptions> ReaderOptionsFromFlags(bool require_label) {
+  corpus::ReaderOptions o;
+  absl::StatusOr<corpus::CorpusFormat> format =
+      corpus::ParseCorpusFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return FlagError("format", format.status());
   o.format = *format;
   o.text_field = absl::GetFlag(FLAGS_text_field);

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "padless/tokenize/corpus_reader.h"
+#include "padless/corpus/corpus_reader.h"
 #include "padless/tokenize/tokenizer.h"
 
 namespace padless::cli {
@@ -29,7 +29,7 @@ enum SizeFlag : unsigned { kMaxLen = 1, kBatchSize = 2, kMaxTokens = 4, kThreads
 absl::Status CheckSizeFlags(unsigned flags);
 
 // require_label: false for data to predict on (an absent label is accepted).
-absl::StatusOr<tokenize::ReaderOptions> ReaderOptionsFromFlags(bool require_label);
+absl::StatusOr<corpus::ReaderOptions> ReaderOptionsFromFlags(bool require_label);
 
 // The encode flags, with max_length from --max-len (checked as CheckSizeFlags(kMaxLen)).
 absl::StatusOr<tokenize::EncodeOptions> EncodeOptionsFromFlags();

@@ -15,10 +15,10 @@ namespace padless::cli {
 
 absl::StatusOr<c10::Device> DeviceFlag() {
   const std::string d = absl::GetFlag(FLAGS_device);
-  if (d == "auto") return models::DefaultTrainingDevice();
+  if (d == "auto") return train::DefaultTrainingDevice();
   try {
     c10::Device device(d);
-    if (device.is_cuda() && !models::DefaultTrainingDevice().is_cuda()) {
+    if (device.is_cuda() && !train::DefaultTrainingDevice().is_cuda()) {
       return absl::InvalidArgumentError(absl::StrCat("--device ", d, ": no CUDA device available"));
     }
     return device;

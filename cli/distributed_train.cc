@@ -134,13 +134,13 @@ std::optional<int> RunLocalWorkersIfAsked() {
   return kExitFailure;
 }
 
-absl::Status JoinDataParallelJob(models::TrainJobOptions& job) {
+absl::Status JoinDataParallelJob(train::TrainJobOptions& job) {
   if (absl::Status s = CheckDistributedFlags(); !s.ok()) return s;
   const std::string comm = absl::GetFlag(FLAGS_grad_comm);
   absl::StatusOr<distributed::DistEnv> env = distributed::DistEnvFromEnvironment();
   if (!env.ok()) return env.status();
   if (!env->distributed()) return absl::OkStatus();
-  c10::Device device = job.device.value_or(models::DefaultTrainingDevice());
+  c10::Device device = job.device.value_or(train::DefaultTrainingDevice());
   if (device.is_cuda()) device = c10::Device(c10::kCUDA, env->local_rank);
   job.device = device;
   distributed::ProcessGroupOptions group_options;

@@ -30,7 +30,7 @@ std::optional<int> RunLocalWorkersIfAsked();
 // Reads torchrun's variables; in a job of several ranks, joins it (NCCL on CUDA:LOCAL_RANK, Gloo
 // on the CPU) and sets job.device and job.train.data_parallel. Usage errors name the flag or the
 // variable (InvalidArgument); a failed rendezvous is Unavailable.
-absl::Status JoinDataParallelJob(models::TrainJobOptions& job);
+absl::Status JoinDataParallelJob(train::TrainJobOptions& job);
 
 }  // namespace padless::cli
 

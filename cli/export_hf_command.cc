@@ -1,7 +1,7 @@
 // `padless export-hf --model DIR --out HFDIR`: writes a trained padless model directory as a
 // Hugging Face one (config.json with id2label/label2id, model.safetensors, the tokenizer files)
 // that transformers' AutoModelForSequenceClassification.from_pretrained(HFDIR) loads with the same
-// logits. The work is models::ExportHuggingFace (hf_checkpoint.h) and the tokenizer's own export.
+// logits. The work is model_files::ExportHuggingFace (hf_checkpoint.h) and the tokenizer's own export.
 #include <string>
 #include <vector>
 
@@ -34,10 +34,10 @@ int RunExportHf(const std::vector<std::string>& args) {
       !s.ok()) {
     return Fail(kCmd, s);
   }
-  absl::StatusOr<models::LoadedModel> loaded =
-      models::LoadModelDir(model_dir, c10::Device(c10::kCPU));
+  absl::StatusOr<model_files::LoadedModel> loaded =
+      model_files::LoadModelDir(model_dir, c10::Device(c10::kCPU));
   if (!loaded.ok()) return Fail(kCmd, loaded.status());
-  absl::Status s = models::ExportHuggingFace(loaded->model, loaded->labels.names(), out);
+  absl::Status s = model_files::ExportHuggingFace(loaded->model, loaded->labels.names(), out);
   if (!s.ok()) return Fail(kCmd, s);
   s = loaded->tokenizer.ExportHuggingFace(out);
   if (absl::IsUnimplemented(s)) {
@@ -45,7 +45,7 @@ int RunExportHf(const std::vector<std::string>& args) {
   } else if (!s.ok()) {
     return Fail(kCmd, s);
   }
-  absl::PrintF("%s: config.json, %s%s\n", out, models::kHfWeightsFile,
+  absl::PrintF("%s: config.json, %s%s\n", out, model_files::kHfWeightsFile,
                s.ok() ? ", tokenizer files" : "");
   return kExitOk;
 }

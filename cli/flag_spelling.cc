@@ -27,4 +27,8 @@ std::string FlagAsWritten(absl::string_view name) {
   return dashed;
 }
 
+std::string RequiredFlagMessage(absl::string_view name, absl::string_view what) {
+  return absl::StrCat(FlagAsWritten(name), " ", what, " is required");
+}
+
 }  // namespace padless::cli

@@ -17,6 +17,10 @@ void RecordFlagSpelling(const std::string& name, const std::string& written);
 // The flag as the user wrote it, or "--" + name with dashes for a flag not on the command line.
 std::string FlagAsWritten(absl::string_view name);
 
+// "--model DIR is required": the flag as the user wrote it, then what it takes (`what`, e.g.
+// "DIR" or "FILE").
+std::string RequiredFlagMessage(absl::string_view name, absl::string_view what);
+
 }  // namespace padless::cli
 
 #endif  // PADLESS_CLI_FLAG_SPELLING_H_

@@ -2,13 +2,13 @@
 // sequence length x batch size x {fp32, bf16 AMP} x checkpointing {none, all} x {padded SDPA,
 // varlen}, measured after a warm-up step; prints a table, writes CSV and an SVG chart, and fits
 // fixed + per-token + per-token*length memory per configuration with its error on held-out
-// lengths. Measurement: padless/cuda/memory/memory_meter.h; report and fit:
-// padless/cuda/memory/memory_profile.h.
+// lengths. The sweep and the budget check: padless/train/memory_sweep.h; measurement:
+// padless/cuda/memory/memory_meter.h; report and fit: padless/cuda/memory/memory_profile.h. This
+// file maps the flags onto them and prints.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
 #include <cstdio>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -23,19 +23,14 @@
 #include "cli_util.h"
 #include "common_flags.h"
 #include "flag_spelling.h"
-#include "padless/batching/batch.h"
+#include "padless/base/atomic_file_writer.h"
 #include "padless/cuda/memory/memory_budget.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/cuda/memory/memory_profile.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"
-#include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
-#include "padless/train/memory_planning.h"
-#include "padless/train/memory_probe.h"
-#include "padless/models/model_runtime.h"
-#include "padless/train/optimizer.h"
-#include "padless/base/atomic_file_writer.h"
+#include "padless/train/memory_sweep.h"
 #include "path_checks.h"
 #include "subcommand.h"
 
@@ -89,72 +84,6 @@ std::vector<std::string> ParseList(const std::string& text) {
   return absl::StrSplit(text, ',', absl::SkipEmpty());
 }
 
-struct SweepConfig {
-  models::AmpMode amp;
-  models::CheckpointPolicy policy;
-  bool varlen;
-
-  std::string Name() const {
-    return absl::StrCat(amp == models::AmpMode::kOff ? "fp32" : models::AmpModeName(amp),
-                        "/ckpt=", policy.ToString(), "/", varlen ? "varlen" : "padded");
-  }
-  batching::Layout layout() const {
-    return varlen ? batching::Layout::kVarlen : batching::Layout::kPadded;
-  }
-};
-
-// One model and optimizer shared by every measurement (the weights and the AdamW state are the
-// same for all configurations; only the step's activations differ).
-class Profiler {
- public:
-  Profiler(const models::EncoderConfig& config, const c10::Device& device, cuda::MemoryMeter meter,
-           bool quiet)
-      : config_(config), device_(device), meter_(meter), quiet_(quiet), model_(config) {
-    model_->to(device_);
-    model_->train();
-    std::vector<at::Tensor> params = model_->parameters();
-    for (const at::Tensor& p : params) gradient_bytes_ += p.numel() * p.element_size();
-    opt_ = std::make_unique<models::FusedAdamW>(params, std::vector<bool>(params.size(), true),
-                                                models::AdamWOptions{});
-  }
-
-  // Peak memory of one step at (b, len) under `sc`, after a warm-up step of the same shape.
-  absl::StatusOr<MemoryProfilePoint> Measure(const SweepConfig& sc, int64_t b, int64_t len) {
-    models::ModelRuntime runtime;
-    runtime.checkpoint = sc.policy;
-    model_->set_runtime(runtime);
-    MemoryProfilePoint point{sc.Name(), b, len};
-    point.gradient_bytes = gradient_bytes_;
-    absl::StatusOr<batching::Batch> batch =
-        models::SyntheticTrainingBatch(sc.layout(), b, len, config_, device_);
-    if (!batch.ok()) return batch.status();
-    absl::StatusOr<models::StepMemory> m =
-        models::MeasureTrainingStep(model_, *opt_, *batch, sc.amp, /*lr=*/0.0, meter_, device_);
-    if (!m.ok()) return m.status();
-    point.oom = m->oom;
-    point.baseline_bytes = m->baseline_bytes;
-    point.peak_allocated_bytes = m->peak_allocated_bytes;
-    point.peak_reserved_bytes = m->peak_reserved_bytes;
-    if (!quiet_) {
-      absl::FPrintF(
-          stderr, "%-28s b=%-4d s=%-5d %s\n", point.config, b, len,
-          point.oom ? "out of memory"
-                    : absl::StrCat("peak ", cuda::FormatBytes(point.peak_allocated_bytes),
-                                   ", reserved ", cuda::FormatBytes(point.peak_reserved_bytes)));
-    }
-    return point;
-  }
-
- private:
-  models::EncoderConfig config_;
-  c10::Device device_;
-  cuda::MemoryMeter meter_;
-  bool quiet_;
-  models::EncoderClassifier model_;
-  int64_t gradient_bytes_ = 0;
-  std::unique_ptr<models::FusedAdamW> opt_;
-};
-
 void PrintPoints(const std::vector<MemoryProfilePoint>& points) {
   absl::PrintF("%-28s %6s %6s %12s %12s %12s\n", "config", "batch", "seq", "peak_alloc",
                "peak_resv", "activations");
@@ -196,91 +125,39 @@ absl::Status WriteOutputs(const std::vector<MemoryProfilePoint>& points,
   return base::WriteFileAtomically(svg, cuda::MemoryProfileSvg(points, title));
 }
 
-// For every configuration and length: the plan `padless train --memory-budget` makes (probe ladder
-// and choice of models::PlanForMemoryBudget, on a fresh model), then a training step of the planned
-// batch measured as training runs it (a fresh optimizer, after the plan). A plan passes when that
-// step's peak stays within the budget and uses at least 85% of it.
-int VerifyBudget(const models::EncoderConfig& config, const c10::Device& device,
-                 cuda::MemoryMeter& meter, const std::vector<models::AmpMode>& amps,
-                 const std::vector<models::CheckpointPolicy>& policies,
-                 const std::vector<bool>& varlens, const std::vector<int64_t>& lens, int64_t budget,
-                 bool quiet) {
-  constexpr double kMinUse = 0.85;
+// For every configuration and length: the plan `padless train --memory-budget` makes and a step of
+// the planned batch (train::CheckMemoryBudgetPlans), one line each as it is known. A plan passes
+// when that step's peak stays within the budget and uses at least 85% of it.
+int VerifyBudget(const train::MemorySweepOptions& options, const c10::Device& device,
+                 cuda::MemoryMeter& meter, int64_t budget) {
   absl::PrintF(
-      "\nbudget check: %s; planned batch = models::PlanForMemoryBudget (as train "
+      "\nbudget check: %s; planned batch = train::PlanForMemoryBudget (as train "
       "--memory-budget)\n",
       cuda::FormatBytes(budget));
   absl::PrintF("%-28s %6s %8s %12s %12s %8s %s\n", "config", "seq", "rows", "probed", "measured",
                "used", "verdict");
-  models::EncoderClassifier model(config);
-  int failures = 0;
-  for (models::AmpMode amp : amps) {
-    for (const models::CheckpointPolicy& policy : policies) {
-      for (bool varlen : varlens) {
-        const SweepConfig sc{amp, policy, varlen};
-        for (int64_t len : lens) {
-          // Varlen packs sequences under a token budget; padded batches have a batch size.
-          batching::PlannerOptions plan = varlen ? batching::PlannerOptions()
-                                                       .sampler(batching::Sampler::kPacked)
-                                                       .packed_layout(batching::Layout::kVarlen)
-                                                       .max_tokens(len)
-                                                       .max_len(len)
-                                                 : batching::PlannerOptions()
-                                                       .sampler(batching::Sampler::kRandom)
-                                                       .batch_size(1)
-                                                       .max_len(len);
-          // The planner probes the model as its runtime is set: this sweep point's policy.
-          models::ModelRuntime runtime;
-          runtime.checkpoint = policy;
-          model->set_runtime(runtime);
-          models::MemoryPlanOptions mo;
-          mo.budget_bytes = budget;
-          mo.amp = amp;
-          absl::StatusOr<models::MemoryPlan> mp =
-              models::PlanForMemoryBudget(model, plan, mo, device);
-          if (!mp.ok()) return Fail(kCommand, mp.status());
-          if (!quiet) absl::FPrintF(stderr, "%s: %s\n", sc.Name(), mp->Summary());
-          const int64_t rows = varlen ? mp->max_tokens / len : mp->batch_size;
-          std::vector<at::Tensor> params = model->parameters();
-          models::FusedAdamW opt(params, std::vector<bool>(params.size(), true),
-                                 models::AdamWOptions{});
-          absl::StatusOr<batching::Batch> batch =
-              models::SyntheticTrainingBatch(sc.layout(), rows, len, config, device);
-          if (!batch.ok()) return Fail(kCommand, batch.status());
-          absl::StatusOr<models::StepMemory> m =
-              models::MeasureTrainingStep(model, opt, *batch, amp, /*lr=*/0.0, meter, device);
-          if (!m.ok()) return Fail(kCommand, m.status());
-          const double used = static_cast<double>(m->peak_allocated_bytes) / budget;
-          const bool over = m->oom || m->peak_allocated_bytes > budget;
-          const bool ok = !over && used >= kMinUse;
-          failures += ok ? 0 : 1;
-          absl::PrintF("%-28s %6d %8d %12s %12s %7.1f%% %s\n", sc.Name(), len, rows,
-                       cuda::FormatBytes(mp->measured_peak_bytes),
-                       m->oom ? "OOM" : cuda::FormatBytes(m->peak_allocated_bytes), 100 * used,
-                       ok ? "ok" : (over ? "OVER BUDGET" : "UNDER 85%"));
-        }
-      }
-    }
-  }
-  absl::PrintF("budget check: %d plan(s) failed\n", failures);
-  return failures == 0 ? kExitOk : kExitFailure;
+  absl::StatusOr<int64_t> failures = train::CheckMemoryBudgetPlans(
+      options, budget, device, meter, [](const train::BudgetCheck& c) {
+        absl::PrintF("%-28s %6d %8d %12s %12s %7.1f%% %s\n", c.config, c.seq_len, c.rows,
+                     cuda::FormatBytes(c.probed_peak_bytes),
+                     c.oom ? "OOM" : cuda::FormatBytes(c.peak_allocated_bytes), 100 * c.used,
+                     c.ok ? "ok" : (c.over_budget ? "OVER BUDGET" : "UNDER 85%"));
+      });
+  if (!failures.ok()) return Fail(kCommand, failures.status());
+  absl::PrintF("budget check: %d plan(s) failed\n", *failures);
+  return *failures == 0 ? kExitOk : kExitFailure;
 }
 
 // What to measure, from the flags.
 struct Sweep {
-  std::vector<int64_t> lens, batches, held_out;
-  std::vector<models::AmpMode> amps;
-  std::vector<models::CheckpointPolicy> policies;
-  std::vector<bool> varlens;
+  train::MemorySweepOptions options;  // lengths, batches, configurations, model, max_tokens
+  std::vector<int64_t> held_out;
   bool cuda = true;
-  models::EncoderConfig config;
-  int64_t max_tokens = 0;
   int64_t verify_budget = 0;  // 0: no budget check
-  bool quiet = false;
 };
 
 // The configurations of the sweep: AMP modes, checkpoint policies, attention layouts.
-absl::Status SweepConfigsFromFlags(Sweep& sweep) {
+absl::Status SweepConfigsFromFlags(train::MemorySweepOptions& sweep) {
   for (const std::string& a : ParseList(absl::GetFlag(FLAGS_sweep_amp))) {
     auto m = models::ParseAmpMode(a);
     if (!m.ok())
@@ -328,9 +205,7 @@ absl::Status SweepModelFromFlags(Sweep& sweep) {
     return absl::InvalidArgumentError(
         absl::StrCat(FlagAsWritten("sweep_vocab_size"), " must be >= 0, got ", vocab));
   if (vocab > 0) config->vocab_size(vocab);
-  int64_t longest = 0;
-  for (int64_t l : sweep.lens) longest = std::max(longest, l);
-  sweep.config = config->max_positions(std::max(config->max_positions(), longest));
+  sweep.options.config = *config;  // train::MeasureMemorySweep fits max_positions to the lengths
   if (const std::string b = absl::GetFlag(FLAGS_verify_budget); !b.empty()) {
     auto parsed = cuda::ParseByteSize(b);
     if (!parsed.ok()) {
@@ -345,45 +220,24 @@ absl::Status SweepModelFromFlags(Sweep& sweep) {
 absl::StatusOr<Sweep> SweepFromFlags() {
   Sweep sweep;
   for (auto [flag, value, out] :
-       {std::make_tuple("sweep_seq_lens", absl::GetFlag(FLAGS_sweep_seq_lens), &sweep.lens),
+       {std::make_tuple("sweep_seq_lens", absl::GetFlag(FLAGS_sweep_seq_lens), &sweep.options.lens),
         std::make_tuple("sweep_batch_sizes", absl::GetFlag(FLAGS_sweep_batch_sizes),
-                        &sweep.batches),
+                        &sweep.options.batches),
         std::make_tuple("held_out_lens", absl::GetFlag(FLAGS_held_out_lens), &sweep.held_out)}) {
     auto ints = ParseInts(flag, value);
     if (!ints.ok()) return ints.status();
     *out = std::move(*ints);
   }
-  if (absl::Status s = SweepConfigsFromFlags(sweep); !s.ok()) return s;
+  if (absl::Status s = SweepConfigsFromFlags(sweep.options); !s.ok()) return s;
   if (absl::Status s = SweepModelFromFlags(sweep); !s.ok()) return s;
-  sweep.max_tokens = absl::GetFlag(FLAGS_sweep_max_tokens);
-  sweep.quiet = absl::GetFlag(FLAGS_quiet);
+  sweep.options.max_tokens = absl::GetFlag(FLAGS_sweep_max_tokens);
+  sweep.options.quiet = absl::GetFlag(FLAGS_quiet);
   return sweep;
 }
 
-// Every configuration x batch x length within max_tokens, measured.
-absl::StatusOr<std::vector<MemoryProfilePoint>> MeasureSweep(const Sweep& sweep,
-                                                             Profiler& profiler) {
-  std::vector<MemoryProfilePoint> points;
-  for (models::AmpMode amp : sweep.amps) {
-    for (const models::CheckpointPolicy& policy : sweep.policies) {
-      for (bool varlen : sweep.varlens) {
-        for (int64_t b : sweep.batches) {
-          for (int64_t len : sweep.lens) {
-            if (b * len > sweep.max_tokens) continue;
-            auto point = profiler.Measure({amp, policy, varlen}, b, len);
-            if (!point.ok()) return point.status();
-            points.push_back(*point);
-          }
-        }
-      }
-    }
-  }
-  return points;
-}
-
 int RunSweep(const Sweep& sweep, const c10::Device& device, cuda::MemoryMeter& meter) {
-  auto profiler = std::make_unique<Profiler>(sweep.config, device, meter, sweep.quiet);
-  absl::StatusOr<std::vector<MemoryProfilePoint>> points = MeasureSweep(sweep, *profiler);
+  absl::StatusOr<std::vector<MemoryProfilePoint>> points =
+      train::MeasureMemorySweep(sweep.options, device, meter);
   if (!points.ok()) return Fail(kCommand, points.status());
   PrintPoints(*points);
   std::vector<std::string> skipped;
@@ -391,9 +245,7 @@ int RunSweep(const Sweep& sweep, const c10::Device& device, cuda::MemoryMeter& m
   PrintFits(fits, skipped);
   if (absl::Status s = WriteOutputs(*points, device); !s.ok()) return Fail(kCommand, s);
   if (sweep.verify_budget == 0) return kExitOk;
-  profiler.reset();  // its model and optimizer state would be charged to every plan
-  return VerifyBudget(sweep.config, device, meter, sweep.amps, sweep.policies, sweep.varlens,
-                      sweep.lens, sweep.verify_budget, sweep.quiet);
+  return VerifyBudget(sweep.options, device, meter, sweep.verify_budget);
 }
 
 int RunProfileMemory(const std::vector<std::string>& args) {

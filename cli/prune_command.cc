@@ -49,7 +49,7 @@ absl::StatusOr<prune::PruneJobOptions> PruneOptionsFromFlags() {
   o.threads = absl::GetFlag(FLAGS_threads);
   o.quiet = absl::GetFlag(FLAGS_quiet);
   if (absl::Status s = CheckSizeFlags(kMaxLen | kMaxTokens | kThreads); !s.ok()) return s;
-  absl::StatusOr<tokenize::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
+  absl::StatusOr<corpus::ReaderOptions> reader = ReaderOptionsFromFlags(/*require_label=*/true);
   if (!reader.ok()) return reader.status();
   o.reader = *reader;
   absl::StatusOr<c10::Device> device = DeviceFlag();

@@ -9,15 +9,15 @@
 #include "absl/strings/str_cat.h"
 #include "padless/batching/loader.h"
 
-namespace padless::models {
+namespace padless::eval {
 
 using batching::Batch;
 using batching::BatchSpec;
 
-absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
-                                         const tokenize::TokenizedCorpus& corpus,
+absl::StatusOr<CorpusScores> ScoreCorpus(models::EncoderClassifier& model,
+                                         const corpus::TokenizedCorpus& corpus,
                                          const batching::PlannerOptions& plan_options,
-                                         const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                         const c10::Device& device, models::AmpMode amp, int64_t pad_id,
                                          int workers) {
   batching::PlannerOptions opts = plan_options;
   opts.drop_last(false);
@@ -45,7 +45,7 @@ absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
       const Batch& b = **next;
       at::Tensor logits;
       {
-        AutocastGuard autocast(device.type(), amp);
+        models::AutocastGuard autocast(device.type(), amp);
         logits = model->forward(b).to(at::kFloat);
       }
       at::Tensor loss = at::cross_entropy_loss(logits, b.labels, {}, at::Reduction::Sum);
@@ -78,4 +78,4 @@ absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
   return r;
 }
 
-}  // namespace padless::models
+}  // namespace padless::eval

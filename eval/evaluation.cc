@@ -7,11 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "padless/eval/corpus_scores.h"
 
-namespace padless::models {
+namespace padless::eval {
 
-using tokenize::TokenizedCorpus;
+using corpus::TokenizedCorpus;
 
-absl::Status CheckCorpus(const TokenizedCorpus& corpus, const EncoderConfig& config,
+absl::Status CheckCorpus(const TokenizedCorpus& corpus, const models::EncoderConfig& config,
                          const char* name) {
   if (corpus.empty()) return absl::InvalidArgumentError(absl::StrCat(name, ": no examples"));
   for (size_t i = 0; i < corpus.size(); ++i) {
@@ -23,7 +23,7 @@ absl::Status CheckCorpus(const TokenizedCorpus& corpus, const EncoderConfig& con
   }
   // The range, not every token: a mapped corpus records it, so the check reads no token (a rank
   // would otherwise page in the whole corpus, not its shard).
-  const tokenize::TokenIdRange ids = corpus.token_id_range();
+  const corpus::TokenIdRange ids = corpus.token_id_range();
   for (int32_t id : {ids.min, ids.max}) {
     if (ids.min <= ids.max && (id < 0 || id >= config.vocab_size())) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -33,9 +33,9 @@ absl::Status CheckCorpus(const TokenizedCorpus& corpus, const EncoderConfig& con
   return absl::OkStatus();
 }
 
-absl::StatusOr<EvalResult> Evaluate(EncoderClassifier& model, const TokenizedCorpus& data,
+absl::StatusOr<EvalResult> Evaluate(models::EncoderClassifier& model, const TokenizedCorpus& data,
                                     const batching::PlannerOptions& plan_options,
-                                    const c10::Device& device, AmpMode amp, int64_t pad_id) {
+                                    const c10::Device& device, models::AmpMode amp, int64_t pad_id) {
   absl::Status check = CheckCorpus(data, model->config(), "eval data");
   if (!check.ok()) return check;
   const bool was_training = model->is_training();
@@ -63,4 +63,4 @@ EvalResult EvalResultFromScores(const TokenizedCorpus& data, CorpusScores scores
   return r;
 }
 
-}  // namespace padless::models
+}  // namespace padless::eval

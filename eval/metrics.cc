@@ -1,6 +1,6 @@
 #include "padless/eval/metrics.h"
 
-namespace padless::models {
+namespace padless::eval {
 
 ClassificationMetrics ComputeMetrics(absl::Span<const int64_t> gold,
                                      absl::Span<const int64_t> predicted, int64_t num_labels) {
@@ -31,4 +31,4 @@ ClassificationMetrics ComputeMetrics(absl::Span<const int64_t> gold,
   return m;
 }
 
-}  // namespace padless::models
+}  // namespace padless::eval

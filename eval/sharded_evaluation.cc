@@ -8,21 +8,21 @@
 
 #include "padless/eval/corpus_scores.h"
 
-namespace padless::models {
+namespace padless::eval {
 
 namespace {
 
 // Examples rank, rank + world, ... of `data`.
-tokenize::TokenizedCorpus Shard(const tokenize::TokenizedCorpus& data, int rank, int world) {
+corpus::TokenizedCorpus Shard(const corpus::TokenizedCorpus& data, int rank, int world) {
   std::vector<size_t> mine;
   for (size_t i = rank; i < data.size(); i += world) mine.push_back(i);
   return data.Subset(mine);  // a mapped corpus stays mapped: each rank reads only its share
 }
 
-absl::StatusOr<CorpusScores> ScoreShard(EncoderClassifier& model,
-                                        const tokenize::TokenizedCorpus& shard,
+absl::StatusOr<CorpusScores> ScoreShard(models::EncoderClassifier& model,
+                                        const corpus::TokenizedCorpus& shard,
                                         const batching::PlannerOptions& plan,
-                                        const c10::Device& device, AmpMode amp, int64_t pad_id) {
+                                        const c10::Device& device, models::AmpMode amp, int64_t pad_id) {
   if (shard.empty()) return CorpusScores{};
   const bool was_training = model->is_training();
   model->eval();
@@ -33,10 +33,10 @@ absl::StatusOr<CorpusScores> ScoreShard(EncoderClassifier& model,
 
 }  // namespace
 
-absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
-                                           const tokenize::TokenizedCorpus& data,
+absl::StatusOr<EvalResult> EvaluateSharded(models::EncoderClassifier& model,
+                                           const corpus::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           const c10::Device& device, models::AmpMode amp, int64_t pad_id,
                                            distributed::ProcessGroup& group) {
   if (absl::Status check = CheckCorpus(data, model->config(), "eval data"); !check.ok()) {
     return check;
@@ -73,13 +73,13 @@ absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
   return EvalResultFromScores(data, std::move(all), classes);
 }
 
-absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
-                                           const tokenize::TokenizedCorpus& data,
+absl::StatusOr<EvalResult> EvaluateOnRanks(models::EncoderClassifier& model,
+                                           const corpus::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           const c10::Device& device, models::AmpMode amp, int64_t pad_id,
                                            const distributed::DataParallel& dp) {
   if (dp.enabled()) return EvaluateSharded(model, data, plan, device, amp, pad_id, *dp.group);
   return Evaluate(model, data, plan, device, amp, pad_id);
 }
 
-}  // namespace padless::models
+}  // namespace padless::eval

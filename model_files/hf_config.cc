@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 namespace {
 
@@ -82,13 +82,13 @@ absl::Status Double(const json& j, const std::string& origin, const char* field,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Activation> HfActivation(const json& j, const std::string& origin,
+absl::StatusOr<models::Activation> HfActivation(const json& j, const std::string& origin,
                                         const char* field) {
   const std::string act =
       j.contains(field) && j[field].is_string() ? j[field].get<std::string>() : "gelu";
-  if (act == "gelu") return Activation::kGelu;
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh") return Activation::kGeluTanh;
-  if (act == "relu") return Activation::kRelu;
+  if (act == "gelu") return models::Activation::kGelu;
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh") return models::Activation::kGeluTanh;
+  if (act == "relu") return models::Activation::kRelu;
   return Unsupported(origin, field, absl::StrCat("activation '", act, "' is not supported"));
 }
 
@@ -115,19 +115,19 @@ absl::Status CheckRepresentable(const json& j, const std::string& origin, int64_
 }
 
 absl::Status BertShape(const json& j, const std::string& origin, HfConfig& c) {
-  EncoderConfig& e = c.encoder;
+  models::EncoderConfig& e = c.encoder;
   int64_t v = 0;
   struct {
     const char* field;
-    EncoderConfig& (EncoderConfig::*set)(const int64_t&);
+    models::EncoderConfig& (models::EncoderConfig::*set)(const int64_t&);
     bool required;
-  } ints[] = {{"vocab_size", &EncoderConfig::vocab_size, true},
-              {"hidden_size", &EncoderConfig::hidden, true},
-              {"num_hidden_layers", &EncoderConfig::layers, true},
-              {"num_attention_heads", &EncoderConfig::heads, true},
-              {"intermediate_size", &EncoderConfig::ffn, true},
-              {"max_position_embeddings", &EncoderConfig::max_positions, true},
-              {"type_vocab_size", &EncoderConfig::type_vocab_size, false}};
+  } ints[] = {{"vocab_size", &models::EncoderConfig::vocab_size, true},
+              {"hidden_size", &models::EncoderConfig::hidden, true},
+              {"num_hidden_layers", &models::EncoderConfig::layers, true},
+              {"num_attention_heads", &models::EncoderConfig::heads, true},
+              {"intermediate_size", &models::EncoderConfig::ffn, true},
+              {"max_position_embeddings", &models::EncoderConfig::max_positions, true},
+              {"type_vocab_size", &models::EncoderConfig::type_vocab_size, false}};
   for (const auto& f : ints) {
     v = -1;
     absl::Status s = Int(j, origin, f.field, &v, f.required);
@@ -143,15 +143,15 @@ absl::Status BertShape(const json& j, const std::string& origin, HfConfig& c) {
     if (!s.ok()) return s;
   }
   e.dropout(d).attention_dropout(a).layer_norm_eps(eps);
-  absl::StatusOr<Activation> act = HfActivation(j, origin, "hidden_act");
+  absl::StatusOr<models::Activation> act = HfActivation(j, origin, "hidden_act");
   if (!act.ok()) return act.status();
-  e.activation(*act).classifier_hidden(ClassifierHidden::kTanh);
+  e.activation(*act).classifier_hidden(models::ClassifierHidden::kTanh);
   if (c.family != HfFamily::kBert) e.position_offset(c.pad_token_id + 1);
   return absl::OkStatus();
 }
 
 absl::Status DistilBertShape(const json& j, const std::string& origin, HfConfig& c) {
-  EncoderConfig& e = c.encoder;
+  models::EncoderConfig& e = c.encoder;
   int64_t vocab = 0, dim = 0, layers = 0, heads = 0, ffn = 0, positions = 0;
   double d = e.dropout(), a = e.attention_dropout();
   for (absl::Status s :
@@ -162,11 +162,11 @@ absl::Status DistilBertShape(const json& j, const std::string& origin, HfConfig&
         Double(j, origin, "attention_dropout", &a), CheckRepresentable(j, origin, dim)}) {
     if (!s.ok()) return s;
   }
-  absl::StatusOr<Activation> act = HfActivation(j, origin, "activation");
+  absl::StatusOr<models::Activation> act = HfActivation(j, origin, "activation");
   if (!act.ok()) return act.status();
   e.vocab_size(vocab).hidden(dim).layers(layers).heads(heads).ffn(ffn).max_positions(positions);
   e.type_vocab_size(0).dropout(d).attention_dropout(a).layer_norm_eps(1e-12).activation(*act);
-  e.classifier_hidden(ClassifierHidden::kRelu);
+  e.classifier_hidden(models::ClassifierHidden::kRelu);
   return absl::OkStatus();
 }
 
@@ -216,7 +216,7 @@ absl::Status PrunedHeads(const json& j, const std::string& origin, HfConfig& c) 
   if (!j.contains("pruned_heads")) return absl::OkStatus();
   json merged = json::parse(c.encoder.ToJson());
   merged["pruned_heads"] = SortedHeadLists(j["pruned_heads"]);
-  absl::StatusOr<EncoderConfig> pruned = EncoderConfig::FromJson(merged.dump(), origin);
+  absl::StatusOr<models::EncoderConfig> pruned = models::EncoderConfig::FromJson(merged.dump(), origin);
   if (!pruned.ok()) return pruned.status();
   c.encoder = *pruned;
   return absl::OkStatus();
@@ -224,7 +224,7 @@ absl::Status PrunedHeads(const json& j, const std::string& origin, HfConfig& c) 
 
 // The one FFN width Hugging Face's intermediate_size (DistilBERT: hidden_dim) can hold: every
 // layer's, which must then agree.
-absl::StatusOr<int64_t> UniformFfn(const EncoderConfig& e, const char* field) {
+absl::StatusOr<int64_t> UniformFfn(const models::EncoderConfig& e, const char* field) {
   std::vector<std::string> widths;
   bool uniform = true;
   for (int64_t l = 0; l < e.layers(); ++l) {
@@ -263,7 +263,7 @@ absl::StatusOr<HfConfig> ParseHfConfig(const std::string& text, const std::strin
   absl::StatusOr<HfFamily> family = Family(j, origin);
   if (!family.ok()) return family.status();
   c.family = *family;
-  c.encoder = EncoderConfig().pooling(Pooling::kCls);
+  c.encoder = models::EncoderConfig().pooling(models::Pooling::kCls);
   absl::Status s =
       c.family == HfFamily::kDistilBert ? DistilBertShape(j, origin, c) : BertShape(j, origin, c);
   if (s.ok()) s = Labels(j, origin, c);
@@ -279,25 +279,25 @@ absl::StatusOr<HfConfig> ParseHfConfig(const std::string& text, const std::strin
   return c;
 }
 
-HfFamily ExportFamily(const EncoderConfig& config) {
+HfFamily ExportFamily(const models::EncoderConfig& config) {
   if (config.position_offset() > 0) return HfFamily::kRoberta;
   if (config.type_vocab_size() == 0) return HfFamily::kDistilBert;
   return HfFamily::kBert;
 }
 
-absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& e,
+absl::StatusOr<std::string> HfConfigJson(const models::EncoderConfig& e,
                                          const std::vector<std::string>& labels) {
   const HfFamily family = ExportFamily(e);
-  const ClassifierHidden want =
-      family == HfFamily::kDistilBert ? ClassifierHidden::kRelu : ClassifierHidden::kTanh;
+  const models::ClassifierHidden want =
+      family == HfFamily::kDistilBert ? models::ClassifierHidden::kRelu : models::ClassifierHidden::kTanh;
   if (e.pre_ln()) return absl::InvalidArgumentError("pre_ln: Hugging Face BERT is post-LN");
-  if (e.pooling() != Pooling::kCls) {
+  if (e.pooling() != models::Pooling::kCls) {
     return absl::InvalidArgumentError("pooling: Hugging Face classifiers pool the first token");
   }
   if (e.classifier_hidden() != want) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "classifier_hidden: ", FamilyName(family), " needs '", ClassifierHiddenName(want),
-        "', the model has '", ClassifierHiddenName(e.classifier_hidden()),
+        "classifier_hidden: ", FamilyName(family), " needs '", models::ClassifierHiddenName(want),
+        "', the model has '", models::ClassifierHiddenName(e.classifier_hidden()),
         "' (export-hf takes models fine-tuned from an imported checkpoint)"));
   }
   if (static_cast<int64_t>(labels.size()) != e.num_labels()) {
@@ -307,8 +307,8 @@ absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& e,
   absl::StatusOr<int64_t> ffn =
       UniformFfn(e, family == HfFamily::kDistilBert ? "hidden_dim" : "intermediate_size");
   if (!ffn.ok()) return ffn.status();
-  const std::string act = e.activation() == Activation::kGelu       ? "gelu"
-                          : e.activation() == Activation::kGeluTanh ? "gelu_new"
+  const std::string act = e.activation() == models::Activation::kGelu       ? "gelu"
+                          : e.activation() == models::Activation::kGeluTanh ? "gelu_new"
                                                                     : "relu";
   json j;
   json id2label = json::object(), label2id = json::object();
@@ -356,4 +356,4 @@ absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& e,
   return j.dump(2);
 }
 
-}  // namespace padless::models
+}  // namespace padless::model_files

@@ -16,7 +16,7 @@
 #include "padless/base/atomic_file_writer.h"
 #include "padless/base/read_file.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 namespace {
 
@@ -250,7 +250,7 @@ absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t 
   std::string prefix = FamilyPrefix(out.hf.family);
   if (!src.Contains(prefix + "embeddings.word_embeddings.weight")) prefix.clear();
   try {
-    out.model = EncoderClassifier(out.hf.encoder);
+    out.model = models::EncoderClassifier(out.hf.encoder);
     s = LoadTable(src, NameTable(out.hf, prefix), dir, out);
   } catch (const c10::Error& e) {
     return absl::InvalidArgumentError(
@@ -261,7 +261,7 @@ absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t 
   return out;
 }
 
-absl::Status ExportHuggingFace(EncoderClassifier& model, const std::vector<std::string>& labels,
+absl::Status ExportHuggingFace(models::EncoderClassifier& model, const std::vector<std::string>& labels,
                                const std::string& dir) {
   absl::StatusOr<std::string> json = HfConfigJson(model->config(), labels);
   if (!json.ok()) {
@@ -286,4 +286,4 @@ absl::Status ExportHuggingFace(EncoderClassifier& model, const std::vector<std::
   return s;
 }
 
-}  // namespace padless::models
+}  // namespace padless::model_files

@@ -15,7 +15,7 @@
 #include "padless/base/file_kind.h"
 #include "padless/base/read_file.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 using base::IsRegularFile;
 using base::JoinPath;
@@ -53,8 +53,8 @@ absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
   return absl::OkStatus();
 }
 
-absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
-                          const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels) {
+absl::Status SaveModelDir(const std::string& dir, models::EncoderClassifier& model,
+                          const tokenize::Tokenizer& tokenizer, const corpus::LabelMap& labels) {
   absl::Status s = base::MakeDirectories(dir);
   if (s.ok()) s = base::WriteFileAtomically(JoinPath(dir, kConfigFile), model->config().ToJson());
   if (s.ok()) s = SaveWeights(*model, JoinPath(dir, kWeightsFile));
@@ -74,12 +74,12 @@ absl::StatusOr<LoadedModel> LoadHuggingFaceDir(const std::string& dir, const c10
   if (!imported.ok()) return imported.status();
   absl::StatusOr<tokenize::Tokenizer> tokenizer = tokenize::Tokenizer::Load(dir);
   if (!tokenizer.ok()) return tokenizer.status();
-  const EncoderConfig& config = imported->hf.encoder;
+  const models::EncoderConfig& config = imported->hf.encoder;
   std::vector<std::string> names = imported->hf.labels;
   if (names.empty()) {
     for (int64_t i = 0; i < config.num_labels(); ++i) names.push_back(absl::StrCat("LABEL_", i));
   }
-  absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::FromNames(std::move(names));
+  absl::StatusOr<corpus::LabelMap> labels = corpus::LabelMap::FromNames(std::move(names));
   if (!labels.ok()) return labels.status();
   if (tokenizer->vocab_size() > config.vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -123,12 +123,12 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
   }
   absl::StatusOr<std::string> json = base::ReadFile(JoinPath(dir, kConfigFile));
   if (!json.ok()) return json.status();
-  absl::StatusOr<EncoderConfig> config = EncoderConfig::FromJson(*json, JoinPath(dir, kConfigFile));
+  absl::StatusOr<models::EncoderConfig> config = models::EncoderConfig::FromJson(*json, JoinPath(dir, kConfigFile));
   if (!config.ok()) return config.status();
   absl::StatusOr<tokenize::Tokenizer> tokenizer =
       tokenize::Tokenizer::Load(dir);  // whichever of tokenize::kTokenizerFileNames it holds
   if (!tokenizer.ok()) return tokenizer.status();
-  absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::Load(JoinPath(dir, kLabelsFile));
+  absl::StatusOr<corpus::LabelMap> labels = corpus::LabelMap::Load(JoinPath(dir, kLabelsFile));
   if (!labels.ok()) return labels.status();
   if (labels->size() != config->num_labels()) {
     return absl::InvalidArgumentError(absl::StrCat(JoinPath(dir, kLabelsFile), ": ", labels->size(),
@@ -141,7 +141,7 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
                      " exceeds the model's vocab_size ", config->vocab_size()));
   }
   try {
-    EncoderClassifier model(*config);
+    models::EncoderClassifier model(*config);
     absl::Status s = LoadWeights(*model, JoinPath(dir, kWeightsFile));
     if (!s.ok()) return s;
     model->to(device);
@@ -153,4 +153,4 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
   }
 }
 
-}  // namespace padless::models
+}  // namespace padless::model_files

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "padless/base/atomic_file_writer.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 namespace {
 
@@ -242,4 +242,4 @@ absl::Status WriteSafetensors(const std::string& path,
   return (*out)->Commit();
 }
 
-}  // namespace padless::models
+}  // namespace padless::model_files

@@ -10,13 +10,13 @@
 #include "padless/base/atomic_file_writer.h"
 #include "padless/base/directory.h"
 #include "padless/base/text_output.h"
+#include "padless/corpus/corpus_split.h"
 #include "padless/eval/evaluation.h"
 #include "padless/model_files/model_io.h"
 #include "padless/prune/importance_report.h"
 #include "padless/prune/prune_plan.h"
 #include "padless/prune/structured_prune.h"
 #include "padless/prune/unit_importance.h"
-#include "padless/tokenize/corpus_split.h"
 #include "padless/train/train_job.h"
 
 namespace padless::prune {
@@ -30,8 +30,8 @@ struct Workspace {
   c10::Device device = c10::Device(c10::kCPU);
   models::AmpMode score_amp = models::AmpMode::kOff;
   batching::PlannerOptions plan;
-  tok::TokenizedCorpus train;
-  tok::TokenizedCorpus dev;
+  corpus::TokenizedCorpus train;
+  corpus::TokenizedCorpus dev;
   int64_t max_len = 0;
 };
 
@@ -46,22 +46,22 @@ std::string RoundFile(const PruneJobOptions& o, int64_t round, const char* suffi
 
 // `limit` examples of `raw` drawn with `seed`, in file order (all of them when limit is 0 or at
 // least the corpus size).
-void Sample(tok::RawCorpus* raw, int64_t limit, uint64_t seed) {
+void Sample(corpus::RawCorpus* raw, int64_t limit, uint64_t seed) {
   if (limit <= 0 || static_cast<int64_t>(raw->examples.size()) <= limit) return;
-  raw->examples = tok::SplitOff(*raw, static_cast<size_t>(limit), seed).examples;
+  raw->examples = corpus::SplitOff(*raw, static_cast<size_t>(limit), seed).examples;
 }
 
 // `path` encoded with the model's tokenizer and labels; at most `limit` examples (0: all). With
 // `fine_tuned_on`, its label set must be the model's: fine-tuning maps labels from the training
 // file, and another order would scramble the head.
-absl::StatusOr<tok::TokenizedCorpus> Encode(const PruneJobOptions& o, const std::string& path,
-                                            const models::LoadedModel& m, int64_t max_len,
-                                            int64_t limit, bool fine_tuned_on) {
-  absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(path, o.reader);
+absl::StatusOr<corpus::TokenizedCorpus> Encode(const PruneJobOptions& o, const std::string& path,
+                                               const model_files::LoadedModel& m, int64_t max_len,
+                                               int64_t limit, bool fine_tuned_on) {
+  absl::StatusOr<corpus::RawCorpus> raw = corpus::ReadCorpus(path, o.reader);
   if (!raw.ok()) return raw.status();
   if (raw->examples.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no examples"));
   if (fine_tuned_on) {
-    const std::vector<std::string> labels = tok::LabelMap::FromCorpus(*raw).names();
+    const std::vector<std::string> labels = corpus::LabelMap::FromCorpus(*raw).names();
     if (labels != m.labels.names()) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": its labels (", absl::StrJoin(labels, ", "),
@@ -71,23 +71,23 @@ absl::StatusOr<tok::TokenizedCorpus> Encode(const PruneJobOptions& o, const std:
   Sample(&*raw, limit, o.seed);
   tok::EncodeOptions encode;
   encode.max_length = max_len;
-  return models::EncodeWithLabels(m.tokenizer, *raw, m.labels, encode, o.threads);
+  return train::EncodeWithLabels(m.tokenizer, *raw, m.labels, encode, o.threads);
 }
 
-absl::StatusOr<Workspace> Prepare(const PruneJobOptions& o, const models::LoadedModel& m) {
+absl::StatusOr<Workspace> Prepare(const PruneJobOptions& o, const model_files::LoadedModel& m) {
   Workspace w;
-  w.device = o.device.value_or(models::DefaultTrainingDevice());
+  w.device = o.device.value_or(train::DefaultTrainingDevice());
   w.score_amp = o.amp == models::AmpMode::kFp8 ? models::AmpMode::kBf16 : o.amp;
   w.max_len = std::min(o.max_len, m.config.max_sequence_length());
   const int64_t tokens = o.max_tokens > 0 ? o.max_tokens : (w.device.is_cuda() ? 16384 : 4096);
-  absl::StatusOr<batching::PlannerOptions> plan = models::BatchingPlan(
+  absl::StatusOr<batching::PlannerOptions> plan = train::BatchingPlan(
       "varlen", batching::StrategySizes{w.max_len, 32, std::max(tokens, w.max_len), o.seed});
   if (!plan.ok()) return plan.status();
   w.plan = *plan;
-  absl::StatusOr<tok::TokenizedCorpus> train = Encode(o, o.data, m, w.max_len, o.score_examples,
-                                                      /*fine_tuned_on=*/true);
+  absl::StatusOr<corpus::TokenizedCorpus> train = Encode(o, o.data, m, w.max_len, o.score_examples,
+                                                         /*fine_tuned_on=*/true);
   if (!train.ok()) return train.status();
-  absl::StatusOr<tok::TokenizedCorpus> dev =
+  absl::StatusOr<corpus::TokenizedCorpus> dev =
       Encode(o, o.dev, m, w.max_len, 0, /*fine_tuned_on=*/false);
   if (!dev.ok()) return dev.status();
   w.train = std::move(*train);
@@ -96,9 +96,9 @@ absl::StatusOr<Workspace> Prepare(const PruneJobOptions& o, const models::Loaded
 }
 
 absl::StatusOr<double> DevAccuracy(models::EncoderClassifier& model, const Workspace& w,
-                                   const models::LoadedModel& m) {
-  absl::StatusOr<models::EvalResult> eval =
-      models::Evaluate(model, w.dev, w.plan, w.device, w.score_amp, m.tokenizer.special_ids().pad);
+                                   const model_files::LoadedModel& m) {
+  absl::StatusOr<eval::EvalResult> eval =
+      eval::Evaluate(model, w.dev, w.plan, w.device, w.score_amp, m.tokenizer.special_ids().pad);
   if (!eval.ok()) return eval.status();
   return eval->metrics.accuracy;
 }
@@ -116,7 +116,7 @@ PruneRound Describe(int64_t round, models::EncoderClassifier& model, const std::
 // Fine-tunes the model in `from` into `to`; returns its dev accuracy.
 absl::StatusOr<double> FineTune(const PruneJobOptions& o, const Workspace& w,
                                 const std::string& from, const std::string& to) {
-  models::TrainJobOptions t;
+  train::TrainJobOptions t;
   t.data = o.data;
   t.dev = o.dev;
   t.out = to;
@@ -129,7 +129,7 @@ absl::StatusOr<double> FineTune(const PruneJobOptions& o, const Workspace& w,
   t.quiet = o.quiet;
   t.epochs = o.steps > 0 ? int64_t{1000} : int64_t{1};  // max_steps stops a --steps run
   t.train.max_steps(o.steps).amp(o.amp).seed(o.seed);
-  absl::StatusOr<models::TrainJobResult> result = models::RunTrainJob(t);
+  absl::StatusOr<train::TrainJobResult> result = train::RunTrainJob(t);
   if (!result.ok()) return result.status();
   if (!result->dev.has_value()) return absl::InternalError("fine-tuning gave no dev result");
   return result->dev->metrics.accuracy;
@@ -137,7 +137,7 @@ absl::StatusOr<double> FineTune(const PruneJobOptions& o, const Workspace& w,
 
 // Round `k`: score, prune, save, evaluate, fine-tune. `m` is the model the round starts from.
 absl::StatusOr<PruneRound> RunRound(const PruneJobOptions& o, const Workspace& w,
-                                    models::LoadedModel& m, int64_t k) {
+                                    model_files::LoadedModel& m, int64_t k) {
   const int64_t pad = m.tokenizer.special_ids().pad;
   absl::StatusOr<UnitImportance> importance =
       ScoreUnitImportance(m.model, w.train, w.plan, w.device, w.score_amp, pad);
@@ -155,7 +155,7 @@ absl::StatusOr<PruneRound> RunRound(const PruneJobOptions& o, const Workspace& w
   absl::StatusOr<models::EncoderClassifier> pruned = PruneModel(m.model, *plan);
   if (!pruned.ok()) return pruned.status();
   const std::string pruned_dir = o.fine_tune ? RoundFile(o, k, "-pruned") : RoundDir(o, k);
-  if (absl::Status s = models::SaveModelDir(pruned_dir, *pruned, m.tokenizer, m.labels); !s.ok()) {
+  if (absl::Status s = model_files::SaveModelDir(pruned_dir, *pruned, m.tokenizer, m.labels); !s.ok()) {
     return s;
   }
   PruneRound r = Describe(k, *pruned, RoundDir(o, k));
@@ -208,8 +208,8 @@ absl::Status ValidatePruneJobOptions(const PruneJobOptions& o) {
 
 absl::StatusOr<PruneJobResult> RunPruneJob(const PruneJobOptions& o) {
   if (absl::Status s = ValidatePruneJobOptions(o); !s.ok()) return s;
-  const c10::Device device = o.device.value_or(models::DefaultTrainingDevice());
-  absl::StatusOr<models::LoadedModel> m = models::LoadModelDir(o.model, device);
+  const c10::Device device = o.device.value_or(train::DefaultTrainingDevice());
+  absl::StatusOr<model_files::LoadedModel> m = model_files::LoadModelDir(o.model, device);
   if (!m.ok()) return m.status();
   absl::StatusOr<Workspace> w = Prepare(o, *m);
   if (!w.ok()) return w.status();
@@ -222,7 +222,7 @@ absl::StatusOr<PruneJobResult> RunPruneJob(const PruneJobOptions& o) {
   if (!o.quiet) PrintRound(result.rounds[0]);
   for (int64_t k = 1; k <= o.rounds; ++k) {
     if (k > 1) {
-      m = models::LoadModelDir(RoundDir(o, k - 1), device);
+      m = model_files::LoadModelDir(RoundDir(o, k - 1), device);
       if (!m.ok()) return m.status();
     }
     absl::StatusOr<PruneRound> round = RunRound(o, *w, *m, k);

@@ -73,7 +73,7 @@ UnitImportance MaskGradientMagnitudes(models::EncoderClassifier& model) {
 }
 
 absl::StatusOr<UnitImportance> ScoreUnitImportance(models::EncoderClassifier& model,
-                                                   const tokenize::TokenizedCorpus& corpus,
+                                                   const corpus::TokenizedCorpus& corpus,
                                                    const batching::PlannerOptions& plan_options,
                                                    const c10::Device& device, models::AmpMode amp,
                                                    int64_t pad_id) {

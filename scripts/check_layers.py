@@ -2,8 +2,8 @@
 """Fails when an #include "padless/..." runs against the layer order of docs/ARCHITECTURE.md.
 
 Each library folder may include the headers of the folders listed for it below (and its own);
-nothing else. The order: base <- tokenize <- batching <- models (beside cuda) <- model_files <- eval
-<- train <- prune; serve uses model_files, models and batching; train and serve never include
+nothing else. The order: base <- tokenize <- corpus <- batching <- models (beside cuda) <- model_files
+<- eval <- train <- prune; serve uses model_files, models and batching; train and serve never include
 each other, nor does prune include serve;
 distributed uses only LibTorch and base. cli/, bench/ and tests/ sit on top and may include any.
 A folder's private headers (included without the padless/ prefix) are its own business.
@@ -19,17 +19,19 @@ import sys
 ALLOWED = {
     'base': set(),
     'tokenize': {'base'},
-    'batching': {'tokenize', 'base'},
+    'corpus': {'tokenize', 'base'},
+    'batching': {'corpus', 'tokenize', 'base'},
     'cuda': {'base'},
     'distributed': {'base'},
-    'models': {'cuda', 'batching', 'tokenize', 'base'},
-    'model_files': {'models', 'cuda', 'batching', 'tokenize', 'base'},
-    'eval': {'model_files', 'models', 'distributed', 'cuda', 'batching', 'tokenize', 'base'},
-    'train': {'eval', 'model_files', 'models', 'distributed', 'cuda', 'batching', 'tokenize',
-              'base'},
-    'serve': {'model_files', 'models', 'cuda', 'batching', 'tokenize', 'base'},
-    'prune': {'train', 'eval', 'model_files', 'models', 'distributed', 'cuda', 'batching',
+    'models': {'cuda', 'batching', 'corpus', 'tokenize', 'base'},
+    'model_files': {'models', 'cuda', 'batching', 'corpus', 'tokenize', 'base'},
+    'eval': {'model_files', 'models', 'distributed', 'cuda', 'batching', 'corpus', 'tokenize',
+             'base'},
+    'train': {'eval', 'model_files', 'models', 'distributed', 'cuda', 'batching', 'corpus',
               'tokenize', 'base'},
+    'serve': {'model_files', 'models', 'cuda', 'batching', 'corpus', 'tokenize', 'base'},
+    'prune': {'train', 'eval', 'model_files', 'models', 'distributed', 'cuda', 'batching',
+              'corpus', 'tokenize', 'base'},
 }
 SOURCE_SUFFIXES = ('.h', '.cc', '.cu', '.cuh')
 INCLUDE = re.compile(r'^\s*#\s*include\s+"padless/([a-z_]+)/')

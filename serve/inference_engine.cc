@@ -25,13 +25,13 @@ using internal::WorkQueue;
 // The stages, their queues and the admission state. Stages are started in Start() and stopped
 // upstream first in Stop(), each draining what it was given before the next is closed.
 struct InferenceEngine::Impl {
-  Impl(models::LoadedModel m, EngineOptions o) : model(std::move(m)), options(o) {}
+  Impl(model_files::LoadedModel m, EngineOptions o) : model(std::move(m)), options(o) {}
   // Starts the stages; the device worker takes `graphs` (null: every batch eager).
   void Start(std::unique_ptr<internal::GraphedForward> graphs);
   void Stop();
   void BatchFinished(const BatchStats& stats);
 
-  models::LoadedModel model;
+  model_files::LoadedModel model;
   const EngineOptions options;
   const std::shared_ptr<internal::EngineCounters> counters =
       std::make_shared<internal::EngineCounters>();
@@ -103,12 +103,12 @@ InferenceEngine::~InferenceEngine() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Load(const std::string& model_dir,
                                                                        EngineOptions options) {
-  absl::StatusOr<models::LoadedModel> loaded = models::LoadModelDir(model_dir, options.device);
+  absl::StatusOr<model_files::LoadedModel> loaded = model_files::LoadModelDir(model_dir, options.device);
   if (!loaded.ok()) return loaded.status();
   return Create(std::move(*loaded), std::move(options));
 }
 
-absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(models::LoadedModel model,
+absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(model_files::LoadedModel model,
                                                                          EngineOptions options) {
   if (absl::Status s = internal::ResolveEngineOptions(model.config, &options); !s.ok()) return s;
   try {
@@ -189,7 +189,7 @@ void InferenceEngine::SetBatchObserver(std::function<void(const BatchStats&)> ob
 }
 
 EngineStats InferenceEngine::stats() const { return impl_->counters->Snapshot(); }
-const models::LoadedModel& InferenceEngine::model() const { return impl_->model; }
+const model_files::LoadedModel& InferenceEngine::model() const { return impl_->model; }
 const EngineOptions& InferenceEngine::options() const { return impl_->options; }
 
 }  // namespace padless::serve

@@ -23,7 +23,7 @@ struct PendingChunk {
 
 absl::StatusOr<std::vector<Prediction>> ToPredictions(
     size_t first, std::vector<absl::StatusOr<Classification>> results,
-    const tokenize::LabelMap& labels) {
+    const corpus::LabelMap& labels) {
   std::vector<Prediction> out;
   out.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<TextClassifier>> TextClassifier::Load(const std::
   return std::unique_ptr<TextClassifier>(new TextClassifier(std::move(*engine)));
 }
 
-const tokenize::LabelMap& TextClassifier::labels() const { return engine_->model().labels; }
+const corpus::LabelMap& TextClassifier::labels() const { return engine_->model().labels; }
 const models::EncoderConfig& TextClassifier::config() const { return engine_->model().config; }
 InferenceEngine& TextClassifier::engine() const { return *engine_; }
 

@@ -1,10 +1,10 @@
 #include "tokenizer_files.h"
 
-#include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "hf_tokenizer_json.h"
+#include "padless/base/directory.h"
 #include "padless/base/file_kind.h"
 #include "padless/base/read_file.h"
 #include "sentencepiece_model.h"
@@ -12,13 +12,6 @@
 
 namespace padless::tokenize::internal {
 namespace {
-
-namespace fs = std::filesystem;
-
-bool IsFile(const std::string& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec);
-}
 
 absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadFile(const std::string& path,
                                                            bool xlmr = false) {
@@ -31,14 +24,14 @@ absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadFile(const std::string& pa
 absl::StatusOr<std::unique_ptr<TokenizerBackend>> LoadDirectory(const std::string& dir) {
   const std::string padless = dir + "/tokenizer.model", json = dir + "/tokenizer.json",
                     xlmr = dir + "/sentencepiece.bpe.model";
-  if (IsFile(padless)) return LoadFile(padless);
-  if (IsFile(json)) {
+  if (base::IsRegularFile(padless)) return LoadFile(padless);
+  if (base::IsRegularFile(json)) {
     absl::StatusOr<std::unique_ptr<TokenizerBackend>> backend = LoadFile(json);
     // XLM-R directories carry a Unigram tokenizer.json beside the SentencePiece model.
     const bool other_type = backend.status().code() == absl::StatusCode::kUnimplemented;
-    if (!other_type || !IsFile(xlmr)) return backend;
+    if (!other_type || !base::IsRegularFile(xlmr)) return backend;
   }
-  if (IsFile(xlmr)) return LoadFile(xlmr, /*xlmr=*/true);
+  if (base::IsRegularFile(xlmr)) return LoadFile(xlmr, /*xlmr=*/true);
   return absl::NotFoundError(absl::StrCat(
       dir, " holds no tokenizer (tokenizer.model, tokenizer.json or sentencepiece.bpe.model)"));
 }

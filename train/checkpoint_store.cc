@@ -18,7 +18,7 @@
 #include "padless/base/atomic_file_writer.h"
 #include "padless/models/rng_state.h"
 
-namespace padless::models::internal {
+namespace padless::train::internal {
 namespace {
 
 using base::IsRegularFile;
@@ -48,7 +48,7 @@ std::vector<std::pair<int64_t, std::string>> ListCheckpoints(const std::string& 
   return out;
 }
 
-void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
+void WriteArchive(torch::serialize::OutputArchive& a, models::EncoderClassifier& model,
                   const FusedAdamW& optimizer, const GradScaler& scaler, const TrainProgress& state,
                   const c10::Device& device) {
   for (const auto& p : model->named_parameters())
@@ -64,7 +64,7 @@ void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
   a.write("best_accuracy", at::full({}, state.best_accuracy, at::kDouble));
   a.write("world_size", at::full({}, state.world_size, at::kLong));
   a.write("schedule_offset", at::full({}, state.schedule_offset, at::kLong));
-  const RngState rng = CaptureRng(device);
+  const models::internal::RngState rng = models::internal::CaptureRng(device);
   a.write("rng.cpu", rng.cpu);
   if (rng.cuda.defined()) a.write("rng.cuda", rng.cuda);
   if (state.rank_rng.empty()) return;
@@ -78,7 +78,7 @@ void WriteArchive(torch::serialize::OutputArchive& a, EncoderClassifier& model,
 }
 
 absl::Status ReadModelAndOptimizer(torch::serialize::InputArchive& a, const std::string& path,
-                                   EncoderClassifier& model, FusedAdamW& optimizer) {
+                                   models::EncoderClassifier& model, FusedAdamW& optimizer) {
   at::AutoGradMode no_grad(false);
   for (auto& p : model->named_parameters()) {
     at::Tensor t;
@@ -127,10 +127,10 @@ TrainProgress ReadProgress(torch::serialize::InputArchive& a, GradScaler& scaler
   if (a.try_read("world_size", world_size)) state.world_size = world_size.item<int64_t>();
   at::Tensor offset;  // absent before resuming at another world size existed: 0
   if (a.try_read("schedule_offset", offset)) state.schedule_offset = offset.item<int64_t>();
-  RngState rng_state;
+  models::internal::RngState rng_state;
   a.read("rng.cpu", rng_state.cpu);
   a.try_read("rng.cuda", rng_state.cuda);
-  RestoreRng(rng_state, device);
+  models::internal::RestoreRng(rng_state, device);
   at::Tensor ranks;  // absent in checkpoints of single processes and of older versions
   if (a.try_read("rng.ranks", ranks)) {
     state.rank_rng.resize(ranks.item<int64_t>());
@@ -147,7 +147,7 @@ TrainProgress ReadProgress(torch::serialize::InputArchive& a, GradScaler& scaler
 CheckpointStore::CheckpointStore(std::string dir, int64_t keep, bool progress)
     : dir_(std::move(dir)), keep_(keep), progress_(progress) {}
 
-absl::Status CheckpointStore::Save(EncoderClassifier& model, const FusedAdamW& optimizer,
+absl::Status CheckpointStore::Save(models::EncoderClassifier& model, const FusedAdamW& optimizer,
                                    const GradScaler& scaler, const TrainProgress& state,
                                    const c10::Device& device) const {
   if (dir_.empty()) return absl::OkStatus();
@@ -195,7 +195,7 @@ void CheckpointStore::RemoveTemporaryFiles() const {
 }
 
 absl::StatusOr<std::optional<TrainProgress>> CheckpointStore::Resume(
-    EncoderClassifier& model, FusedAdamW& optimizer, GradScaler& scaler,
+    models::EncoderClassifier& model, FusedAdamW& optimizer, GradScaler& scaler,
     const c10::Device& device) const {
   if (dir_.empty()) return std::nullopt;
   RemoveTemporaryFiles();
@@ -223,4 +223,4 @@ absl::StatusOr<std::optional<TrainProgress>> CheckpointStore::Resume(
   return state;
 }
 
-}  // namespace padless::models::internal
+}  // namespace padless::train::internal

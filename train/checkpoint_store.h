@@ -23,7 +23,7 @@
 #include "padless/train/grad_scaler.h"
 #include "padless/train/optimizer.h"
 
-namespace padless::models::internal {
+namespace padless::train::internal {
 
 // Where a run stands, beyond its weights, optimizer, scaler and random streams.
 struct TrainProgress {
@@ -41,7 +41,7 @@ struct TrainProgress {
   int64_t schedule_offset = 0;
   // Data parallel: every rank's random streams at the save, by rank, so that each resumes its
   // own. Empty from a single process (the store saves and restores that one's streams itself).
-  std::vector<RngState> rank_rng;
+  std::vector<models::internal::RngState> rank_rng;
 };
 
 class CheckpointStore {
@@ -50,13 +50,13 @@ class CheckpointStore {
   CheckpointStore(std::string dir, int64_t keep, bool progress);
 
   // Writes the checkpoint of step `state.global_step` and rotates out all but the newest `keep`.
-  absl::Status Save(EncoderClassifier& model, const FusedAdamW& optimizer, const GradScaler& scaler,
+  absl::Status Save(models::EncoderClassifier& model, const FusedAdamW& optimizer, const GradScaler& scaler,
                     const TrainProgress& state, const c10::Device& device) const;
 
   // Loads the newest checkpoint into `model`, `optimizer`, `scaler` and the RNG streams, and
   // returns its progress; nullopt when there is none. Errors: a checkpoint that does not match
   // the model or is corrupt (InvalidArgument, naming the file).
-  absl::StatusOr<std::optional<TrainProgress>> Resume(EncoderClassifier& model,
+  absl::StatusOr<std::optional<TrainProgress>> Resume(models::EncoderClassifier& model,
                                                       FusedAdamW& optimizer, GradScaler& scaler,
                                                       const c10::Device& device) const;
 
@@ -69,6 +69,6 @@ class CheckpointStore {
   bool progress_;
 };
 
-}  // namespace padless::models::internal
+}  // namespace padless::train::internal
 
 #endif  // PADLESS_TRAIN_CHECKPOINT_STORE_H_

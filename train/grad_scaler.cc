@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-namespace padless::models {
+namespace padless::train {
 
 GradScaler::GradScaler(GradScalerOptions options) : options_(options) {}
 
@@ -74,4 +74,4 @@ void GradScaler::load_state(const at::Tensor& state) {
   unscaled_ = false;
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

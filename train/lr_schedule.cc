@@ -5,7 +5,7 @@
 
 #include "padless/base/enum_names.h"
 
-namespace padless::models {
+namespace padless::train {
 
 namespace {
 constexpr base::EnumName<LrDecay> kLrDecays[] = {
@@ -26,4 +26,4 @@ double LearningRate(double peak, int64_t step, int64_t warmup_steps, int64_t tot
   return peak * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

@@ -19,7 +19,7 @@
 #include "padless/train/memory_probe.h"
 #include "padless/models/rng_state.h"
 
-namespace padless::models {
+namespace padless::train {
 namespace {
 
 using batching::Layout;
@@ -28,9 +28,9 @@ using batching::Sampler;
 
 // The peak of one training step of `batch` full rows of `len` tokens in `layout`; an
 // out-of-memory step is reported as such (the ladder backs off from it).
-absl::StatusOr<StepMemory> Probe(EncoderClassifier& model, FusedAdamW& opt,
+absl::StatusOr<StepMemory> Probe(models::EncoderClassifier& model, FusedAdamW& opt,
                                  cuda::MemoryMeter& meter, Layout layout, int64_t batch,
-                                 int64_t len, AmpMode amp, const c10::Device& device) {
+                                 int64_t len, models::AmpMode amp, const c10::Device& device) {
   absl::StatusOr<batching::Batch> b =
       SyntheticTrainingBatch(layout, batch, len, model->config(), device);
   if (!b.ok()) return b.status();
@@ -40,15 +40,15 @@ absl::StatusOr<StepMemory> Probe(EncoderClassifier& model, FusedAdamW& opt,
 // Dense attention (padded and packed rows, and the per-sequence reference path)
 // materialises the s x s scores; only the flash and memory-efficient kernels on CUDA keep memory
 // linear in the sequence length.
-bool StoresScores(const EncoderClassifier& model, Layout layout, AmpMode amp,
+bool StoresScores(const models::EncoderClassifier& model, Layout layout, models::AmpMode amp,
                   const c10::Device& device) {
-  const AttentionBackend backend = model->runtime().attention;
-  if (backend == AttentionBackend::kVarlenFlash || backend == AttentionBackend::kVarlenEfficient)
+  const models::AttentionBackend backend = model->runtime().attention;
+  if (backend == models::AttentionBackend::kVarlenFlash || backend == models::AttentionBackend::kVarlenEfficient)
     return false;
-  if (backend != AttentionBackend::kAuto || !device.is_cuda()) return true;
+  if (backend != models::AttentionBackend::kAuto || !device.is_cuda()) return true;
   // Auto on a GPU: flash for packed and varlen rows under autocast, memory-efficient attention
   // for varlen rows without it.
-  return !(layout == Layout::kVarlen || (layout != Layout::kPadded && amp != AmpMode::kOff));
+  return !(layout == Layout::kVarlen || (layout != Layout::kPadded && amp != models::AmpMode::kOff));
 }
 
 bool UsesTokenBudget(const batching::PlannerOptions& plan) {
@@ -102,7 +102,7 @@ std::string MemoryPlan::Summary() const {
 namespace {
 
 // The plan's fixed parts (budget, target, layout, row length, quadratic term), checked.
-absl::StatusOr<MemoryPlan> StartPlan(const EncoderClassifier& model,
+absl::StatusOr<MemoryPlan> StartPlan(const models::EncoderClassifier& model,
                                      const batching::PlannerOptions& plan,
                                      const MemoryPlanOptions& options, const c10::Device& device) {
   if (options.budget_bytes <= 0) {
@@ -180,7 +180,7 @@ absl::Status ClimbLadder(const ProbeFn& probe, const MemoryPlan& out, FullRowSte
 }
 
 // Both stages, on `model` itself; the meter's peak is reset afterwards.
-absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(EncoderClassifier& model,
+absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(models::EncoderClassifier& model,
                                                            const MemoryPlanOptions& options,
                                                            const c10::Device& device,
                                                            MemoryPlan& out) {
@@ -231,15 +231,15 @@ absl::Status BudgetTooSmall(const MemoryPlan& out, const MemoryPlanOptions& opti
 
 }  // namespace
 
-absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier& model,
+absl::StatusOr<MemoryPlan> PlanForMemoryBudget(models::EncoderClassifier& model,
                                                const batching::PlannerOptions& plan,
                                                const MemoryPlanOptions& options,
                                                const c10::Device& device) {
   absl::StatusOr<MemoryPlan> out = StartPlan(model, plan, options, device);
   if (!out.ok()) return out.status();
-  const internal::RngState rng = internal::CaptureRng(device);
+  const models::internal::RngState rng = models::internal::CaptureRng(device);
   absl::StatusOr<std::optional<cuda::LadderStep>> fits = ProbeSteps(model, options, device, *out);
-  internal::RestoreRng(rng, device);
+  models::internal::RestoreRng(rng, device);
   if (!fits.ok()) return fits.status();
 
   absl::StatusOr<cuda::MemoryModel> fit = Fit(out->samples, out->quadratic);
@@ -260,4 +260,4 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier& model,
   return out;
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

@@ -11,15 +11,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "padless/batching/collator.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/train/grad_scaler.h"
 #include "padless/train/train_step.h"
 #include "padless/tokenize/special_tokens.h"
-#include "padless/tokenize/tokenized_corpus.h"
 
-namespace padless::models {
+namespace padless::train {
 
 absl::StatusOr<batching::Batch> SyntheticTrainingBatch(batching::Layout layout, int64_t batch,
-                                                       int64_t len, const EncoderConfig& config,
+                                                       int64_t len, const models::EncoderConfig& config,
                                                        const c10::Device& device) {
   if (batch < 1 || len < 1) {
     return absl::InvalidArgumentError(
@@ -28,7 +28,7 @@ absl::StatusOr<batching::Batch> SyntheticTrainingBatch(batching::Layout layout, 
   std::mt19937_64 rng(static_cast<uint64_t>(batch * 1000003 + len));
   std::uniform_int_distribution<int32_t> token(5, static_cast<int32_t>(config.vocab_size() - 1));
   std::uniform_int_distribution<int64_t> label(0, config.num_labels() - 1);
-  tokenize::TokenizedCorpus corpus;
+  corpus::TokenizedCorpus corpus;
   corpus.Reserve(static_cast<size_t>(batch), static_cast<size_t>(batch * len));
   std::vector<int32_t> ids(static_cast<size_t>(len));
   batching::BatchSpec spec;
@@ -65,10 +65,10 @@ namespace {
 // One training step as the trainer runs it (TrainStep, with the trainer's default clipping and,
 // for fp16, its loss scaling), then a device sync so that the meter's peak includes the whole step.
 // An out-of-memory error propagates as the exception.
-absl::Status RunStep(EncoderClassifier& model, FusedAdamW& opt, const batching::Batch& batch,
-                     AmpMode amp, double lr, const c10::Device& device) {
+absl::Status RunStep(models::EncoderClassifier& model, FusedAdamW& opt, const batching::Batch& batch,
+                     models::AmpMode amp, double lr, const c10::Device& device) {
   GradScalerOptions scaler_options;
-  scaler_options.enabled = amp == AmpMode::kFp16;
+  scaler_options.enabled = amp == models::AmpMode::kFp16;
   GradScaler scaler(scaler_options);
   TrainStepOptions options;
   options.amp = amp;
@@ -81,8 +81,8 @@ absl::Status RunStep(EncoderClassifier& model, FusedAdamW& opt, const batching::
 
 }  // namespace
 
-absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAdamW& opt,
-                                               const batching::Batch& batch, AmpMode amp, double lr,
+absl::StatusOr<StepMemory> MeasureTrainingStep(models::EncoderClassifier& model, FusedAdamW& opt,
+                                               const batching::Batch& batch, models::AmpMode amp, double lr,
                                                cuda::MemoryMeter& meter,
                                                const c10::Device& device) {
   StepMemory out;
@@ -110,4 +110,4 @@ absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAd
   return out;
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

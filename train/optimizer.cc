@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace padless::models {
+namespace padless::train {
 
 FusedAdamW::FusedAdamW(std::vector<at::Tensor> params, std::vector<bool> decay,
                        AdamWOptions options)
@@ -107,4 +107,4 @@ at::Tensor ClipDivisor(const at::Tensor& norm, double max_norm) {
   return ((norm.to(at::kFloat) + 1e-6) / max_norm).clamp_min(1.0);
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace padless::models::internal {
+namespace padless::train::internal {
 namespace {
 
 int64_t Words(const at::Tensor& bytes) { return bytes.defined() ? (bytes.numel() + 7) / 8 : 0; }
@@ -26,10 +26,10 @@ at::Tensor Unpack(const std::vector<int64_t>& in, int64_t at, const at::Tensor& 
 
 }  // namespace
 
-absl::StatusOr<std::vector<RngState>> GatherRankRng(const distributed::DataParallel& dp,
+absl::StatusOr<std::vector<models::internal::RngState>> GatherRankRng(const distributed::DataParallel& dp,
                                                     const c10::Device& device) {
-  const RngState mine = CaptureRng(device);
-  if (!dp.enabled()) return std::vector<RngState>{mine};
+  const models::internal::RngState mine = models::internal::CaptureRng(device);
+  if (!dp.enabled()) return std::vector<models::internal::RngState>{mine};
   // Each rank writes its slot of a zeroed vector; the sum is then every slot (integers, exact).
   // The states have the same size on every rank (the same generators).
   const int64_t cpu_words = Words(mine.cpu), slot = cpu_words + Words(mine.cuda);
@@ -38,7 +38,7 @@ absl::StatusOr<std::vector<RngState>> GatherRankRng(const distributed::DataParal
   Pack(mine.cuda, all, slot * dp.rank() + cpu_words);
   absl::StatusOr<std::vector<int64_t>> summed = dp.group->AllReduceSumHost(std::move(all));
   if (!summed.ok()) return summed.status();
-  std::vector<RngState> out(dp.world_size());
+  std::vector<models::internal::RngState> out(dp.world_size());
   for (int r = 0; r < dp.world_size(); ++r) {
     out[r].cpu = Unpack(*summed, slot * r, mine.cpu);
     out[r].cuda = Unpack(*summed, slot * r + cpu_words, mine.cuda);
@@ -46,4 +46,4 @@ absl::StatusOr<std::vector<RngState>> GatherRankRng(const distributed::DataParal
   return out;
 }
 
-}  // namespace padless::models::internal
+}  // namespace padless::train::internal

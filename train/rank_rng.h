@@ -11,13 +11,13 @@
 #include "padless/distributed/data_parallel.h"
 #include "padless/models/rng_state.h"
 
-namespace padless::models::internal {
+namespace padless::train::internal {
 
 // A collective: every rank calls it at the same point, and every rank gets all ranks' streams
 // (CPU, and `device`'s when it is CUDA), by rank. One host all-reduce of about 5 KB a rank.
-absl::StatusOr<std::vector<RngState>> GatherRankRng(const distributed::DataParallel& dp,
+absl::StatusOr<std::vector<models::internal::RngState>> GatherRankRng(const distributed::DataParallel& dp,
                                                     const c10::Device& device);
 
-}  // namespace padless::models::internal
+}  // namespace padless::train::internal
 
 #endif  // PADLESS_TRAIN_RANK_RNG_H_

@@ -7,7 +7,7 @@
 #include <optional>
 #include <utility>
 
-namespace padless::models {
+namespace padless::train {
 
 struct StepOutcome::Flags {
   at::Tensor host;                    // bool [2], pinned when copied from a device
@@ -42,4 +42,4 @@ bool StepOutcome::Read(int64_t index) const {
 bool StepOutcome::loss_finite() const { return Read(0); }
 bool StepOutcome::gradients_finite() const { return Read(1); }
 
-}  // namespace padless::models
+}  // namespace padless::train

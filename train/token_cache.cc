@@ -9,11 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "padless/base/directory.h"
 #include "padless/base/file_kind.h"
-#include "padless/tokenize/corpus_cache.h"
-#include "padless/tokenize/corpus_cache_builder.h"
-#include "padless/tokenize/corpus_split.h"
+#include "padless/corpus/corpus_cache.h"
+#include "padless/corpus/corpus_cache_builder.h"
+#include "padless/corpus/corpus_split.h"
 
-namespace padless::models {
+namespace padless::train {
 namespace {
 
 namespace tok = padless::tokenize;
@@ -23,7 +23,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 // What the reader options change in the examples read.
-std::string DescribeReader(const tok::ReaderOptions& r) {
+std::string DescribeReader(const corpus::ReaderOptions& r) {
   return absl::StrCat("format=", static_cast<int>(r.format), " label=", r.label_field,
                       " text=", r.text_field, " pair=", r.text_pair_field,
                       " header=", static_cast<int>(r.header), " skip_bad=", r.skip_bad_rows);
@@ -52,9 +52,9 @@ std::string TokenCachePath(const TrainJobOptions& o) {
 
 absl::StatusOr<uint64_t> TokenCacheFingerprint(const TrainJobOptions& o,
                                                const tok::Tokenizer& tokenizer) {
-  return tok::CacheFingerprint(
+  return corpus::CacheFingerprint(
       {o.data}, tokenizer,
-      absl::StrCat(tok::DescribeOptions(EncodeOptionsOf(o)), " ", DescribeReader(o.reader)));
+      absl::StrCat(corpus::DescribeOptions(EncodeOptionsOf(o)), " ", DescribeReader(o.reader)));
 }
 
 absl::StatusOr<OpenedTokenCache> OpenOrBuildTokenCache(const TrainJobOptions& o,
@@ -64,7 +64,7 @@ absl::StatusOr<OpenedTokenCache> OpenOrBuildTokenCache(const TrainJobOptions& o,
   OpenedTokenCache c;
   c.path = TokenCachePath(o);
   c.fingerprint = fingerprint;
-  absl::StatusOr<tok::TokenizedCorpus> hit = tok::TokenizedCorpus::Load(c.path, fingerprint);
+  absl::StatusOr<corpus::TokenizedCorpus> hit = corpus::TokenizedCorpus::Load(c.path, fingerprint);
   if (hit.ok() && hit->label_names().empty()) {  // not one this job wrote: no label map in it
     hit = absl::FailedPreconditionError("the cache has no label names");
   }
@@ -77,15 +77,15 @@ absl::StatusOr<OpenedTokenCache> OpenOrBuildTokenCache(const TrainJobOptions& o,
     if (o.token_cache.empty()) {
       if (absl::Status s = base::MakeDirectories(o.out); !s.ok()) return s;
     }
-    tok::CacheBuildOptions build;
+    corpus::CacheBuildOptions build;
     build.reader = o.reader;
     build.reader.require_label = true;
     build.encode.encode = EncodeOptionsOf(o);
     build.encode.num_threads = o.threads;
-    absl::StatusOr<tok::CacheBuildReport> built =
-        tok::BuildCorpusCache(o.data, tokenizer, build, c.path, fingerprint);
+    absl::StatusOr<corpus::CacheBuildReport> built =
+        corpus::BuildCorpusCache(o.data, tokenizer, build, c.path, fingerprint);
     if (!built.ok()) return built.status();
-    hit = tok::TokenizedCorpus::Load(c.path, fingerprint);
+    hit = corpus::TokenizedCorpus::Load(c.path, fingerprint);
     if (!hit.ok()) return hit.status();
     c.how = OpenedTokenCache::How::kBuilt;
   }
@@ -102,7 +102,8 @@ absl::StatusOr<OpenedTokenCache> MapRankZerosTokenCache(const TrainJobOptions& o
   c.path = TokenCachePath(o);
   c.fingerprint = fingerprint;
   c.how = OpenedTokenCache::How::kMapped;
-  absl::StatusOr<tok::TokenizedCorpus> mapped = tok::TokenizedCorpus::Load(c.path, fingerprint);
+  absl::StatusOr<corpus::TokenizedCorpus> mapped =
+      corpus::TokenizedCorpus::Load(c.path, fingerprint);
   if (!mapped.ok()) {
     return absl::Status(mapped.status().code(),
                         absl::StrCat("the token cache rank 0 opened: ", mapped.status().message()));
@@ -122,14 +123,14 @@ absl::StatusOr<uint64_t> ShareFingerprint(const distributed::DataParallel& dp, u
   return static_cast<uint64_t>((*sum)[0]);
 }
 
-CachedSplit HoldOutOfCache(const tok::TokenizedCorpus& corpus, double fraction, uint64_t seed) {
+CachedSplit HoldOutOfCache(const corpus::TokenizedCorpus& corpus, double fraction, uint64_t seed) {
   if (fraction <= 0) return {corpus, std::nullopt};
   const std::vector<bool> chosen =
-      tok::SplitMask(corpus.size(), static_cast<size_t>(fraction * corpus.size()), seed);
+      corpus::SplitMask(corpus.size(), static_cast<size_t>(fraction * corpus.size()), seed);
   std::vector<size_t> train, dev;
   for (size_t i = 0; i < corpus.size(); ++i) (chosen[i] ? dev : train).push_back(i);
   if (dev.empty()) return {corpus, std::nullopt};
   return {corpus.Subset(train), corpus.Subset(dev)};
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

@@ -1,5 +1,5 @@
 // Private to train_job.cc: tokenize once. `padless train` encodes its training file into a
-// memory-mapped corpus cache (tokenize/corpus_cache_builder.h) once, reuses it while the data, the
+// memory-mapped corpus cache (corpus/corpus_cache_builder.h) once, reuses it while the data, the
 // tokenizer and the encoding options are unchanged, and every rank of a data-parallel job maps the
 // same file: rank 0 opens or builds it before the other ranks are let in (they wait at the job's
 // start barrier, bounded by --dist-timeout), and they only map it, with the fingerprint rank 0
@@ -12,12 +12,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/distributed/data_parallel.h"
-#include "padless/tokenize/tokenized_corpus.h"
 #include "padless/tokenize/tokenizer.h"
 #include "padless/train/train_job.h"
 
-namespace padless::models {
+namespace padless::train {
 
 // TrainJobOptions::token_cache, or DIR/kTokenCacheFile of the model directory.
 std::string TokenCachePath(const TrainJobOptions& o);
@@ -29,7 +29,7 @@ absl::StatusOr<uint64_t> TokenCacheFingerprint(const TrainJobOptions& o,
 
 struct OpenedTokenCache {
   std::string path;
-  tokenize::TokenizedCorpus corpus;  // mapped; label_names() name its label ids
+  corpus::TokenizedCorpus corpus;  // mapped; label_names() name its label ids
   uint64_t fingerprint = 0;
   enum class How { kHit, kBuilt, kMapped } how = How::kHit;  // kMapped: rank 0 opened it
   double seconds = 0;
@@ -49,14 +49,14 @@ absl::StatusOr<OpenedTokenCache> MapRankZerosTokenCache(const TrainJobOptions& o
 absl::StatusOr<uint64_t> ShareFingerprint(const distributed::DataParallel& dp, uint64_t mine);
 
 // The cached corpus split into the training set and the held-out dev share of `fraction` (the
-// examples tokenize::SplitOff would draw with `seed`), both subsets of the mapping; no dev set when
+// examples corpus::SplitOff would draw with `seed`), both subsets of the mapping; no dev set when
 // `fraction` is 0.
 struct CachedSplit {
-  tokenize::TokenizedCorpus train;
-  std::optional<tokenize::TokenizedCorpus> dev;
+  corpus::TokenizedCorpus train;
+  std::optional<corpus::TokenizedCorpus> dev;
 };
-CachedSplit HoldOutOfCache(const tokenize::TokenizedCorpus& corpus, double fraction, uint64_t seed);
+CachedSplit HoldOutOfCache(const corpus::TokenizedCorpus& corpus, double fraction, uint64_t seed);
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_TOKEN_CACHE_H_

@@ -16,15 +16,15 @@
 #include "padless/base/file_kind.h"
 #include "padless/base/read_file.h"
 #include "padless/batching/strategy_registry.h"
+#include "padless/corpus/batch_encoder.h"
+#include "padless/corpus/corpus_split.h"
 #include "padless/eval/sharded_evaluation.h"
 #include "padless/model_files/hf_weights.h"
 #include "padless/model_files/model_io.h"
 #include "padless/models/encoder_config.h"
-#include "padless/tokenize/batch_encoder.h"
-#include "padless/tokenize/corpus_split.h"
 #include "token_cache.h"
 
-namespace padless::models {
+namespace padless::train {
 namespace {
 
 namespace tok = padless::tokenize;
@@ -44,8 +44,8 @@ absl::StatusOr<batching::PlannerOptions> PlanOf(const TrainJobOptions& o) {
 }
 
 // The preset with everything but the data-dependent sizes (vocabulary, labels) filled in.
-absl::StatusOr<EncoderConfig> BaseConfig(const TrainJobOptions& o) {
-  absl::StatusOr<EncoderConfig> preset = EncoderConfig::Preset(PresetName(o));
+absl::StatusOr<models::EncoderConfig> BaseConfig(const TrainJobOptions& o) {
+  absl::StatusOr<models::EncoderConfig> preset = models::EncoderConfig::Preset(PresetName(o));
   if (!preset.ok()) return preset.status();
   return preset->max_positions(std::max<int64_t>(512, o.max_len))
       .dropout(o.dropout)
@@ -68,23 +68,23 @@ absl::Status ValidateTrainingSettings(const TrainConfig& t) {
 // ---- Data
 
 // Splits off a deterministic, shuffled share of `train` as the dev set.
-tok::RawCorpus HoldOut(tok::RawCorpus& train, double fraction, uint64_t seed) {
-  tok::RawCorpus dev =
-      tok::SplitOff(train, static_cast<size_t>(fraction * train.examples.size()), seed);
+corpus::RawCorpus HoldOut(corpus::RawCorpus& train, double fraction, uint64_t seed) {
+  corpus::RawCorpus dev =
+      corpus::SplitOff(train, static_cast<size_t>(fraction * train.examples.size()), seed);
   dev.source = train.source + " (held out)";
   return dev;
 }
 
-tok::ReaderOptions TrainingReader(const TrainJobOptions& o) {
-  tok::ReaderOptions reader = o.reader;
+corpus::ReaderOptions TrainingReader(const TrainJobOptions& o) {
+  corpus::ReaderOptions reader = o.reader;
   reader.require_label = true;
   return reader;
 }
 
 // The texts a new tokenizer is trained on: the data file less its held-out dev share. The one
 // place the whole file is read into memory (SentencePiece trains on sentences in memory).
-absl::StatusOr<tok::RawCorpus> ReadTrainingTexts(const TrainJobOptions& o) {
-  absl::StatusOr<tok::RawCorpus> train = tok::ReadCorpus(o.data, TrainingReader(o));
+absl::StatusOr<corpus::RawCorpus> ReadTrainingTexts(const TrainJobOptions& o) {
+  absl::StatusOr<corpus::RawCorpus> train = corpus::ReadCorpus(o.data, TrainingReader(o));
   if (!train.ok()) return train.status();
   if (o.dev.empty() && o.dev_fraction > 0) HoldOut(*train, o.dev_fraction, o.train.seed());
   return train;
@@ -98,9 +98,9 @@ struct ResolvedTokenizer {
 };
 
 absl::StatusOr<ResolvedTokenizer> TrainTokenizer(const TrainJobOptions& o,
-                                                 const tok::RawCorpus& train) {
+                                                 const corpus::RawCorpus& train) {
   std::vector<std::string> sentences;
-  for (const tok::Example& e : train.examples) {
+  for (const corpus::Example& e : train.examples) {
     sentences.push_back(e.text);
     if (e.has_pair) sentences.push_back(e.text_pair);
   }
@@ -125,7 +125,7 @@ absl::StatusOr<ResolvedTokenizer> TrainTokenizer(const TrainJobOptions& o,
 
 // Whether init_from is a Hugging Face model directory (detected by content, hf_checkpoint.h).
 bool InitFromHuggingFace(const TrainJobOptions& o) {
-  return !o.init_from.empty() && IsHuggingFaceModelDir(o.init_from);
+  return !o.init_from.empty() && model_files::IsHuggingFaceModelDir(o.init_from);
 }
 
 // Whether directory `dir` holds a tokenizer file (one of tokenize::kTokenizerFileNames).
@@ -141,7 +141,7 @@ bool HoldsTokenizer(const std::string& dir) {
 absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o) {
   const std::string dir = HoldsTokenizer(o.out) ? o.out : o.init_from;
   if (dir.empty()) {
-    absl::StatusOr<tok::RawCorpus> train = ReadTrainingTexts(o);
+    absl::StatusOr<corpus::RawCorpus> train = ReadTrainingTexts(o);
     if (!train.ok()) return train.status();
     return TrainTokenizer(o, *train);
   }
@@ -155,7 +155,7 @@ absl::StatusOr<ResolvedTokenizer> ResolveTokenizer(const TrainJobOptions& o) {
 // ---- Model
 
 // "12 layers, hidden 768, 12 heads, ffn 3072", and for a pruned model what is left of it.
-std::string Shape(const EncoderConfig& c) {
+std::string Shape(const models::EncoderConfig& c) {
   std::string shape = absl::StrFormat("%d layers, hidden %d, %d heads, ffn %d", c.layers(),
                                       c.hidden(), c.heads(), c.ffn());
   if (!c.pruned()) return shape;
@@ -165,14 +165,14 @@ std::string Shape(const EncoderConfig& c) {
 }
 
 // The init_from model's config, checked against the options' preset and the tokenizer.
-absl::StatusOr<EncoderConfig> InitFromConfig(const TrainJobOptions& o,
+absl::StatusOr<models::EncoderConfig> InitFromConfig(const TrainJobOptions& o,
                                              const ResolvedTokenizer& tokenizer) {
-  const std::string path = o.init_from + "/" + kConfigFile;
+  const std::string path = o.init_from + "/" + model_files::kConfigFile;
   absl::StatusOr<std::string> json = base::ReadFile(path);
   if (!json.ok()) return json.status();
-  absl::StatusOr<EncoderConfig> init = EncoderConfig::FromJson(*json, path);
+  absl::StatusOr<models::EncoderConfig> init = models::EncoderConfig::FromJson(*json, path);
   if (!init.ok()) return init.status();
-  absl::StatusOr<EncoderConfig> preset = EncoderConfig::Preset(PresetName(o));
+  absl::StatusOr<models::EncoderConfig> preset = models::EncoderConfig::Preset(PresetName(o));
   if (!preset.ok()) return preset.status();
   if (!o.preset.empty() && Shape(*preset) != Shape(*init)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -191,20 +191,20 @@ absl::StatusOr<EncoderConfig> InitFromConfig(const TrainJobOptions& o,
 
 // The Hugging Face init_from model with the job's dropout and a head for `labels` (the
 // checkpoint's own when it has one of that size, else a new one from the job's seed).
-absl::StatusOr<EncoderClassifier> ImportForLabels(const TrainJobOptions& o,
+absl::StatusOr<models::EncoderClassifier> ImportForLabels(const TrainJobOptions& o,
                                                   const ResolvedTokenizer& tokenizer,
-                                                  const tok::LabelMap& labels) {
+                                                  const corpus::LabelMap& labels) {
   at::manual_seed(o.train.seed());
-  absl::StatusOr<ImportedModel> imported = ImportHuggingFace(o.init_from, labels.size());
+  absl::StatusOr<model_files::ImportedModel> imported = model_files::ImportHuggingFace(o.init_from, labels.size());
   if (!imported.ok()) return imported.status();
-  const EncoderConfig config =
-      EncoderConfig(imported->hf.encoder).dropout(o.dropout).attention_dropout(o.dropout);
+  const models::EncoderConfig config =
+      models::EncoderConfig(imported->hf.encoder).dropout(o.dropout).attention_dropout(o.dropout);
   if (tokenizer.tokenizer.vocab_size() > config.vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--init-from ", o.init_from, ": the tokenizer has ", tokenizer.tokenizer.vocab_size(),
         " ids, the model's vocab_size is ", config.vocab_size()));
   }
-  EncoderClassifier model(config);
+  models::EncoderClassifier model(config);
   auto from = imported->model->named_parameters();
   at::NoGradGuard no_grad;
   for (auto& p : model->named_parameters()) p.value().copy_(from[p.key()]);
@@ -216,24 +216,24 @@ absl::StatusOr<EncoderClassifier> ImportForLabels(const TrainJobOptions& o,
 }
 
 // A new model of the preset, or the init_from model with a head for `labels`.
-absl::StatusOr<EncoderClassifier> BuildModel(const TrainJobOptions& o,
+absl::StatusOr<models::EncoderClassifier> BuildModel(const TrainJobOptions& o,
                                              const ResolvedTokenizer& tokenizer,
-                                             const tok::LabelMap& labels) {
+                                             const corpus::LabelMap& labels) {
   if (InitFromHuggingFace(o)) return ImportForLabels(o, tokenizer, labels);
-  absl::StatusOr<EncoderConfig> base = BaseConfig(o);
+  absl::StatusOr<models::EncoderConfig> base = BaseConfig(o);
   if (!base.ok()) return base.status();
-  EncoderConfig config =
+  models::EncoderConfig config =
       base->vocab_size(tokenizer.tokenizer.vocab_size()).num_labels(labels.size());
   if (absl::Status s = config.Validate(); !s.ok()) return s;
   at::manual_seed(o.train.seed());
-  EncoderClassifier model(config);
+  models::EncoderClassifier model(config);
   if (o.init_from.empty()) return model;
-  absl::StatusOr<EncoderConfig> init = InitFromConfig(o, tokenizer);
+  absl::StatusOr<models::EncoderConfig> init = InitFromConfig(o, tokenizer);
   if (!init.ok()) return init.status();
   // The architecture comes from the initial model; only the head follows the new labels.
   config = init->num_labels(labels.size()).dropout(o.dropout).attention_dropout(o.dropout);
-  model = EncoderClassifier(config);
-  absl::Status s = LoadWeights(*model, o.init_from + "/" + kWeightsFile,
+  model = models::EncoderClassifier(config);
+  absl::Status s = model_files::LoadWeights(*model, o.init_from + "/" + model_files::kWeightsFile,
                                /*skip_mismatched_head=*/true);
   if (!s.ok()) return s;
   return model;
@@ -267,7 +267,7 @@ struct LengthStats {
   int64_t longest = 0;
 };
 
-LengthStats StatsOf(const tok::TokenizedCorpus& train, const tok::TokenizedCorpus* dev) {
+LengthStats StatsOf(const corpus::TokenizedCorpus& train, const corpus::TokenizedCorpus* dev) {
   const std::vector<int64_t> lengths = train.Lengths();
   LengthStats stats;
   stats.mean = static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0})) /
@@ -282,8 +282,8 @@ LengthStats StatsOf(const tok::TokenizedCorpus& train, const tok::TokenizedCorpu
 // The planner options: the options' sizes, with the token budget derived from the encoded corpus
 // when none is given (DefaultTokenBudget), and the geometry said in one line.
 absl::StatusOr<batching::PlannerOptions> PlanForData(const TrainJobOptions& o,
-                                                     const tok::TokenizedCorpus& train,
-                                                     const tok::TokenizedCorpus* dev) {
+                                                     const corpus::TokenizedCorpus& train,
+                                                     const corpus::TokenizedCorpus* dev) {
   batching::StrategySizes sizes = SizesOf(o);
   std::string why = "--max-tokens";
   if (o.max_tokens == 0 && o.train.memory_budget_bytes() > 0) {
@@ -315,7 +315,7 @@ absl::Status LetOtherRanksIn(const distributed::DataParallel& dp) {
 
 // The options' epochs, or DefaultEpochs of the plan's optimizer steps per epoch (said in a line).
 absl::StatusOr<int64_t> EpochsOf(const TrainJobOptions& o, const batching::PlannerOptions& plan,
-                                 const tok::TokenizedCorpus& train) {
+                                 const corpus::TokenizedCorpus& train) {
   if (o.epochs) return *o.epochs;
   absl::StatusOr<std::vector<batching::BatchSpec>> batches =
       batching::Planner(plan).Plan(train.Lengths(), 0);
@@ -332,8 +332,8 @@ absl::StatusOr<int64_t> EpochsOf(const TrainJobOptions& o, const batching::Plann
 }
 
 struct Encoded {
-  tok::TokenizedCorpus train;  // a mapping of the token cache (or a subset of it)
-  std::optional<tok::TokenizedCorpus> dev;
+  corpus::TokenizedCorpus train;  // a mapping of the token cache (or a subset of it)
+  std::optional<corpus::TokenizedCorpus> dev;
   uint64_t fingerprint = 0;  // the token cache's, which rank 0 shares with the others
 };
 
@@ -354,45 +354,45 @@ absl::StatusOr<OpenedTokenCache> OpenTokenCache(const TrainJobOptions& o,
 
 // The training set and the dev set: the cache less its held-out share, or the dev file encoded.
 absl::StatusOr<Encoded> SplitData(const TrainJobOptions& o, const OpenedTokenCache& cache,
-                                  const tok::Tokenizer& tokenizer, const tok::LabelMap& labels) {
+                                  const tok::Tokenizer& tokenizer, const corpus::LabelMap& labels) {
   const double fraction = o.dev.empty() ? o.dev_fraction : 0.0;
   CachedSplit split = HoldOutOfCache(cache.corpus, fraction, o.train.seed());
   Encoded out{std::move(split.train), std::move(split.dev), cache.fingerprint};
   if (o.dev.empty()) return out;
-  absl::StatusOr<tok::RawCorpus> raw = tok::ReadCorpus(o.dev, TrainingReader(o));
+  absl::StatusOr<corpus::RawCorpus> raw = corpus::ReadCorpus(o.dev, TrainingReader(o));
   if (!raw.ok()) return raw.status();
   tok::EncodeOptions encode = o.encode;
   encode.max_length = o.max_len;
-  absl::StatusOr<tok::TokenizedCorpus> dev =
+  absl::StatusOr<corpus::TokenizedCorpus> dev =
       EncodeWithLabels(tokenizer, *raw, labels, encode, o.threads);
   if (!dev.ok()) return dev.status();
   out.dev = *std::move(dev);
   return out;
 }
 
-void PrintStart(const TrainJobOptions& o, const EncoderClassifier& model, const Encoded& data,
+void PrintStart(const TrainJobOptions& o, const models::EncoderClassifier& model, const Encoded& data,
                 const c10::Device& device) {
   if (o.quiet) return;
-  const EncoderConfig& config = model->config();
+  const models::EncoderConfig& config = model->config();
   absl::FPrintF(
       stderr, "training %s encoder (%d layers, hidden %d) on %s: %d examples%s, %s, amp %s\n",
       o.init_from.empty() ? PresetName(o) : o.init_from, config.layers(), config.hidden(),
       device.str(), data.train.size(), data.dev ? absl::StrCat(", dev ", data.dev->size()) : "",
-      o.batching, AmpModeName(o.train.amp()));
+      o.batching, models::AmpModeName(o.train.amp()));
 }
 
 // Trains `model`, saving the model directory before (so a loadable model exists from the start)
 // and after, then evaluates the dev set.
-absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderClassifier& model,
+absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, models::EncoderClassifier& model,
                                             const tok::Tokenizer& tokenizer,
-                                            const tok::LabelMap& labels, const Encoded& data,
+                                            const corpus::LabelMap& labels, const Encoded& data,
                                             const batching::PlannerOptions& plan,
                                             const c10::Device& device) {
   absl::StatusOr<int64_t> epochs = EpochsOf(o, plan, data.train);
   if (!epochs.ok()) return epochs.status();
   const distributed::DataParallel& dp = o.train.data_parallel();
   if (dp.rank() == 0) {
-    if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+    if (absl::Status s = model_files::SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   }
   if (absl::Status s = LetOtherRanksIn(dp); !s.ok()) return s;
   if (dp.rank() == 0) {  // the others wait for it to map the token cache (OpenTokenCache)
@@ -406,7 +406,7 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
   absl::StatusOr<TrainResult> trained = trainer.Train(data.train, data.dev ? &*data.dev : nullptr);
   if (!trained.ok()) return trained.status();
   if (dp.rank() == 0) {
-    if (absl::Status s = SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
+    if (absl::Status s = model_files::SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   }
   TrainJobResult result;
   result.model_dir = o.out;
@@ -418,7 +418,7 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, EncoderCla
   // its best evaluation lacks it and evaluates again.
   result.dev = result.train.best_dev;
   if (data.dev && !result.dev) {
-    absl::StatusOr<EvalResult> eval = EvaluateOnRanks(model, *data.dev, plan, device, o.train.amp(),
+    absl::StatusOr<eval::EvalResult> eval = eval::EvaluateOnRanks(model, *data.dev, plan, device, o.train.amp(),
                                                       tokenizer.special_ids().pad, dp);
     if (!eval.ok()) return eval.status();
     result.dev = *std::move(eval);
@@ -440,7 +440,8 @@ absl::StatusOr<TrainJobResult> RunOnThisRank(const TrainJobOptions& o, bool say_
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<OpenedTokenCache> cache = OpenTokenCache(o, tokenizer->tokenizer, say_cache);
   if (!cache.ok()) return cache.status();
-  absl::StatusOr<tok::LabelMap> labels = tok::LabelMap::FromNames(cache->corpus.label_names());
+  absl::StatusOr<corpus::LabelMap> labels =
+      corpus::LabelMap::FromNames(cache->corpus.label_names());
   if (!labels.ok()) return labels.status();
   if (labels->size() < 2) {
     return absl::InvalidArgumentError(absl::StrCat(o.data, ": needs at least two distinct labels"));
@@ -450,7 +451,7 @@ absl::StatusOr<TrainJobResult> RunOnThisRank(const TrainJobOptions& o, bool say_
   absl::StatusOr<batching::PlannerOptions> plan =
       PlanForData(o, data->train, data->dev ? &*data->dev : nullptr);
   if (!plan.ok()) return plan.status();
-  absl::StatusOr<EncoderClassifier> model = BuildModel(o, *tokenizer, *labels);
+  absl::StatusOr<models::EncoderClassifier> model = BuildModel(o, *tokenizer, *labels);
   if (!model.ok()) return model.status();
   return TrainAndSave(o, *model, tokenizer->tokenizer, *labels, *data, *plan, device);
 }
@@ -496,7 +497,7 @@ absl::Status ValidateTrainJobOptions(const TrainJobOptions& o) {
   if (o.warmup_fraction && !(*o.warmup_fraction >= 0 && *o.warmup_fraction <= 1)) {
     return absl::InvalidArgumentError("--warmup must be in [0, 1]");
   }
-  absl::StatusOr<EncoderConfig> base = BaseConfig(o);
+  absl::StatusOr<models::EncoderConfig> base = BaseConfig(o);
   if (!base.ok()) return base.status();
   if (absl::Status s = base->num_labels(2).Validate(); !s.ok()) return s;
   if (absl::StatusOr<batching::PlannerOptions> plan = PlanOf(o); !plan.ok()) return plan.status();
@@ -511,22 +512,22 @@ absl::StatusOr<TrainJobResult> RunTrainJob(const TrainJobOptions& o) {
   return RunOnThisRank(quiet, !o.quiet);
 }
 
-absl::StatusOr<tok::TokenizedCorpus> EncodeWithLabels(const tok::Tokenizer& tokenizer,
-                                                      const tok::RawCorpus& raw,
-                                                      const tok::LabelMap& labels,
-                                                      const tok::EncodeOptions& encode,
-                                                      int threads) {
-  for (const tok::Example& e : raw.examples) {
+absl::StatusOr<corpus::TokenizedCorpus> EncodeWithLabels(const tok::Tokenizer& tokenizer,
+                                                         const corpus::RawCorpus& raw,
+                                                         const corpus::LabelMap& labels,
+                                                         const tok::EncodeOptions& encode,
+                                                         int threads) {
+  for (const corpus::Example& e : raw.examples) {
     if (!labels.Id(e.label).ok()) {
       return absl::InvalidArgumentError(absl::StrCat(raw.source, ":", e.line, ": label '", e.label,
                                                      "' is not one of the model's labels (",
                                                      absl::StrJoin(labels.names(), ", "), ")"));
     }
   }
-  tok::BatchEncodeOptions options;
+  corpus::BatchEncodeOptions options;
   options.encode = encode;
   options.num_threads = threads;
-  return tok::EncodeCorpus(tokenizer, raw, labels, options);
+  return corpus::EncodeCorpus(tokenizer, raw, labels, options);
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

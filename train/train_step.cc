@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "padless/models/fused_layer.h"
 
-namespace padless::models {
+namespace padless::train {
 
 using batching::Batch;
 using batching::BatchSpec;
@@ -55,7 +55,7 @@ std::vector<BatchSpec> SplitSpec(const BatchSpec& spec, int64_t pieces) {
 
 }  // namespace
 
-AdamWParameters ParametersForAdamW(EncoderClassifier& model) {
+AdamWParameters ParametersForAdamW(models::EncoderClassifier& model) {
   AdamWParameters out;
   for (const auto& p : model->named_parameters()) {
     out.params.push_back(p.value());
@@ -73,7 +73,7 @@ struct TrainStep::Trained {
   int64_t real_tokens = 0;
 };
 
-TrainStep::TrainStep(EncoderClassifier model, std::vector<at::Tensor> params, FusedAdamW& optimizer,
+TrainStep::TrainStep(models::EncoderClassifier model, std::vector<at::Tensor> params, FusedAdamW& optimizer,
                      GradScaler& scaler, c10::Device device, TrainStepOptions options)
     : model_(std::move(model)),
       params_(std::move(params)),
@@ -82,9 +82,9 @@ TrainStep::TrainStep(EncoderClassifier model, std::vector<at::Tensor> params, Fu
       device_(device),
       options_(std::move(options)),
       collator_(options_.collator) {
-  if (options_.amp == AmpMode::kFp8) {
-    ModelRuntime runtime = model_->runtime();
-    runtime.fp8 = std::make_shared<Fp8Scaling>(model_->num_layers() * kFusedLayerGemms, device_);
+  if (options_.amp == models::AmpMode::kFp8) {
+    models::ModelRuntime runtime = model_->runtime();
+    runtime.fp8 = std::make_shared<models::Fp8Scaling>(model_->num_layers() * models::kFusedLayerGemms, device_);
     model_->set_runtime(runtime);
   }
 }
@@ -205,8 +205,8 @@ void TrainStep::ForwardBackward(int64_t step, const Batch& b, double weight, boo
   if (options_.before_forward) options_.before_forward(b);
   at::Tensor loss;
   {
-    AutocastGuard autocast(device_.type(), options_.amp);
-    loss = ClassificationLoss(model_->forward(b), b.labels);
+    models::AutocastGuard autocast(device_.type(), options_.amp);
+    loss = models::ClassificationLoss(model_->forward(b), b.labels);
   }
   if (options_.on_loss) options_.on_loss(step, loss);
   if (options_.reducer != nullptr) options_.reducer->BeginBackward(last);
@@ -235,4 +235,4 @@ void TrainStep::OptimizerStep(StepResult& result) {
   result.outcome = StepOutcome::Copy(finite);
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

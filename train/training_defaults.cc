@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace padless::models {
+namespace padless::train {
 namespace {
 
 constexpr OptimizationDefaults kTable[] = {
@@ -47,4 +47,4 @@ int64_t DefaultEpochs(int64_t steps_per_epoch) {
   return std::clamp(for_steps, kMinDefaultEpochs, kMaxDefaultEpochs);
 }
 
-}  // namespace padless::models
+}  // namespace padless::train

@@ -3,16 +3,14 @@
 
 #include <ATen/ATen.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "padless/base/directory.h"
 
-namespace padless::models::internal {
+namespace padless::train::internal {
 namespace {
 
 using base::IsRegularFile;
@@ -40,24 +38,28 @@ absl::StatusOr<std::unique_ptr<TrainingLog>> TrainingLog::Open(const std::string
                                                                bool resume, bool progress,
                                                                int64_t first_step,
                                                                int64_t total_steps) {
-  std::unique_ptr<std::ofstream> csv;
+  std::unique_ptr<base::AppendFileWriter> csv;
   if (!csv_path.empty()) {
     const bool append = resume && IsRegularFile(csv_path);
-    csv = std::make_unique<std::ofstream>(csv_path, append ? std::ios::app : std::ios::trunc);
-    if (!*csv) return absl::InternalError(absl::StrCat(csv_path, ": cannot open for writing"));
+    absl::StatusOr<std::unique_ptr<base::AppendFileWriter>> opened = base::AppendFileWriter::Open(
+        csv_path, append ? base::AppendFileWriter::IfExists::kAppend
+                         : base::AppendFileWriter::IfExists::kTruncate);
+    if (!opened.ok()) return opened.status();
+    csv = *std::move(opened);
     if (!append) {
-      *csv << "step,epoch,loss,lr,real_tokens,token_slots,padding_efficiency,real_tokens_per_s,"
-              "allocated_bytes,reserved_bytes,peak_allocated_bytes,oom_splits,skipped\n";
+      absl::Status header = csv->Append(
+          "step,epoch,loss,lr,real_tokens,token_slots,padding_efficiency,real_tokens_per_s,"
+          "allocated_bytes,reserved_bytes,peak_allocated_bytes,oom_splits,skipped\n");
+      if (!header.ok()) return header;
     }
   }
   return std::unique_ptr<TrainingLog>(
-      new TrainingLog(std::move(csv), csv_path, progress, first_step, total_steps));
+      new TrainingLog(std::move(csv), progress, first_step, total_steps));
 }
 
-TrainingLog::TrainingLog(std::unique_ptr<std::ofstream> csv, std::string csv_path, bool progress,
+TrainingLog::TrainingLog(std::unique_ptr<base::AppendFileWriter> csv, bool progress,
                          int64_t first_step, int64_t total_steps)
     : csv_(std::move(csv)),
-      csv_path_(std::move(csv_path)),
       progress_(progress),
       first_step_(first_step),
       total_steps_(total_steps) {}
@@ -93,11 +95,12 @@ absl::Status TrainingLog::Flush(int64_t global_step, int64_t skipped_steps) {
       loss_sum += loss;
       ++finite_rows;
     }
-    if (csv_) *csv_ << CsvRow(pending_[i], loss, tps);
+    // A failed row's error sticks in the writer (no row follows it) and is returned below.
+    if (csv_) csv_->Append(CsvRow(pending_[i], loss, tps)).IgnoreError();
   }
-  if (csv_ && !csv_->flush()) {
+  if (csv_ && !csv_->status().ok()) {
     return absl::InternalError(
-        absl::StrCat(csv_path_, ": cannot write the training log: ", std::strerror(errno)));
+        absl::StrCat("cannot write the training log: ", csv_->status().message()));
   }
   if (finite_rows > 0) final_loss_ = loss_sum / finite_rows;
   if (progress_) DrawProgress(global_step, skipped_steps, tps);
@@ -117,4 +120,4 @@ void TrainingLog::DrawProgress(int64_t global_step, int64_t skipped_steps, doubl
   line_open_ = true;
 }
 
-}  // namespace padless::models::internal
+}  // namespace padless::train::internal

@@ -10,17 +10,17 @@
 
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "padless/base/append_file_writer.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/train/step_outcome.h"
 
-namespace padless::models::internal {
+namespace padless::train::internal {
 
 // One optimizer step, as logged.
 struct StepLogRow {
@@ -62,12 +62,14 @@ class TrainingLog {
 
  private:
   using Clock = std::chrono::steady_clock;
-  TrainingLog(std::unique_ptr<std::ofstream> csv, std::string csv_path, bool progress,
-              int64_t first_step, int64_t total_steps);
+  TrainingLog(std::unique_ptr<base::AppendFileWriter> csv, bool progress, int64_t first_step,
+              int64_t total_steps);
   void DrawProgress(int64_t global_step, int64_t skipped_steps, double tokens_per_s);
 
-  std::unique_ptr<std::ofstream> csv_;
-  std::string csv_path_;
+  // Each row reaches the kernel as it is written: a crash of the process loses at most the row
+  // being written. Never Close()d, so never fsync'ed: a power loss can lose the rows the kernel
+  // had not yet written back (a log, not a checkpoint).
+  std::unique_ptr<base::AppendFileWriter> csv_;
   bool progress_;
   int64_t first_step_;
   int64_t total_steps_;
@@ -79,6 +81,6 @@ class TrainingLog {
   bool line_open_ = false;
 };
 
-}  // namespace padless::models::internal
+}  // namespace padless::train::internal
 
 #endif  // PADLESS_TRAIN_TRAINING_LOG_H_

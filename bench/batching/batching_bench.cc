@@ -28,10 +28,10 @@
 #include "padless/batching/padding_report.h"
 #include "padless/batching/padding_stats.h"
 #include "padless/batching/planner.h"
-#include "padless/tokenize/batch_encoder.h"
-#include "padless/tokenize/corpus_reader.h"
-#include "padless/tokenize/label_map.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/batch_encoder.h"
+#include "padless/corpus/corpus_reader.h"
+#include "padless/corpus/label_map.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/tokenize/tokenizer.h"
 
 namespace padless::batching {
@@ -78,25 +78,25 @@ std::vector<int64_t> SyntheticLengths(size_t n, uint64_t seed, int64_t max) {
   return out;
 }
 
-absl::StatusOr<tokenize::TokenizedCorpus> TokenizeImdb(const std::string& model) {
+absl::StatusOr<corpus::TokenizedCorpus> TokenizeImdb(const std::string& model) {
   absl::StatusOr<tokenize::Tokenizer> tok = tokenize::Tokenizer::Load(model);
   if (!tok.ok()) return tok.status();
-  absl::StatusOr<tokenize::RawCorpus> raw =
-      tokenize::ReadCorpus(std::string(PADLESS_SHARED_DATA) + "/imdb_train.tsv", {});
+  absl::StatusOr<corpus::RawCorpus> raw =
+      corpus::ReadCorpus(std::string(PADLESS_SHARED_DATA) + "/imdb_train.tsv", {});
   if (!raw.ok()) return raw.status();
   if (g_smoke && raw->examples.size() > 2000) raw->examples.resize(2000);
   std::vector<std::string> names;
-  for (const tokenize::Example& e : raw->examples) names.push_back(e.label);
-  tokenize::BatchEncodeOptions options;
+  for (const corpus::Example& e : raw->examples) names.push_back(e.label);
+  corpus::BatchEncodeOptions options;
   options.encode.max_length = 512;
-  return tokenize::EncodeCorpus(*tok, *raw, tokenize::LabelMap::FromLabels(names), options);
+  return corpus::EncodeCorpus(*tok, *raw, corpus::LabelMap::FromLabels(names), options);
 }
 
 // The benchmark corpus: real token ids when a cache is given, else random ids with IMDB lengths.
-const tokenize::TokenizedCorpus& Corpus() {
-  static const tokenize::TokenizedCorpus corpus = [] {
+const corpus::TokenizedCorpus& Corpus() {
+  static const corpus::TokenizedCorpus corpus = [] {
     if (!g_model.empty()) {
-      absl::StatusOr<tokenize::TokenizedCorpus> c = TokenizeImdb(g_model);
+      absl::StatusOr<corpus::TokenizedCorpus> c = TokenizeImdb(g_model);
       if (c.ok()) {
         g_approx = false;
         return std::move(*c);
@@ -107,7 +107,7 @@ const tokenize::TokenizedCorpus& Corpus() {
     std::vector<int64_t> lengths = ImdbLengthsFromWords(g_smoke ? 2000 : 25000);
     if (lengths.empty()) lengths = SyntheticLengths(g_smoke ? 2000 : 25000, 1, 512);
     std::mt19937 rng(7);
-    tokenize::TokenizedCorpus c;
+    corpus::TokenizedCorpus c;
     std::vector<int32_t> ids;
     for (size_t i = 0; i < lengths.size(); ++i) {
       ids.resize(lengths[i]);
@@ -126,7 +126,7 @@ constexpr int64_t kMaxTokens = 16384;
 // HF DataCollatorWithPadding in C++: random batches padded to the longest (truncated to 512),
 // a full() per tensor and one narrow().copy_() per row and tensor.
 void BM_BaselineNaivePadCollate(benchmark::State& state) {
-  const tokenize::TokenizedCorpus& corpus = Corpus();
+  const corpus::TokenizedCorpus& corpus = Corpus();
   const std::vector<int64_t> lengths = corpus.Lengths();
   std::vector<int64_t> order(lengths.size());
   int64_t real = 0;
@@ -168,7 +168,7 @@ void BM_BaselineNaivePadCollate(benchmark::State& state) {
 
 // Planning + collating one whole epoch on one thread with padless.
 void BM_PlanAndCollate(benchmark::State& state, PlannerOptions options) {
-  const tokenize::TokenizedCorpus& corpus = Corpus();
+  const corpus::TokenizedCorpus& corpus = Corpus();
   const std::vector<int64_t> lengths = corpus.Lengths();
   const Planner planner(options);
   const Collator collator;

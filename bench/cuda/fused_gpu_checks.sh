@@ -32,7 +32,7 @@ if want gpu_suites; then
   # Every suite with GPU tests, whole (their CPU tests run too).
   run suite_cuda "$b/tests/cuda/padless_cuda_tests"
   run suite_models "$b/tests/models/padless_models_tests"
-  run suite_budget "$b/tests/models/padless_models_budget_gpu_tests"
+  run suite_budget "$b/tests/train/padless_train_budget_gpu_tests"
   run suite_batching "$b/tests/batching/padless_batching_tests"
 fi
 if want micro; then

@@ -4,12 +4,12 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "padless/base/directory.h"
 #include "padless/base/read_file.h"
 
 namespace padless::bench::e2e {
@@ -30,8 +30,7 @@ AnchorRun RunScript(const AnchorOptions& o, const std::string& script, const std
   AnchorRun run;
   const std::string json_path = absl::StrCat(o.out_dir, "/anchor_", tag, ".jsonl");
   run.log_path = absl::StrCat(o.out_dir, "/anchor_", tag, ".log");
-  std::error_code ec;
-  std::filesystem::remove(json_path, ec);  // the scripts append
+  base::RemoveFile(json_path);  // the scripts append
   std::vector<std::string> args = {o.python,    absl::StrCat(o.baselines_dir, "/", script),
                                    "--lengths", o.lengths_path,
                                    "--json",    json_path,

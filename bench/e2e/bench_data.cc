@@ -1,16 +1,18 @@
 #include "bench_data.h"
 
 #include <chrono>
-#include <filesystem>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "padless/base/atomic_file_writer.h"
-#include "padless/tokenize/batch_encoder.h"
-#include "padless/tokenize/corpus_cache.h"
-#include "padless/tokenize/corpus_reader.h"
-#include "padless/tokenize/label_map.h"
+#include "padless/base/directory.h"
+#include "padless/base/file_kind.h"
+#include "padless/base/path_names.h"
+#include "padless/corpus/batch_encoder.h"
+#include "padless/corpus/corpus_cache.h"
+#include "padless/corpus/corpus_reader.h"
+#include "padless/corpus/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 
 namespace padless::bench::e2e {
@@ -23,15 +25,13 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
-  std::error_code ec;
-  std::filesystem::create_directories(options.cache_dir, ec);
-  if (ec) {
+  if (absl::Status made = base::MakeDirectories(options.cache_dir); !made.ok()) {
     return absl::InternalError(
-        absl::StrCat("cannot create cache dir ", options.cache_dir, ": ", ec.message()));
+        absl::StrCat("cannot create cache dir ", options.cache_dir, ": ", made.message()));
   }
   auto start = std::chrono::steady_clock::now();
-  tokenize::ReaderOptions reader;
-  absl::StatusOr<tokenize::RawCorpus> raw = tokenize::ReadCorpus(options.data_path, reader);
+  corpus::ReaderOptions reader;
+  absl::StatusOr<corpus::RawCorpus> raw = corpus::ReadCorpus(options.data_path, reader);
   if (!raw.ok()) return raw.status();
   if (options.max_rows > 0 && static_cast<int64_t>(raw->examples.size()) > options.max_rows) {
     raw->examples.resize(static_cast<size_t>(options.max_rows));
@@ -41,18 +41,18 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
 
   // The tokenizer depends on the data file, the rows used and the vocabulary size; the name says
   // all three so that a different choice trains a new model instead of reusing a stale one.
-  const std::string stem = std::filesystem::path(options.data_path).stem().string();
+  const std::string stem = base::PathStem(options.data_path);
   out.tokenizer_path = absl::StrCat(options.cache_dir, "/", stem, "_unigram", options.vocab_size,
                                     "_rows", raw->examples.size(), ".model");
   absl::StatusOr<tokenize::Tokenizer> tokenizer = absl::UnknownError("unset");
-  if (std::filesystem::exists(out.tokenizer_path)) {
+  if (base::KindOfPath(out.tokenizer_path) != base::FileKind::kMissing) {
     tokenizer = tokenize::Tokenizer::Load(out.tokenizer_path);
     if (!tokenizer.ok()) return tokenizer.status();
     out.tokenizer_from_cache = true;
   } else {
     std::vector<std::string> texts;
     texts.reserve(raw->examples.size());
-    for (const tokenize::Example& e : raw->examples) texts.push_back(e.text);
+    for (const corpus::Example& e : raw->examples) texts.push_back(e.text);
     tokenize::TrainOptions train;
     train.model_type = "unigram";
     train.vocab_size = options.vocab_size;
@@ -72,25 +72,25 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
   start = std::chrono::steady_clock::now();
   std::vector<std::string> labels;
   labels.reserve(raw->examples.size());
-  for (const tokenize::Example& e : raw->examples) labels.push_back(e.label);
-  const tokenize::LabelMap label_map = tokenize::LabelMap::FromLabels(labels);
+  for (const corpus::Example& e : raw->examples) labels.push_back(e.label);
+  const corpus::LabelMap label_map = corpus::LabelMap::FromLabels(labels);
   out.num_labels = label_map.size();
 
-  tokenize::BatchEncodeOptions encode;
+  corpus::BatchEncodeOptions encode;
   encode.encode.max_length = options.max_len;
   encode.encode.truncation = tokenize::Truncation::kHeadTail;
   encode.num_threads = options.threads;
   const std::string description =
-      absl::StrCat(tokenize::DescribeOptions(encode.encode), " rows=", raw->examples.size());
+      absl::StrCat(corpus::DescribeOptions(encode.encode), " rows=", raw->examples.size());
   absl::StatusOr<uint64_t> fingerprint =
-      tokenize::CacheFingerprint({options.data_path}, *tokenizer, description);
+      corpus::CacheFingerprint({options.data_path}, *tokenizer, description);
   if (!fingerprint.ok()) return fingerprint.status();
   const std::string cache_path =
       absl::StrCat(options.cache_dir, "/", stem, "_unigram", options.vocab_size, "_len",
                    options.max_len, ".corpus");
-  absl::StatusOr<tokenize::CachedCorpus> cached = tokenize::LoadOrBuildCorpus(
-      cache_path, *fingerprint, [&]() -> absl::StatusOr<tokenize::TokenizedCorpus> {
-        return tokenize::EncodeCorpus(*tokenizer, *raw, label_map, encode);
+  absl::StatusOr<corpus::CachedCorpus> cached = corpus::LoadOrBuildCorpus(
+      cache_path, *fingerprint, [&]() -> absl::StatusOr<corpus::TokenizedCorpus> {
+        return corpus::EncodeCorpus(*tokenizer, *raw, label_map, encode);
       });
   if (!cached.ok()) return cached.status();
   out.corpus = std::move(cached->corpus);
@@ -102,7 +102,7 @@ absl::StatusOr<BenchData> PrepareData(const DataOptions& options) {
   return out;
 }
 
-absl::Status WriteLengths(const tokenize::TokenizedCorpus& corpus, const std::string& path) {
+absl::Status WriteLengths(const corpus::TokenizedCorpus& corpus, const std::string& path) {
   std::string text;
   for (size_t i = 0; i < corpus.size(); ++i) absl::StrAppend(&text, corpus.length(i), "\n");
   return base::WriteFileAtomically(path, text);

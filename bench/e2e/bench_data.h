@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/tokenized_corpus.h"
 
 namespace padless::bench::e2e {
 
@@ -23,7 +23,7 @@ struct DataOptions {
 };
 
 struct BenchData {
-  tokenize::TokenizedCorpus corpus;
+  corpus::TokenizedCorpus corpus;
   int64_t vocab_size = 0;
   int64_t pad_id = 0;  // the tokenizer's special_ids().pad
   int64_t num_labels = 0;
@@ -38,7 +38,7 @@ struct BenchData {
 absl::StatusOr<BenchData> PrepareData(const DataOptions& options);
 
 // One length per line, in corpus order (the format of the anchors' --lengths).
-absl::Status WriteLengths(const tokenize::TokenizedCorpus& corpus, const std::string& path);
+absl::Status WriteLengths(const corpus::TokenizedCorpus& corpus, const std::string& path);
 
 }  // namespace padless::bench::e2e
 

@@ -61,7 +61,7 @@ int64_t ParamBytes(const std::vector<at::Tensor>& params) {
 // The `count` batches of the run: the planned epoch from its start, repeated if it is shorter
 // (tiny smoke corpora).
 absl::StatusOr<std::vector<batching::BatchSpec>> PlanRun(const RunConfig& config,
-                                                         const tokenize::TokenizedCorpus& corpus,
+                                                         const corpus::TokenizedCorpus& corpus,
                                                          const RunOptions& o, int64_t count) {
   const batching::Planner planner(PlannerOptionsFor(config.strategy, o.budget, o.max_len, o.seed));
   const std::vector<int64_t> lengths = corpus.Lengths();
@@ -123,8 +123,8 @@ absl::StatusOr<models::ModelRuntime> RuntimeFor(const RunConfig& config, const R
   return runtime;
 }
 
-models::TrainStepOptions StepOptionsFor(const RunConfig& config, const RunOptions& o) {
-  models::TrainStepOptions step_options;
+train::TrainStepOptions StepOptionsFor(const RunConfig& config, const RunOptions& o) {
+  train::TrainStepOptions step_options;
   step_options.amp = config.precision == Precision::kFp8   ? models::AmpMode::kFp8
                      : config.precision == Precision::kBf16 ? models::AmpMode::kBf16
                                                             : models::AmpMode::kOff;
@@ -133,7 +133,7 @@ models::TrainStepOptions StepOptionsFor(const RunConfig& config, const RunOption
 }
 
 absl::StatusOr<std::unique_ptr<batching::Loader>> MakeLoader(
-    const tokenize::TokenizedCorpus& corpus, const std::vector<batching::BatchSpec>& specs,
+    const corpus::TokenizedCorpus& corpus, const std::vector<batching::BatchSpec>& specs,
     const RunOptions& o) {
   batching::LoaderOptions loader_options;
   loader_options.num_workers = o.loader_workers;
@@ -172,7 +172,7 @@ struct StepLoop {
   const RunOptions& o;
   int64_t total;  // warmup + timed + traced steps
   models::EncoderClassifier model;
-  models::TrainStep& train_step;
+  train::TrainStep& train_step;
   models::AmpMode amp;
   batching::Loader& loader;
   int64_t param_bytes;  // of the parameters, which is also what their gradients take
@@ -237,8 +237,8 @@ absl::Status TrainOneStep(const StepLoop& loop, int64_t step, bool timing, at::T
     models::AutocastGuard autocast(loop.o.device.type(), loop.amp);
     r.backend = models::AttentionBackendName(loop.model->ResolveBackend(**next));
   }
-  absl::StatusOr<models::StepResult> trained =
-      loop.train_step.Run(step, loop.o.lr, {models::StepBatch{nullptr, std::move(**next)}});
+  absl::StatusOr<train::StepResult> trained =
+      loop.train_step.Run(step, loop.o.lr, {train::StepBatch{nullptr, std::move(**next)}});
   if (!trained.ok()) {
     return absl::Status(trained.status().code(), absl::StrCat(loop.config.Name(), " step ", step,
                                                               ": ", trained.status().message()));
@@ -279,8 +279,7 @@ absl::Status RunSteps(const StepLoop& loop, RunResult& r) {
 }
 
 absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
-                                       const tokenize::TokenizedCorpus& corpus,
-                                       const RunOptions& o) {
+                                       const corpus::TokenizedCorpus& corpus, const RunOptions& o) {
   if (o.steps < 1 || o.warmup_steps < 0) {
     return absl::InvalidArgumentError("--steps must be >= 1 and --warmup_steps >= 0");
   }
@@ -312,15 +311,15 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
   // decided on the device (no host sync per step; the bench never reads the outcome). The loss
   // stays on the device too. No loss scaling: the bench runs fp32, bf16 or fp8 (bf16 with FP8
   // GEMMs).
-  models::AdamWParameters params = models::ParametersForAdamW(model);
-  models::AdamWOptions adamw_options;
+  train::AdamWParameters params = train::ParametersForAdamW(model);
+  train::AdamWOptions adamw_options;
   adamw_options.weight_decay = kWeightDecay;
-  models::FusedAdamW optimizer(params.params, params.decay, adamw_options);
-  models::GradScalerOptions no_loss_scaling;
+  train::FusedAdamW optimizer(params.params, params.decay, adamw_options);
+  train::GradScalerOptions no_loss_scaling;
   no_loss_scaling.enabled = false;
-  models::GradScaler scaler(no_loss_scaling);
-  const models::TrainStepOptions step_options = StepOptionsFor(config, o);
-  models::TrainStep train_step(model, params.params, optimizer, scaler, o.device, step_options);
+  train::GradScaler scaler(no_loss_scaling);
+  const train::TrainStepOptions step_options = StepOptionsFor(config, o);
+  train::TrainStep train_step(model, params.params, optimizer, scaler, o.device, step_options);
   absl::StatusOr<std::unique_ptr<batching::Loader>> loader = MakeLoader(corpus, *specs, o);
   if (!loader.ok()) return loader.status();
 
@@ -335,7 +334,7 @@ absl::StatusOr<RunResult> RunUnchecked(const RunConfig& config,
 }  // namespace
 
 absl::StatusOr<RunResult> RunConfiguration(const RunConfig& config,
-                                           const tokenize::TokenizedCorpus& corpus,
+                                           const corpus::TokenizedCorpus& corpus,
                                            const RunOptions& options) {
   absl::StatusOr<RunResult> result;
   try {

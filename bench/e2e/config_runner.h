@@ -11,7 +11,7 @@
 #include <c10/core/Device.h>
 
 #include "absl/status/statusor.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "run_config.h"
 
 namespace padless::bench::e2e {
@@ -81,7 +81,7 @@ struct RunResult {
 };
 
 absl::StatusOr<RunResult> RunConfiguration(const RunConfig& config,
-                                           const tokenize::TokenizedCorpus& corpus,
+                                           const corpus::TokenizedCorpus& corpus,
                                            const RunOptions& options);
 
 // Dense bf16 matmul rate in TFLOP/s: n x n x n products timed with CUDA events after a warmup.

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +20,10 @@
 #include "anchors.h"
 #include "bench_data.h"
 #include "config_runner.h"
+#include "padless/base/directory.h"
+#include "padless/base/file_kind.h"
+#include "padless/base/path_names.h"
+#include "padless/base/read_file.h"
 #include "report.h"
 #include "run_config.h"
 
@@ -111,7 +114,7 @@ std::string CommandLine(int argc, char** argv) {
   return absl::StrJoin(parts, " ");
 }
 
-std::string LengthSummary(const tokenize::TokenizedCorpus& corpus) {
+std::string LengthSummary(const corpus::TokenizedCorpus& corpus) {
   std::vector<int64_t> lengths = corpus.Lengths();
   std::sort(lengths.begin(), lengths.end());
   auto pct = [&](double p) {
@@ -125,8 +128,10 @@ std::string LengthSummary(const tokenize::TokenizedCorpus& corpus) {
 
 absl::Status CheckOutputs(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) {
-    std::error_code ec;
-    if (!std::filesystem::exists(p, ec) || std::filesystem::file_size(p, ec) == 0) {
+    // The outputs are small (a table, plots, a report, one length per example): reading one whole
+    // is the simplest check that it is there and not empty.
+    const absl::StatusOr<std::string> bytes = base::ReadFile(p);
+    if (!bytes.ok() || bytes->empty()) {
       return absl::InternalError(absl::StrCat("output missing or empty: ", p));
     }
   }
@@ -134,10 +139,9 @@ absl::Status CheckOutputs(const std::vector<std::string>& paths) {
 }
 
 std::string RelativeTo(const std::string& path, const std::string& base_file) {
-  std::error_code ec;
-  const auto base = std::filesystem::absolute(base_file, ec).parent_path();
-  const auto rel = std::filesystem::absolute(path, ec).lexically_relative(base);
-  return rel.empty() ? path : rel.string();
+  const std::string base_dir = base::ParentDirectory(base::AbsolutePath(base_file));
+  const std::string rel = base::RelativePath(base::AbsolutePath(path), base_dir);
+  return rel.empty() ? path : rel;
 }
 
 // What the flags ask for, with --smoke's overrides applied.
@@ -261,11 +265,9 @@ std::optional<int> PrepareTracing(const RunOptions& run) {
     return 2;
   }
   if (!run.trace_dir.empty()) {
-    std::error_code trace_ec;
-    std::filesystem::create_directories(run.trace_dir, trace_ec);
-    if (trace_ec) {
+    if (absl::Status made = base::MakeDirectories(run.trace_dir); !made.ok()) {
       std::fprintf(stderr, "cannot create --trace_dir %s: %s\n", run.trace_dir.c_str(),
-                   trace_ec.message().c_str());
+                   std::string(made.message()).c_str());
       return 1;
     }
   }
@@ -274,15 +276,13 @@ std::optional<int> PrepareTracing(const RunOptions& run) {
 
 // Creates --out_dir and the folder of --results_md; the exit code when --out_dir cannot be made.
 std::optional<int> MakeOutputDirs(const Settings& s) {
-  std::error_code ec;
-  std::filesystem::create_directories(s.out_dir, ec);
-  if (ec) {
+  if (absl::Status made = base::MakeDirectories(s.out_dir); !made.ok()) {
     std::fprintf(stderr, "cannot create --out_dir %s: %s\n", s.out_dir.c_str(),
-                 ec.message().c_str());
+                 std::string(made.message()).c_str());
     return 1;
   }
-  const auto md_dir = std::filesystem::absolute(s.results_md).parent_path();
-  std::filesystem::create_directories(md_dir, ec);
+  // A folder that cannot be made shows when RESULTS.md is written into it (WriteOutputs).
+  base::MakeDirectories(base::ParentDirectory(s.results_md)).IgnoreError();
   return std::nullopt;
 }
 
@@ -344,9 +344,8 @@ ReportInput StartReport(const Settings& s, const BenchData& data, int argc, char
 }
 
 // Trains every configuration; results and failures go to `report`.
-void RunConfigurations(const std::vector<RunConfig>& configs,
-                       const tokenize::TokenizedCorpus& corpus, const RunOptions& run,
-                       ReportInput& report) {
+void RunConfigurations(const std::vector<RunConfig>& configs, const corpus::TokenizedCorpus& corpus,
+                       const RunOptions& run, ReportInput& report) {
   for (const RunConfig& config : configs) {
     std::fprintf(stderr, "[e2e] running %s\n", config.Name().c_str());
     absl::StatusOr<RunResult> r = RunConfiguration(config, corpus, run);
@@ -449,7 +448,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Settings s = ReadFlags();
-  if (!std::filesystem::exists(s.data_path)) {
+  if (base::KindOfPath(s.data_path) == base::FileKind::kMissing) {
     std::fprintf(stderr, "data file not found: %s\n", s.data_path.c_str());
     return s.smoke ? kExitSkip : 1;
   }

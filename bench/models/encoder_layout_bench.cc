@@ -24,13 +24,13 @@
 #include "padless/batching/collator.h"
 #include "padless/batching/padding_report.h"
 #include "padless/batching/planner.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"
 #include "padless/models/model_runtime.h"
 #include "padless/train/optimizer.h"
-#include "padless/tokenize/tokenized_corpus.h"
 
 namespace padless::models {
 namespace {
@@ -95,11 +95,11 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return o->steps > 0 && o->warmup >= 0 && o->max_len >= 8 && o->max_tokens >= o->max_len;
 }
 
-tokenize::TokenizedCorpus ImdbLikeCorpus(int64_t n, int64_t vocab, uint64_t seed) {
+corpus::TokenizedCorpus ImdbLikeCorpus(int64_t n, int64_t vocab, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> length(std::log(231.0), 0.77);
   std::uniform_int_distribution<int32_t> token(5, static_cast<int32_t>(vocab - 1));
-  tokenize::TokenizedCorpus c;
+  corpus::TokenizedCorpus c;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t len = std::clamp<int64_t>(std::llround(length(rng)), 8, 3500);
     std::vector<int32_t> ids(len);
@@ -137,7 +137,7 @@ int Main(int argc, char** argv) {
                                    .max_positions(std::max<int64_t>(512, o.max_len))
                                    .dropout(0.1)
                                    .attention_dropout(0.1);
-  const tokenize::TokenizedCorpus corpus = ImdbLikeCorpus(o.sequences, config.vocab_size(), 1);
+  const corpus::TokenizedCorpus corpus = ImdbLikeCorpus(o.sequences, config.vocab_size(), 1);
   const std::vector<int64_t> lengths = corpus.Lengths();
   cuda::MemoryMeter meter(device);
 
@@ -173,7 +173,7 @@ int Main(int argc, char** argv) {
     runtime.checkpoint = *policy;
     model->set_runtime(runtime);
     std::vector<at::Tensor> params = model->parameters();
-    FusedAdamW optimizer(params, std::vector<bool>(params.size(), true), AdamWOptions{});
+    train::FusedAdamW optimizer(params, std::vector<bool>(params.size(), true), train::AdamWOptions{});
     Row row{name, AttentionBackendName(model->ResolveBackend(batches.front()))};
     if (*amp != AmpMode::kOff) {
       AutocastGuard guard(device.type(), *amp);
@@ -195,7 +195,7 @@ int Main(int argc, char** argv) {
         loss = ClassificationLoss(model->forward(b), b.labels);
       }
       loss.backward();
-      optimizer.Step(1e-4, /*skip=*/at::Tensor(), ClipDivisor(GlobalGradNorm(params), 1.0));
+      optimizer.Step(1e-4, /*skip=*/at::Tensor(), train::ClipDivisor(train::GlobalGradNorm(params), 1.0));
       optimizer.ZeroGrad();
       if (i >= o.warmup) {
         real += b.real_tokens;

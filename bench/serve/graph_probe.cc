@@ -26,9 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "padless/batching/collator.h"
+#include "padless/corpus/corpus_reader.h"
 #include "padless/model_files/model_io.h"
 #include "padless/models/autocast.h"
-#include "padless/tokenize/corpus_reader.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (padless's or Hugging Face's)");
 ABSL_FLAG(std::string, data, "", "texts (TSV, CSV, JSONL or plain text)");
@@ -43,9 +43,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The first n texts as one kVarlen batch on the GPU, collated as the engine's batch former does.
-absl::StatusOr<batching::Batch> MakeBatch(const models::LoadedModel& m,
-                                          const std::vector<tokenize::Example>& examples,
-                                          int64_t n) {
+absl::StatusOr<batching::Batch> MakeBatch(const model_files::LoadedModel& m,
+                                          const std::vector<corpus::Example>& examples, int64_t n) {
   tokenize::EncodeOptions encode;
   encode.max_length = absl::GetFlag(FLAGS_max_len);
   std::vector<tokenize::Encoding> encodings;
@@ -65,7 +64,7 @@ absl::StatusOr<batching::Batch> MakeBatch(const models::LoadedModel& m,
   return b->To(at::Device(at::kCUDA));
 }
 
-at::Tensor Forward(models::LoadedModel& m, const batching::Batch& b, models::AmpMode amp) {
+at::Tensor Forward(model_files::LoadedModel& m, const batching::Batch& b, models::AmpMode amp) {
   c10::InferenceMode inference;
   models::AutocastGuard autocast(at::kCUDA, amp);
   return m.model->forward(b);
@@ -81,7 +80,7 @@ double MsPerCall(F&& f, int iters) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count() / iters;
 }
 
-void Probe(models::LoadedModel& m, const batching::Batch& b, models::AmpMode amp, int64_t texts) {
+void Probe(model_files::LoadedModel& m, const batching::Batch& b, models::AmpMode amp, int64_t texts) {
   const int iters = absl::GetFlag(FLAGS_iters);
   // Side stream: graphs capture off the default stream; eager runs there too, for a like compare.
   const c10::cuda::CUDAStreamGuard stream(c10::cuda::getStreamFromPool());
@@ -119,13 +118,13 @@ absl::Status Run() {
   if (!torch::cuda::is_available()) return absl::FailedPreconditionError("needs a CUDA device");
   absl::StatusOr<models::AmpMode> amp = models::ParseAmpMode(absl::GetFlag(FLAGS_amp));
   if (!amp.ok()) return amp.status();
-  absl::StatusOr<models::LoadedModel> m =
-      models::LoadModelDir(absl::GetFlag(FLAGS_model), at::Device(at::kCUDA));
+  absl::StatusOr<model_files::LoadedModel> m =
+      model_files::LoadModelDir(absl::GetFlag(FLAGS_model), at::Device(at::kCUDA));
   if (!m.ok()) return m.status();
   m->model->eval();
   const bool fp8 = *amp == models::AmpMode::kFp8;
   m->model->PrepareInference(*amp == models::AmpMode::kFp16 ? at::kHalf : at::kBFloat16, fp8);
-  absl::StatusOr<tokenize::RawCorpus> corpus = tokenize::ReadCorpus(absl::GetFlag(FLAGS_data), {});
+  absl::StatusOr<corpus::RawCorpus> corpus = corpus::ReadCorpus(absl::GetFlag(FLAGS_data), {});
   if (!corpus.ok()) return corpus.status();
   for (absl::string_view piece : absl::StrSplit(absl::GetFlag(FLAGS_texts), ',')) {
     int64_t n = 0;

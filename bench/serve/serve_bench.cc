@@ -29,9 +29,9 @@
 #include "absl/strings/str_split.h"
 #include "config_runner.h"
 #include "padless/base/atomic_file_writer.h"
+#include "padless/corpus/corpus_reader.h"
 #include "padless/model_files/model_io.h"
 #include "padless/serve/inference_engine.h"
-#include "padless/tokenize/corpus_reader.h"
 #include "run_config.h"
 #include "step_trace.h"
 
@@ -74,10 +74,10 @@ using padless::serve::RequestHandle;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 absl::StatusOr<std::vector<ClassifyRequest>> ReadRequests(const std::string& path, int64_t limit) {
-  absl::StatusOr<tokenize::RawCorpus> corpus = tokenize::ReadCorpus(path, {});
+  absl::StatusOr<corpus::RawCorpus> corpus = corpus::ReadCorpus(path, {});
   if (!corpus.ok()) return corpus.status();
   std::vector<ClassifyRequest> out;
-  for (const tokenize::Example& e : corpus->examples) {
+  for (const corpus::Example& e : corpus->examples) {
     if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
     ClassifyRequest r;
     r.text = e.text;
@@ -248,8 +248,8 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> MakeEngine() {
   o.max_queued_requests = absl::GetFlag(FLAGS_max_queued);
   o.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   o.cuda_graph_max_tokens = absl::GetFlag(FLAGS_cuda_graph_max_tokens);
-  absl::StatusOr<models::LoadedModel> loaded =
-      models::LoadModelDir(absl::GetFlag(FLAGS_model), o.device);
+  absl::StatusOr<model_files::LoadedModel> loaded =
+      model_files::LoadModelDir(absl::GetFlag(FLAGS_model), o.device);
   if (!loaded.ok()) return loaded.status();
   models::ModelRuntime runtime = loaded->model->runtime();
   runtime.last_layer_rows_only = !absl::GetFlag(FLAGS_last_layer_all_rows);

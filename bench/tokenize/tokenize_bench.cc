@@ -23,15 +23,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "padless/tokenize/batch_encoder.h"
-#include "padless/tokenize/corpus_reader.h"
+#include "padless/corpus/batch_encoder.h"
+#include "padless/corpus/corpus_reader.h"
 #include "padless/tokenize/tokenizer.h"
 #include "spm_baseline.h"
 
 namespace padless::bench {
 namespace {
 
-using tokenize::BatchEncodeOptions;
+using corpus::BatchEncodeOptions;
 using tokenize::Tokenizer;
 
 bool g_smoke = false;
@@ -77,7 +77,7 @@ Data& GetData() {
   static Data* data = [] {
     auto* d = new Data;
     const std::string path = std::string(PADLESS_SHARED_DATA) + "/imdb_train.tsv";
-    absl::StatusOr<tokenize::RawCorpus> corpus = tokenize::ReadCorpus(path, {});
+    absl::StatusOr<corpus::RawCorpus> corpus = corpus::ReadCorpus(path, {});
     if (!corpus.ok()) {
       d->error = std::string(corpus.status().message());
       return d;
@@ -134,8 +134,8 @@ void BM_PadlessEncode(benchmark::State& state) {
   const BatchEncodeOptions options = Options(threads, state.range(1));
   int64_t tokens = 0;
   for (auto _ : state) {
-    absl::StatusOr<tokenize::TokenizedCorpus> corpus =
-        tokenize::EncodeTexts(*d.tokenizer, d.texts, {}, {}, options);
+    absl::StatusOr<corpus::TokenizedCorpus> corpus =
+        corpus::EncodeTexts(*d.tokenizer, d.texts, {}, {}, options);
     if (!corpus.ok()) return Fail(state, std::string(corpus.status().message()));
     tokens = corpus->total_tokens();
     benchmark::DoNotOptimize(corpus->flat_tokens().data());
@@ -180,12 +180,12 @@ void BM_OverheadAndScaling(benchmark::State& state) {
     cpu_spm += ProcessCpuSeconds() - cpu;
     start = std::chrono::steady_clock::now();
     cpu = ProcessCpuSeconds();
-    auto single = tokenize::EncodeTexts(*d.tokenizer, d.texts, {}, {}, Options(1, 0));
+    auto single = corpus::EncodeTexts(*d.tokenizer, d.texts, {}, {}, Options(1, 0));
     const double t_one = Seconds(start);
     cpu_one += ProcessCpuSeconds() - cpu;
     start = std::chrono::steady_clock::now();
     cpu = ProcessCpuSeconds();
-    auto multi = tokenize::EncodeTexts(*d.tokenizer, d.texts, {}, {}, Options(threads, 0));
+    auto multi = corpus::EncodeTexts(*d.tokenizer, d.texts, {}, {}, Options(threads, 0));
     const double t_all = Seconds(start);
     cpu_all += ProcessCpuSeconds() - cpu;
     if (!single.ok() || !multi.ok()) return Fail(state, "encoding failed");

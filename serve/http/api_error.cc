@@ -2,26 +2,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "padless/base/enum_names.h"
 
 namespace padless::serve::http {
+namespace {
 
-absl::string_view ErrorTypeName(ErrorType type) {
-  switch (type) {
-    case ErrorType::kValidation:
-      return "Validation";
-    case ErrorType::kTokenizer:
-      return "Tokenizer";
-    case ErrorType::kEmpty:
-      return "Empty";
-    case ErrorType::kOverloaded:
-      return "Overloaded";
-    case ErrorType::kBackend:
-      return "Backend";
-    case ErrorType::kUnhealthy:
-      return "Unhealthy";
-  }
-  return "Backend";
-}
+// TEI's variant names (api_error.h).
+constexpr base::EnumName<ErrorType> kErrorTypes[] = {
+    {"Validation", ErrorType::kValidation}, {"Tokenizer", ErrorType::kTokenizer},
+    {"Empty", ErrorType::kEmpty},           {"Overloaded", ErrorType::kOverloaded},
+    {"Backend", ErrorType::kBackend},       {"Unhealthy", ErrorType::kUnhealthy}};
+
+}  // namespace
+
+absl::string_view ErrorTypeName(ErrorType type) { return base::EnumToName(type, kErrorTypes); }
 
 std::string ApiError::ToJson() const {
   // error_handler_t::replace: a message that quotes bad input (invalid UTF-8) still serializes.

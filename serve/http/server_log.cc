@@ -1,34 +1,26 @@
 #include "padless/serve/http/server_log.h"
 
-#include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "padless/base/enum_names.h"
 
 namespace padless::serve::http {
+namespace {
+
+// In the order of --log-level's help and of ParseLogLevel's error ("error, warn, info or debug").
+constexpr base::EnumName<LogLevel> kLogLevels[] = {{"error", LogLevel::kError},
+                                                   {"warn", LogLevel::kWarn},
+                                                   {"info", LogLevel::kInfo},
+                                                   {"debug", LogLevel::kDebug}};
+
+}  // namespace
 
 absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view name) {
-  for (LogLevel level : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
-    if (name == LogLevelName(level)) return level;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown log level '", name, "' (expected error, warn, info or debug)"));
+  return base::ParseEnum("log level", name, kLogLevels);
 }
 
-absl::string_view LogLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kError:
-      return "error";
-    case LogLevel::kWarn:
-      return "warn";
-    case LogLevel::kInfo:
-      return "info";
-    case LogLevel::kDebug:
-      return "debug";
-  }
-  return "info";
-}
+absl::string_view LogLevelName(LogLevel level) { return base::EnumToName(level, kLogLevels); }
 
 LogLevel LevelForStatus(int status) {
   if (status >= 500) return LogLevel::kError;

@@ -1,6 +1,5 @@
 #include "padless/base/atomic_file_writer.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,64 +8,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "padless/base/read_file.h"
+#include "scratch_dir.h"
 
 namespace padless::base {
 namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool Exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TMPDIR");
-  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/padless_report_", getpid(), "_", name);
-}
-
-// A fresh, empty directory for one test, removed with its files at the end.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name) : path_(TempPath(name)) {
-    Clear();
-    ::mkdir(path_.c_str(), 0755);
-  }
-  ~ScratchDir() {
-    Clear();
-    ::rmdir(path_.c_str());
-  }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  // Names of the entries, without "." and "..".
-  std::vector<std::string> List() const {
-    std::vector<std::string> names;
-    if (DIR* d = ::opendir(path_.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string name = e->d_name;
-        if (name != "." && name != "..") names.push_back(name);
-      }
-      ::closedir(d);
-    }
-    return names;
-  }
-
- private:
-  void Clear() const {
-    for (const std::string& name : List()) ::remove(file(name).c_str());
-  }
-  std::string path_;
-};
 
 std::unique_ptr<AtomicFileWriter> OpenOrDie(const std::string& path, bool is_checkpoint = false) {
   absl::StatusOr<std::unique_ptr<AtomicFileWriter>> w = AtomicFileWriter::Open(path, is_checkpoint);

@@ -25,7 +25,7 @@ void PoisonHeap(const BatchSpec& spec) {
 }
 
 // The token the batch must hold at position i of piece p.
-int64_t ExpectedToken(const tokenize::TokenizedCorpus& c, const Placement& p, int64_t i) {
+int64_t ExpectedToken(const corpus::TokenizedCorpus& c, const Placement& p, int64_t i) {
   const auto tokens = c.tokens(p.example);
   if (i < p.lead) return tokens[i];
   if (i < p.length - p.tail) return tokens[p.start + i - p.lead];
@@ -33,7 +33,7 @@ int64_t ExpectedToken(const tokenize::TokenizedCorpus& c, const Placement& p, in
 }
 
 // Checks every tensor of `b` against `spec`, element by element.
-void CheckBatch(const tokenize::TokenizedCorpus& c, const BatchSpec& spec, const Batch& b,
+void CheckBatch(const corpus::TokenizedCorpus& c, const BatchSpec& spec, const Batch& b,
                 PadSide side) {
   ASSERT_EQ(b.layout, spec.layout);
   const bool varlen = spec.layout == Layout::kVarlen;
@@ -145,7 +145,7 @@ std::vector<PlannerOptions> Strategies() {
 
 TEST(CollatorTest, EveryLayoutMatchesItsSpecElementByElement) {
   for (bool with_types : {false, true}) {
-    const tokenize::TokenizedCorpus corpus = RandomCorpus(120, 3, 400, with_types);
+    const corpus::TokenizedCorpus corpus = RandomCorpus(120, 3, 400, with_types);
     for (PadSide side : {PadSide::kRight, PadSide::kLeft}) {
       CollatorOptions co;
       co.pad_side = side;
@@ -190,7 +190,7 @@ void CheckMask(const Batch& b, const at::Tensor& mask) {
 }
 
 TEST(CollatorTest, BlockDiagonalMaskSeparatesPackedSequences) {
-  const tokenize::TokenizedCorpus corpus = RandomCorpus(60, 9, 100);
+  const corpus::TokenizedCorpus corpus = RandomCorpus(60, 9, 100);
   for (PlannerOptions o :
        {PlannerOptions().sampler(Sampler::kPacked).batch_size(2), PlannerOptions().batch_size(3)}) {
     absl::StatusOr<std::vector<BatchSpec>> plan = Planner(o.max_len(64)).Plan(corpus.Lengths(), 0);
@@ -204,7 +204,7 @@ TEST(CollatorTest, BlockDiagonalMaskSeparatesPackedSequences) {
     }
   }
   // Hand-made packed row [a a b] + 1 pad: blocks {0,1}, {2}, and the pad attends to itself.
-  tokenize::TokenizedCorpus tiny;
+  corpus::TokenizedCorpus tiny;
   tiny.Add(std::vector<int32_t>{7, 8}, {}, 0);
   tiny.Add(std::vector<int32_t>{9}, {}, 1);
   BatchSpec spec;
@@ -223,7 +223,7 @@ TEST(CollatorTest, BlockDiagonalMaskSeparatesPackedSequences) {
 }
 
 TEST(CollatorTest, VarlenHasNoDenseMask) {
-  const tokenize::TokenizedCorpus corpus = RandomCorpus(10, 1, 50);
+  const corpus::TokenizedCorpus corpus = RandomCorpus(10, 1, 50);
   BatchSpec spec;
   spec.layout = Layout::kVarlen;
   spec.rows = {{{0, 0, corpus.length(0), 0}, {1, 0, corpus.length(1), 0}}};
@@ -265,7 +265,7 @@ TEST(CollatorTest, CollateVarlenConcatenatesEncodingsInOrder) {
 }
 
 TEST(CollatorTest, RejectsSpecsThatDoNotFitTheCorpus) {
-  const tokenize::TokenizedCorpus corpus = RandomCorpus(4, 2, 30);
+  const corpus::TokenizedCorpus corpus = RandomCorpus(4, 2, 30);
   const Collator collator;
   auto message = [&](BatchSpec spec) {
     absl::StatusOr<Batch> b = collator.Collate(corpus, spec);
@@ -290,7 +290,7 @@ TEST(CollatorTest, RejectsSpecsThatDoNotFitTheCorpus) {
 }
 
 TEST(CollatorTest, ToMovesEveryTensor) {
-  const tokenize::TokenizedCorpus corpus = RandomCorpus(8, 4, 40);
+  const corpus::TokenizedCorpus corpus = RandomCorpus(8, 4, 40);
   absl::StatusOr<std::vector<BatchSpec>> plan =
       Planner(PlannerOptions().sampler(Sampler::kPacked).batch_size(2).max_len(64))
           .Plan(corpus.Lengths(), 0);

@@ -7,16 +7,16 @@
 #include <random>
 #include <vector>
 
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "plan_test_util.h"
 
 namespace padless::batching::testing {
 
-inline tokenize::TokenizedCorpus RandomCorpus(size_t n, uint64_t seed, int64_t max_len,
-                                              bool with_type_ids = false) {
+inline corpus::TokenizedCorpus RandomCorpus(size_t n, uint64_t seed, int64_t max_len,
+                                            bool with_type_ids = false) {
   std::mt19937_64 rng(seed);
   const std::vector<int64_t> lengths = RandomLengths(n, seed + 1000, max_len);
-  tokenize::TokenizedCorpus corpus;
+  corpus::TokenizedCorpus corpus;
   std::vector<int32_t> ids;
   std::vector<int8_t> types;
   for (size_t i = 0; i < n; ++i) {

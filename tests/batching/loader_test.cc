@@ -30,7 +30,7 @@ class LoaderTest : public ::testing::Test {
     EXPECT_TRUE(loader.ok()) << loader.status();
     return std::move(*loader);
   }
-  tokenize::TokenizedCorpus corpus_;
+  corpus::TokenizedCorpus corpus_;
   std::vector<BatchSpec> plan_;
 };
 

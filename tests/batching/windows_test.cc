@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "padless/batching/collator.h"
 #include "padless/batching/planner.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/tokenize/tokenizer.h"
 #include "tiny_wordpiece.h"
 
@@ -35,7 +35,7 @@ std::string LongText(int words) {
 }
 
 // Every sequence of a varlen batch of the planner's pieces, in example order.
-std::vector<std::vector<int32_t>> PlannedSequences(const tokenize::TokenizedCorpus& corpus,
+std::vector<std::vector<int32_t>> PlannedSequences(const corpus::TokenizedCorpus& corpus,
                                                    const PlannerOptions& options) {
   const Planner planner(options);
   absl::StatusOr<std::vector<Placement>> pieces = planner.Pieces(corpus.Lengths());
@@ -63,7 +63,7 @@ TEST(WindowsTest, PlannerWindowsEqualTokenizerWindowsAndEachStartsWithCls) {
   whole.max_length = 0;  // no truncation: the planner windows the whole example
   absl::StatusOr<tokenize::Encoding> encoded = tokenizer.Encode(text, whole);
   ASSERT_TRUE(encoded.ok()) << encoded.status();
-  tokenize::TokenizedCorpus corpus;
+  corpus::TokenizedCorpus corpus;
   corpus.Add(encoded->ids, {}, 0);
   for (int64_t max_len : {3, 8, 16, 60}) {
     for (int64_t stride : {0, 1, 5}) {
@@ -89,7 +89,7 @@ TEST(WindowsTest, PlannerTruncationEqualsTokenizerTruncation) {
   const std::string text = LongText(40);
   tokenize::EncodeOptions whole;
   whole.max_length = 0;
-  tokenize::TokenizedCorpus corpus;
+  corpus::TokenizedCorpus corpus;
   corpus.Add(tokenizer.Encode(text, whole)->ids, {}, 0);
   for (tokenize::Truncation t : {tokenize::Truncation::kHead, tokenize::Truncation::kTail,
                                  tokenize::Truncation::kHeadTail}) {

@@ -24,22 +24,22 @@ std::string ShortExponent(double value) {
 TEST(TrainHelpTest, StatesTheDefaultsOfTrainingDefaults) {
   const CliResult r = RunPadless({"train", "--help"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const models::OptimizationDefaults& d : models::OptimizationDefaultsTable()) {
+  for (const train::OptimizationDefaults& d : train::OptimizationDefaultsTable()) {
     const std::string lr = ShortExponent(d.lr);
-    if (d.origin == models::kPretrainedOrigin) {
+    if (d.origin == train::kPretrainedOrigin) {
       EXPECT_THAT(r.out, HasSubstr(absl::StrCat(lr, " fine-tuning --init-from")));
     } else {
       EXPECT_THAT(r.out, HasSubstr(absl::StrCat(d.origin, " ", lr))) << d.origin;
     }
   }
   EXPECT_THAT(r.out,
-              HasSubstr(absl::StrCat("--batch-size (", models::kDefaultSequencesPerBatch, ")")));
-  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("at most ", models::kMaxDefaultTokensPerBatch)));
+              HasSubstr(absl::StrCat("--batch-size (", train::kDefaultSequencesPerBatch, ")")));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("at most ", train::kMaxDefaultTokensPerBatch)));
   EXPECT_THAT(r.out, HasSubstr(absl::StrCat(
-                         "epochs: ", models::kMinDefaultEpochs, ", or more (at most ",
-                         models::kMaxDefaultEpochs, ") when ", models::kMinDefaultEpochs,
-                         " give fewer than ", models::kMinDefaultSteps, " optimizer steps")));
-  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("after ", models::kChanceLevelCheckStep, " steps")));
+                         "epochs: ", train::kMinDefaultEpochs, ", or more (at most ",
+                         train::kMaxDefaultEpochs, ") when ", train::kMinDefaultEpochs,
+                         " give fewer than ", train::kMinDefaultSteps, " optimizer steps")));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("after ", train::kChanceLevelCheckStep, " steps")));
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 #include <cstdio>
 
 #include "padless/batching/batch_spec.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/tokenized_corpus.h"
 
 int main() {
-  padless::tokenize::TokenizedCorpus corpus;
+  padless::corpus::TokenizedCorpus corpus;
   const int32_t ids[] = {2, 10, 11, 3};
   corpus.Add(ids, {}, 1);
   padless::batching::BatchSpec spec;

@@ -7,11 +7,12 @@
 
 #include "padless/batching/collator.h"
 #include "padless/batching/planner.h"
+#include "padless/corpus/batch_encoder.h"
 #include "padless/models/encoder.h"
-#include "padless/tokenize/batch_encoder.h"
 #include "padless/tokenize/tokenizer.h"
 
 namespace pt = padless::tokenize;
+namespace pc = padless::corpus;
 namespace pb = padless::batching;
 namespace pm = padless::models;
 
@@ -30,10 +31,10 @@ int main() {
   if (!tokenizer.ok()) return std::printf("%s\n", tokenizer.status().ToString().c_str()), 1;
 
   // 2. Encode in parallel into a TokenizedCorpus ([CLS] text [SEP], truncated to max_length).
-  pt::BatchEncodeOptions encode;
+  pc::BatchEncodeOptions encode;
   encode.encode.max_length = 64;
-  absl::StatusOr<pt::TokenizedCorpus> corpus =
-      pt::EncodeTexts(*tokenizer, texts, /*pairs=*/{}, labels, encode);
+  absl::StatusOr<pc::TokenizedCorpus> corpus =
+      pc::EncodeTexts(*tokenizer, texts, /*pairs=*/{}, labels, encode);
   if (!corpus.ok()) return std::printf("%s\n", corpus.status().ToString().c_str()), 1;
 
   // 3. Plan an epoch of packed rows (256 tokens each, 4 rows per batch) and collate one batch.

@@ -73,14 +73,14 @@ TEST(GemmEpilogueTest, ReferenceMatchesAutogradThroughUnfusedOps) {
   CheckAgainstAutograd({5, 7, 13}, 3);  // sizes no fused GEMM would take
 }
 
-TEST(GemmEpilogueTest, ReferenceNamespaceGivesTheSameResults) {
+TEST(GemmEpilogueTest, ReferencePathGivesTheSameResults) {
   at::manual_seed(4);
   const at::Tensor x = at::randn({9, 24}), w = at::randn({40, 24}), b = at::randn({40});
-  const LinearGeluResult a = LinearGelu(x, w, b), r = reference::LinearGelu(x, w, b);
+  const LinearGeluResult a = LinearGelu(x, w, b), r = LinearGelu(x, w, b, GemmPath::kReference);
   EXPECT_TRUE(at::equal(a.act, r.act) && at::equal(a.pre, r.pre));
-  EXPECT_TRUE(at::equal(LinearBias(x, w, b), reference::LinearBias(x, w, b)));
+  EXPECT_TRUE(at::equal(LinearBias(x, w, b), LinearBias(x, w, b, GemmPath::kReference)));
   ExpectClose(LinearBias(x, w, b), at::addmm(b, x, w.t()), "LinearBias");
-  EXPECT_TRUE(at::equal(Linear(x, w), reference::Linear(x, w)));
+  EXPECT_TRUE(at::equal(Linear(x, w), Linear(x, w, GemmPath::kReference)));
   ExpectClose(Linear(x, w), x.mm(w.t()), "Linear");
 }
 
@@ -99,8 +99,8 @@ TEST(GemmEpilogueTest, BackwardGemmsMatchAutograd) {
   EXPECT_TRUE(out.is_same(acc)) << "accumulates in place";
   ExpectClose(acc, before + g[0], "accumulated input grad");
   EXPECT_FALSE(LastGemmEpilogueWasFused());
-  EXPECT_TRUE(
-      at::equal(LinearWeightGrad(dy, x.detach()), reference::LinearWeightGrad(dy, x.detach())));
+  EXPECT_TRUE(at::equal(LinearWeightGrad(dy, x.detach()),
+                        LinearWeightGrad(dy, x.detach(), GemmPath::kReference)));
 }
 
 TEST(GemmEpilogueTest, NonContiguousAndEmptyInputs) {
@@ -193,7 +193,8 @@ TEST(GemmEpilogueTest, ScaledMmAccumulateBrokenInputAndReference) {
   const at::Tensor got = ScaledMmAccumulate(a, b, one, one, target, false);
   EXPECT_FALSE(LastGemmEpilogueWasFused());
   EXPECT_EQ(got.data_ptr(), target.data_ptr());
-  EXPECT_TRUE(got.equal(start + reference::ScaledMm(a, b, one, one, {}, at::kBFloat16, false)));
+  EXPECT_TRUE(got.equal(start + ScaledMm(a, b, one, one, {}, at::kBFloat16, false, TokenAxis::kNone,
+                                         GemmPath::kReference)));
   ExpectC10Error([&] { ScaledMmAccumulate(a, b, one, one, at::Tensor(), false); },
                  "ScaledMmAccumulate: accumulate is undefined");
   ExpectC10Error(
@@ -217,10 +218,11 @@ TEST(GemmEpilogueTest, ScaledMmGeluAuxToFp8IsGeluToFp8WithItsSumAndAmax) {
   const at::Tensor amax = at::full({1}, 1e30f);
   const LinearGeluResult r = ScaledMmGeluAuxToFp8(a, b, sa, sb, bias, so, amax, false);
   EXPECT_FALSE(LastGemmEpilogueWasFused());
-  const at::Tensor pre = reference::ScaledMm(a, b, sa, sb, bias, at::kBFloat16, false);
+  const at::Tensor pre =
+      ScaledMm(a, b, sa, sb, bias, at::kBFloat16, false, TokenAxis::kNone, GemmPath::kReference);
   EXPECT_TRUE(r.pre.equal(pre));
   EXPECT_TRUE(r.act.view(at::kByte).equal(
-      reference::ScaledMmGeluToFp8(a, b, sa, sb, bias, so, false).view(at::kByte)));
+      ScaledMmGeluToFp8(a, b, sa, sb, bias, so, false, GemmPath::kReference).view(at::kByte)));
   EXPECT_EQ(amax.item<float>(), at::gelu(pre.to(at::kFloat), "tanh").abs().max().item<float>());
 }
 
@@ -394,7 +396,7 @@ TEST_F(GemmEpilogueCudaTest, MisalignedPointersFallBack) {
   ExpectMatchesFp32(r, Fp32PreActivation(x, w, b), "");
 }
 
-// The cached algorithm (gemm_epilogue.cc): T = 16000 fills a 1024-token bucket's entry, 16100
+// The cached algorithm (src/gemm_algo_cache.cc): T = 16000 fills a 1024-token bucket's entry, 16100
 // hits it (a different problem than the one the heuristic saw), 17000 is another bucket (a miss);
 // then 16000 again (a hit). Each result is checked on poisoned memory.
 TEST_F(GemmEpilogueCudaTest, AlgorithmCacheHitsAndMissesAreCorrect) {
@@ -456,8 +458,9 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmMatchesAtenScaledMm) {
     const at::Tensor scale_a = at::full({}, 0.5f, at::TensorOptions(gpu_));
     const at::Tensor scale_b = at::full({}, 0.25f, at::TensorOptions(gpu_));
     const at::Tensor bias = c.bias ? Randn({c.n}, c.out) : at::Tensor();
-    const at::Tensor want =
-        reference::ScaledMm(a, b, scale_a, scale_b, bias, c.out, c.fast).to(at::kFloat);
+    const at::Tensor want = ScaledMm(a, b, scale_a, scale_b, bias, c.out, c.fast, TokenAxis::kNone,
+                                     GemmPath::kReference)
+                                .to(at::kFloat);
     for (int call = 0; call < 2; ++call) {
       Poison();
       const at::Tensor got = ScaledMm(a, b, scale_a, scale_b, bias, c.out, c.fast);
@@ -482,8 +485,9 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmTokenAxisBucketsTheCache) {
     const std::string what = "forward T=" + std::to_string(t);
     const at::Tensor x = Randn({t, 768}, at::kFloat).to(at::kFloat8_e4m3fn);
     const at::Tensor bias = Randn({2304}, at::kBFloat16);
-    const at::Tensor want =
-        reference::ScaledMm(x, w.t(), scale_a, scale_b, bias, at::kBFloat16, true).to(at::kFloat);
+    const at::Tensor want = ScaledMm(x, w.t(), scale_a, scale_b, bias, at::kBFloat16, true,
+                                     TokenAxis::kNone, GemmPath::kReference)
+                                .to(at::kFloat);
     Poison();
     const at::Tensor got =
         ScaledMm(x, w.t(), scale_a, scale_b, bias, at::kBFloat16, true, TokenAxis::kM);
@@ -494,8 +498,8 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmTokenAxisBucketsTheCache) {
     const std::string what = "weight grad T=" + std::to_string(t);
     const at::Tensor dy_t = Randn({768, t}, at::kFloat).to(at::kFloat8_e5m2);
     const at::Tensor x_t = Randn({2304, t}, at::kFloat).to(at::kFloat8_e4m3fn);
-    const at::Tensor want =
-        reference::ScaledMm(dy_t, x_t.t(), scale_a, scale_b, at::Tensor(), at::kFloat, false);
+    const at::Tensor want = ScaledMm(dy_t, x_t.t(), scale_a, scale_b, at::Tensor(), at::kFloat,
+                                     false, TokenAxis::kNone, GemmPath::kReference);
     Poison();
     const at::Tensor got =
         ScaledMm(dy_t, x_t.t(), scale_a, scale_b, at::Tensor(), at::kFloat, false, TokenAxis::kK);
@@ -527,8 +531,11 @@ TEST_F(GemmEpilogueCudaTest, TrainingSizedGemmsLaunchNoMemset) {
   };
   const std::vector<at::Tensor> want = {
       Fp32PreActivation(x, w, b), dy.to(at::kFloat).t().mm(x.to(at::kFloat)),
-      reference::ScaledMm(x8, w8.t(), scale, scale, b, at::kBFloat16, true).to(at::kFloat),
-      reference::ScaledMm(dy8_t, x8_t.t(), scale, scale, at::Tensor(), at::kFloat, false)};
+      ScaledMm(x8, w8.t(), scale, scale, b, at::kBFloat16, true, TokenAxis::kNone,
+               GemmPath::kReference)
+          .to(at::kFloat),
+      ScaledMm(dy8_t, x8_t.t(), scale, scale, at::Tensor(), at::kFloat, false, TokenAxis::kNone,
+               GemmPath::kReference)};
   gemms();  // the algorithms are chosen outside the capture
 
   const c10::cuda::CUDAStreamGuard side(c10::cuda::getStreamFromPool());
@@ -571,7 +578,8 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmGeluMatchesScaledMmThenGelu) {
     const at::Tensor scale_a = at::full({}, 0.5f, at::TensorOptions(gpu_));
     const at::Tensor scale_b = at::full({}, 0.125f, at::TensorOptions(gpu_));
     const at::Tensor bias = Randn({3072}, out);
-    const LinearGeluResult want = reference::ScaledMmGelu(a, b, scale_a, scale_b, bias, out, true);
+    const LinearGeluResult want =
+        ScaledMmGelu(a, b, scale_a, scale_b, bias, out, true, GemmPath::kReference);
     for (int call = 0; call < 2; ++call) {
       Poison();
       const LinearGeluResult got = ScaledMmGelu(a, b, scale_a, scale_b, bias, out, true);
@@ -600,12 +608,13 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmGeluAuxToFp8MatchesTheReference) {
     const at::Tensor scale_b = at::full({}, 0.125f, at::TensorOptions(gpu_));
     const at::Tensor bias = Randn({3072}, bias_type);
     const at::Tensor want_amax = at::full({1}, 1e30f, at::TensorOptions(gpu_));
-    const LinearGeluResult sample = reference::ScaledMmGeluAuxToFp8(
-        a, b, scale_a, scale_b, bias, at::ones({}, at::TensorOptions(gpu_)), want_amax, true);
+    const LinearGeluResult sample =
+        ScaledMmGeluAuxToFp8(a, b, scale_a, scale_b, bias, at::ones({}, at::TensorOptions(gpu_)),
+                             want_amax, true, GemmPath::kReference);
     const float amax = want_amax.item<float>();
     const at::Tensor scale_out = at::full({}, 400.f / amax, at::TensorOptions(gpu_));
-    const LinearGeluResult want =
-        reference::ScaledMmGeluAuxToFp8(a, b, scale_a, scale_b, bias, scale_out, want_amax, true);
+    const LinearGeluResult want = ScaledMmGeluAuxToFp8(a, b, scale_a, scale_b, bias, scale_out,
+                                                       want_amax, true, GemmPath::kReference);
     EXPECT_EQ(want_amax.item<float>(), amax);
     const at::Tensor r = want.act.to(at::kFloat) / scale_out;
     for (int call = 0; call < 2; ++call) {
@@ -642,7 +651,7 @@ TEST_F(GemmEpilogueCudaTest, ScaledMmAccumulateAddsIntoTheTarget) {
     const at::Tensor scale_b = at::full({}, 0.125f, at::TensorOptions(gpu_));
     const at::Tensor start = Randn({m, 768}, at::kBFloat16, 8.0);
     const at::Tensor want =
-        reference::ScaledMmAccumulate(a, b, scale_a, scale_b, start.clone(), false);
+        ScaledMmAccumulate(a, b, scale_a, scale_b, start.clone(), false, GemmPath::kReference);
     const at::Tensor target = start.clone();
     Poison();
     const at::Tensor got = ScaledMmAccumulate(a, b, scale_a, scale_b, target, false);
@@ -677,7 +686,7 @@ TEST(GemmEpilogueTest, LinearBiasGeluIsLinearGelusActivation) {
   at::manual_seed(17);
   const at::Tensor x = at::randn({37, 24}), w = at::randn({40, 24}) * 0.2, b = at::randn({40});
   EXPECT_TRUE(LinearBiasGelu(x, w, b).equal(LinearGelu(x, w, b).act));
-  EXPECT_TRUE(reference::LinearBiasGelu(x, w, b).equal(LinearGelu(x, w, b).act));
+  EXPECT_TRUE(LinearBiasGelu(x, w, b, GemmPath::kReference).equal(LinearGelu(x, w, b).act));
   EXPECT_THROW(LinearBiasGelu(x, w, at::Tensor()), c10::Error);
 }
 

@@ -44,12 +44,12 @@
 
 extern char** environ;
 
-namespace padless::models {
+namespace padless::distributed {
 namespace {
 
-using testing::NoLossScaling;
-using testing::SyntheticCorpus;
-using testing::TinyConfig;
+using train::testing::NoLossScaling;
+using train::testing::SyntheticCorpus;
+using train::testing::TinyConfig;
 
 constexpr int kSteps = 4;
 constexpr int kAccum = 2;  // batches per rank per step
@@ -66,7 +66,7 @@ batching::PlannerOptions PackedPlan() {
 }
 
 // Both ranks' batches of the first epoch: ranks[r][batch].
-std::vector<std::vector<batching::BatchSpec>> RankPlans(const tokenize::TokenizedCorpus& data) {
+std::vector<std::vector<batching::BatchSpec>> RankPlans(const corpus::TokenizedCorpus& data) {
   absl::StatusOr<batching::EpochPlan> plan =
       batching::Planner(PackedPlan()).PlanEpoch(data.Lengths(), 0, /*world_size=*/2);
   EXPECT_TRUE(plan.ok()) << plan.status();
@@ -74,17 +74,17 @@ std::vector<std::vector<batching::BatchSpec>> RankPlans(const tokenize::Tokenize
   return plan->ranks;
 }
 
-std::vector<StepBatch> Collate(const tokenize::TokenizedCorpus& data,
+std::vector<train::StepBatch> Collate(const corpus::TokenizedCorpus& data,
                                const std::vector<const batching::BatchSpec*>& specs,
                                c10::Device device = at::kCPU) {
   batching::CollatorOptions collator_options;
   collator_options.pad_id = tokenize::kPadId;
   batching::Collator collator(collator_options);
-  std::vector<StepBatch> out;
+  std::vector<train::StepBatch> out;
   for (const batching::BatchSpec* spec : specs) {
     absl::StatusOr<batching::Batch> b = collator.Collate(data, *spec);
     EXPECT_TRUE(b.ok()) << b.status();
-    out.push_back(StepBatch{spec, b->To(device)});
+    out.push_back(train::StepBatch{spec, b->To(device)});
   }
   return out;
 }
@@ -94,12 +94,12 @@ struct Rig {
   Rig(uint64_t seed, std::shared_ptr<distributed::ProcessGroup> group, at::ScalarType comm,
       std::function<void(int64_t, at::Tensor&)> on_loss = nullptr, c10::Device device = at::kCPU) {
     at::manual_seed(seed);
-    model = EncoderClassifier(TinyConfig(0.0));
+    model = models::EncoderClassifier(TinyConfig(0.0));
     model->to(device);
     model->train();
-    params = ParametersForAdamW(model);
-    optimizer = std::make_unique<FusedAdamW>(params.params, params.decay, AdamWOptions{});
-    TrainStepOptions options;
+    params = train::ParametersForAdamW(model);
+    optimizer = std::make_unique<train::FusedAdamW>(params.params, params.decay, train::AdamWOptions{});
+    train::TrainStepOptions options;
     options.clip_norm = kClip;
     options.on_loss = std::move(on_loss);
     if (group != nullptr) {
@@ -111,18 +111,18 @@ struct Rig {
           std::make_unique<distributed::GradientReducer>(group, params.params, reducer_options);
       options.reducer = reducer.get();
     }
-    step = std::make_unique<TrainStep>(model, params.params, *optimizer, scaler, device,
+    step = std::make_unique<train::TrainStep>(model, params.params, *optimizer, scaler, device,
                                        std::move(options));
   }
-  EncoderClassifier model{nullptr};
-  AdamWParameters params;
-  std::unique_ptr<FusedAdamW> optimizer;
-  GradScaler scaler{NoLossScaling()};
+  models::EncoderClassifier model{nullptr};
+  train::AdamWParameters params;
+  std::unique_ptr<train::FusedAdamW> optimizer;
+  train::GradScaler scaler{NoLossScaling()};
   std::unique_ptr<distributed::GradientReducer> reducer;
-  std::unique_ptr<TrainStep> step;
+  std::unique_ptr<train::TrainStep> step;
 };
 
-at::Tensor Flat(EncoderClassifier& m) {
+at::Tensor Flat(models::EncoderClassifier& m) {
   std::vector<at::Tensor> flat;
   for (const at::Tensor& p : m->parameters()) flat.push_back(p.detach().cpu().reshape({-1}));
   return at::cat(flat);
@@ -180,7 +180,7 @@ TEST(DataParallelWorker, Run) {
     if (mode == "hang" && env->rank == 1 && s == 2) std::this_thread::sleep_for(std::chrono::hours(1));
     std::vector<const batching::BatchSpec*> specs;
     for (int a = 0; a < kAccum; ++a) specs.push_back(&plans[env->rank][s * kAccum + a]);
-    absl::StatusOr<StepResult> r = rig.step->Run(s, kLr, Collate(data, specs, device));
+    absl::StatusOr<train::StepResult> r = rig.step->Run(s, kLr, Collate(data, specs, device));
     if (!r.ok()) {
       std::ofstream(absl::StrCat(out, "/error.", env->rank)) << r.status().ToString();
       std::_Exit(1);
@@ -262,7 +262,7 @@ Reference SingleProcess(c10::Device device = at::kCPU) {
     for (int r = 0; r < 2; ++r) {
       for (int a = 0; a < kAccum; ++a) specs.push_back(&plans[r][s * kAccum + a]);
     }
-    absl::StatusOr<StepResult> step = rig.step->Run(s, kLr, Collate(data, specs, device));
+    absl::StatusOr<train::StepResult> step = rig.step->Run(s, kLr, Collate(data, specs, device));
     EXPECT_TRUE(step.ok()) << step.status();
     ref.losses.push_back(step->loss.item<double>());
   }
@@ -271,7 +271,7 @@ Reference SingleProcess(c10::Device device = at::kCPU) {
 }
 
 TEST(DataParallelTest, TwoRanksMatchOneProcessWithTheSameGlobalBatch) {
-  testing::TempDir dir;
+  train::testing::TempDir dir;
   const RankRun run = RunRanks(dir.str(), "fp32");
   ASSERT_EQ(run.exit_codes, (std::vector<int>{0, 0}));
   const Reference ref = SingleProcess();
@@ -294,7 +294,7 @@ TEST(DataParallelTest, TwoRanksMatchOneProcessWithTheSameGlobalBatch) {
 // The same on 2 GPUs over NCCL (skips without them): what the lead runs on nvidia-h200-x2.
 TEST(DataParallelTest, NcclOnTwoGpusMatchesOneGpu) {
   if (at::detail::getCUDAHooks().deviceCount() < 2) GTEST_SKIP() << "needs 2 CUDA devices";
-  testing::TempDir dir;
+  train::testing::TempDir dir;
   const RankRun run = RunRanks(dir.str(), "nccl");
   ASSERT_EQ(run.exit_codes, (std::vector<int>{0, 0}));
   const Reference ref = SingleProcess(c10::Device(c10::kCUDA, 0));
@@ -312,7 +312,7 @@ TEST(DataParallelTest, NcclOnTwoGpusMatchesOneGpu) {
 }
 
 TEST(DataParallelTest, Bf16CommunicationKeepsRanksBitwiseEqual) {
-  testing::TempDir dir;
+  train::testing::TempDir dir;
   const RankRun run = RunRanks(dir.str(), "bf16");
   ASSERT_EQ(run.exit_codes, (std::vector<int>{0, 0}));
   const Reference ref = SingleProcess();
@@ -324,7 +324,7 @@ TEST(DataParallelTest, Bf16CommunicationKeepsRanksBitwiseEqual) {
 }
 
 TEST(DataParallelTest, NanLossOnOneRankSkipsTheStepOnBoth) {
-  testing::TempDir dir;
+  train::testing::TempDir dir;
   const RankRun run = RunRanks(dir.str(), "nan");
   ASSERT_EQ(run.exit_codes, (std::vector<int>{0, 0}));
   for (int rank = 0; rank < 2; ++rank) {
@@ -337,7 +337,7 @@ TEST(DataParallelTest, NanLossOnOneRankSkipsTheStepOnBoth) {
 }
 
 TEST(DataParallelTest, ADeadRankFailsTheOtherCleanlyWithinTheTimeout) {
-  testing::TempDir dir;
+  train::testing::TempDir dir;
   const RankRun run = RunRanks(dir.str(), "die");
   EXPECT_EQ(run.exit_codes, (std::vector<int>{1, 3}));
   EXPECT_LT(run.seconds, 30) << "bounded by the 5 s timeout, not a hang";
@@ -351,7 +351,7 @@ TEST(DataParallelTest, ADeadRankFailsTheOtherCleanlyWithinTheTimeout) {
 // A rank that hangs (alive, never joining the all-reduce) makes the other fail within the group's
 // timeout (4 s here) with a peer-failure error, instead of waiting forever.
 TEST(DataParallelTest, AHungRankFailsTheOtherWithinTheTimeout) {
-  testing::TempDir dir;
+  train::testing::TempDir dir;
   const RankRun run = RunRanks(dir.str(), "hang");
   EXPECT_EQ(run.exit_codes, (std::vector<int>{1, 128 + SIGKILL}));
   EXPECT_LT(run.seconds, 30) << "bounded by the 4 s timeout, not a hang";
@@ -362,4 +362,4 @@ TEST(DataParallelTest, AHungRankFailsTheOtherWithinTheTimeout) {
 }
 
 }  // namespace
-}  // namespace padless::models
+}  // namespace padless::distributed

@@ -26,13 +26,13 @@ LaunchOptions Workers(int nproc) {
 }
 
 // What worker `rank`'s script wrote to <dir>/rank.<rank> (an error text when it wrote nothing).
-std::string WorkerFile(const models::testing::TempDir& dir, int rank) {
+std::string WorkerFile(const train::testing::TempDir& dir, int rank) {
   absl::StatusOr<std::string> text = base::ReadFile(dir.file(absl::StrCat("rank.", rank)));
   return text.ok() ? *text : text.status().ToString();
 }
 
 TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
-  models::testing::TempDir dir;
+  train::testing::TempDir dir;
   const std::string script = "echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR > " + dir.str() +
                              "/rank.$RANK; [ -n \"$MASTER_PORT\" ]";
   ASSERT_TRUE(LaunchLocalWorkers({"/bin/sh", "-c", script}, Workers(3)).ok());
@@ -44,7 +44,7 @@ TEST(LocalLauncherTest, EveryWorkerGetsTorchrunsEnvironment) {
 // Two "nodes" of two workers each on this machine, each node its own launcher, as two hosts
 // would run them: global ranks, node ranks and the same meeting point.
 TEST(LocalLauncherTest, TwoNodesGetTorchrunsMultiNodeEnvironment) {
-  models::testing::TempDir dir;
+  train::testing::TempDir dir;
   const std::string script =
       "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK "
       "$MASTER_ADDR $MASTER_PORT > " +

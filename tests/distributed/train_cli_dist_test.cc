@@ -19,8 +19,15 @@
 #include "absl/strings/str_cat.h"
 #include "cli_runner.h"
 
-namespace padless::cli::testing {
+namespace padless::distributed {
 namespace {
+
+// `padless` runs as a child process (tests/cli/cli_runner.h).
+using cli::testing::CliResult;
+using cli::testing::RunPadless;
+using cli::testing::ScratchDir;
+using cli::testing::ReadFile;
+using cli::testing::WriteFile;
 
 // 240 short labeled lines: label 1 iff the word "good" occurs.
 std::string SyntheticTsv() {
@@ -262,4 +269,4 @@ TEST(TrainCliDistTest, AKilledWorkerFailsTheJobAndResumeFinishesIt) {
 }
 
 }  // namespace
-}  // namespace padless::cli::testing
+}  // namespace padless::distributed

@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "cache_format.h"
 #include "fuzz_util.h"
-#include "padless/tokenize/corpus_cache.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/corpus_cache.h"
+#include "padless/corpus/tokenized_corpus.h"
 
-namespace padless::tokenize {
+namespace padless::corpus {
 namespace {
 
 constexpr uint64_t kFingerprint = 0x7061646c65737321ull;
@@ -70,10 +70,10 @@ void CheckCorpus(const TokenizedCorpus& c) {
 }
 
 }  // namespace
-}  // namespace padless::tokenize
+}  // namespace padless::corpus
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace padless::tokenize;  // NOLINT: a fuzz entry point
+  using namespace padless::corpus;  // NOLINT: a fuzz entry point
   using padless::fuzz::ReadWholeFile;
   if (size == 0) return 0;
   const uint8_t mode = data[0];

@@ -1,4 +1,4 @@
-// Fuzzes the TSV, CSV and JSONL corpus readers (tokenize::ParseCorpus) on arbitrary bytes with
+// Fuzzes the TSV, CSV and JSONL corpus readers (corpus::ParseCorpus) on arbitrary bytes with
 // options chosen from the input. Invariants: what comes out is valid UTF-8 with 1-based, rising
 // line numbers; the report's counts agree with the examples; every non-blank TSV/JSONL line is an
 // example, a bad row or the header; skipping bad rows changes nothing on input without them.
@@ -11,11 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "fuzz_util.h"
-#include "padless/tokenize/corpus_reader.h"
+#include "padless/corpus/corpus_reader.h"
 #include "padless/tokenize/utf8.h"
 
-namespace padless::tokenize {
+namespace padless::corpus {
 namespace {
+
+using tokenize::IsValidUtf8;
 
 bool SameExamples(const RawCorpus& a, const RawCorpus& b) {
   if (a.examples.size() != b.examples.size()) return false;
@@ -89,10 +91,10 @@ void CheckCorpus(const RawCorpus& c, absl::string_view content, const ReaderOpti
 }
 
 }  // namespace
-}  // namespace padless::tokenize
+}  // namespace padless::corpus
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace padless::tokenize;  // NOLINT: a fuzz entry point
+  using namespace padless::corpus;  // NOLINT: a fuzz entry point
   padless::fuzz::FuzzInput in(data, size);
   ReaderOptions o;
   const CorpusFormat formats[] = {CorpusFormat::kTsv, CorpusFormat::kCsv, CorpusFormat::kJsonl};

@@ -18,10 +18,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz_util.h"
+#include "padless/corpus/label_map.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
 #include "padless/model_files/model_io.h"
-#include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 
 namespace padless::models {
@@ -66,7 +66,7 @@ void CheckConfig(const std::string& json, const std::string& origin) {
 }
 
 void CheckLabels(const std::string& path) {
-  absl::StatusOr<tokenize::LabelMap> labels = tokenize::LabelMap::Load(path);
+  absl::StatusOr<corpus::LabelMap> labels = corpus::LabelMap::Load(path);
   if (!labels.ok()) {
     FUZZ_CHECK(absl::StrContains(labels.status().message(), path),
                std::string(labels.status().message()));
@@ -79,7 +79,7 @@ void CheckLabels(const std::string& path) {
   }
   const std::string copy = ScratchDir() + "/labels_copy.json";
   FUZZ_CHECK(labels->Save(copy).ok(), "label map save");
-  absl::StatusOr<tokenize::LabelMap> round = tokenize::LabelMap::Load(copy);
+  absl::StatusOr<corpus::LabelMap> round = corpus::LabelMap::Load(copy);
   FUZZ_CHECK(round.ok() && round->names() == labels->names(), "label map does not round-trip");
 }
 

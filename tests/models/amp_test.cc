@@ -64,9 +64,9 @@ struct Params {
 };
 
 TEST(GradScalerTest, ScalesLossAndUnscalesGradients) {
-  GradScalerOptions options;
+  train::GradScalerOptions options;
   options.init_scale = 1024.0;
-  GradScaler scaler(options);
+  train::GradScaler scaler(options);
   const at::Tensor loss = at::full({}, 2.0);
   EXPECT_DOUBLE_EQ(scaler.Scale(loss).item<double>(), 2048.0);
   Params p;
@@ -79,10 +79,10 @@ TEST(GradScalerTest, ScalesLossAndUnscalesGradients) {
 }
 
 TEST(GradScalerTest, InfSkipsStepAndHalvesScale) {
-  GradScalerOptions options;
+  train::GradScalerOptions options;
   options.init_scale = 65536.0;
   options.growth_interval = 3;
-  GradScaler scaler(options);
+  train::GradScaler scaler(options);
   scaler.Scale(at::ones({}));
   Params p;
   p.SetGrads(1.0);
@@ -101,10 +101,10 @@ TEST(GradScalerTest, InfSkipsStepAndHalvesScale) {
 }
 
 TEST(GradScalerTest, GrowsAfterInterval) {
-  GradScalerOptions options;
+  train::GradScalerOptions options;
   options.init_scale = 8.0;
   options.growth_interval = 3;
-  GradScaler scaler(options);
+  train::GradScaler scaler(options);
   scaler.Scale(at::ones({}));
   Params p;
   int steps = 0;
@@ -120,17 +120,17 @@ TEST(GradScalerTest, GrowsAfterInterval) {
   EXPECT_DOUBLE_EQ(scaler.scale(), 16.0);
   EXPECT_EQ(steps, 3);
   // The state round-trips through a checkpoint.
-  GradScalerOptions restored_options;
+  train::GradScalerOptions restored_options;
   restored_options.growth_interval = 3;
-  GradScaler restored(restored_options);
+  train::GradScaler restored(restored_options);
   restored.load_state(scaler.state());
   EXPECT_DOUBLE_EQ(restored.scale(), 16.0);
 }
 
 TEST(GradScalerTest, DisabledIsIdentity) {
-  GradScalerOptions options;
+  train::GradScalerOptions options;
   options.enabled = false;
-  GradScaler scaler(options);
+  train::GradScaler scaler(options);
   const at::Tensor loss = at::full({}, 3.0);
   EXPECT_TRUE(at::equal(scaler.Scale(loss), loss));
   Params p;

@@ -52,8 +52,8 @@ Fp8ScalingOptions History(int64_t history) {
   return options;
 }
 
-GradScalerOptions NoLossScaling() {
-  GradScalerOptions options;
+train::GradScalerOptions NoLossScaling() {
+  train::GradScalerOptions options;
   options.enabled = false;
   return options;
 }
@@ -355,17 +355,17 @@ struct Fp8Rig {
     model->train();
     ChangeRuntime(model,
                   [](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
-    params = ParametersForAdamW(model);
-    optimizer = std::make_unique<FusedAdamW>(params.params, params.decay, AdamWOptions{});
-    TrainStepOptions options;
+    params = train::ParametersForAdamW(model);
+    optimizer = std::make_unique<train::FusedAdamW>(params.params, params.decay, train::AdamWOptions{});
+    train::TrainStepOptions options;
     options.amp = AmpMode::kFp8;
-    step = std::make_unique<TrainStep>(model, params.params, *optimizer, scaler, device, options);
+    step = std::make_unique<train::TrainStep>(model, params.params, *optimizer, scaler, device, options);
   }
   EncoderClassifier model;
-  AdamWParameters params;
-  std::unique_ptr<FusedAdamW> optimizer;
-  GradScaler scaler{NoLossScaling()};
-  std::unique_ptr<TrainStep> step;
+  train::AdamWParameters params;
+  std::unique_ptr<train::FusedAdamW> optimizer;
+  train::GradScaler scaler{NoLossScaling()};
+  std::unique_ptr<train::TrainStep> step;
 };
 
 TEST(Fp8TrainStepTest, InstallsTheScalesAdvancesThemAndLearns) {
@@ -377,7 +377,7 @@ TEST(Fp8TrainStepTest, InstallsTheScalesAdvancesThemAndLearns) {
   const batching::Batch b = MakeVarlen(RandomSequences(8, 12, 3, 30, 100, 2));
   std::vector<float> losses;
   for (int64_t i = 0; i < 30; ++i) {
-    absl::StatusOr<StepResult> r = rig.step->Run(i, 3e-3, {StepBatch{nullptr, b}});
+    absl::StatusOr<train::StepResult> r = rig.step->Run(i, 3e-3, {train::StepBatch{nullptr, b}});
     ASSERT_TRUE(r.ok()) << r.status();
     losses.push_back(r->loss.item<float>());
     if (i == 0) {
@@ -539,7 +539,7 @@ TEST(Fp8TrainStepGpuTest, LearnsOnTheGpu) {
   const batching::Batch b = ToDevice(MakeVarlen(RandomSequences(9, 12, 3, 30, 100, 2)), gpu);
   std::vector<float> losses;
   for (int64_t i = 0; i < 30; ++i) {
-    absl::StatusOr<StepResult> r = rig.step->Run(i, 3e-3, {StepBatch{nullptr, b}});
+    absl::StatusOr<train::StepResult> r = rig.step->Run(i, 3e-3, {train::StepBatch{nullptr, b}});
     ASSERT_TRUE(r.ok()) << r.status();
     losses.push_back(r->loss.item<float>());
   }

@@ -90,11 +90,11 @@ TEST_F(PruneJobTest, TwoRoundsReachTheSharesAndTheModelServes) {
   EXPECT_NE(Slurp(options_.out + "/rounds/round-2-importance.svg").find("</svg>"),
             std::string::npos);
 
-  absl::StatusOr<models::LoadedModel> round1 =
-      models::LoadModelDir(options_.out + "/rounds/round-1", c10::Device(c10::kCPU));
+  absl::StatusOr<model_files::LoadedModel> round1 =
+      model_files::LoadModelDir(options_.out + "/rounds/round-1", c10::Device(c10::kCPU));
   ASSERT_TRUE(round1.ok()) << round1.status();
-  absl::StatusOr<models::LoadedModel> last =
-      models::LoadModelDir(options_.out, c10::Device(c10::kCPU));
+  absl::StatusOr<model_files::LoadedModel> last =
+      model_files::LoadModelDir(options_.out, c10::Device(c10::kCPU));
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_TRUE(last->config.pruned());
   int64_t heads = 0;
@@ -122,7 +122,7 @@ TEST_F(PruneJobTest, PruneOnlyWritesTheFinalModelWithoutFineTuning) {
   EXPECT_FALSE(result->rounds[1].dev_accuracy_tuned.has_value());
   EXPECT_EQ(result->rounds[1].heads_left, 6);
   EXPECT_EQ(result->rounds[1].ffn_left, 128);
-  EXPECT_TRUE(models::LoadModelDir(options_.out, c10::Device(c10::kCPU)).ok());
+  EXPECT_TRUE(model_files::LoadModelDir(options_.out, c10::Device(c10::kCPU)).ok());
 }
 
 TEST_F(PruneJobTest, PrunedModelTrainsStopsAndResumes) {
@@ -130,7 +130,7 @@ TEST_F(PruneJobTest, PrunedModelTrainsStopsAndResumes) {
   options_.ffn = 0.5;
   options_.fine_tune = false;
   ASSERT_TRUE(RunPruneJob(options_).ok());
-  models::TrainJobOptions t;
+  train::TrainJobOptions t;
   t.data = options_.data;
   t.dev = options_.dev;
   t.init_from = options_.out;
@@ -141,17 +141,17 @@ TEST_F(PruneJobTest, PrunedModelTrainsStopsAndResumes) {
   t.device = c10::Device(c10::kCPU);
   t.epochs = 2;
   t.train.checkpoint_every(2).stop_after(3);
-  absl::StatusOr<models::TrainJobResult> first = models::RunTrainJob(t);
+  absl::StatusOr<train::TrainJobResult> first = train::RunTrainJob(t);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(first->train.steps, 3);
   t.train.stop_after(0).resume(true);
-  absl::StatusOr<models::TrainJobResult> resumed = models::RunTrainJob(t);
+  absl::StatusOr<train::TrainJobResult> resumed = train::RunTrainJob(t);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_GT(resumed->train.steps, 3);
-  absl::StatusOr<models::LoadedModel> back = models::LoadModelDir(t.out, c10::Device(c10::kCPU));
+  absl::StatusOr<model_files::LoadedModel> back = model_files::LoadModelDir(t.out, c10::Device(c10::kCPU));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->config.pruned_heads(),
-            models::LoadModelDir(options_.out, c10::Device(c10::kCPU))->config.pruned_heads());
+            model_files::LoadModelDir(options_.out, c10::Device(c10::kCPU))->config.pruned_heads());
 }
 
 TEST_F(PruneJobTest, BadOptionsAreErrorsBeforeAnyFile) {

@@ -164,9 +164,9 @@ TEST(StructuredPruneTest, PrunedModelDirSavesLoadsAndPredictsTheSame) {
   model->eval();
   absl::StatusOr<EncoderClassifier> pruned = PruneModel(model, UnevenPlan());
   ASSERT_TRUE(pruned.ok()) << pruned.status();
-  const tokenize::LabelMap labels = *tokenize::LabelMap::FromNames({"neg", "neutral", "pos"});
-  ASSERT_TRUE(models::SaveModelDir(dir, *pruned, tokenizer, labels).ok());
-  absl::StatusOr<models::LoadedModel> loaded = models::LoadModelDir(dir, c10::Device(c10::kCPU));
+  const corpus::LabelMap labels = *corpus::LabelMap::FromNames({"neg", "neutral", "pos"});
+  ASSERT_TRUE(model_files::SaveModelDir(dir, *pruned, tokenizer, labels).ok());
+  absl::StatusOr<model_files::LoadedModel> loaded = model_files::LoadModelDir(dir, c10::Device(c10::kCPU));
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->config.pruned_heads(), (*pruned)->config().pruned_heads());
   EXPECT_EQ(loaded->config.layer_ffn(), (std::vector<int64_t>{32, 39}));

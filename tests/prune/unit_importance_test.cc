@@ -99,12 +99,12 @@ TEST(UnitImportanceTest, NoGradientScoresZero) {
 }
 
 // A labelled corpus of `n` short texts in the small tokenizer's vocabulary.
-tokenize::TokenizedCorpus SmallCorpus(const tokenize::Tokenizer& tokenizer, int n) {
-  tokenize::RawCorpus raw;
+corpus::TokenizedCorpus SmallCorpus(const tokenize::Tokenizer& tokenizer, int n) {
+  corpus::RawCorpus raw;
   raw.source = "memory";
   const char* labels[] = {"neg", "neutral", "pos"};
   for (int i = 0; i < n; ++i) {
-    tokenize::Example e;
+    corpus::Example e;
     e.text = serve::testing::Words(2 + i % 9, i);
     e.label = labels[i % 3];
     e.line = i + 1;
@@ -112,18 +112,18 @@ tokenize::TokenizedCorpus SmallCorpus(const tokenize::Tokenizer& tokenizer, int 
   }
   tokenize::EncodeOptions encode;
   encode.max_length = 24;
-  return *models::EncodeWithLabels(
-      tokenizer, raw, *tokenize::LabelMap::FromNames({"neg", "neutral", "pos"}), encode, 1);
+  return *train::EncodeWithLabels(
+      tokenizer, raw, *corpus::LabelMap::FromNames({"neg", "neutral", "pos"}), encode, 1);
 }
 
 TEST(UnitImportanceTest, ScoringAveragesBatchesAndLeavesTheModelAsItWas) {
   const tokenize::Tokenizer tokenizer = serve::testing::SmallTokenizer();
-  const tokenize::TokenizedCorpus corpus = SmallCorpus(tokenizer, 40);
+  const corpus::TokenizedCorpus corpus = SmallCorpus(tokenizer, 40);
   at::manual_seed(9);
   EncoderClassifier model(SmallEncoder().vocab_size(tokenizer.vocab_size()).dropout(0.3));
   model->train();
   const at::Tensor before = model->LayerWeights()[1][models::kOutWeight].clone();
-  batching::PlannerOptions plan = *models::BatchingPlan("varlen", {24, 8, 64, 1});
+  batching::PlannerOptions plan = *train::BatchingPlan("varlen", {24, 8, 64, 1});
   absl::StatusOr<UnitImportance> u =
       ScoreUnitImportance(model, corpus, plan, c10::Device(c10::kCPU), models::AmpMode::kOff,
                           tokenizer.special_ids().pad);
@@ -152,8 +152,8 @@ TEST(UnitImportanceTest, ScoringAveragesBatchesAndLeavesTheModelAsItWas) {
 TEST(UnitImportanceTest, EmptyCorpusIsAnError) {
   const tokenize::Tokenizer tokenizer = serve::testing::SmallTokenizer();
   EncoderClassifier model(SmallEncoder().vocab_size(tokenizer.vocab_size()));
-  const tokenize::TokenizedCorpus empty;
-  batching::PlannerOptions plan = *models::BatchingPlan("varlen", {24, 8, 64, 1});
+  const corpus::TokenizedCorpus empty;
+  batching::PlannerOptions plan = *train::BatchingPlan("varlen", {24, 8, 64, 1});
   EXPECT_FALSE(
       ScoreUnitImportance(model, empty, plan, c10::Device(c10::kCPU), models::AmpMode::kOff, 0)
           .ok());

@@ -31,7 +31,7 @@ using testing::Words;
 
 // The model's answer for one request, computed apart from the engine: each sequence alone, through
 // the generic (unfused) layers with autograd off, windows averaged.
-Classification Reference(models::LoadedModel& m, const ClassifyRequest& r, const EngineOptions& o) {
+Classification Reference(model_files::LoadedModel& m, const ClassifyRequest& r, const EngineOptions& o) {
   tokenize::EncodeOptions encode;
   encode.max_length = o.max_len;
   std::vector<tokenize::Encoding> sequences;
@@ -154,8 +154,8 @@ class InferenceEngineTest : public ::testing::Test {
     EXPECT_TRUE(e.ok()) << e.status();
     return e.ok() ? std::move(*e) : nullptr;
   }
-  static models::LoadedModel ReferenceModel() {
-    models::LoadedModel m = *models::LoadModelDir(*dir_, at::kCPU);
+  static model_files::LoadedModel ReferenceModel() {
+    model_files::LoadedModel m = *model_files::LoadModelDir(*dir_, at::kCPU);
     models::ModelRuntime runtime;
     runtime.fused_layers = false;
     m.model->set_runtime(runtime);
@@ -183,7 +183,7 @@ TEST_P(ConcurrentTest, EachSubmitterGetsItsOwnResults) {
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
   const std::vector<ClassifyRequest> pool = MixedRequests(36);
-  models::LoadedModel m = ReferenceModel();
+  model_files::LoadedModel m = ReferenceModel();
   std::vector<Classification> reference;
   for (const ClassifyRequest& r : pool) reference.push_back(Reference(m, r, engine->options()));
 
@@ -436,9 +436,9 @@ TEST_F(InferenceEngineTest, Fp8WeightsBatchLikeOneAtATimeAndStayCloseToFp32) {
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
   // amp fp8 computes in bf16 (the autocast dtype) around the FP8 GEMMs, here as in the engine.
-  models::LoadedModel fp8_model = *models::LoadModelDir(*dir_, at::kCPU);
+  model_files::LoadedModel fp8_model = *model_files::LoadModelDir(*dir_, at::kCPU);
   fp8_model.model->PrepareInference(at::kBFloat16, /*fp8_weights=*/true);
-  models::LoadedModel fp32_model = ReferenceModel();
+  model_files::LoadedModel fp32_model = ReferenceModel();
   const std::vector<ClassifyRequest> pool = MixedRequests(24);
   absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got = engine->Classify(pool);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -467,7 +467,7 @@ TEST_F(InferenceEngineTest, Int8WeightsStayCloseToFp32) {
   options.max_batch_tokens = 96;
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
-  models::LoadedModel fp32_model = ReferenceModel();
+  model_files::LoadedModel fp32_model = ReferenceModel();
   const std::vector<ClassifyRequest> pool = MixedRequests(24);
   absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got = engine->Classify(pool);
   ASSERT_TRUE(got.ok()) << got.status();
@@ -488,7 +488,7 @@ TEST_F(InferenceEngineTest, Int8WeightsStayCloseToFp32) {
 }
 
 TEST_F(InferenceEngineTest, Fp8NeedsAPostLnModel) {
-  models::LoadedModel m = *models::LoadModelDir(*dir_, at::kCPU);
+  model_files::LoadedModel m = *model_files::LoadModelDir(*dir_, at::kCPU);
   m.config = testing::SmallConfig(m.config.vocab_size(), 3).pre_ln(true);
   m.model = models::EncoderClassifier(m.config);
   EngineOptions options;

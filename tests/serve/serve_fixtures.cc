@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "padless/corpus/label_map.h"
 #include "padless/model_files/model_io.h"
-#include "padless/tokenize/label_map.h"
 
 namespace padless::serve::testing {
 namespace {
@@ -58,8 +58,8 @@ std::string WriteSmallModelDir(const std::string& name, uint64_t seed) {
   tokenize::Tokenizer tokenizer = SmallTokenizer();
   at::manual_seed(seed);
   models::EncoderClassifier model(SmallConfig(tokenizer.vocab_size(), 3));
-  const tokenize::LabelMap labels = *tokenize::LabelMap::FromNames({"neg", "neutral", "pos"});
-  const absl::Status s = models::SaveModelDir(dir, model, tokenizer, labels);
+  const corpus::LabelMap labels = *corpus::LabelMap::FromNames({"neg", "neutral", "pos"});
+  const absl::Status s = model_files::SaveModelDir(dir, model, tokenizer, labels);
   EXPECT_TRUE(s.ok()) << s;
   return dir;
 }

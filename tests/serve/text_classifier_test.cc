@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "padless/corpus/label_map.h"
 #include "padless/model_files/model_io.h"
-#include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 #include "serve_fixtures.h"
 
@@ -25,12 +25,12 @@ namespace padless::serve {
 namespace {
 
 using models::EncoderClassifier;
-using models::kLegacyWeightsFile;
-using models::kWeightsFile;
-using models::LoadedModel;
-using models::LoadModelDir;
-using models::LoadWeights;
-using models::SaveModelDir;
+using model_files::kLegacyWeightsFile;
+using model_files::kWeightsFile;
+using model_files::LoadedModel;
+using model_files::LoadModelDir;
+using model_files::LoadWeights;
+using model_files::SaveModelDir;
 using testing::ScratchDir;
 using testing::SmallTokenizer;
 
@@ -45,12 +45,12 @@ class InferenceTest : public ::testing::Test {
     tokenize::Tokenizer tokenizer = SmallTokenizer();
     at::manual_seed(3);
     model_ = EncoderClassifier(Config(tokenizer.vocab_size(), 3));
-    labels_ = *tokenize::LabelMap::FromNames({"neg", "neutral", "pos"});
+    labels_ = *corpus::LabelMap::FromNames({"neg", "neutral", "pos"});
     ASSERT_TRUE(SaveModelDir(dir_, model_, tokenizer, labels_).ok());
   }
   std::string dir_;
   EncoderClassifier model_{nullptr};
-  tokenize::LabelMap labels_;
+  corpus::LabelMap labels_;
 };
 
 TEST_F(InferenceTest, ModelDirectoryRoundTrips) {

@@ -8,14 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "padless/tokenize/corpus_cache.h"
-#include "padless/tokenize/corpus_reader.h"
+#include "padless/corpus/corpus_cache.h"
+#include "padless/corpus/corpus_reader.h"
 #include "spm_reference.h"
 #include "trained_model.h"
 
 namespace padless::tokenize {
 namespace {
 
+using corpus::CacheFingerprint;
+using corpus::DescribeOptions;
+using corpus::RawCorpus;
+using corpus::ReadCorpus;
 using testing::BotchanTokenizer;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;

@@ -1,4 +1,4 @@
-// Pieces shared by the FP8 ops (fp8_quantize.cc, fp8_rowwise.cc, fp8_static.cc, gemm_epilogue.cc):
+// Pieces shared by the FP8 ops (fp8_quantize.cc, fp8_rowwise.cc, fp8_static.cc, scaled_mm.cc):
 // the FFN activations as ATen ops, the saturating cast of the reference paths, and the checks of a
 // GEMM's two Fp8Rows operands.
 #ifndef PADLESS_CUDA_SRC_FP8_REFERENCE_H_

@@ -119,6 +119,26 @@ TEST(ServerMetricsTest, RendersEveryFamily) {
   }
 }
 
+// The names come from base/enum_names.h tables; they are what flags, log lines, TEI clients and
+// the metrics' labels read, so they must not change.
+TEST(NameTablesTest, LogLevelsAndErrorTypesKeepTheirNames) {
+  EXPECT_EQ(LogLevelName(LogLevel::kError), "error");
+  EXPECT_EQ(LogLevelName(LogLevel::kWarn), "warn");
+  EXPECT_EQ(LogLevelName(LogLevel::kInfo), "info");
+  EXPECT_EQ(LogLevelName(LogLevel::kDebug), "debug");
+  for (LogLevel level : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
+    EXPECT_EQ(*ParseLogLevel(LogLevelName(level)), level);
+  }
+  EXPECT_EQ(ParseLogLevel("verbose").status().message(),
+            "unknown log level 'verbose' (expected error, warn, info or debug)");
+  EXPECT_EQ(ErrorTypeName(ErrorType::kValidation), "Validation");
+  EXPECT_EQ(ErrorTypeName(ErrorType::kTokenizer), "Tokenizer");
+  EXPECT_EQ(ErrorTypeName(ErrorType::kEmpty), "Empty");
+  EXPECT_EQ(ErrorTypeName(ErrorType::kOverloaded), "Overloaded");
+  EXPECT_EQ(ErrorTypeName(ErrorType::kBackend), "Backend");
+  EXPECT_EQ(ErrorTypeName(ErrorType::kUnhealthy), "Unhealthy");
+}
+
 TEST(ServerLogTest, LevelsFilterAndLinesAreWhole) {
   EXPECT_EQ(*ParseLogLevel("debug"), LogLevel::kDebug);
   EXPECT_FALSE(ParseLogLevel("verbose").ok());

@@ -1,12 +1,19 @@
-// The one way padless writes a file: checkpoints, model files, reports (CSV, SVG, Markdown) and
-// caches all go through AtomicFileWriter, so that a crash, a kill or a full disk never leaves a
+// The one way padless writes a whole file: checkpoints, model files, reports (CSV, SVG, Markdown)
+// and caches all go through AtomicFileWriter, so that a crash, a kill or a full disk never leaves a
 // half-written file where a reader would trust it, and a file that was written survives a power
-// loss. POSIX calls only (no std::filesystem: libtorch.so exports its own copy of it, and calls
-// that bind to it can crash).
+// loss. (The one file that grows while a run goes on, train_log.csv, is appended to through
+// append_file_writer.h instead.) POSIX calls only (no std::filesystem: libtorch.so exports its own
+// copy of it, and calls that bind to it can crash).
+//
+// Durability: Commit() fsyncs the file before the rename and its directory after it (the rename is
+// a change of the directory, which a power loss would otherwise undo); base::MakeDirectories syncs
+// the parent of each directory it creates.
 //
 // Error codes: UnavailableError when the temporary file cannot be created or renamed into place
-// (a missing directory, no permission); DataLossError when a write, fsync or close fails (e.g. a
-// full disk). Every message names the path, the temporary file and the errno text.
+// (a missing directory, no permission), or the directory cannot be opened to sync it;
+// DataLossError when a write, an fsync (of the file or of its directory) or close fails (e.g. a
+// full disk). Every message names the path, the temporary file (the directory, for its sync) and
+// the errno text.
 //
 // Test hook for fault tests of checkpointing. Off unless the environment variable
 // PADLESS_FAULT_INJECT is set; it is read here only, once per process. Comma-separated entries:
@@ -34,8 +41,11 @@
 namespace padless::base {
 
 // Writes a file atomically: the bytes go to `<path>.tmp.<pid>`, which is fsync'ed and renamed over
-// `path` by Commit(). On any failure, or when Commit() is never called, the temporary file is
-// removed and `path` keeps its earlier content. Errors name the path and the errno text.
+// `path` by Commit(), which then fsyncs the directory. On any failure before the rename, or when
+// Commit() is never called, the temporary file is removed and `path` keeps its earlier content.
+// When only the directory's fsync fails, `path` already holds the whole new content (Commit()
+// returns the error: a power loss may still bring back the old one). `path` never holds part of a
+// file. Errors name the path and the errno text.
 class AtomicFileWriter {
  public:
   // `is_checkpoint` marks trainer checkpoints, which the fault injection above counts.

@@ -10,8 +10,8 @@
 #include "absl/types/span.h"
 #include "padless/batching/batch.h"
 #include "padless/batching/batch_spec.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/tokenize/special_tokens.h"
-#include "padless/tokenize/tokenized_corpus.h"
 #include "padless/tokenize/tokenizer.h"
 
 namespace padless::batching {
@@ -36,8 +36,7 @@ class Collator {
   // Builds the tensors of `spec` (layout in batch.h). Fails with a status naming the batch row
   // and example when the spec does not fit the corpus (index or window out of range, a row longer
   // than spec.length).
-  absl::StatusOr<Batch> Collate(const tokenize::TokenizedCorpus& corpus,
-                                const BatchSpec& spec) const;
+  absl::StatusOr<Batch> Collate(const corpus::TokenizedCorpus& corpus, const BatchSpec& spec) const;
 
   // Encoded sequences as one kVarlen batch, each whole and in order (labels 0): the serving
   // engine's batches. Token types only when `with_types` (a model that uses them, with a pair in

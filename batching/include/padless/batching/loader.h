@@ -18,7 +18,7 @@
 #include "padless/batching/batch.h"
 #include "padless/batching/batch_spec.h"
 #include "padless/batching/collator.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/tokenized_corpus.h"
 
 namespace padless::batching {
 
@@ -37,7 +37,7 @@ struct LoaderOptions {
 class Loader {
  public:
   // `corpus` must outlive the loader. Batches come out in the order of `plan`.
-  static absl::StatusOr<std::unique_ptr<Loader>> Create(const tokenize::TokenizedCorpus* corpus,
+  static absl::StatusOr<std::unique_ptr<Loader>> Create(const corpus::TokenizedCorpus* corpus,
                                                         std::vector<BatchSpec> plan,
                                                         LoaderOptions options);
   ~Loader();  // stops and joins the workers, also mid-epoch

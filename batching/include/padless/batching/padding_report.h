@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/tokenized_corpus.h"
 
 namespace padless::batching {
 
@@ -41,7 +41,7 @@ struct StrategyRow {
 
 // Plans epoch 0 with every strategy and collates all its batches. Errors name the strategy.
 absl::StatusOr<std::vector<StrategyRow>> ComparePaddingStrategies(
-    const tokenize::TokenizedCorpus& corpus, const std::vector<NamedStrategy>& strategies);
+    const corpus::TokenizedCorpus& corpus, const std::vector<NamedStrategy>& strategies);
 
 // The columns: strategy,padding_efficiency,batches,distinct_shapes,tokens_per_batch_p50,
 // tokens_per_batch_p99,plan_ms,collate_ms.

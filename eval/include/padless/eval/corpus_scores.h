@@ -11,11 +11,11 @@
 
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
-#include "padless/tokenize/tokenized_corpus.h"
 
-namespace padless::models {
+namespace padless::eval {
 
 // Class probabilities of every example of `corpus` (examples split into windows by the planner
 // are averaged), plus the summed cross-entropy against the corpus labels. Does not change the
@@ -28,12 +28,12 @@ struct CorpusScores {
   int64_t real_tokens = 0;
   int64_t token_slots = 0;
 };
-absl::StatusOr<CorpusScores> ScoreCorpus(EncoderClassifier& model,
-                                         const tokenize::TokenizedCorpus& corpus,
+absl::StatusOr<CorpusScores> ScoreCorpus(models::EncoderClassifier& model,
+                                         const corpus::TokenizedCorpus& corpus,
                                          const batching::PlannerOptions& plan,
-                                         const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                         const c10::Device& device, models::AmpMode amp, int64_t pad_id,
                                          int workers = 1);
 
-}  // namespace padless::models
+}  // namespace padless::eval
 
 #endif  // PADLESS_EVAL_CORPUS_SCORES_H_

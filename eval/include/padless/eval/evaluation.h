@@ -11,13 +11,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
 #include "padless/eval/metrics.h"
-#include "padless/tokenize/tokenized_corpus.h"
 
-namespace padless::models {
+namespace padless::eval {
 
 struct EvalResult {
   ClassificationMetrics metrics;
@@ -30,22 +30,22 @@ struct EvalResult {
 
 // Predictions and metrics of `model` on `data` (eval mode, no grad). Examples split into several
 // windows (planner OverLong::kSplit) are classified by averaging their windows' probabilities.
-absl::StatusOr<EvalResult> Evaluate(EncoderClassifier& model, const tokenize::TokenizedCorpus& data,
+absl::StatusOr<EvalResult> Evaluate(models::EncoderClassifier& model, const corpus::TokenizedCorpus& data,
                                     const batching::PlannerOptions& plan, const c10::Device& device,
-                                    AmpMode amp, int64_t pad_id);
+                                    models::AmpMode amp, int64_t pad_id);
 
 // The EvalResult of `scores` (ScoreCorpus on `data`, corpus_scores.h): predictions, metrics against
 // `data`'s labels, the mean loss. Evaluate's second half; EvaluateSharded's too.
 struct CorpusScores;
-EvalResult EvalResultFromScores(const tokenize::TokenizedCorpus& data, CorpusScores scores,
+EvalResult EvalResultFromScores(const corpus::TokenizedCorpus& data, CorpusScores scores,
                                 int64_t classes);
 
 // OK when `corpus` has examples and every label and token id is in range for `config`;
 // otherwise InvalidArgument, naming the corpus (`name`, e.g. "training data") and the first
 // offending example or token.
-absl::Status CheckCorpus(const tokenize::TokenizedCorpus& corpus, const EncoderConfig& config,
+absl::Status CheckCorpus(const corpus::TokenizedCorpus& corpus, const models::EncoderConfig& config,
                          const char* name);
 
-}  // namespace padless::models
+}  // namespace padless::eval
 
 #endif  // PADLESS_EVAL_EVALUATION_H_

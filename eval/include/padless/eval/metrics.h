@@ -8,7 +8,7 @@
 
 #include "absl/types/span.h"
 
-namespace padless::models {
+namespace padless::eval {
 
 struct ClassificationMetrics {
   int64_t examples = 0;
@@ -23,6 +23,6 @@ struct ClassificationMetrics {
 ClassificationMetrics ComputeMetrics(absl::Span<const int64_t> gold,
                                      absl::Span<const int64_t> predicted, int64_t num_labels);
 
-}  // namespace padless::models
+}  // namespace padless::eval
 
 #endif  // PADLESS_EVAL_METRICS_H_

@@ -12,20 +12,20 @@
 #include "padless/distributed/data_parallel.h"
 #include "padless/eval/evaluation.h"
 
-namespace padless::models {
+namespace padless::eval {
 
-absl::StatusOr<EvalResult> EvaluateSharded(EncoderClassifier& model,
-                                           const tokenize::TokenizedCorpus& data,
+absl::StatusOr<EvalResult> EvaluateSharded(models::EncoderClassifier& model,
+                                           const corpus::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           const c10::Device& device, models::AmpMode amp, int64_t pad_id,
                                            distributed::ProcessGroup& group);
 
-absl::StatusOr<EvalResult> EvaluateOnRanks(EncoderClassifier& model,
-                                           const tokenize::TokenizedCorpus& data,
+absl::StatusOr<EvalResult> EvaluateOnRanks(models::EncoderClassifier& model,
+                                           const corpus::TokenizedCorpus& data,
                                            const batching::PlannerOptions& plan,
-                                           const c10::Device& device, AmpMode amp, int64_t pad_id,
+                                           const c10::Device& device, models::AmpMode amp, int64_t pad_id,
                                            const distributed::DataParallel& dp);
 
-}  // namespace padless::models
+}  // namespace padless::eval
 
 #endif  // PADLESS_EVAL_SHARDED_EVALUATION_H_

@@ -16,13 +16,13 @@
 #include "absl/status/statusor.h"
 #include "padless/models/encoder_config.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 enum class HfFamily { kBert, kRoberta, kXlmRoberta, kDistilBert };
 
 struct HfConfig {
   HfFamily family = HfFamily::kBert;
-  EncoderConfig encoder;            // num_labels from id2label / num_labels (2 when absent)
+  models::EncoderConfig encoder;            // num_labels from id2label / num_labels (2 when absent)
   std::vector<std::string> labels;  // id2label in id order; empty when the config has none
   int64_t pad_token_id = 0;
 };
@@ -35,13 +35,13 @@ absl::StatusOr<HfConfig> ParseHfConfig(const std::string& json, const std::strin
 // config.json for `config` as family's *ForSequenceClassification, with id2label/label2id from
 // `labels` (config.num_labels() of them). Errors name the EncoderConfig field that Hugging Face
 // cannot represent (pre_ln, pooling, classifier_hidden, layer_ffn when the widths differ).
-absl::StatusOr<std::string> HfConfigJson(const EncoderConfig& config,
+absl::StatusOr<std::string> HfConfigJson(const models::EncoderConfig& config,
                                          const std::vector<std::string>& labels);
 
 // The family padless exports a config as: position_offset > 0 -> RoBERTa, type_vocab_size 0 ->
 // DistilBERT, else BERT.
-HfFamily ExportFamily(const EncoderConfig& config);
+HfFamily ExportFamily(const models::EncoderConfig& config);
 
-}  // namespace padless::models
+}  // namespace padless::model_files
 
 #endif  // PADLESS_MODEL_FILES_HF_CONFIG_H_

@@ -19,7 +19,7 @@
 #include "padless/models/encoder.h"
 #include "padless/model_files/hf_config.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 inline constexpr char kHfWeightsFile[] = "model.safetensors";
 inline constexpr char kHfWeightsIndexFile[] = "model.safetensors.index.json";
@@ -30,7 +30,7 @@ bool IsHuggingFaceModelDir(const std::string& dir);
 
 struct ImportedModel {
   HfConfig hf;  // hf.encoder is the model's config (num_labels as requested)
-  EncoderClassifier model{nullptr};
+  models::EncoderClassifier model{nullptr};
   // Whether the checkpoint's classification layer was loaded (false: a new one, initialised as
   // padless initialises heads, because the checkpoint has none or another label count). The
   // head's hidden layer (BERT's pooler) is loaded whenever the checkpoint has it.
@@ -42,9 +42,9 @@ struct ImportedModel {
 absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t num_labels = 0);
 
 // Writes config.json and model.safetensors of `model` into `dir` (created), labels in id order.
-absl::Status ExportHuggingFace(EncoderClassifier& model, const std::vector<std::string>& labels,
+absl::Status ExportHuggingFace(models::EncoderClassifier& model, const std::vector<std::string>& labels,
                                const std::string& dir);
 
-}  // namespace padless::models
+}  // namespace padless::model_files
 
 #endif  // PADLESS_MODEL_FILES_HF_WEIGHTS_H_

@@ -15,11 +15,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "padless/corpus/label_map.h"
 #include "padless/models/encoder.h"
-#include "padless/tokenize/label_map.h"
 #include "padless/tokenize/tokenizer.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 inline constexpr char kConfigFile[] = "config.json";
 inline constexpr char kWeightsFile[] = "model.safetensors";
@@ -35,21 +35,21 @@ absl::Status LoadWeights(torch::nn::Module& model, const std::string& path,
                          bool skip_mismatched_head = false);
 
 struct LoadedModel {
-  EncoderConfig config;
-  EncoderClassifier model;
+  models::EncoderConfig config;
+  models::EncoderClassifier model;
   tokenize::Tokenizer tokenizer;
-  tokenize::LabelMap labels;
+  corpus::LabelMap labels;
 };
 
 // Writes the four files of a model directory (creating it); the tokenizer is saved as given.
-absl::Status SaveModelDir(const std::string& dir, EncoderClassifier& model,
-                          const tokenize::Tokenizer& tokenizer, const tokenize::LabelMap& labels);
+absl::Status SaveModelDir(const std::string& dir, models::EncoderClassifier& model,
+                          const tokenize::Tokenizer& tokenizer, const corpus::LabelMap& labels);
 // Loads a model directory onto `device`, in eval mode: padless's own, or a Hugging Face one
 // (config.json naming a model_type, safetensors weights, tokenizer.json; see hf_weights.h), whose
 // labels come from id2label. A missing directory or file, corrupt JSON
 // or weights, or a config that does not match the weights or the label map gives a clear status.
 absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device);
 
-}  // namespace padless::models
+}  // namespace padless::model_files
 
 #endif  // PADLESS_MODEL_FILES_MODEL_IO_H_

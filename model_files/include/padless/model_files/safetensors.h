@@ -25,7 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace padless::models {
+namespace padless::model_files {
 
 // Upper bound on the JSON header (the format's own reader uses 100 MB).
 inline constexpr uint64_t kMaxSafetensorsHeader = 100ull << 20;
@@ -66,6 +66,6 @@ absl::Status WriteSafetensors(const std::string& path,
                               const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                               const std::map<std::string, std::string>& metadata = {});
 
-}  // namespace padless::models
+}  // namespace padless::model_files
 
 #endif  // PADLESS_MODEL_FILES_SAFETENSORS_H_

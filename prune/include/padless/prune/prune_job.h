@@ -29,8 +29,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "padless/corpus/corpus_reader.h"
 #include "padless/models/autocast.h"
-#include "padless/tokenize/corpus_reader.h"
 
 namespace padless::prune {
 
@@ -47,7 +47,7 @@ struct PruneJobOptions {
   // a few thousand; the ranking of the lowest units settles long before a large corpus ends.
   int64_t score_examples = 4096;
   bool fine_tune = true;
-  tokenize::ReaderOptions reader;
+  corpus::ReaderOptions reader;
   int64_t max_len = 512;   // tokens per sequence, special tokens included (at most the model's)
   int64_t max_tokens = 0;  // tokens per scoring / evaluation batch; 0: 16384 on a GPU, 4096 on CPU
   std::optional<c10::Device> device;            // empty: CUDA 0 when there is one, else the CPU

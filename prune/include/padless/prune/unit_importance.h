@@ -22,9 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
-#include "padless/tokenize/tokenized_corpus.h"
 
 namespace padless::prune {
 
@@ -44,7 +44,7 @@ UnitImportance MaskGradientMagnitudes(models::EncoderClassifier& model);
 // each batch's |dL/dm| and dividing by the batch count. The model's parameters are not changed;
 // its gradients are cleared before and after, and its train/eval mode is restored.
 absl::StatusOr<UnitImportance> ScoreUnitImportance(models::EncoderClassifier& model,
-                                                   const tokenize::TokenizedCorpus& corpus,
+                                                   const corpus::TokenizedCorpus& corpus,
                                                    const batching::PlannerOptions& plan,
                                                    const c10::Device& device, models::AmpMode amp,
                                                    int64_t pad_id);

@@ -141,7 +141,7 @@ class InferenceEngine {
   static absl::StatusOr<std::unique_ptr<InferenceEngine>> Load(const std::string& model_dir,
                                                                EngineOptions options = {});
   // Serves an already loaded model (moved in).
-  static absl::StatusOr<std::unique_ptr<InferenceEngine>> Create(models::LoadedModel model,
+  static absl::StatusOr<std::unique_ptr<InferenceEngine>> Create(model_files::LoadedModel model,
                                                                  EngineOptions options = {});
   ~InferenceEngine();  // Shutdown()
 
@@ -160,7 +160,7 @@ class InferenceEngine {
   void SetBatchObserver(std::function<void(const BatchStats&)> observer);
 
   EngineStats stats() const;
-  const models::LoadedModel& model() const;
+  const model_files::LoadedModel& model() const;
   const EngineOptions& options() const;  // as clamped by Load/Create
 
  private:

@@ -14,9 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "padless/corpus/label_map.h"
 #include "padless/models/encoder_config.h"
 #include "padless/serve/inference_engine.h"
-#include "padless/tokenize/label_map.h"
 
 namespace padless::serve {
 
@@ -47,7 +47,7 @@ class TextClassifier {
   absl::Status PredictChunks(absl::Span<const std::string> texts, size_t chunk,
                              const ChunkSink& sink) const;
 
-  const tokenize::LabelMap& labels() const;
+  const corpus::LabelMap& labels() const;
   const models::EncoderConfig& config() const;
   InferenceEngine& engine() const;
 

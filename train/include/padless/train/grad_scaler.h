@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-namespace padless::models {
+namespace padless::train {
 
 struct GradScalerOptions {
   double init_scale = 65536.0;
@@ -54,6 +54,6 @@ class GradScaler {
   bool unscaled_ = false;
 };
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_GRAD_SCALER_H_

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace padless::models {
+namespace padless::train {
 
 enum class LrDecay { kLinear, kCosine, kConstant };
 
@@ -17,6 +17,6 @@ absl::StatusOr<LrDecay> ParseLrDecay(const std::string& name);
 double LearningRate(double peak, int64_t step, int64_t warmup_steps, int64_t total_steps,
                     LrDecay decay);
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_LR_SCHEDULE_H_

@@ -31,14 +31,14 @@
 #include "padless/train/optimizer.h"
 #include "padless/train/train_config.h"
 
-namespace padless::models {
+namespace padless::train {
 
 struct MemoryPlanOptions {
   int64_t budget_bytes = 0;  // the peak a training step may reach
   // Fraction of the budget kept free for what the fit does not see (allocator
   // rounding, noise).
   double safety_margin = 0.05;
-  AmpMode amp = AmpMode::kOff;
+  models::AmpMode amp = models::AmpMode::kOff;
   AdamWOptions adamw;
 
   // The options a training run of `config` plans with: its budget, margin, AMP mode and weight
@@ -75,11 +75,11 @@ struct MemoryPlan {
 // CPU (install it before building the model, or weights are not counted). Errors: a budget that
 // cannot hold one row of `row_len` tokens (FailedPrecondition, naming the minimum), invalid options
 // (InvalidArgument), torch failures (Internal).
-absl::StatusOr<MemoryPlan> PlanForMemoryBudget(EncoderClassifier& model,
+absl::StatusOr<MemoryPlan> PlanForMemoryBudget(models::EncoderClassifier& model,
                                                const batching::PlannerOptions& plan,
                                                const MemoryPlanOptions& options,
                                                const c10::Device& device);
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_MEMORY_PLANNING_H_

@@ -19,13 +19,13 @@
 #include "padless/models/encoder_config.h"
 #include "padless/train/optimizer.h"
 
-namespace padless::models {
+namespace padless::train {
 
 // `batch` sequences of exactly `len` random tokens (no padding) in `layout` (padded rows, packed
 // rows of `len`, or one varlen row), on `device`. Its own generator, seeded from the shape, so
 // probing never moves the training run's random streams.
 absl::StatusOr<batching::Batch> SyntheticTrainingBatch(batching::Layout layout, int64_t batch,
-                                                       int64_t len, const EncoderConfig& config,
+                                                       int64_t len, const models::EncoderConfig& config,
                                                        const c10::Device& device);
 
 struct StepMemory {
@@ -39,10 +39,10 @@ struct StepMemory {
 // settles per-shape workspaces), resets the peak, and runs the measured step. The optimizer runs
 // at learning rate `lr` (0 leaves the weights unchanged). Out of memory is reported in the
 // result, not as an error; other torch failures are Internal errors.
-absl::StatusOr<StepMemory> MeasureTrainingStep(EncoderClassifier& model, FusedAdamW& opt,
-                                               const batching::Batch& batch, AmpMode amp, double lr,
+absl::StatusOr<StepMemory> MeasureTrainingStep(models::EncoderClassifier& model, FusedAdamW& opt,
+                                               const batching::Batch& batch, models::AmpMode amp, double lr,
                                                cuda::MemoryMeter& meter, const c10::Device& device);
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_MEMORY_PROBE_H_

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace padless::models {
+namespace padless::train {
 
 struct AdamWOptions {
   double beta1 = 0.9;
@@ -60,6 +60,6 @@ at::Tensor GlobalGradNorm(const std::vector<at::Tensor>& params);
 // unless max_norm > 0 (0, negative or NaN).
 at::Tensor ClipDivisor(const at::Tensor& norm, double max_norm);
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_OPTIMIZER_H_

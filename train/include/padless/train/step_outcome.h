@@ -13,7 +13,7 @@
 
 #include <memory>
 
-namespace padless::models {
+namespace padless::train {
 
 class StepOutcome {
  public:
@@ -36,6 +36,6 @@ class StepOutcome {
   std::shared_ptr<Flags> flags_;  // null: finite
 };
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_STEP_OUTCOME_H_

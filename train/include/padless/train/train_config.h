@@ -19,7 +19,7 @@
 #include "padless/models/model_runtime.h"
 #include "padless/train/training_defaults.h"
 
-namespace padless::models {
+namespace padless::train {
 
 struct TrainConfig {
   TORCH_ARG(int64_t, epochs) = 3;
@@ -31,10 +31,10 @@ struct TrainConfig {
   TORCH_ARG(LrDecay, decay) = LrDecay::kLinear;
   TORCH_ARG(int64_t, grad_accum) = 1;  // batches per optimizer step
   TORCH_ARG(double, clip_norm) = 1.0;  // 0: no clipping
-  TORCH_ARG(AmpMode, amp) = AmpMode::kOff;
+  TORCH_ARG(models::AmpMode, amp) = models::AmpMode::kOff;
   // How the model runs (attention backend, fused layers, activation memory, checkpoint policy):
   // the trainer sets it on the model once, at the start of Train, before memory planning.
-  TORCH_ARG(ModelRuntime, runtime) = ModelRuntime();
+  TORCH_ARG(models::ModelRuntime, runtime) = models::ModelRuntime();
   TORCH_ARG(bool, freeze_embeddings) = false;
   // Layers [0, freeze_layers) start frozen; every `unfreeze_every` epochs the top frozen layer
   // thaws (gradual unfreezing; 0: they stay frozen).
@@ -92,6 +92,6 @@ struct TrainConfig {
   std::function<void(const std::vector<at::Tensor>& best)> on_best_weights;
 };
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_TRAIN_CONFIG_H_

@@ -3,11 +3,11 @@
 // tokenizer, builds the label map, encodes, builds or continues a model, plans memory, trains,
 // writes a model directory and evaluates on the dev set:
 //
-//   padless::models::TrainJobOptions job;
+//   padless::train::TrainJobOptions job;
 //   job.data = "train.tsv";
 //   job.dev = "dev.tsv";
 //   job.out = "out/model";
-//   absl::StatusOr<padless::models::TrainJobResult> result = padless::models::RunTrainJob(job);
+//   absl::StatusOr<padless::train::TrainJobResult> result = padless::train::RunTrainJob(job);
 //
 // The model directory (SaveModelDir) is written before training, so a loadable model exists from
 // the start, and again at the end; DIR/train_log.csv and DIR/checkpoints/ hold the log and the
@@ -44,14 +44,14 @@
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
 #include "padless/batching/strategy_registry.h"
-#include "padless/tokenize/corpus_reader.h"
-#include "padless/tokenize/label_map.h"
-#include "padless/tokenize/tokenized_corpus.h"
+#include "padless/corpus/corpus_reader.h"
+#include "padless/corpus/label_map.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/tokenize/tokenizer.h"
 #include "padless/train/trainer.h"
 #include "padless/train/training_defaults.h"
 
-namespace padless::models {
+namespace padless::train {
 
 struct TrainJobOptions {
   // Data. `data` and `out` are required.
@@ -62,7 +62,7 @@ struct TrainJobOptions {
   // The tokenized training data, memory-mapped (train/token_cache.h): built once from `data`,
   // reused while the data, tokenizer and encoding options match. Empty: DIR/kTokenCacheFile.
   std::string token_cache;
-  tokenize::ReaderOptions reader;  // require_label is always on for training data
+  corpus::ReaderOptions reader;  // require_label is always on for training data
   // How texts become model input; encode.max_length is replaced by max_len.
   tokenize::EncodeOptions encode;
   int64_t max_len = 512;  // tokens per sequence, special tokens included; >= 3
@@ -111,7 +111,7 @@ struct TrainJobResult {
   int64_t train_examples = 0;  // after the hold-out split
   int64_t dev_examples = 0;
   TrainResult train;
-  std::optional<EvalResult> dev;  // the saved model on the dev set, when there is one
+  std::optional<eval::EvalResult> dev;  // the saved model on the dev set, when there is one
 };
 
 // CUDA device 0 when one is available, else the CPU.
@@ -134,12 +134,12 @@ absl::StatusOr<batching::PlannerOptions> BatchingPlan(const std::string& name,
 
 // Encodes `raw` with the ids of `labels`; a label outside the map is InvalidArgument naming the
 // file, the line and the known labels. Used for training, dev and evaluation data alike.
-absl::StatusOr<tokenize::TokenizedCorpus> EncodeWithLabels(const tokenize::Tokenizer& tokenizer,
-                                                           const tokenize::RawCorpus& raw,
-                                                           const tokenize::LabelMap& labels,
-                                                           const tokenize::EncodeOptions& encode,
-                                                           int threads);
+absl::StatusOr<corpus::TokenizedCorpus> EncodeWithLabels(const tokenize::Tokenizer& tokenizer,
+                                                         const corpus::RawCorpus& raw,
+                                                         const corpus::LabelMap& labels,
+                                                         const tokenize::EncodeOptions& encode,
+                                                         int threads);
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_TRAIN_JOB_H_

@@ -45,6 +45,7 @@
 #include "padless/batching/batch.h"
 #include "padless/batching/batch_spec.h"
 #include "padless/batching/collator.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/distributed/gradient_reducer.h"
 #include "padless/models/autocast.h"
@@ -52,9 +53,8 @@
 #include "padless/train/grad_scaler.h"
 #include "padless/train/optimizer.h"
 #include "padless/train/step_outcome.h"
-#include "padless/tokenize/tokenized_corpus.h"
 
-namespace padless::models {
+namespace padless::train {
 
 // The optimizer's view of a model: every parameter (frozen ones simply have no gradient), and
 // whether weight decay applies to it (not to biases and LayerNorm gains: BERT practice).
@@ -62,13 +62,13 @@ struct AdamWParameters {
   std::vector<at::Tensor> params;
   std::vector<bool> decay;
 };
-AdamWParameters ParametersForAdamW(EncoderClassifier& model);
+AdamWParameters ParametersForAdamW(models::EncoderClassifier& model);
 
 struct TrainStepOptions {
-  AmpMode amp = AmpMode::kOff;
+  models::AmpMode amp = models::AmpMode::kOff;
   double clip_norm = 1.0;  // 0: no clipping (the norm is still computed for the finite check)
   // Where the batches came from, to collate the pieces of a split batch; null: no splitting.
-  const tokenize::TokenizedCorpus* corpus = nullptr;
+  const corpus::TokenizedCorpus* corpus = nullptr;
   batching::CollatorOptions collator;
   // Empties the allocator's cache before a replay (null: nothing to empty).
   cuda::MemoryMeter* meter = nullptr;
@@ -103,7 +103,7 @@ struct StepResult {
 class TrainStep {
  public:
   // `params` are the optimizer's parameters, in its order.
-  TrainStep(EncoderClassifier model, std::vector<at::Tensor> params, FusedAdamW& optimizer,
+  TrainStep(models::EncoderClassifier model, std::vector<at::Tensor> params, FusedAdamW& optimizer,
             GradScaler& scaler, c10::Device device, TrainStepOptions options);
 
   // Runs optimizer step `step` (0-based; for messages and hooks) over `batches` at learning rate
@@ -122,7 +122,7 @@ class TrainStep {
   absl::Status ReduceAcrossRanks(at::Tensor& step_loss);
   void OptimizerStep(StepResult& result);
 
-  EncoderClassifier model_;
+  models::EncoderClassifier model_;
   std::vector<at::Tensor> params_;
   FusedAdamW& optimizer_;
   GradScaler& scaler_;
@@ -135,6 +135,6 @@ class TrainStep {
   int64_t weight_sequences_ = 0;
 };
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_TRAIN_STEP_H_

@@ -15,13 +15,13 @@
 
 #include "absl/status/statusor.h"
 #include "padless/batching/planner.h"
+#include "padless/corpus/tokenized_corpus.h"
 #include "padless/models/encoder.h"
 #include "padless/eval/evaluation.h"
 #include "padless/train/memory_planning.h"
 #include "padless/train/train_config.h"
-#include "padless/tokenize/tokenized_corpus.h"
 
-namespace padless::models {
+namespace padless::train {
 
 struct TrainResult {
   int64_t steps = 0;  // optimizer steps taken in total (resumed runs included)
@@ -52,7 +52,7 @@ struct TrainResult {
   int64_t fp8_gemms = 0;
   int64_t fp8_gemms_total = 0;
   bool interrupted = false;  // stop_after reached
-  std::optional<EvalResult> best_dev;
+  std::optional<eval::EvalResult> best_dev;
   int64_t best_step = -1;
   std::optional<MemoryPlan> memory_plan;  // set when memory_budget_bytes > 0
   // What ran, so that a result can be compared with another run's: the job's ranks and nodes, the
@@ -67,23 +67,23 @@ struct TrainResult {
 
 class Trainer {
  public:
-  Trainer(EncoderClassifier model, TrainConfig config, batching::PlannerOptions plan,
+  Trainer(models::EncoderClassifier model, TrainConfig config, batching::PlannerOptions plan,
           c10::Device device);
   ~Trainer();
 
   // Trains on `train`; with `dev`, evaluates, keeps the best parameters (restored at the end) and
   // stops early after `patience` evaluations without improvement of dev accuracy. First sets
   // config.runtime() on the model (it stays set afterwards).
-  absl::StatusOr<TrainResult> Train(const tokenize::TokenizedCorpus& train,
-                                    const tokenize::TokenizedCorpus* dev);
+  absl::StatusOr<TrainResult> Train(const corpus::TokenizedCorpus& train,
+                                    const corpus::TokenizedCorpus* dev);
 
  private:
-  EncoderClassifier model_;
+  models::EncoderClassifier model_;
   TrainConfig config_;
   batching::PlannerOptions plan_;
   c10::Device device_;
 };
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_TRAINER_H_

@@ -1,4 +1,4 @@
-// Training defaults: what `padless train` (and models::RunTrainJob) uses when the user does not
+// Training defaults: what `padless train` (and train::RunTrainJob) uses when the user does not
 // say. One table of peak learning rate and warmup per model origin (a preset trained from scratch,
 // or an imported pretrained encoder being fine-tuned), the default batch geometry of token-budget
 // strategies, and when a training loss that stays at chance level is worth a warning.
@@ -23,7 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
-namespace padless::models {
+namespace padless::train {
 
 // The origin of the fine-tuned weights: an imported pretrained encoder (e.g. a Hugging Face
 // directory given to --init-from), or a padless model directory trained earlier.
@@ -77,6 +77,6 @@ inline constexpr int64_t kChanceLevelCheckStep = 200;
 // predicting the training label frequencies (ln(num_labels) for balanced labels).
 inline constexpr double kChanceLevelShare = 0.97;
 
-}  // namespace padless::models
+}  // namespace padless::train
 
 #endif  // PADLESS_TRAIN_TRAINING_DEFAULTS_H_

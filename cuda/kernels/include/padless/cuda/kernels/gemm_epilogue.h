@@ -5,7 +5,7 @@
 //   pre = x @ W1^T + b1, act = gelu_tanh(pre)                                LinearGelu
 // One cuBLASLt matmul for bf16 / fp16 CUDA tensors that meet cuBLASLt's alignment rules (see "When
 // the fused path runs" below); everything else runs the unfused ATen ops, which are also
-// reference::LinearGelu.
+// LinearGelu(..., GemmPath::kReference).
 //
 // Why no backward epilogues: measured on the H200 (bench/cuda/gemm_epilogue_bench, bf16,
 // T = 16384, 2026-12-01), the fused forward wins (176.6 vs 203.9 us unfused addmm + gelu for
@@ -38,13 +38,24 @@
 // token count) may be anything >= 1.
 //
 // Host cost: the heuristic's choice is cached per problem with T rounded up to a multiple of 1024
-// (gemm_epilogue.cc), so a call in a bucket already seen sets up descriptors and launches.
+// (src/gemm_algo_cache.cc), so a call in a bucket already seen sets up descriptors and launches.
+//
+// The code: fused_linear.cc (the 16-bit GEMMs) and scaled_mm.cc (the FP8 ones), on the private
+// src/cublaslt_api.h (the cuBLASLt loader and descriptors), src/gemm_algo_cache.h (the algorithm
+// cache and the workspace policy) and src/gemm_dispatch.h (the choice of path).
 #ifndef PADLESS_CUDA_KERNELS_GEMM_EPILOGUE_H_
 #define PADLESS_CUDA_KERNELS_GEMM_EPILOGUE_H_
 
 #include <ATen/core/Tensor.h>
 
 namespace padless::cuda {
+
+// Which path a function below takes. kFused: the cuBLASLt path when it can run (see "When the
+// fused path runs" above), else the unfused ops. kReference: always the unfused ATen ops (at::addmm
+// and at::gelu(..., "tanh"); at::_scaled_mm for the FP8 GEMMs) on any device and dtype they
+// support: the fallback, and the baseline for tests and benchmarks. Both check their arguments
+// alike.
+enum class GemmPath { kFused, kReference };
 
 // pre = x @ weight^T + bias; act = gelu_tanh(pre). x [T, K], weight [N, K], bias [N]; all the same
 // floating dtype on one device. act and pre are [T, N] contiguous, in that dtype.
@@ -53,24 +64,27 @@ namespace padless::cuda {
 struct LinearGeluResult {
   at::Tensor act, pre;
 };
-LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                            GemmPath path = GemmPath::kFused);
 
 // act = gelu_tanh(x @ weight^T + bias) alone, for inference: the epilogue is
 // CUBLASLT_EPILOGUE_GELU_BIAS, which writes no pre-activation (a backward's input), so the GEMM
 // moves a [T, N] write less than LinearGelu. Same arguments, conditions and fallback as LinearGelu.
-at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                          GemmPath path = GemmPath::kFused);
 
 // y = x @ weight^T + bias with the bias added in the GEMM's epilogue (CUBLASLT_EPILOGUE_BIAS),
 // under the same conditions and the same algorithm cache as LinearGelu; else at::addmm. Same math
 // as at::addmm, but LibTorch's addmm asks cuBLASLt's heuristic on every call: in an H200 profile
 // of a BERT-base step that was the most expensive host call of the forward.
-at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      GemmPath path = GemmPath::kFused);
 
 // y = x @ weight^T (no bias) on the same cached cuBLASLt path (epilogue DEFAULT), under the same
 // conditions; else at::mm. Same math as at::mm, for host time: in an H200 profile of the fused
 // BERT-base step, each at::mm took 59 us of host time (profiled), and the fused layer's forward is
 // bound by its host time.
-at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight);
+at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight, GemmPath path = GemmPath::kFused);
 
 // The two backward GEMMs of y = x @ weight^T, on the same cached cuBLASLt path (epilogue DEFAULT)
 // under the same conditions (bf16/fp16 CUDA, K and N multiples of 8, 16-byte aligned), else ATen:
@@ -81,8 +95,10 @@ at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight);
 //    inputs (the parameters' dtype, straight from the GEMM's fp32 accumulator; else at::mm with an
 //    fp32 output), otherwise in the inputs' dtype. T is the reduced dimension here.
 at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
-                           const at::Tensor& accumulate = at::Tensor());
-at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
+                           const at::Tensor& accumulate = at::Tensor(),
+                           GemmPath path = GemmPath::kFused);
+at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x,
+                            GemmPath path = GemmPath::kFused);
 
 // FP8 GEMM with per-tensor scales, as at::_scaled_mm(a, b, scale_a, scale_b, bias, {}, out_dtype,
 // fast_accum): out [M, N] = (a * scale_a) @ (b * scale_b) (+ bias) in out_dtype (fp32, bf16 or
@@ -98,7 +114,8 @@ at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
 enum class TokenAxis { kNone, kM, kK };
 at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                     const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
-                    bool fast_accum, TokenAxis tokens = TokenAxis::kNone);
+                    bool fast_accum, TokenAxis tokens = TokenAxis::kNone,
+                    GemmPath path = GemmPath::kFused);
 
 // accumulate += ScaledMm(a, b, scale_a, scale_b, {}, accumulate's dtype, fast_accum), in place
 // (and returned): accumulate [M, N] fp32, bf16 or fp16, contiguous for the fused path. In the GEMM
@@ -107,14 +124,15 @@ at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
 // input gradient that joins a residual's gradient: no separate add pass.
 at::Tensor ScaledMmAccumulate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                               const at::Tensor& scale_b, const at::Tensor& accumulate,
-                              bool fast_accum);
+                              bool fast_accum, GemmPath path = GemmPath::kFused);
 
 // ScaledMm with the bias (required) and tanh GELU in the epilogue, as LinearGelu: pre = the scaled
 // product + bias, act = gelu_tanh(pre), both [M, N] in out_dtype (bf16 or fp16); GELU_AUX_BIAS
 // writes pre as its aux output. Else at::_scaled_mm, then at::gelu(pre, "tanh").
 LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                               const at::Tensor& scale_b, const at::Tensor& bias,
-                              at::ScalarType out_dtype, bool fast_accum);
+                              at::ScalarType out_dtype, bool fast_accum,
+                              GemmPath path = GemmPath::kFused);
 
 // ScaledMm with the bias (required, bf16 or fp16) and the tanh GELU in the epilogue, written in
 // E4M3 at a fixed scale: out [M, N] float8_e4m3fn = saturate(gelu_tanh(scaled product + bias) *
@@ -125,7 +143,8 @@ LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at
 // bias's dtype, at::gelu(..., "tanh") in fp32, then the scaled, saturating cast.
 at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
                              const at::Tensor& scale_b, const at::Tensor& bias,
-                             const at::Tensor& scale_out, bool fast_accum);
+                             const at::Tensor& scale_out, bool fast_accum,
+                             GemmPath path = GemmPath::kFused);
 
 // ScaledMmGeluToFp8 for a training forward, whose backward needs the pre-activation and whose
 // delayed scaling needs the activation's amax: act [M, N] float8_e4m3fn as ScaledMmGeluToFp8's
@@ -139,35 +158,8 @@ at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at:
 LinearGeluResult ScaledMmGeluAuxToFp8(const at::Tensor& a, const at::Tensor& b,
                                       const at::Tensor& scale_a, const at::Tensor& scale_b,
                                       const at::Tensor& bias, const at::Tensor& scale_out,
-                                      const at::Tensor& amax_out, bool fast_accum);
-
-// The same from unfused ATen ops (at::addmm, + at::gelu(..., "tanh"); at::_scaled_mm for ScaledMm)
-// on any device and dtype they support: the fallback, and the baseline for tests and benchmarks.
-namespace reference {
-LinearGeluResult LinearGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
-at::Tensor LinearBiasGelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
-at::Tensor LinearBias(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
-at::Tensor Linear(const at::Tensor& x, const at::Tensor& weight);
-at::Tensor LinearInputGrad(const at::Tensor& dy, const at::Tensor& weight,
-                           const at::Tensor& accumulate = at::Tensor());
-at::Tensor LinearWeightGrad(const at::Tensor& dy, const at::Tensor& x);
-at::Tensor ScaledMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                    const at::Tensor& scale_b, const at::Tensor& bias, at::ScalarType out_dtype,
-                    bool fast_accum);
-LinearGeluResult ScaledMmGelu(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                              const at::Tensor& scale_b, const at::Tensor& bias,
-                              at::ScalarType out_dtype, bool fast_accum);
-at::Tensor ScaledMmGeluToFp8(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                             const at::Tensor& scale_b, const at::Tensor& bias,
-                             const at::Tensor& scale_out, bool fast_accum);
-LinearGeluResult ScaledMmGeluAuxToFp8(const at::Tensor& a, const at::Tensor& b,
-                                      const at::Tensor& scale_a, const at::Tensor& scale_b,
-                                      const at::Tensor& bias, const at::Tensor& scale_out,
-                                      const at::Tensor& amax_out, bool fast_accum);
-at::Tensor ScaledMmAccumulate(const at::Tensor& a, const at::Tensor& b, const at::Tensor& scale_a,
-                              const at::Tensor& scale_b, const at::Tensor& accumulate,
-                              bool fast_accum);
-}  // namespace reference
+                                      const at::Tensor& amax_out, bool fast_accum,
+                                      GemmPath path = GemmPath::kFused);
 
 // Diagnostics for tests and benchmarks: whether the calling thread's last call of any function
 // above ran the cuBLASLt path (false after a reference / fallback run).

@@ -2,7 +2,7 @@
 // target, by measuring rather than trusting a fit. Small steps understate the per-row cost (their
 // peak is often the optimizer's, not the activations'), so the ladder climbs by at most a fixed
 // factor per rung, aims along the line through the two best-known measurements, and backs off from
-// a step that exceeds the target or runs out of memory. Used by models::PlanForMemoryBudget.
+// a step that exceeds the target or runs out of memory. Used by train::PlanForMemoryBudget.
 #ifndef PADLESS_CUDA_MEMORY_BUDGET_LADDER_H_
 #define PADLESS_CUDA_MEMORY_BUDGET_LADDER_H_
 

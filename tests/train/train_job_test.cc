@@ -1,0 +1,209 @@
+// train::RunTrainJob as a library call: option problems are InvalidArgument naming the option
+// (the CLI's usage errors) and come before any file is touched; a small run writes a loadable
+// model directory, holds out a seeded dev share and evaluates on it; data problems name the file.
+#include "padless/train/train_job.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "padless/model_files/model_io.h"
+#include "padless/train/training_defaults.h"
+#include "padless/tokenize/special_tokens.h"
+
+namespace padless::train {
+namespace {
+
+using ::testing::HasSubstr;
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string WriteData(const std::string& name, int rows, bool two_labels = true) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path);
+  out << "label\ttext\n";
+  for (int i = 0; i < rows; ++i) {
+    out << (two_labels && i % 2 ? "pos\ta truly wonderful , moving film number "
+                                : "neg\ta dull and tedious mess , scene ")
+        << i << "\n";
+  }
+  return path;
+}
+
+// Fast options: tiny preset, a small vocabulary, a few steps on the CPU.
+TrainJobOptions SmallJob(const std::string& data, const std::string& out) {
+  TrainJobOptions job;
+  job.data = data;
+  job.out = out;
+  job.vocab_size = 50;
+  job.max_len = 32;
+  job.max_tokens = 256;
+  job.train.epochs(1).max_steps(2);
+  job.device = c10::Device(c10::kCPU);
+  job.quiet = true;
+  return job;
+}
+
+TEST(TrainJobTest, OptionProblemsNameTheOption) {
+  const TrainJobOptions ok = SmallJob("x.tsv", "/nonexistent/out");
+  ASSERT_TRUE(ValidateTrainJobOptions(ok).ok());
+  struct Case {
+    void (*change)(TrainJobOptions&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](TrainJobOptions& j) { j.data.clear(); }, "--data is required"},
+      {[](TrainJobOptions& j) { j.out.clear(); }, "--out is required"},
+      {[](TrainJobOptions& j) { j.max_len = 2; }, "--max-len must be >= 3, got 2"},
+      {[](TrainJobOptions& j) { j.dev_fraction = 1.0; }, "--dev-fraction must be in [0, 1)"},
+      {[](TrainJobOptions& j) { j.preset = "huge"; }, "huge"},
+      {[](TrainJobOptions& j) { j.batching = "magic"; }, "--batching: unknown strategy 'magic'"},
+      {[](TrainJobOptions& j) { j.max_tokens = 16; }, "--max-tokens (16) must be >= --max-len"},
+      {[](TrainJobOptions& j) { j.train.epochs(0); }, "--epochs must be >= 1"},
+      {[](TrainJobOptions& j) { j.train.grad_accum(0); }, "--grad-accum must be >= 1"},
+      {[](TrainJobOptions& j) { j.train.clip_norm(-1); }, "--clip-norm must be a finite number"},
+      {[](TrainJobOptions& j) { j.train.clip_norm(std::nan("")); }, "--clip-norm must be"},
+      {[](TrainJobOptions& j) { j.train.max_nonfinite_steps(-1); }, "--max-nonfinite-steps"},
+  };
+  for (const Case& c : cases) {
+    TrainJobOptions job = ok;
+    c.change(job);
+    const absl::Status s = ValidateTrainJobOptions(job);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(s.message(), HasSubstr(c.message));
+    // RunTrainJob reports the same problem before it touches a file.
+    EXPECT_EQ(RunTrainJob(job).status(), s);
+  }
+}
+
+TEST(TrainJobTest, EveryRegisteredStrategyNameIsAccepted) {
+  for (const std::string& name : batching::StrategyNames()) {
+    TrainJobOptions job = SmallJob("x.tsv", "/nonexistent/out");
+    job.batching = name;
+    EXPECT_TRUE(ValidateTrainJobOptions(job).ok()) << name;
+  }
+}
+
+TEST(TrainJobTest, TrainsSavesAndEvaluatesAHeldOutShare) {
+  const std::string out = ::testing::TempDir() + "/train_job_model";
+  TrainJobOptions job = SmallJob(WriteData("train_job.tsv", 100), out);
+  job.dev_fraction = 0.2;
+  absl::StatusOr<TrainJobResult> result = RunTrainJob(job);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->model_dir, out);
+  EXPECT_EQ(result->train_examples, 80);
+  EXPECT_EQ(result->dev_examples, 20);
+  EXPECT_EQ(result->train.steps, 2);
+  ASSERT_TRUE(result->dev.has_value());
+  EXPECT_EQ(result->dev->metrics.examples, 20);
+  for (const char* file : {model_files::kConfigFile, model_files::kWeightsFile, "tokenizer.model"}) {
+    EXPECT_TRUE(Exists(out + "/" + file)) << file;
+  }
+  EXPECT_TRUE(Exists(out + "/train_log.csv"));
+  EXPECT_TRUE(model_files::LoadModelDir(out, c10::Device(c10::kCPU)).ok());
+
+  // A second run into the same directory reuses its tokenizer.
+  absl::StatusOr<TrainJobResult> again = RunTrainJob(job);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->dev_examples, 20);  // the same seeded split
+}
+
+// Issue 13.4: the default vocabulary (16000) is far more than 100 short rows support; the job
+// trains the vocabulary the corpus supports instead of failing with "Vocabulary size too high".
+TEST(TrainJobTest, VocabularyTooLargeForTheCorpusShrinksToFit) {
+  const std::string out = ::testing::TempDir() + "/train_job_soft_vocab";
+  TrainJobOptions job = SmallJob(WriteData("train_job_soft_vocab.tsv", 100), out);
+  job.vocab_size = 16000;
+  absl::StatusOr<TrainJobResult> result = RunTrainJob(job);
+  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<model_files::LoadedModel> loaded = model_files::LoadModelDir(out, c10::Device(c10::kCPU));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_GT(loaded->tokenizer.vocab_size(), tokenize::kNumSpecialTokens);
+  EXPECT_LT(loaded->tokenizer.vocab_size(), 16000);
+  EXPECT_EQ(loaded->config.vocab_size(), loaded->tokenizer.vocab_size());
+}
+
+// The peak learning rate of the run in `out`: the first optimizer step's (no warmup at 2 steps).
+double FirstLoggedLr(const std::string& out) {
+  std::ifstream csv(out + "/train_log.csv");
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  const size_t lr_begin = row.find(',', row.find(',', row.find(',') + 1) + 1) + 1;
+  return std::stod(row.substr(lr_begin, row.find(',', lr_begin) - lr_begin));
+}
+
+// Issue 13.4: without lr / warmup_fraction the job uses the table of training_defaults.h for the
+// preset trained from scratch; given ones win.
+TEST(TrainJobTest, LearningRateDefaultsFollowThePreset) {
+  const std::string data = WriteData("train_job_lr.tsv", 40);
+  struct Case {
+    const char* preset;
+    std::optional<double> lr;
+    double expected;
+  };
+  for (const Case& c : {Case{"tiny", std::nullopt, 5e-4}, Case{"small", std::nullopt, 1e-4},
+                        Case{"tiny", 7e-4, 7e-4}}) {
+    const std::string out = ::testing::TempDir() + "/train_job_lr_" + c.preset;
+    TrainJobOptions job = SmallJob(data, out);
+    job.preset = c.preset;
+    job.lr = c.lr;
+    ASSERT_EQ(DefaultOptimization(c.preset)->warmup_fraction * 2 < 0.5, true);
+    absl::StatusOr<TrainJobResult> result = RunTrainJob(job);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_DOUBLE_EQ(FirstLoggedLr(out), c.expected) << c.preset;
+  }
+  TrainJobOptions init = SmallJob(data, "/nonexistent/out");
+  EXPECT_EQ(TrainingOrigin(init), "tiny");
+  init.init_from = "/some/model";
+  EXPECT_EQ(TrainingOrigin(init), kPretrainedOrigin);
+}
+
+// Issue 13.4: without max_tokens the token budget is batch_size sequences of the corpus's mean
+// length, so short texts get many optimizer steps per epoch; an explicit budget means what it says.
+TEST(TrainJobTest, DefaultTokenBudgetGivesShortTextsManySteps) {
+  const std::string data = WriteData("train_job_geometry.tsv", 400);
+  TrainJobOptions job = SmallJob(data, ::testing::TempDir() + "/train_job_geometry");
+  job.max_len = 512;
+  job.max_tokens = 0;
+  job.batch_size = 16;
+  job.epochs = 1;
+  job.train.max_steps(0);
+  absl::StatusOr<TrainJobResult> derived = RunTrainJob(job);
+  ASSERT_TRUE(derived.ok()) << derived.status();
+  // About 400 / 16 = 25 batches; packing may fill a batch a little past 16 sequences on average.
+  EXPECT_GE(derived->train.steps, 20);
+  EXPECT_LE(derived->train.steps, 30);
+  EXPECT_LE(derived->train.sequences, 400);
+
+  job.max_tokens = 16384;
+  absl::StatusOr<TrainJobResult> explicit_budget = RunTrainJob(job);
+  ASSERT_TRUE(explicit_budget.ok()) << explicit_budget.status();
+  EXPECT_EQ(explicit_budget->train.steps, 1);  // 400 short rows fit one batch of 16384 tokens
+}
+
+TEST(TrainJobTest, DataProblemsNameTheFile) {
+  const std::string one_label = WriteData("train_job_one_label.tsv", 20, /*two_labels=*/false);
+  absl::StatusOr<TrainJobResult> r =
+      RunTrainJob(SmallJob(one_label, ::testing::TempDir() + "/train_job_one_label"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(one_label + ": needs at least two distinct labels"));
+
+  r = RunTrainJob(
+      SmallJob(::testing::TempDir() + "/missing.tsv", ::testing::TempDir() + "/train_job_missing"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("missing.tsv"));
+}
+
+}  // namespace
+}  // namespace padless::train
