@@ -1,6 +1,6 @@
 // padless eval: evaluate a trained model directory on a labeled file. The work is in
-// padless/eval/ (Evaluate) and padless/model_files/ (LoadModelDir); this file maps flags onto them
-// and prints.
+// padless/eval/ (Evaluate) and padless/model_files/ (LoadClassifierDir); this file maps flags onto
+// them and prints.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -80,7 +80,8 @@ int RunEval(const std::vector<std::string>& args) {
       !s.ok()) {
     return Fail(kCmd, s);
   }
-  absl::StatusOr<model_files::LoadedModel> loaded = model_files::LoadModelDir(model_dir, *device);
+  absl::StatusOr<model_files::LoadedModel> loaded =
+      model_files::LoadClassifierDir(model_dir, *device);  // refuses an untrained head
   if (!loaded.ok()) return Fail(kCmd, loaded.status());
   encode->max_length = std::min(encode->max_length, loaded->config.max_sequence_length());
   absl::StatusOr<batching::PlannerOptions> plan = PlanFromFlags(encode->max_length);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "padless/base/directory.h"
 #include "padless/base/file_kind.h"
 #include "padless/model_files/safetensors.h"
@@ -106,9 +107,15 @@ class TensorSource {
  public:
   absl::Status Open(const std::string& dir) {
     const std::string index = JoinPath(dir, kHfWeightsIndexFile);
-    if (IsRegularFile(index)) return OpenShards(dir, index);
+    if (IsRegularFile(index)) {
+      description_ = absl::StrCat("the shards of ", kHfWeightsIndexFile);
+      return OpenShards(dir, index);
+    }
     const std::string single = JoinPath(dir, kHfWeightsFile);
-    if (IsRegularFile(single)) return Add(single).status();
+    if (IsRegularFile(single)) {
+      description_ = kHfWeightsFile;
+      return Add(single).status();
+    }
     if (IsRegularFile(JoinPath(dir, "pytorch_model.bin"))) {
       return absl::InvalidArgumentError(absl::StrCat(
           JoinPath(dir, "pytorch_model.bin"), ": padless does not read pickle checkpoints (they ",
@@ -121,6 +128,8 @@ class TensorSource {
   }
 
   bool Contains(const std::string& name) const { return where_.count(name) > 0; }
+  // The checkpoint's files, for messages: "model.safetensors" or "the shards of ...".
+  const std::string& description() const { return description_; }
 
   absl::StatusOr<at::Tensor> Get(const std::string& name) const {
     auto it = where_.find(name);
@@ -170,6 +179,7 @@ class TensorSource {
   }
 
   std::string origin_;
+  std::string description_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, size_t> where_;
 };
@@ -194,30 +204,49 @@ absl::StatusOr<at::Tensor> Gather(const TensorSource& src, const NameMapping& m,
   return parts.size() == 1 ? parts[0] : at::cat(parts, 0);
 }
 
-// Copies the checkpoint's tensors into `out.model` as the table says.
+// What ImportedModel::new_head_reason says: the head tensors that `weights` (the checkpoint's
+// files) lack, and the classification layer's shape errors.
+std::string NewHeadReason(const std::vector<std::string>& missing,
+                          const std::vector<std::string>& mismatched, const std::string& weights) {
+  std::vector<std::string> parts;
+  if (!missing.empty()) {
+    parts.push_back(absl::StrCat("no ", absl::StrJoin(missing, ", "), " in ", weights));
+  }
+  parts.insert(parts.end(), mismatched.begin(), mismatched.end());
+  return absl::StrJoin(parts, "; ");
+}
+
+// Copies the checkpoint's tensors into `out.model` as the table says. A head tensor that is
+// missing, or a classification layer of another shape, keeps padless's initialisation: a new
+// head, which out.head_loaded and out.new_head_reason report.
 absl::Status LoadTable(const TensorSource& src, const std::vector<NameMapping>& table,
                        const std::string& dir, ImportedModel& out) {
   auto params = out.model->named_parameters();
   at::NoGradGuard no_grad;
-  bool head_complete = true;
+  std::vector<std::string> missing_head;  // by the checkpoint's names
+  std::vector<std::string> mismatched_head;
   for (const NameMapping& m : table) {
     at::Tensor* param = params.find(m.padless);
     if (param == nullptr) continue;  // a head layer this config does not have
-    bool present = true;
-    for (const std::string& name : m.hf) present = present && src.Contains(name);
-    if (!present && m.kind != NameMapping::kEncoder) {
-      head_complete = head_complete && m.kind != NameMapping::kHead;
+    std::vector<std::string> absent;
+    for (const std::string& name : m.hf) {
+      if (!src.Contains(name)) absent.push_back(name);
+    }
+    if (!absent.empty() && m.kind != NameMapping::kEncoder) {
+      missing_head.insert(missing_head.end(), absent.begin(), absent.end());
       continue;  // keeps padless's initialisation: a new head
     }
     absl::StatusOr<at::Tensor> value = Gather(src, m, *param, dir);
     if (!value.ok() && m.kind == NameMapping::kHead) {
-      head_complete = false;  // another label count: a new head
+      // Another label count: a new head. The message without Gather's "dir: " prefix.
+      mismatched_head.emplace_back(absl::StripPrefix(value.status().message(), dir + ": "));
       continue;
     }
     if (!value.ok()) return value.status();
     param->copy_(*value);
   }
-  out.head_loaded = head_complete;
+  out.new_head_reason = NewHeadReason(missing_head, mismatched_head, src.description());
+  out.head_loaded = out.new_head_reason.empty();
   return absl::OkStatus();
 }
 

@@ -93,7 +93,12 @@ absl::StatusOr<LoadedModel> LoadHuggingFaceDir(const std::string& dir, const c10
     return absl::InternalError(
         absl::StrCat(dir, ": cannot move the model: ", e.what_without_backtrace()));
   }
-  return LoadedModel{config, imported->model, std::move(*tokenizer), std::move(*labels)};
+  return LoadedModel{config,
+                     imported->model,
+                     std::move(*tokenizer),
+                     std::move(*labels),
+                     imported->head_loaded,
+                     std::move(imported->new_head_reason)};
 }
 
 }  // namespace
@@ -146,11 +151,28 @@ absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Devi
     if (!s.ok()) return s;
     model->to(device);
     model->eval();
-    return LoadedModel{*config, model, std::move(*tokenizer), std::move(*labels)};
+    // LoadWeights loaded every parameter, the head's included.
+    return LoadedModel{*config, model, std::move(*tokenizer), std::move(*labels),
+                       /*head_from_checkpoint=*/true, /*new_head_reason=*/""};
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat(dir, ": cannot build the model: ", e.what_without_backtrace()));
   }
+}
+
+absl::Status RequireTrainedHead(const LoadedModel& model, const std::string& dir) {
+  if (model.head_from_checkpoint) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      dir, ": the checkpoint has no trained classification head (", model.new_head_reason,
+      "), so padless does not classify with it; train a head first with `padless train ",
+      "--init-from ", dir, " --data FILE --out NEW_DIR` and use NEW_DIR"));
+}
+
+absl::StatusOr<LoadedModel> LoadClassifierDir(const std::string& dir, const c10::Device& device) {
+  absl::StatusOr<LoadedModel> loaded = LoadModelDir(dir, device);
+  if (!loaded.ok()) return loaded.status();
+  if (absl::Status s = RequireTrainedHead(*loaded, dir); !s.ok()) return s;
+  return loaded;
 }
 
 }  // namespace padless::model_files

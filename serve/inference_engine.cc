@@ -103,7 +103,9 @@ InferenceEngine::~InferenceEngine() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Load(const std::string& model_dir,
                                                                        EngineOptions options) {
-  absl::StatusOr<model_files::LoadedModel> loaded = model_files::LoadModelDir(model_dir, options.device);
+  // Refuses a checkpoint without a trained classification head (a plain encoder).
+  absl::StatusOr<model_files::LoadedModel> loaded =
+      model_files::LoadClassifierDir(model_dir, options.device);
   if (!loaded.ok()) return loaded.status();
   return Create(std::move(*loaded), std::move(options));
 }

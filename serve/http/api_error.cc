@@ -29,6 +29,12 @@ ApiError MalformedBody(absl::string_view why) {
 ApiError WrongShape(absl::string_view why) {
   return {422, ErrorType::kValidation, std::string(why)};
 }
+ApiError EmptyText(absl::string_view why) {
+  return {422, ErrorType::kValidation, std::string(why)};
+}
+ApiError UnsupportedMediaType(absl::string_view why) {
+  return {415, ErrorType::kValidation, std::string(why)};
+}
 ApiError TooLarge(absl::string_view why) { return {413, ErrorType::kValidation, std::string(why)}; }
 ApiError NotFound(absl::string_view method, absl::string_view path) {
   return {404, ErrorType::kValidation, absl::StrCat("no route ", method, " ", path)};

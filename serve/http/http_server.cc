@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "padless/serve/http/json_content_type.h"
 #include "padless/serve/http/openapi.h"
 #include "request_trace.h"
 
@@ -23,6 +25,13 @@ constexpr size_t kKeepAliveMaxRequests = 100000;
 void ListenerSocketOptions(int socket) {
   int yes = 1;
   setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+// The request's Content-Type header (the first, if sent twice); none when it has none.
+std::optional<absl::string_view> ContentTypeOf(const httplib::Request& req) {
+  const auto it = req.headers.find("Content-Type");  // httplib compares names case-insensitively
+  if (it == req.headers.end()) return std::nullopt;
+  return absl::string_view(it->second);
 }
 
 }  // namespace
@@ -52,11 +61,21 @@ HttpServer::HttpServer(ServerOptions options, ServerLog* log)
 HttpServer::~HttpServer() { Drain(); }
 
 void HttpServer::InstallRoutes() {
-  auto predict = [this](const httplib::Request& req, httplib::Response& res) {
+  // Every POST route reads a JSON body: one whose Content-Type is not JSON is refused with 415
+  // before it is parsed, as TEI refuses it (json_content_type.h).
+  const auto post_json = [this](const char* path, auto handle) {
+    server_->Post(path, [this, handle](const httplib::Request& req, httplib::Response& res) {
+      if (std::optional<ApiError> e = CheckJsonContentType(ContentTypeOf(req))) {
+        return SendError(*e, res);
+      }
+      handle(req, res);
+    });
+  };
+  const auto predict = [this](const httplib::Request& req, httplib::Response& res) {
     HandlePredict(req, res);
   };
-  server_->Post("/predict", predict);
-  server_->Post("/", predict);
+  post_json("/predict", predict);
+  post_json("/", predict);
   server_->Get("/health",
                [this](const httplib::Request&, httplib::Response& res) { HandleHealth(res); });
   server_->Get("/info",

@@ -51,6 +51,28 @@ std::optional<ApiError> ParseInputs(const json& inputs, PredictRequest* request)
   return std::nullopt;
 }
 
+// Which text of `s` is empty, for the error message; empty when none is.
+std::optional<absl::string_view> EmptyPart(const Sequence& s) {
+  if (s.text.empty()) return s.pair ? "the pair's first text" : "the text";
+  if (s.pair && s.pair->empty()) return "the pair's second text";
+  return std::nullopt;
+}
+
+// No text may be empty, alone, in a pair or in a batch (api_error.h, EmptyText): an empty text
+// would be classified from its special tokens alone, an answer that means nothing.
+std::optional<ApiError> FindEmptyText(const PredictRequest& request) {
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    const std::optional<absl::string_view> part = EmptyPart(request.inputs[i]);
+    if (!part) continue;
+    if (!request.batch) {
+      return EmptyText(absl::StrCat("`inputs` cannot be empty: ", *part, " is empty"));
+    }
+    return EmptyText(absl::StrCat("`inputs` cannot contain an empty text: ", *part,
+                                  " of batch element ", i, " is empty"));
+  }
+  return std::nullopt;
+}
+
 // truncate (a bool or null), truncation_direction and raw_scores (a bool; null is an error, as
 // for serde's non-optional fields).
 std::optional<ApiError> ParseOptions(const json& body, PredictRequest* request) {
@@ -94,6 +116,8 @@ PredictParse ParseDocument(const json& body, const PredictLimits& limits) {
         TooLarge(absl::StrCat("batch size ", result.request.inputs.size(),
                               " > maximum allowed batch size ", limits.max_client_batch_size));
   }
+  // After the batch size, as TEI checks it before it encodes (and so finds empty texts).
+  if (!result.error) result.error = FindEmptyText(result.request);
   return result;
 }
 

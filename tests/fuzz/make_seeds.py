@@ -228,8 +228,11 @@ def predict_request_seeds():
         write("predict_request_fuzzer", name, bytes([limit - 1]) + body)
     seed("single", b'{"inputs": "What a great film"}')
     seed("pair", b'{"inputs": ["premise", "hypothesis"], "raw_scores": true}')
-    seed("batch", b'{"inputs": [["a"], ["b", "c"], [""]], "truncate": false, '
+    seed("batch", b'{"inputs": [["a"], ["b", "c"], [" "]], "truncate": false, '
          b'"truncation_direction": "Right"}')
+    seed("empty_text", b'{"inputs": [["a"], ["b", ""], [""]]}')
+    # The same bytes also go to the Content-Type check (json_content_type.h).
+    seed("content_type", b'application/vnd.api+json; charset=utf-8')
     seed("options", b'{"inputs": ["alone"], "truncate": null, "raw_scores": false, '
          b'"parameters": {"top_k": 2}}')
     seed("batch_over_limit", b'{"inputs": [["a"], ["b"], ["c"]]}', limit=2)

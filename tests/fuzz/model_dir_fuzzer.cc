@@ -24,7 +24,7 @@
 #include "padless/model_files/model_io.h"
 #include "padless/tokenize/tokenizer.h"
 
-namespace padless::models {
+namespace padless::model_files {
 namespace {
 
 using fuzz::ReadWholeFile;
@@ -32,8 +32,8 @@ using fuzz::ScratchDir;
 using fuzz::WriteScratchFile;
 
 // The model whose weights the harness corrupts, and its archive's bytes.
-EncoderConfig TinyConfig() {
-  return EncoderConfig()
+models::EncoderConfig TinyConfig() {
+  return models::EncoderConfig()
       .vocab_size(320)
       .hidden(8)
       .layers(1)
@@ -46,22 +46,22 @@ EncoderConfig TinyConfig() {
 }
 
 struct Fixture {
-  EncoderClassifier model{nullptr};
-  EncoderClassifier target{nullptr};  // LoadWeights' destination, reused by every input
+  models::EncoderClassifier model{nullptr};
+  models::EncoderClassifier target{nullptr};  // LoadWeights' destination, reused by every input
   std::string weights;
   std::string tokenizer_path;
 };
 Fixture* fixture = nullptr;
 
 void CheckConfig(const std::string& json, const std::string& origin) {
-  absl::StatusOr<EncoderConfig> c = EncoderConfig::FromJson(json, origin);
+  absl::StatusOr<models::EncoderConfig> c = models::EncoderConfig::FromJson(json, origin);
   if (!c.ok()) {
     FUZZ_CHECK(absl::StartsWith(c.status().message(), origin), std::string(c.status().message()));
     return;
   }
   FUZZ_CHECK(c->Validate().ok(), "FromJson accepted an invalid config");
   const std::string again = c->ToJson();
-  absl::StatusOr<EncoderConfig> round = EncoderConfig::FromJson(again, origin);
+  absl::StatusOr<models::EncoderConfig> round = models::EncoderConfig::FromJson(again, origin);
   FUZZ_CHECK(round.ok() && round->ToJson() == again, "config JSON does not round-trip");
 }
 
@@ -84,7 +84,7 @@ void CheckLabels(const std::string& path) {
 }
 
 void CheckWeights(const std::string& path, bool intact) {
-  EncoderClassifier& target = fixture->target;
+  models::EncoderClassifier& target = fixture->target;
   absl::Status s = LoadWeights(*target, path);
   if (intact) FUZZ_CHECK(s.ok(), absl::StrCat("intact weights rejected: ", s.message()));
   if (!s.ok()) {
@@ -103,7 +103,7 @@ void CheckWeights(const std::string& path, bool intact) {
 
 void CheckModelDir(const std::string& config_json, const std::string& labels_json,
                    const std::string& weights) {
-  absl::StatusOr<EncoderConfig> c = EncoderConfig::FromJson(config_json);
+  absl::StatusOr<models::EncoderConfig> c = models::EncoderConfig::FromJson(config_json);
   // Only small models: a config may legitimately ask for gigabytes, which is not a loader bug.
   if (!c.ok() || c->vocab_size() > 4096 || c->hidden() > 64 || c->layers() > 2 || c->ffn() > 256 ||
       c->max_positions() > 512 || c->num_labels() > 64 || c->type_vocab_size() > 8) {
@@ -126,14 +126,14 @@ void CheckModelDir(const std::string& config_json, const std::string& labels_jso
 }
 
 }  // namespace
-}  // namespace padless::models
+}  // namespace padless::model_files
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  using namespace padless::models;  // NOLINT: a fuzz entry point
+  using namespace padless::model_files;  // NOLINT: a fuzz entry point
   at::set_num_threads(1);
   fixture = new Fixture;
-  fixture->model = EncoderClassifier(TinyConfig());
-  fixture->target = EncoderClassifier(TinyConfig());
+  fixture->model = padless::models::EncoderClassifier(TinyConfig());
+  fixture->target = padless::models::EncoderClassifier(TinyConfig());
   const std::string weights = padless::fuzz::ScratchDir() + "/tiny.safetensors";
   absl::Status s = SaveWeights(*fixture->model, weights);
   FUZZ_CHECK(s.ok(), std::string(s.message()));
@@ -157,7 +157,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace padless::models;  // NOLINT: a fuzz entry point
+  using namespace padless::model_files;  // NOLINT: a fuzz entry point
   padless::fuzz::FuzzInput in(data, size);
   // Layout: config length (2 bytes), config JSON, labels length (2 bytes), labels JSON, then the
   // weights patch: truncation point, patch offset (3 bytes each), patch bytes (the rest).

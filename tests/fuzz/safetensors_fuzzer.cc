@@ -16,7 +16,7 @@
 #include "fuzz_util.h"
 #include "padless/model_files/safetensors.h"
 
-namespace padless::models {
+namespace padless::model_files {
 namespace {
 
 // The bytes of `t` (bitwise comparison: NaN payloads compare unequal as floats).
@@ -53,7 +53,7 @@ void CheckFloatTensors(const SafetensorsFile& file) {
 }
 
 }  // namespace
-}  // namespace padless::models
+}  // namespace padless::model_files
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   at::set_num_threads(1);
@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace padless::models;  // NOLINT: a fuzz entry point
+  using namespace padless::model_files;  // NOLINT: a fuzz entry point
   const std::string path = padless::fuzz::WriteScratchFile(
       "in.safetensors", absl::string_view(reinterpret_cast<const char*>(data), size));
   absl::StatusOr<SafetensorsFile> file = SafetensorsFile::Open(path);

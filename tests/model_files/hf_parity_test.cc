@@ -34,10 +34,10 @@
 namespace padless::model_files {
 namespace {
 
-using testing::MakePacked;
-using testing::MakePadded;
-using testing::MakeVarlen;
-using testing::Sequences;
+using models::testing::MakePacked;
+using models::testing::MakePadded;
+using models::testing::MakeVarlen;
+using models::testing::Sequences;
 
 const std::string kGoldenDir = std::string(PADLESS_SOURCE_DIR) + "/tests/model_files/data/hf_golden";
 const std::string kReferenceScript =

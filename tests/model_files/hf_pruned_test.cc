@@ -27,9 +27,9 @@
 namespace padless::model_files {
 namespace {
 
-using testing::MakePacked;
-using testing::MakePadded;
-using testing::MakeVarlen;
+using models::testing::MakePacked;
+using models::testing::MakePadded;
+using models::testing::MakeVarlen;
 
 // Layer 0 loses heads 1 and 3, layer 1 none, layer 2 three of four; every FFN keeps 40 of 64.
 models::EncoderConfig PrunedBert() {
@@ -91,8 +91,8 @@ void ExpectSameModel(models::EncoderClassifier& got, models::EncoderClassifier& 
   for (const auto& p : got->named_parameters()) {
     EXPECT_TRUE(p.value().equal(expected[p.key()])) << p.key();
   }
-  const testing::Sequences s =
-      testing::RandomSequences(5, 6, 1, 20, want->config().vocab_size(), 3);
+  const models::testing::Sequences s =
+      models::testing::RandomSequences(5, 6, 1, 20, want->config().vocab_size(), 3);
   at::NoGradGuard no_grad;
   for (const batching::Batch& b : {MakePadded(s), MakeVarlen(s), MakePacked(s, 24)}) {
     EXPECT_TRUE(got->forward(b).equal(want->forward(b)));

@@ -42,7 +42,7 @@ struct Step {
   std::vector<at::Tensor> grads;
 };
 
-Step train::TrainStep(EncoderClassifier& model, const batching::Batch& b, uint64_t seed) {
+Step TrainStep(EncoderClassifier& model, const batching::Batch& b, uint64_t seed) {
   model->zero_grad();
   at::manual_seed(seed);
   Step s;
@@ -125,14 +125,14 @@ TEST_P(CheckpointEquivalenceTest, SameLossAndGradientsWithDropout) {
   const Sequences s = RandomSequences(3, 8, 3, 24, 60, 2);
   for (const batching::Batch& b : {MakePadded(s), MakePacked(s, 48)}) {
     ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::None(); });
-    const Step plain = train::TrainStep(model, b, 99);
+    const Step plain = TrainStep(model, b, 99);
     // Dropout is really on: another seed gives another loss.
-    const Step other_seed = train::TrainStep(model, b, 100);
+    const Step other_seed = TrainStep(model, b, 100);
     ASSERT_GT((plain.loss - other_seed.loss).abs().item<double>(), 1e-6);
 
     ChangeRuntime(model,
                   [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
-    const Step checked = train::TrainStep(model, b, 99);
+    const Step checked = TrainStep(model, b, 99);
     EXPECT_LE((plain.loss - checked.loss).abs().item<double>(), 1e-6);
     ASSERT_EQ(plain.grads.size(), checked.grads.size());
     for (size_t i = 0; i < plain.grads.size(); ++i) {
@@ -168,13 +168,13 @@ TEST_P(CheckpointAutocastTest, MatchesUnderCpuAutocast) {
   Step plain, checked;
   {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
-    plain = train::TrainStep(model, b, 7);
+    plain = TrainStep(model, b, 7);
   }
   ChangeRuntime(model,
                 [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(GetParam()); });
   {
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
-    checked = train::TrainStep(model, b, 7);
+    checked = TrainStep(model, b, 7);
   }
   EXPECT_EQ(checked.loss.scalar_type(), at::kFloat);
   EXPECT_LE((plain.loss - checked.loss).abs().item<double>(), 1e-6);
@@ -197,7 +197,7 @@ TEST(ActivationMemoryTest, AutoIsLeanExactlyWhenCheckpointing) {
     ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
     model->train();
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
-    return train::TrainStep(model, b, 7).loss.item<double>();
+    return TrainStep(model, b, 7).loss.item<double>();
   };
   const double auto_none = loss(Mode::kAuto, "none"), fast_none = loss(Mode::kFast, "none");
   const double lean_none = loss(Mode::kLean, "none");
@@ -274,7 +274,7 @@ TEST(CheckpointTest, FrozenLayersStillCheckpoint) {
   model->FreezeEmbeddings(true);
   model->FreezeLayersBelow(2);
   const batching::Batch b = MakePadded(RandomSequences(5, 4, 3, 10, 60, 2));
-  const Step plain = train::TrainStep(model, b, 1);
+  const Step plain = TrainStep(model, b, 1);
   ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = CheckpointPolicy::All(); });
   model->zero_grad();
   const at::Tensor loss = ClassificationLoss(model->forward(b), b.labels);

@@ -243,7 +243,7 @@ struct ModelStep {
   std::vector<at::Tensor> grads;
 };
 
-ModelStep train::TrainStep(EncoderClassifier& model, const batching::Batch& b) {
+ModelStep TrainStep(EncoderClassifier& model, const batching::Batch& b) {
   model->zero_grad(/*set_to_none=*/true);
   ModelStep s;
   s.logits = model->forward(b);
@@ -280,9 +280,9 @@ TEST_P(FusedModelTest, SameLogitsAndGradientsAsPerOpAutograd) {
       SCOPED_TRACE(AttentionBackendName(varlen));
       ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = varlen; });
       ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = false; });
-      const ModelStep generic = train::TrainStep(model, b);
+      const ModelStep generic = TrainStep(model, b);
       ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = true; });
-      const ModelStep fused = train::TrainStep(model, b);
+      const ModelStep fused = TrainStep(model, b);
       EXPECT_LE((generic.logits - fused.logits).abs().max().item<double>(), 1e-10);
       ASSERT_EQ(generic.grads.size(), fused.grads.size());
       for (size_t i = 0; i < generic.grads.size(); ++i) {
@@ -317,7 +317,7 @@ TEST(FusedModelTest, BackwardUnderCpuAutocast) {
   for (const char* policy : {"none", "all", "selective"}) {
     ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
     AutocastGuard autocast(at::kCPU, at::kBFloat16);
-    const ModelStep s = train::TrainStep(model, b);
+    const ModelStep s = TrainStep(model, b);
     for (size_t i = 0; i < s.grads.size(); ++i) {
       EXPECT_TRUE(s.grads[i].isfinite().all().item<bool>()) << policy << " " << i;
     }
@@ -331,7 +331,7 @@ ModelStep GpuStep(EncoderClassifier& model, const batching::Batch& b, bool fused
   ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *CheckpointPolicy::Parse(policy); });
   at::manual_seed(seed);
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
-  return train::TrainStep(model, b);
+  return TrainStep(model, b);
 }
 
 // A small training-mode classifier on the GPU, and a varlen batch of 11 sequences for it.

@@ -49,7 +49,7 @@ namespace {
 using testing::AllFinite;
 using testing::BitwiseEqual;
 using testing::FilesEndingWith;
-using testing::HasCuda;
+using models::testing::HasCuda;
 using testing::MaxDiff;
 using testing::Params;
 using testing::Plan;

@@ -20,7 +20,7 @@
 namespace padless::train {
 namespace {
 
-using testing::HasCuda;
+using models::testing::HasCuda;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 

@@ -200,7 +200,7 @@ TEST(FusedAdamWTest, SkipOnTheDeviceChangesNothingAndZeroEqualsNoDecision) {
 // gradients divided beforehand, and the gradients are left divided, with the clipped norm.
 TEST(FusedAdamWTest, GradDivisorEqualsDividingTheGradientsFirst) {
   std::vector<at::Device> devices = {at::kCPU};
-  if (testing::HasCuda()) devices.emplace_back(at::kCUDA);  // the CUDA kernel divides alike
+  if (models::testing::HasCuda()) devices.emplace_back(at::kCUDA);  // the CUDA kernel divides alike
   for (const at::Device& device : devices) {
     auto make = [&](std::vector<at::Tensor>& params) {
       at::manual_seed(9);

@@ -59,6 +59,10 @@ TEST(ApiErrorTest, TeiShapeAndStatuses) {
   EXPECT_EQ(FromEngineStatus(absl::InvalidArgumentError("too long")).status, 413);
   EXPECT_EQ(MalformedBody("x").status, 400);
   EXPECT_EQ(WrongShape("x").status, 422);
+  EXPECT_EQ(EmptyText("x").status, 422);
+  EXPECT_EQ(ErrorTypeName(EmptyText("x").type), "Validation");
+  EXPECT_EQ(UnsupportedMediaType("x").status, 415);
+  EXPECT_EQ(ErrorTypeName(UnsupportedMediaType("x").type), "Validation");
   EXPECT_EQ(NotFound("GET", "/x").status, 404);
   EXPECT_EQ(MethodNotAllowed("GET", "/predict").status, 405);
   EXPECT_EQ(Internal("x").status, 500);
@@ -164,6 +168,12 @@ TEST(OpenApiTest, ParsesAndNamesEveryRoute) {
   EXPECT_EQ(doc["openapi"].get<std::string>().substr(0, 2), "3.");
   EXPECT_TRUE(doc["paths"]["/predict"].contains("post"));
   EXPECT_TRUE(doc["paths"]["/"].contains("post"));
+  for (const char* path : {"/predict", "/"}) {
+    for (const char* status : {"400", "413", "415", "422", "424", "429", "503"}) {
+      EXPECT_TRUE(doc["paths"][path]["post"]["responses"].contains(status))
+          << path << " " << status;
+    }
+  }
   for (const char* path : {"/health", "/info", "/metrics", "/openapi.json"}) {
     EXPECT_TRUE(doc["paths"][path].contains("get")) << path;
   }

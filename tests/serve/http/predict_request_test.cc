@@ -1,10 +1,12 @@
 // ParsePredictRequest: every shape of TEI's PredictRequest, and broken bodies (empty, binary,
-// wrong types, huge batches, deep nesting, invalid UTF-8) answered with the right status.
+// wrong types, huge batches, deep nesting, invalid UTF-8, empty texts) answered with the right
+// status.
 #include "padless/serve/http/predict_request.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace padless::serve::http {
 namespace {
@@ -93,12 +95,41 @@ TEST(PredictRequestTest, WrongShapeIs422) {
   }
 }
 
-TEST(PredictRequestTest, EscapesAndEmptyTextsParse) {
-  const PredictParse p = Parse(R"({"inputs": [[""], ["\u00e9\n\"q\"", "\u0000"]]})");
+TEST(PredictRequestTest, EscapesParse) {
+  const PredictParse p = Parse(R"({"inputs": [[" "], ["\u00e9\n\"q\"", "\u0000"]]})");
   ASSERT_TRUE(p.ok()) << p.error->message;
-  EXPECT_EQ(p.request.inputs[0].text, "");
+  EXPECT_EQ(p.request.inputs[0].text, " ");  // blank, not empty: TEI takes it too
   EXPECT_EQ(p.request.inputs[1].text, "\xc3\xa9\n\"q\"");
   EXPECT_EQ(p.request.inputs[1].pair, std::string(1, '\0'));
+}
+
+// Issue 44: "" alone, in a pair (either side) or anywhere in a batch is refused with 422 and
+// TEI's Validation error, naming where it is.
+TEST(PredictRequestTest, EmptyTextIs422) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"inputs": ""})", "`inputs` cannot be empty: the text is empty"},
+      {R"({"inputs": [""]})", "`inputs` cannot be empty: the text is empty"},
+      {R"({"inputs": ["", "hypothesis"]})", "the pair's first text is empty"},
+      {R"({"inputs": ["premise", ""]})", "the pair's second text is empty"},
+      {R"({"inputs": [[""]]})", "the text of batch element 0 is empty"},
+      {R"({"inputs": [["a"], ["b", "c"], [""]]})", "the text of batch element 2 is empty"},
+      {R"({"inputs": [["a"], ["b", ""]]})", "the pair's second text of batch element 1"},
+      {R"({"inputs": [["a"], ["", "c"]]})", "the pair's first text of batch element 1"},
+      {R"({"inputs": [["", ""]]})", "the pair's first text of batch element 0"},
+  };
+  for (const auto& [body, message] : cases) {
+    const PredictParse p = Parse(body);
+    ASSERT_FALSE(p.ok()) << body;
+    EXPECT_EQ(p.error->status, 422) << body;
+    EXPECT_EQ(p.error->type, ErrorType::kValidation) << body;
+    EXPECT_NE(p.error->message.find(message), std::string::npos)
+        << body << ": " << p.error->message;
+  }
+  // The batch size is checked first, as TEI does; the options too (they are part of the shape).
+  EXPECT_EQ(StatusOf(R"({"inputs": [["a"], ["b"], [""]]})", 2), 413);
+  EXPECT_EQ(Parse(R"({"inputs": "", "truncate": 1})").error->message,
+            "`truncate` must be a boolean or null");
+  EXPECT_EQ(StatusOf(R"({"inputs": [["a"], [" "], ["\u0000"]]})"), 200);
 }
 
 TEST(PredictRequestTest, BatchOverTheClientLimitIs413) {

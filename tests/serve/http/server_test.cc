@@ -1,8 +1,13 @@
 // `padless serve` end to end: the real binary on a free port (--port 0) over a tiny model
 // directory, driven with cpp-httplib's client: every route, every error status, keep-alive,
 // concurrent clients, a full queue, and the SIGTERM drain.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -77,6 +82,37 @@ json ErrorBody(const httplib::Result& r) {
   return j;
 }
 
+// One request sent as raw bytes, for what httplib's client cannot send (a POST body without a
+// Content-Type: it adds text/plain); the whole response, read until the server closes (the
+// request is to say `Connection: close`).
+std::string RawHttpExchange(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  timeval timeout{10, 0};  // a server that never answers fails the test, not hangs it
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
+  }
+  ::close(fd);
+  return response;
+}
+
+// A raw POST /predict of `body` with `headers` (each ending in \r\n), answered on a fresh
+// connection.
+std::string RawPredict(int port, const std::string& headers, const std::string& body) {
+  return RawHttpExchange(
+      port, "POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
+                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
 // Checks one input's ranked labels: every label once, scores descending; probabilities sum to 1.
 void ExpectRanked(const json& ranked, bool probabilities) {
   ASSERT_TRUE(ranked.is_array()) << ranked;
@@ -115,7 +151,7 @@ TEST(ServeTest, EveryRouteAnswers) {
   ExpectRanked(json::parse(Post(client, "/predict", R"({"inputs": ["good", "bad plot"]})")->body),
                true);
   const json batch = json::parse(
-      Post(client, "/predict", R"({"inputs": [["good film"], ["a", "b"], [""]]})")->body);
+      Post(client, "/predict", R"({"inputs": [["good film"], ["a", "b"], [" "]]})")->body);
   ASSERT_EQ(batch.size(), 3u);
   for (const json& ranked : batch) ExpectRanked(ranked, true);
   ExpectRanked(
@@ -170,6 +206,72 @@ TEST(ServeTest, ErrorsHaveTeiStatusesAndBodies) {
   const std::string metrics = MetricsWith(client, "route=\"other\",status=\"404\"");
   EXPECT_NE(metrics.find("padless_errors_total{type=\"Validation\"}"), std::string::npos);
   EXPECT_NE(metrics.find("route=\"other\",status=\"404\""), std::string::npos) << metrics;
+}
+
+// Issue 44: an empty text is 422; a body whose Content-Type is absent or not JSON is 415 on both
+// POST routes, before the body is parsed; both with TEI's error body.
+TEST(ServeTest, EmptyTextsAndBodiesThatAreNotJsonByTypeAreRefused) {
+  ServerProcess server;
+  StartServer(server);
+  httplib::Client client("127.0.0.1", server.port());
+  client.set_tcp_nodelay(true);  // no 40 ms Nagle stall per request
+  for (const char* body :
+       {R"({"inputs": ""})", R"({"inputs": ["premise", ""]})", R"({"inputs": ["", "hypothesis"]})",
+        R"({"inputs": [["a"], [""]]})", R"({"inputs": [["a"], ["b", ""]]})"}) {
+    for (const char* path : {"/predict", "/"}) {
+      const httplib::Result r = Post(client, path, body);
+      ASSERT_TRUE(r) << path << " " << body;
+      EXPECT_EQ(r->status, 422) << path << " " << body << " " << r->body;
+      const json error = ErrorBody(r);
+      EXPECT_EQ(error["error_type"], "Validation") << r->body;
+      EXPECT_NE(error["error"].get<std::string>().find("empty"), std::string::npos) << r->body;
+    }
+  }
+
+  const std::string valid = R"({"inputs": "good film"})";
+  for (const char* type :
+       {"text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", "text/json",
+        "application/octet-stream"}) {
+    for (const char* path : {"/predict", "/"}) {
+      const httplib::Result r = client.Post(path, valid, type);
+      ASSERT_TRUE(r) << path << " " << type;
+      EXPECT_EQ(r->status, 415) << path << " " << type << " " << r->body;
+      const json error = ErrorBody(r);
+      EXPECT_EQ(error["error_type"], "Validation") << r->body;
+      EXPECT_NE(error["error"].get<std::string>().find("`Content-Type: application/json`"),
+                std::string::npos)
+          << r->body;
+    }
+  }
+  // The type is checked before the body: not JSON by type and by content is 415, not 400.
+  EXPECT_EQ(client.Post("/predict", "{not json", "text/plain")->status, 415);
+  // Another method on a POST route is still 405, whatever its type.
+  EXPECT_EQ(client.Post("/health", valid, "text/plain")->status, 405);
+  for (const char* type :
+       {"application/json; charset=utf-8", "Application/JSON", "application/vnd.api+json"}) {
+    const httplib::Result r = client.Post("/predict", valid, type);
+    ASSERT_TRUE(r) << type;
+    EXPECT_EQ(r->status, 200) << type << " " << r->body;
+  }
+
+  // No Content-Type at all: 415, as TEI answers it. The same bytes with the header are served.
+  const std::string missing = RawPredict(server.port(), "", valid);
+  EXPECT_EQ(missing.substr(0, 12), "HTTP/1.1 415") << missing;
+  const size_t body_at = missing.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos) << missing;
+  const json error = json::parse(missing.substr(body_at + 4), nullptr, false);
+  ASSERT_TRUE(error.is_object()) << missing;
+  EXPECT_EQ(error["error_type"], "Validation") << missing;
+  EXPECT_NE(error["error"].get<std::string>().find("no Content-Type"), std::string::npos)
+      << missing;
+  const std::string with_type =
+      RawPredict(server.port(), "Content-Type: application/json\r\n", valid);
+  EXPECT_EQ(with_type.substr(0, 12), "HTTP/1.1 200") << with_type;
+
+  EXPECT_EQ(client.Get("/health")->status, 200);  // still serving
+  const std::string metrics = MetricsWith(client, "route=\"/predict\",status=\"415\"");
+  EXPECT_NE(metrics.find("route=\"/predict\",status=\"415\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("route=\"/\",status=\"422\""), std::string::npos) << metrics;
 }
 
 TEST(ServeTest, KeepAliveServesManyRequestsOnOneConnection) {

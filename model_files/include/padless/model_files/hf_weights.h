@@ -31,10 +31,15 @@ bool IsHuggingFaceModelDir(const std::string& dir);
 struct ImportedModel {
   HfConfig hf;  // hf.encoder is the model's config (num_labels as requested)
   models::EncoderClassifier model{nullptr};
-  // Whether the checkpoint's classification layer was loaded (false: a new one, initialised as
-  // padless initialises heads, because the checkpoint has none or another label count). The
-  // head's hidden layer (BERT's pooler) is loaded whenever the checkpoint has it.
+  // Whether the checkpoint's classification head was loaded: its classification layer and, where
+  // the model has one, the head's hidden layer (BERT's pooler, RoBERTa's classifier.dense,
+  // DistilBERT's pre_classifier). False: a new head, initialised as padless initialises heads,
+  // because the checkpoint has none (a plain encoder such as a sentence-transformers model) or
+  // one for another label count. Each part of the head is loaded whenever the checkpoint has it.
   bool head_loaded = false;
+  // Why not (empty when head_loaded), naming the checkpoint's tensors, e.g. "no classifier.weight,
+  // classifier.bias in model.safetensors".
+  std::string new_head_reason;
 };
 
 // Loads `dir` on the CPU in fp32, eval mode. `num_labels` > 0 asks for that many labels (a new

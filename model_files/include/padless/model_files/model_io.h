@@ -39,6 +39,13 @@ struct LoadedModel {
   models::EncoderClassifier model;
   tokenize::Tokenizer tokenizer;
   corpus::LabelMap labels;
+  // Whether the classification head's weights came from the checkpoint: always for padless's own
+  // directories (SaveModelDir writes the head); for a Hugging Face directory, only when its
+  // checkpoint holds a head for its labels (ImportedModel::head_loaded). A plain encoder (a
+  // sentence-transformers model, a BertModel) gets a new, untrained head, which
+  // RequireTrainedHead refuses: its outputs are noise.
+  bool head_from_checkpoint = false;
+  std::string new_head_reason;  // why not, naming the missing weights (ImportedModel's)
 };
 
 // Writes the four files of a model directory (creating it); the tokenizer is saved as given.
@@ -46,9 +53,17 @@ absl::Status SaveModelDir(const std::string& dir, models::EncoderClassifier& mod
                           const tokenize::Tokenizer& tokenizer, const corpus::LabelMap& labels);
 // Loads a model directory onto `device`, in eval mode: padless's own, or a Hugging Face one
 // (config.json naming a model_type, safetensors weights, tokenizer.json; see hf_weights.h), whose
-// labels come from id2label. A missing directory or file, corrupt JSON
+// labels come from id2label, and whose head may be new (LoadedModel::head_from_checkpoint; use
+// LoadClassifierDir to classify). A missing directory or file, corrupt JSON
 // or weights, or a config that does not match the weights or the label map gives a clear status.
 absl::StatusOr<LoadedModel> LoadModelDir(const std::string& dir, const c10::Device& device);
+
+// FailedPrecondition, naming `dir` and the missing weights, when `model`'s classification head
+// did not come from its checkpoint. Every use of a model as a classifier (serve, predict, eval)
+// goes through it; `train --init-from` and prune may start from a new head and do not.
+absl::Status RequireTrainedHead(const LoadedModel& model, const std::string& dir);
+// LoadModelDir, then RequireTrainedHead: a model directory loaded to classify with.
+absl::StatusOr<LoadedModel> LoadClassifierDir(const std::string& dir, const c10::Device& device);
 
 }  // namespace padless::model_files
 

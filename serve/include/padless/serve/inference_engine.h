@@ -137,10 +137,13 @@ class RequestHandle {
 
 class InferenceEngine {
  public:
-  // Loads a model directory (model_files/model_io.h) onto options.device.
+  // Loads a model directory (model_files/model_io.h) onto options.device. FailedPrecondition,
+  // naming the missing weights, when its checkpoint has no trained classification head
+  // (model_files::LoadClassifierDir): a plain Hugging Face encoder is never served as a classifier.
   static absl::StatusOr<std::unique_ptr<InferenceEngine>> Load(const std::string& model_dir,
                                                                EngineOptions options = {});
-  // Serves an already loaded model (moved in).
+  // Serves an already loaded model (moved in) as it is: a caller that loads with
+  // model_files::LoadModelDir checks the head itself (model_files::RequireTrainedHead).
   static absl::StatusOr<std::unique_ptr<InferenceEngine>> Create(model_files::LoadedModel model,
                                                                  EngineOptions options = {});
   ~InferenceEngine();  // Shutdown()

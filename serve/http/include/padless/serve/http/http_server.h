@@ -5,8 +5,9 @@
 //   GET  /info              the model and the limits (server_info.h); 503 while loading
 //   GET  /metrics           Prometheus text (metrics.h)
 //   GET  /openapi.json      the OpenAPI 3 description (openapi.h)
-// Another path answers 404, another method on these paths 405, a body over the limit 413, all
-// with TEI's JSON error body (api_error.h). Every answer is logged in one line (server_log.h).
+// Another path answers 404, another method on these paths 405, a body over the limit 413, a POST
+// body whose Content-Type is absent or not JSON 415 (json_content_type.h), all with TEI's JSON
+// error body (api_error.h). Every answer is logged in one line (server_log.h).
 //
 // Lifecycle: Bind, Start (listening, answering 503 to predict), SetEngine (serving), then
 // Drain: new requests get 503, the listener closes, the requests in flight finish, the handler
