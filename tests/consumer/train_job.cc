@@ -15,7 +15,7 @@
 #include "padless/serve/inference_engine.h"
 #include "padless/serve/text_classifier.h"
 
-namespace pm = padless::models;
+namespace ptrain = padless::train;
 namespace ps = padless::serve;
 
 int main() {
@@ -34,7 +34,7 @@ int main() {
   }
 
   // --- The README example: train a classifier from files.
-  pm::TrainJobOptions job;
+  ptrain::TrainJobOptions job;
   job.data = dir + "/train.tsv";
   job.dev_fraction = 0.1;  // or job.dev = "dev.tsv"
   job.out = dir + "/model";
@@ -44,7 +44,7 @@ int main() {
   job.train.epochs(1).max_steps(3);
   job.device = c10::Device(c10::kCPU);
   job.quiet = true;
-  absl::StatusOr<pm::TrainJobResult> result = pm::RunTrainJob(job);
+  absl::StatusOr<ptrain::TrainJobResult> result = ptrain::RunTrainJob(job);
   if (!result.ok()) return std::printf("train_job: %s\n", result.status().ToString().c_str()), 1;
   // --- end of the example.
 
