@@ -117,6 +117,21 @@ def model_dir_seeds():
     write("model_dir_fuzzer", "label_mismatch",
           seed(tiny.replace(b'"num_labels": 2', b'"num_labels": 3'), labels))
     write("model_dir_fuzzer", "not_json", seed(b"{", b"[]", keep=64, offset=3, patch=b"PK"))
+    # The JSON inputs as a sentence-transformers directory's files (model_dir_fuzzer.cc feeds the
+    # config bytes as modules.json and as 1_Pooling/config.json).
+    st_modules = (b'[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.'
+                  b'Transformer"}, {"idx": 1, "name": "1", "path": "1_Pooling", "type": '
+                  b'"sentence_transformers.models.Pooling"}, {"idx": 2, "name": "2", "path": '
+                  b'"2_Normalize", "type": "sentence_transformers.models.Normalize"}]')
+    st_pooling = (b'{"word_embedding_dimension": 384, "pooling_mode_cls_token": false, '
+                  b'"pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false, '
+                  b'"pooling_mode_mean_sqrt_len_tokens": false, '
+                  b'"pooling_mode_weightedmean_tokens": false, "pooling_mode_lasttoken": false, '
+                  b'"include_prompt": true}')
+    st_settings = (b'{"model_type": "SentenceTransformer", "prompts": {"query": "query: "}, '
+                   b'"default_prompt_name": "query", "similarity_fn_name": "cosine"}')
+    write("model_dir_fuzzer", "st_modules", seed(st_modules, st_pooling, keep=0))
+    write("model_dir_fuzzer", "st_pooling", seed(st_pooling, st_settings, keep=0))
 
 
 def tokenizer_json_seeds():

@@ -6,6 +6,11 @@
 // go through LoadModelDir end to end. Invariants: errors name the file; an accepted config or label
 // map round-trips; weights either load exactly or fail with a status (never an exception or crash);
 // a loaded directory agrees with its config and label map.
+// The same two JSON inputs also go through the sentence-transformers reader
+// (model_files/sentence_transformers.h): as modules.json with the labels bytes as
+// 1_Pooling/config.json, and as 1_Pooling/config.json (beside a valid modules.json) with the labels
+// bytes as config_sentence_transformers.json. Invariants: a status naming a file of the directory,
+// or a description that holds together.
 #include <ATen/Parallel.h>
 #include <sys/stat.h>
 
@@ -22,6 +27,7 @@
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
 #include "padless/model_files/model_io.h"
+#include "padless/model_files/sentence_transformers.h"
 #include "padless/tokenize/tokenizer.h"
 
 namespace padless::model_files {
@@ -125,6 +131,41 @@ void CheckModelDir(const std::string& config_json, const std::string& labels_jso
   FUZZ_CHECK(!loaded->model->is_training(), "loaded model is not in eval mode");
 }
 
+// all-MiniLM-L6-v2's pipeline, for the inputs that stand in for its pooling config.
+constexpr char kValidModules[] =
+    R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling",
+         "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize",
+         "type": "sentence_transformers.models.Normalize"}])";
+
+// `dir` (under ScratchDir()) is a sentence-transformers directory with `modules`, `pooling` as
+// 1_Pooling/config.json and `settings` as config_sentence_transformers.json.
+void CheckSentenceTransformerDir(const std::string& dir, const std::string& modules,
+                                 const std::string& pooling, const std::string& settings) {
+  WriteScratchFile(dir + "/modules.json", modules);
+  WriteScratchFile(dir + "/1_Pooling/config.json", pooling);
+  WriteScratchFile(dir + "/config_sentence_transformers.json", settings);
+  const std::string path = ScratchDir() + "/" + dir;
+  absl::StatusOr<SentenceTransformerSpec> spec = ReadSentenceTransformerDir(path);
+  if (!spec.ok()) {
+    FUZZ_CHECK(absl::StrContains(spec.status().message(), path),
+               std::string(spec.status().message()));
+    return;
+  }
+  FUZZ_CHECK(spec->word_embedding_dimension > 0, "accepted a pooling width of 0");
+  int64_t width = spec->word_embedding_dimension;
+  for (const DenseLayer& layer : spec->dense) {
+    FUZZ_CHECK(layer.in_features == width, "Dense widths do not chain");
+    FUZZ_CHECK(layer.out_features > 0 && !layer.weights_path.empty(), "bad Dense layer");
+    width = layer.out_features;
+  }
+  FUZZ_CHECK(spec->embedding_dimension() == width, "embedding_dimension differs from the stack");
+  FUZZ_CHECK(spec->default_prompt_name.empty() || spec->prompts.count(spec->default_prompt_name),
+             "default prompt is not a prompt");
+  FUZZ_CHECK(ParsePoolingMode(PoolingModeName(spec->pooling)).ok(), "pooling has no name");
+}
+
 }  // namespace
 }  // namespace padless::model_files
 
@@ -139,6 +180,10 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   FUZZ_CHECK(s.ok(), std::string(s.message()));
   fixture->weights = ReadWholeFile(weights);
   ::mkdir((padless::fuzz::ScratchDir() + "/model").c_str(), 0700);
+  for (const char* dir :
+       {"st_modules", "st_modules/1_Pooling", "st_pooling", "st_pooling/1_Pooling"}) {
+    ::mkdir((padless::fuzz::ScratchDir() + "/" + dir).c_str(), 0700);
+  }
   // A tokenizer whose vocabulary (300) fits TinyConfig's 320 ids, for the model directory.
   std::ifstream text(PADLESS_FUZZ_DATA_DIR "/tokenizer_train.txt");
   std::vector<std::string> sentences;
@@ -175,5 +220,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckLabels(padless::fuzz::WriteScratchFile("labels.json", labels));
   CheckWeights(padless::fuzz::WriteScratchFile(kWeightsFile, weights), weights == valid);
   CheckModelDir(config, labels, weights);
+  CheckSentenceTransformerDir("st_modules", config, labels, "{}");
+  CheckSentenceTransformerDir("st_pooling", kValidModules, config, labels);
   return 0;
 }
