@@ -250,10 +250,11 @@ const Subcommand kServeCommand = {
     "a batch)\n"
     "  GET /health (200 serving, 503 loading or draining), GET /info, GET /metrics (Prometheus),\n"
     "  GET /openapi.json\n"
-    "Errors are {\"error\": ..., \"error_type\": ...}: 400 not JSON, 422 wrong shape, 413 over a\n"
-    "limit, 429 queue full, 503 loading or draining. SIGTERM or SIGINT drains: new requests get\n"
-    "503, accepted ones finish, then the server exits 0. The startup line on stderr says the\n"
-    "address (the chosen port with --port 0), model, device, precision and limits.",
+    "Errors are {\"error\": ..., \"error_type\": ...}: 415 Content-Type not JSON, 400 not JSON,\n"
+    "422 wrong shape or an empty text, 413 over a limit, 429 queue full, 503 loading or\n"
+    "draining. SIGTERM or SIGINT drains: new requests get 503, accepted ones finish, then the\n"
+    "server exits 0. The startup line on stderr says the address (the chosen port with\n"
+    "--port 0), model, device, precision and limits.",
     {"model", "port", "host", "max_batch_tokens", "max_batch_requests", "max_concurrent_requests",
      "max_client_batch_size", "max_batch_delay_us", "device", "amp", "max_len", "tokenizer_threads",
      "log_level", "body_limit", "http_threads", "cuda_graph_max_tokens"},
