@@ -14,6 +14,9 @@ BatchScores ScoreBatch(models::EncoderClassifierImpl& model, const batching::Bat
     logits = model.forward(batch);
   }
   logits = logits.to(at::kFloat);
+  // A one-label head (a cross-encoder's relevance score) has no distribution to normalize: its
+  // probability is the sigmoid, as transformers' and TEI's single-label scores are.
+  if (logits.size(1) == 1) return BatchScores{logits, at::sigmoid(logits)};
   return BatchScores{logits, at::softmax(logits, /*dim=*/1)};
 }
 

@@ -1,6 +1,6 @@
 // ScoreBatch: the engine's one forward of a device batch, run eagerly by the device worker and
 // captured into CUDA graphs by GraphedForward: the model's logits under the engine's autocast,
-// cast to fp32, and their softmax.
+// cast to fp32, and their softmax (a one-label head's sigmoid).
 #ifndef PADLESS_SERVE_BATCH_SCORES_H_
 #define PADLESS_SERVE_BATCH_SCORES_H_
 
@@ -15,7 +15,7 @@ namespace padless::serve::internal {
 // [n, C] fp32 on the batch's device, one row per sequence of the batch.
 struct BatchScores {
   at::Tensor logits;
-  at::Tensor probabilities;  // softmax over each row of logits
+  at::Tensor probabilities;  // softmax over each row of logits; the sigmoid of a one-label head
 };
 
 // Runs under c10::InferenceMode itself. No host sync, so that it can be captured in a CUDA graph.

@@ -11,8 +11,8 @@
 namespace padless::serve::internal {
 namespace {
 
-Classification Mean(const RequestHandle::State::Sums& sums) {
-  Classification c;
+EngineResult Mean(const RequestHandle::State::Sums& sums) {
+  EngineResult c;
   const double windows = static_cast<double>(std::max<int64_t>(sums.windows, 1));
   for (size_t k = 0; k < sums.probabilities.size(); ++k) {
     c.probabilities.push_back(static_cast<float>(sums.probabilities[k] / windows));
@@ -26,8 +26,12 @@ Classification Mean(const RequestHandle::State::Sums& sums) {
 
 }  // namespace
 
-Completion::Completion(int64_t num_labels, WorkQueue<ScoredBatch>* input, Finished finished)
-    : num_labels_(num_labels), input_(input), finished_(std::move(finished)) {
+Completion::Completion(int64_t num_labels, bool embeddings, WorkQueue<ScoredBatch>* input,
+                       Finished finished)
+    : num_labels_(num_labels),
+      embeddings_(embeddings),
+      input_(input),
+      finished_(std::move(finished)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -62,6 +66,7 @@ void Completion::Complete(ScoredBatch& batch) {
     for (const SequenceOwner& o : batch.owners) o.state->Finish(o.index, error);
     return;
   }
+  if (embeddings_) return CompleteEmbeddings(batch);
   const float* probabilities = batch.probabilities.data_ptr<float>();
   const float* scores = batch.scores.data_ptr<float>();
   for (size_t j = 0; j < batch.owners.size(); ++j) {
@@ -82,6 +87,28 @@ void Completion::AddSequence(const SequenceOwner& owner, const float* probabilit
   }
   sums.tokens += owner.tokens;
   if (++sums.done == sums.windows) owner.state->Finish(owner.index, Mean(sums));
+}
+
+void Completion::CompleteEmbeddings(const ScoredBatch& batch) {
+  const int64_t dimension = batch.embeddings.size(1);
+  const float* embeddings = batch.embeddings.data_ptr<float>();
+  const bool has_tokens = batch.token_states.defined();
+  const int64_t hidden = has_tokens ? batch.token_states.size(1) : 0;
+  const float* token_states = has_tokens ? batch.token_states.data_ptr<float>() : nullptr;
+  int64_t first_token = 0;  // the sequence's first row in token_states (the batch's order)
+  for (size_t j = 0; j < batch.owners.size(); ++j) {
+    const SequenceOwner& o = batch.owners[j];
+    EngineResult result;
+    const float* row = embeddings + static_cast<int64_t>(j) * dimension;
+    result.embedding.assign(row, row + dimension);
+    if (has_tokens && o.state->requests[o.index].token_embeddings) {
+      const float* first = token_states + first_token * hidden;
+      result.token_embeddings.assign(first, first + o.tokens * hidden);
+    }
+    result.tokens = o.tokens;
+    first_token += o.tokens;
+    o.state->Finish(o.index, std::move(result));
+  }
 }
 
 }  // namespace padless::serve::internal

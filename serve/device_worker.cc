@@ -16,10 +16,12 @@
 
 namespace padless::serve::internal {
 
-DeviceWorker::DeviceWorker(models::EncoderClassifierImpl* model, c10::Device device,
-                           models::AmpMode amp, std::unique_ptr<GraphedForward> graphs,
-                           WorkQueue<FormedBatch>* input, Emit emit)
+DeviceWorker::DeviceWorker(models::EncoderClassifierImpl* model, const EmbeddingHead* embedding,
+                           c10::Device device, models::AmpMode amp,
+                           std::unique_ptr<GraphedForward> graphs, WorkQueue<FormedBatch>* input,
+                           Emit emit)
     : model_(model),
+      embedding_(embedding),
       device_(device),
       amp_(amp),
       graphs_(std::move(graphs)),
@@ -63,6 +65,16 @@ BatchScores DeviceWorker::Score(const batching::Batch& batch, ScoredBatch* out) 
   return ScoreBatch(*model_, batch, device_.type(), amp_);
 }
 
+void DeviceWorker::Embed(const batching::Batch& batch, ScoredBatch* out) {
+  bool token_states = false;
+  for (const SequenceOwner& o : out->owners) {
+    token_states = token_states || o.state->requests[o.index].token_embeddings;
+  }
+  BatchEmbeddings e = EmbedBatch(*model_, batch, *embedding_, device_.type(), amp_, token_states);
+  out->embeddings = std::move(e.embeddings);
+  out->token_states = std::move(e.token_states);
+}
+
 ScoredBatch DeviceWorker::Launch(FormedBatch formed) {
   ScoredBatch out;
   out.owners = std::move(formed.owners);
@@ -71,19 +83,29 @@ ScoredBatch DeviceWorker::Launch(FormedBatch formed) {
   try {
     // Inference mode, not just no-grad: no version counters or views tracking, no autograd graph.
     c10::InferenceMode inference;
-    const BatchScores scores = Score(formed.batch, &out);
-    if (!scores.logits.is_cuda()) {
-      out.scores = scores.logits.contiguous();
-      out.probabilities = scores.probabilities.contiguous();
+    if (embedding_ != nullptr) {
+      Embed(formed.batch, &out);
+    } else {
+      BatchScores scores = Score(formed.batch, &out);
+      out.scores = std::move(scores.logits);
+      out.probabilities = std::move(scores.probabilities);
+    }
+    at::Tensor* outputs[] = {&out.scores, &out.probabilities, &out.embeddings, &out.token_states};
+    const c10::Device computed_on = (embedding_ != nullptr ? out.embeddings : out.scores).device();
+    if (!computed_on.is_cuda()) {
+      for (at::Tensor* t : outputs) {
+        if (t->defined()) *t = t->contiguous();
+      }
       return out;
     }
     // Copied out before the next batch's launch: a graph's outputs are overwritten by its replay.
-    out.scores = CopyToPinnedHost(scores.logits);
-    out.probabilities = CopyToPinnedHost(scores.probabilities);
+    for (at::Tensor* t : outputs) {
+      if (t->defined()) *t = CopyToPinnedHost(*t);
+    }
     // The completion thread waits on this event, not this thread on the device.
     const c10::impl::VirtualGuardImpl guard(device_.type());
     out.ready = std::make_unique<c10::Event>(device_.type());
-    out.ready->record(guard.getStream(scores.logits.device()));
+    out.ready->record(guard.getStream(computed_on));
   } catch (const c10::Error& e) {
     out.error = absl::InternalError(absl::StrCat("inference failed: ", e.what_without_backtrace()));
   }

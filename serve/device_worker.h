@@ -4,6 +4,8 @@
 // the batch to the completion thread without waiting: no host sync per batch, so the next batch
 // is launched while the device still runs this one. On the CPU the same code runs synchronously.
 // Small batches replay a CUDA graph instead when the engine captured them (graphed_forward.h).
+// An embedding engine's worker runs the encoder and its EmbeddingHead instead of the classifier
+// head, and copies back embeddings (and token vectors when a sequence of the batch asks).
 #ifndef PADLESS_SERVE_DEVICE_WORKER_H_
 #define PADLESS_SERVE_DEVICE_WORKER_H_
 
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include "batch_scores.h"
+#include "embedding_head.h"
 #include "graphed_forward.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
@@ -25,10 +28,11 @@ namespace padless::serve::internal {
 class DeviceWorker {
  public:
   using Emit = std::function<void(ScoredBatch)>;
-  // Runs until `input` is closed and drained. `model` must outlive Join(). `graphs` may be null
-  // (every batch eager).
-  DeviceWorker(models::EncoderClassifierImpl* model, c10::Device device, models::AmpMode amp,
-               std::unique_ptr<GraphedForward> graphs, WorkQueue<FormedBatch>* input, Emit emit);
+  // Runs until `input` is closed and drained. `model` (and `embedding`, when not null: an
+  // embedding engine) must outlive Join(). `graphs` may be null (every batch eager).
+  DeviceWorker(models::EncoderClassifierImpl* model, const EmbeddingHead* embedding,
+               c10::Device device, models::AmpMode amp, std::unique_ptr<GraphedForward> graphs,
+               WorkQueue<FormedBatch>* input, Emit emit);
   ~DeviceWorker();  // Join()
   void Join();
 
@@ -38,8 +42,11 @@ class DeviceWorker {
   // The scores of `batch`, whose sequences belong to out->owners: a graph replay's (setting
   // out->graphed) or the eager forward's.
   BatchScores Score(const batching::Batch& batch, ScoredBatch* out);
+  // The embedding engine's launch: out->embeddings (and out->token_states), on the device.
+  void Embed(const batching::Batch& batch, ScoredBatch* out);
 
   models::EncoderClassifierImpl* model_;
+  const EmbeddingHead* embedding_;
   const c10::Device device_;
   const models::AmpMode amp_;
   const std::unique_ptr<GraphedForward> graphs_;

@@ -15,6 +15,18 @@ absl::StatusOr<LongText> ParseLongText(const std::string& name) {
       absl::StrCat("long text mode: unknown '", name, "' (expected head_tail or windows)"));
 }
 
+absl::string_view ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kClassifier:
+      return "classifier";
+    case ModelKind::kReranker:
+      return "reranker";
+    case ModelKind::kEmbedding:
+      return "embedding";
+  }
+  return "unknown";
+}
+
 namespace internal {
 namespace {
 
@@ -48,8 +60,7 @@ absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOpt
         "amp fp8: FP8 inference weights need a post-LN model (this one is pre-LN); use bf16");
   }
   if (o.int8_weights && (!o.device.is_cpu() || o.amp != models::AmpMode::kOff || config.pre_ln())) {
-    return absl::InvalidArgumentError(
-        "int8 weights: CPU only, with amp off, for post-LN models");
+    return absl::InvalidArgumentError("int8 weights: CPU only, with amp off, for post-LN models");
   }
   o.max_len = std::min(o.max_len, config.max_sequence_length());
   if (o.max_len < 3) {

@@ -2,14 +2,17 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "batch_former.h"
 #include "completion.h"
 #include "device_worker.h"
+#include "embedding_head.h"
 #include "engine_counters.h"
 #include "engine_options.h"
 #include "graphed_forward.h"
@@ -25,7 +28,9 @@ using internal::WorkQueue;
 // The stages, their queues and the admission state. Stages are started in Start() and stopped
 // upstream first in Stop(), each draining what it was given before the next is closed.
 struct InferenceEngine::Impl {
-  Impl(model_files::LoadedModel m, EngineOptions o) : model(std::move(m)), options(o) {}
+  Impl(model_files::LoadedModel m, EngineOptions o, ModelKind k,
+       std::optional<internal::EmbeddingHead> e)
+      : model(std::move(m)), options(o), kind(k), embedding(std::move(e)) {}
   // Starts the stages; the device worker takes `graphs` (null: every batch eager).
   void Start(std::unique_ptr<internal::GraphedForward> graphs);
   void Stop();
@@ -33,6 +38,8 @@ struct InferenceEngine::Impl {
 
   model_files::LoadedModel model;
   const EngineOptions options;
+  const ModelKind kind;
+  const std::optional<internal::EmbeddingHead> embedding;  // kEmbedding only
   const std::shared_ptr<internal::EngineCounters> counters =
       std::make_shared<internal::EngineCounters>();
 
@@ -61,15 +68,22 @@ void InferenceEngine::Impl::Start(std::unique_ptr<internal::GraphedForward> grap
       limits, options.device, model.config.type_vocab_size() > 1,
       [this](internal::FormedBatch b) { to_device.Push(std::move(b)); });
   worker = std::make_unique<internal::DeviceWorker>(
-      model.model.get(), options.device, options.amp, std::move(graphs), &to_device,
+      model.model.get(), embedding.has_value() ? &*embedding : nullptr, options.device, options.amp,
+      std::move(graphs), &to_device,
       [this](internal::ScoredBatch b) { to_complete.Push(std::move(b)); });
   completion = std::make_unique<internal::Completion>(
-      model.config.num_labels(), &to_complete,
+      model.config.num_labels(), embedding.has_value(), &to_complete,
       [this](const BatchStats& stats) { BatchFinished(stats); });
   internal::RequestEncoding encoding;
   encoding.max_len = options.max_len;
   encoding.long_text = options.long_text;
   encoding.window_stride = options.window_stride;
+  // Embedding models are cut at the end, never windowed: sentence-transformers and TEI embed the
+  // first max_len tokens.
+  if (kind == ModelKind::kEmbedding) {
+    encoding.long_text = LongText::kHeadTail;
+    encoding.truncation = tokenize::Truncation::kHead;
+  }
   tokenizers = std::make_unique<internal::TokenizerPool>(
       &model.tokenizer, encoding, &to_tokenize,
       [this](internal::TokenizedRequest r) { former->Add(std::move(r)); },
@@ -103,15 +117,53 @@ InferenceEngine::~InferenceEngine() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Load(const std::string& model_dir,
                                                                        EngineOptions options) {
-  // Refuses a checkpoint without a trained classification head (a plain encoder).
+  absl::StatusOr<model_files::SentenceTransformerSpec> spec =
+      model_files::ReadSentenceTransformerDir(model_dir);
+  if (spec.ok()) return LoadSentenceTransformer(*spec, std::move(options));
+  if (!absl::IsNotFound(spec.status())) return spec.status();
   absl::StatusOr<model_files::LoadedModel> loaded =
-      model_files::LoadClassifierDir(model_dir, options.device);
+      model_files::LoadModelDir(model_dir, options.device);
   if (!loaded.ok()) return loaded.status();
+  // Refuses a checkpoint without a trained classification head (a plain encoder) unless it is to
+  // be served as an embedding model.
+  if (!options.pooling.has_value()) {
+    if (absl::Status s = model_files::RequireTrainedHead(*loaded, model_dir); !s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(s.message(),
+                       "; to serve its encoder as an embedding model, name a "
+                       "pooling (--pooling mean, cls, ...)"));
+    }
+  }
   return Create(std::move(*loaded), std::move(options));
 }
 
-absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(model_files::LoadedModel model,
-                                                                         EngineOptions options) {
+absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::LoadSentenceTransformer(
+    const model_files::SentenceTransformerSpec& spec, EngineOptions options) {
+  absl::StatusOr<model_files::LoadedModel> loaded =
+      model_files::LoadModelDir(spec.transformer_dir, options.device);
+  if (!loaded.ok()) return loaded.status();
+  absl::StatusOr<internal::EmbeddingHead> head =
+      internal::LoadEmbeddingHead(spec, loaded->config, options.pooling, options.device);
+  if (!head.ok()) return head.status();
+  // sentence-transformers cuts at the Transformer module's max_seq_length.
+  if (spec.max_seq_length > 0) options.max_len = std::min(options.max_len, spec.max_seq_length);
+  return Build(std::move(*loaded), std::move(options), ModelKind::kEmbedding, *std::move(head));
+}
+
+absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(
+    model_files::LoadedModel model, EngineOptions options) {
+  if (options.pooling.has_value()) {
+    internal::EmbeddingHead head = internal::PoolingOnlyHead(model.config, *options.pooling);
+    return Build(std::move(model), std::move(options), ModelKind::kEmbedding, std::move(head));
+  }
+  const ModelKind kind =
+      model.config.num_labels() == 1 ? ModelKind::kReranker : ModelKind::kClassifier;
+  return Build(std::move(model), std::move(options), kind, std::nullopt);
+}
+
+absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Build(
+    model_files::LoadedModel model, EngineOptions options, ModelKind kind,
+    std::optional<internal::EmbeddingHead> embedding) {
   if (absl::Status s = internal::ResolveEngineOptions(model.config, &options); !s.ok()) return s;
   try {
     model.model->to(options.device);
@@ -129,7 +181,8 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(model_f
         absl::StrCat("inference engine: preparing the model: ", e.what_without_backtrace()));
   }
   std::unique_ptr<internal::GraphedForward> graphs;
-  if (options.cuda_graph_max_tokens > 0) {
+  // The graphs capture the classifier's forward; an embedding engine runs every batch eagerly.
+  if (options.cuda_graph_max_tokens > 0 && kind != ModelKind::kEmbedding) {
     internal::GraphedForward::Options g;
     g.max_tokens = options.cuda_graph_max_tokens;
     g.max_batch_tokens = options.max_batch_tokens;
@@ -140,16 +193,16 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Create(model_f
     if (!captured.ok()) return captured.status();
     graphs = *std::move(captured);
   }
-  auto impl = std::make_unique<Impl>(std::move(model), options);
+  auto impl = std::make_unique<Impl>(std::move(model), options, kind, std::move(embedding));
   impl->Start(std::move(graphs));
   return std::unique_ptr<InferenceEngine>(new InferenceEngine(std::move(impl)));
 }
 
-absl::StatusOr<RequestHandle> InferenceEngine::Submit(absl::Span<const ClassifyRequest> requests) {
+absl::StatusOr<RequestHandle> InferenceEngine::Submit(absl::Span<const EngineRequest> requests) {
   const int64_t n = static_cast<int64_t>(requests.size());
   // Copied before the lock: admission itself stays short.
   auto state = std::make_shared<RequestHandle::State>(
-      std::vector<ClassifyRequest>(requests.begin(), requests.end()), impl_->counters);
+      std::vector<EngineRequest>(requests.begin(), requests.end()), impl_->counters);
   internal::EngineCounters& counters = *impl_->counters;
   std::lock_guard<std::mutex> lock(impl_->admission_mu);
   if (impl_->stopping) return absl::UnavailableError("inference engine: shut down");
@@ -167,8 +220,8 @@ absl::StatusOr<RequestHandle> InferenceEngine::Submit(absl::Span<const ClassifyR
   return RequestHandle(std::move(state));
 }
 
-absl::StatusOr<std::vector<absl::StatusOr<Classification>>> InferenceEngine::Classify(
-    absl::Span<const ClassifyRequest> requests) {
+absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> InferenceEngine::Run(
+    absl::Span<const EngineRequest> requests) {
   absl::StatusOr<RequestHandle> handle = Submit(requests);
   if (!handle.ok()) return handle.status();
   return handle->Wait();
@@ -191,6 +244,10 @@ void InferenceEngine::SetBatchObserver(std::function<void(const BatchStats&)> ob
 }
 
 EngineStats InferenceEngine::stats() const { return impl_->counters->Snapshot(); }
+ModelKind InferenceEngine::kind() const { return impl_->kind; }
+const EmbeddingInfo* InferenceEngine::embedding_info() const {
+  return impl_->embedding.has_value() ? &impl_->embedding->info : nullptr;
+}
 const model_files::LoadedModel& InferenceEngine::model() const { return impl_->model; }
 const EngineOptions& InferenceEngine::options() const { return impl_->options; }
 

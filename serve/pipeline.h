@@ -50,13 +50,16 @@ struct FormedBatch {
   std::vector<SequenceOwner> owners;
 };
 
-// A launched batch: probabilities and logits [n, C] fp32 in host memory, valid once `ready` has
-// completed (null: already valid), or the error that stopped it. (A pointer, not an optional:
+// A launched batch: probabilities and logits [n, C] fp32 in host memory (classifiers and
+// rerankers) or embeddings [n, D] and, when asked for, token vectors [T, H] (embedding engines),
+// valid once `ready` has completed (null: already valid), or the error that stopped it. (A pointer, not an optional:
 // GCC warns about moving a disengaged std::optional<c10::Event>.)
 struct ScoredBatch {
   std::vector<SequenceOwner> owners;
   at::Tensor probabilities;
   at::Tensor scores;
+  at::Tensor embeddings;
+  at::Tensor token_states;  // undefined unless a sequence of the batch asked for its tokens
   std::unique_ptr<c10::Event> ready;
   absl::Status error;
   int64_t tokens = 0;

@@ -9,9 +9,10 @@ namespace {
 
 // [CLS] text [SEP] or [CLS] text [SEP] pair [SEP], cut to max_len unless the request forbids it.
 absl::StatusOr<tokenize::Encoding> EncodeWhole(const tokenize::Tokenizer& tokenizer,
-                                               const ClassifyRequest& request, int64_t max_len) {
+                                               const EngineRequest& request, int64_t max_len,
+                                               tokenize::Truncation truncation) {
   tokenize::EncodeOptions options;
-  options.truncation = tokenize::Truncation::kHeadTail;
+  options.truncation = request.truncation.value_or(truncation);
   options.pair_truncation = tokenize::PairTruncation::kLongestFirst;
   options.max_length = request.truncate ? max_len : 0;  // 0: no limit, to measure the text
   absl::StatusOr<tokenize::Encoding> e =
@@ -29,7 +30,7 @@ absl::StatusOr<tokenize::Encoding> EncodeWhole(const tokenize::Tokenizer& tokeni
 }  // namespace
 
 absl::StatusOr<std::vector<tokenize::Encoding>> EncodeRequest(const tokenize::Tokenizer& tokenizer,
-                                                              const ClassifyRequest& request,
+                                                              const EngineRequest& request,
                                                               const RequestEncoding& options) {
   std::vector<tokenize::Encoding> out;
   if (options.long_text == LongText::kWindows && !request.pair.has_value()) {
@@ -40,7 +41,8 @@ absl::StatusOr<std::vector<tokenize::Encoding>> EncodeRequest(const tokenize::To
   }
   // Pairs have no windows; an empty text may have none either: it is [CLS][SEP].
   if (out.empty()) {
-    absl::StatusOr<tokenize::Encoding> whole = EncodeWhole(tokenizer, request, options.max_len);
+    absl::StatusOr<tokenize::Encoding> whole =
+        EncodeWhole(tokenizer, request, options.max_len, options.truncation);
     if (!whole.ok()) return whole.status();
     out.push_back(std::move(*whole));
   }

@@ -6,7 +6,7 @@
 
 namespace padless::serve {
 
-RequestHandle::State::State(std::vector<ClassifyRequest> requests_in,
+RequestHandle::State::State(std::vector<EngineRequest> requests_in,
                             std::shared_ptr<internal::EngineCounters> counters)
     : requests(std::move(requests_in)),
       sums(requests.size()),
@@ -27,12 +27,23 @@ bool RequestHandle::State::Claim(size_t i) {
   return true;
 }
 
-bool RequestHandle::State::Finish(size_t i, absl::StatusOr<Classification> result) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return FinishLocked(i, std::move(result));
+bool RequestHandle::State::Finish(size_t i, absl::StatusOr<EngineResult> result) {
+  std::function<void()> done;
+  bool finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished = FinishLocked(i, std::move(result));
+    if (unfinished_ == 0) {
+      done = std::move(on_done_);
+      on_done_ = nullptr;
+    }
+  }
+  // Outside the lock: `done` may call Wait().
+  if (done) done();
+  return finished;
 }
 
-bool RequestHandle::State::FinishLocked(size_t i, absl::StatusOr<Classification> result) {
+bool RequestHandle::State::FinishLocked(size_t i, absl::StatusOr<EngineResult> result) {
   if (results_[i].has_value()) return false;
   const bool cancelled = !result.ok() && absl::IsCancelled(result.status());
   results_[i] = std::move(result);
@@ -45,20 +56,39 @@ bool RequestHandle::State::FinishLocked(size_t i, absl::StatusOr<Classification>
 }
 
 void RequestHandle::State::Cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < results_.size(); ++i) {
-    if (!claimed_[i]) FinishLocked(i, absl::CancelledError("request cancelled"));
+  std::function<void()> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < results_.size(); ++i) {
+      if (!claimed_[i]) FinishLocked(i, absl::CancelledError("request cancelled"));
+    }
+    if (unfinished_ == 0) {
+      done = std::move(on_done_);
+      on_done_ = nullptr;
+    }
   }
+  if (done) done();
 }
 
-std::vector<absl::StatusOr<Classification>> RequestHandle::State::Wait() {
+void RequestHandle::State::OnDone(std::function<void()> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (unfinished_ != 0) {
+      on_done_ = std::move(done);
+      return;
+    }
+  }
+  done();
+}
+
+std::vector<absl::StatusOr<EngineResult>> RequestHandle::State::Wait() {
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return unfinished_ == 0; });
-  std::vector<absl::StatusOr<Classification>> out;
+  std::vector<absl::StatusOr<EngineResult>> out;
   out.reserve(results_.size());
   for (auto& r : results_) {
     // A second Wait() finds the results moved out; say so rather than hand back moved-from values.
-    out.push_back(taken_ ? absl::StatusOr<Classification>(
+    out.push_back(taken_ ? absl::StatusOr<EngineResult>(
                                absl::FailedPreconditionError("results already taken by Wait()"))
                          : std::move(*r));
   }
@@ -92,7 +122,7 @@ RequestHandle::~RequestHandle() {
   if (state_ != nullptr) state_->Cancel();
 }
 
-std::vector<absl::StatusOr<Classification>> RequestHandle::Wait() {
+std::vector<absl::StatusOr<EngineResult>> RequestHandle::Wait() {
   if (state_ == nullptr) return {};
   return state_->Wait();
 }
@@ -103,6 +133,11 @@ bool RequestHandle::WaitFor(std::chrono::nanoseconds timeout) {
 
 void RequestHandle::Cancel() {
   if (state_ != nullptr) state_->Cancel();
+}
+
+void RequestHandle::OnDone(std::function<void()> done) {
+  if (state_ == nullptr) return done();
+  state_->OnDone(std::move(done));
 }
 
 }  // namespace padless::serve

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,7 +21,7 @@
 namespace padless::serve {
 
 struct RequestHandle::State {
-  State(std::vector<ClassifyRequest> requests, std::shared_ptr<internal::EngineCounters> counters);
+  State(std::vector<EngineRequest> requests, std::shared_ptr<internal::EngineCounters> counters);
 
   size_t size() const { return requests.size(); }
 
@@ -30,14 +31,16 @@ struct RequestHandle::State {
   // already has a result (then it must be skipped).
   bool Claim(size_t i);
   // Sets request i's result unless it has one; false when it had.
-  bool Finish(size_t i, absl::StatusOr<Classification> result);
+  bool Finish(size_t i, absl::StatusOr<EngineResult> result);
   // Every request not yet claimed becomes Cancelled.
   void Cancel();
 
-  std::vector<absl::StatusOr<Classification>> Wait();
+  std::vector<absl::StatusOr<EngineResult>> Wait();
   bool WaitFor(std::chrono::nanoseconds timeout);
+  // RequestHandle::OnDone: `done` runs once every result is set (now, when they are).
+  void OnDone(std::function<void()> done);
 
-  const std::vector<ClassifyRequest> requests;
+  const std::vector<EngineRequest> requests;
 
   // What the windows of one request add up to. Touched only by the completion thread, except
   // `windows`, which the tokenizer sets before handing the request on (the queues between them
@@ -52,15 +55,16 @@ struct RequestHandle::State {
   std::vector<Sums> sums;
 
  private:
-  bool FinishLocked(size_t i, absl::StatusOr<Classification> result);
+  bool FinishLocked(size_t i, absl::StatusOr<EngineResult> result);
 
   const std::shared_ptr<internal::EngineCounters> counters_;
   mutable std::mutex mu_;
   std::condition_variable done_cv_;
-  std::vector<std::optional<absl::StatusOr<Classification>>> results_;
+  std::vector<std::optional<absl::StatusOr<EngineResult>>> results_;
   std::vector<char> claimed_;
   size_t unfinished_ = 0;
-  bool taken_ = false;  // Wait() moved the results out
+  bool taken_ = false;             // Wait() moved the results out
+  std::function<void()> on_done_;  // cleared when called: it may hold the handle of this state
 };
 
 }  // namespace padless::serve

@@ -22,7 +22,7 @@ struct PendingChunk {
 };
 
 absl::StatusOr<std::vector<Prediction>> ToPredictions(
-    size_t first, std::vector<absl::StatusOr<Classification>> results,
+    size_t first, std::vector<absl::StatusOr<EngineResult>> results,
     const corpus::LabelMap& labels) {
   std::vector<Prediction> out;
   out.reserve(results.size());
@@ -79,7 +79,7 @@ absl::Status TextClassifier::PredictChunks(absl::Span<const std::string> texts, 
   while (next < texts.size() || !pending.empty()) {
     if (next < texts.size() && pending.size() < kChunksInFlight) {
       const size_t n = std::min(chunk, texts.size() - next);
-      std::vector<ClassifyRequest> requests(n);
+      std::vector<EngineRequest> requests(n);
       for (size_t i = 0; i < n; ++i) requests[i].text = texts[next + i];
       absl::StatusOr<RequestHandle> handle = engine_->Submit(requests);
       if (handle.ok()) {

@@ -66,20 +66,20 @@ namespace padless::bench::serve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using padless::serve::Classification;
-using padless::serve::ClassifyRequest;
+using padless::serve::EngineResult;
+using padless::serve::EngineRequest;
 using padless::serve::InferenceEngine;
 using padless::serve::RequestHandle;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-absl::StatusOr<std::vector<ClassifyRequest>> ReadRequests(const std::string& path, int64_t limit) {
+absl::StatusOr<std::vector<EngineRequest>> ReadRequests(const std::string& path, int64_t limit) {
   absl::StatusOr<corpus::RawCorpus> corpus = corpus::ReadCorpus(path, {});
   if (!corpus.ok()) return corpus.status();
-  std::vector<ClassifyRequest> out;
+  std::vector<EngineRequest> out;
   for (const corpus::Example& e : corpus->examples) {
     if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
-    ClassifyRequest r;
+    EngineRequest r;
     r.text = e.text;
     if (e.has_pair) r.pair = e.text_pair;
     out.push_back(std::move(r));
@@ -99,14 +99,14 @@ struct OfflineResult {
 
 // Submits every request in chunks, keeping at most `max_queued` in flight, and waits for all.
 absl::StatusOr<OfflineResult> RunOffline(InferenceEngine& engine,
-                                         const std::vector<ClassifyRequest>& requests) {
+                                         const std::vector<EngineRequest>& requests) {
   const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_submit_chunk)));
   const size_t max_in_flight =
       static_cast<size_t>(std::max<int64_t>(1, absl::GetFlag(FLAGS_max_queued) / 2));
   OfflineResult r;
   std::deque<RequestHandle> in_flight;
   auto collect = [&]() -> absl::Status {
-    for (absl::StatusOr<Classification>& c : in_flight.front().Wait()) {
+    for (absl::StatusOr<EngineResult>& c : in_flight.front().Wait()) {
       if (!c.ok()) return c.status();
       r.lengths.push_back(c->tokens);
       r.tokens += c->tokens;
@@ -151,7 +151,7 @@ double Percentile(std::vector<double> v, double q) {
 
 // Open-loop Poisson arrivals of single texts at `rate` per second for `seconds`; a collector
 // thread waits on the handles in arrival order (the engine serves in FIFO order).
-OnlineResult RunOnline(InferenceEngine& engine, const std::vector<ClassifyRequest>& requests,
+OnlineResult RunOnline(InferenceEngine& engine, const std::vector<EngineRequest>& requests,
                        double rate, double seconds) {
   struct Pending {
     Clock::time_point sent;
@@ -288,18 +288,18 @@ absl::Status WriteLengths(const std::vector<int64_t>& lengths, const std::string
 
 // A GPU-only trace (no host operators: they would open gaps that an untraced run does not have)
 // of one offline pass over the first texts, after the timed runs.
-absl::Status TraceOffline(InferenceEngine& engine, const std::vector<ClassifyRequest>& requests) {
+absl::Status TraceOffline(InferenceEngine& engine, const std::vector<EngineRequest>& requests) {
   const int64_t n = std::min<int64_t>(absl::GetFlag(FLAGS_trace_texts), requests.size());
   e2e::StepTrace trace(/*record_host=*/false);
   if (absl::Status s = trace.Start(); !s.ok()) return s;
   absl::StatusOr<OfflineResult> r =
-      RunOffline(engine, std::vector<ClassifyRequest>(requests.begin(), requests.begin() + n));
+      RunOffline(engine, std::vector<EngineRequest>(requests.begin(), requests.begin() + n));
   if (!r.ok()) return r.status();
   return trace.Save(absl::GetFlag(FLAGS_trace));
 }
 
 absl::Status Run() {
-  absl::StatusOr<std::vector<ClassifyRequest>> requests =
+  absl::StatusOr<std::vector<EngineRequest>> requests =
       ReadRequests(absl::GetFlag(FLAGS_data), absl::GetFlag(FLAGS_limit));
   if (!requests.ok()) return requests.status();
   absl::StatusOr<std::unique_ptr<InferenceEngine>> engine = MakeEngine();
@@ -312,7 +312,7 @@ absl::Status Run() {
   absl::StatusOr<double> matmul = e2e::MeasureMatmulTflops(device);
   const int64_t warm = std::min<int64_t>(absl::GetFlag(FLAGS_warmup), requests->size());
   absl::StatusOr<OfflineResult> warmup = RunOffline(
-      **engine, std::vector<ClassifyRequest>(requests->begin(), requests->begin() + warm));
+      **engine, std::vector<EngineRequest>(requests->begin(), requests->begin() + warm));
   if (!warmup.ok()) return warmup.status();
   absl::StatusOr<OfflineResult> offline = RunOffline(**engine, *requests);
   if (!offline.ok()) return offline.status();

@@ -59,7 +59,7 @@ int main() {
   options.max_batch_tokens = 32768;
   auto engine = ps::InferenceEngine::Load(result->model_dir, options);
   if (!engine.ok()) return std::printf("%s\n", engine.status().ToString().c_str()), 1;
-  std::vector<ps::ClassifyRequest> requests(2);
+  std::vector<ps::EngineRequest> requests(2);
   requests[0].text = "a gripping film";
   requests[1].text = "is it good?";
   requests[1].pair = "it is";

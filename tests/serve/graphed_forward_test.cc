@@ -28,9 +28,9 @@ using internal::GraphedForward;
 using internal::ScoreBatch;
 
 // One request through the engine, as its own submission.
-absl::StatusOr<Classification> ClassifyOne(InferenceEngine& engine, const ClassifyRequest& r) {
-  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got =
-      engine.Classify(absl::MakeConstSpan(&r, 1));
+absl::StatusOr<EngineResult> ClassifyOne(InferenceEngine& engine, const EngineRequest& r) {
+  absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> got =
+      engine.Run(absl::MakeConstSpan(&r, 1));
   if (!got.ok()) return got.status();
   return std::move((*got)[0]);
 }
@@ -151,9 +151,9 @@ TEST(GraphedEngineTest, GraphsOnAndOffGiveTheSameAnswers) {
     std::unique_ptr<InferenceEngine> eager = *InferenceEngine::Load(dir, off);
     EXPECT_EQ(graphed->options().cuda_graph_max_tokens, 4096);
     for (int k = 0; k < 12; ++k) {
-      const ClassifyRequest r{testing::Words(1 + 3 * k, k), std::nullopt, true};
-      absl::StatusOr<Classification> g = ClassifyOne(*graphed, r);
-      absl::StatusOr<Classification> e = ClassifyOne(*eager, r);
+      const EngineRequest r{testing::Words(1 + 3 * k, k), std::nullopt, true, std::nullopt, false};
+      absl::StatusOr<EngineResult> g = ClassifyOne(*graphed, r);
+      absl::StatusOr<EngineResult> e = ClassifyOne(*eager, r);
       ASSERT_TRUE(g.ok() && e.ok()) << g.status() << " " << e.status();
       for (size_t j = 0; j < e->probabilities.size(); ++j) {
         EXPECT_NEAR(g->probabilities[j], e->probabilities[j], 1e-2) << "text " << k;
@@ -164,7 +164,7 @@ TEST(GraphedEngineTest, GraphsOnAndOffGiveTheSameAnswers) {
     EXPECT_EQ(graphed->stats().graphed_batches, graphed->stats().batches);
     EXPECT_EQ(eager->stats().graphed_batches, 0);
     const int64_t before = graphed->stats().graphed_batches;
-    ASSERT_TRUE(ClassifyOne(*graphed, ClassifyRequest{"a good film", "not bad", true}).ok());
+    ASSERT_TRUE(ClassifyOne(*graphed, EngineRequest{"a good film", "not bad", true, std::nullopt, false}).ok());
     EXPECT_EQ(graphed->stats().graphed_batches, before);  // a pair: token types, eager
   }
 }

@@ -31,7 +31,7 @@ using testing::Words;
 
 // The model's answer for one request, computed apart from the engine: each sequence alone, through
 // the generic (unfused) layers with autograd off, windows averaged.
-Classification Reference(model_files::LoadedModel& m, const ClassifyRequest& r, const EngineOptions& o) {
+EngineResult Reference(model_files::LoadedModel& m, const EngineRequest& r, const EngineOptions& o) {
   tokenize::EncodeOptions encode;
   encode.max_length = o.max_len;
   std::vector<tokenize::Encoding> sequences;
@@ -44,7 +44,7 @@ Classification Reference(model_files::LoadedModel& m, const ClassifyRequest& r, 
   at::NoGradGuard no_grad;
   at::Tensor probabilities = at::zeros({m.config.num_labels()}, at::kDouble);
   at::Tensor scores = at::zeros({m.config.num_labels()}, at::kDouble);
-  Classification c;
+  EngineResult c;
   for (const tokenize::Encoding& e : sequences) {
     const int64_t n = static_cast<int64_t>(e.ids.size());
     batching::Batch b;
@@ -73,7 +73,7 @@ Classification Reference(model_files::LoadedModel& m, const ClassifyRequest& r, 
   return c;
 }
 
-void ExpectSame(const absl::StatusOr<Classification>& got, const Classification& want,
+void ExpectSame(const absl::StatusOr<EngineResult>& got, const EngineResult& want,
                 const std::string& what, double tolerance = 1e-5) {
   ASSERT_TRUE(got.ok()) << what << ": " << got.status();
   ASSERT_EQ(got->probabilities.size(), want.probabilities.size()) << what;
@@ -87,10 +87,10 @@ void ExpectSame(const absl::StatusOr<Classification>& got, const Classification&
 }
 
 // Mixed requests: empty texts, short and long ones (far over the 32-token max_len), pairs.
-std::vector<ClassifyRequest> MixedRequests(int n) {
-  std::vector<ClassifyRequest> out;
+std::vector<EngineRequest> MixedRequests(int n) {
+  std::vector<EngineRequest> out;
   for (int k = 0; k < n; ++k) {
-    ClassifyRequest r;
+    EngineRequest r;
     switch (k % 6) {
       case 0:
         break;  // empty: [CLS][SEP]
@@ -182,27 +182,27 @@ TEST_P(ConcurrentTest, EachSubmitterGetsItsOwnResults) {
   options.tokenizer_threads = 3;
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
-  const std::vector<ClassifyRequest> pool = MixedRequests(36);
+  const std::vector<EngineRequest> pool = MixedRequests(36);
   model_files::LoadedModel m = ReferenceModel();
-  std::vector<Classification> reference;
-  for (const ClassifyRequest& r : pool) reference.push_back(Reference(m, r, engine->options()));
+  std::vector<EngineResult> reference;
+  for (const EngineRequest& r : pool) reference.push_back(Reference(m, r, engine->options()));
 
   constexpr int kThreads = 96;
   // Poisoned: a result the engine never delivered shows up as NaN and label -1.
-  Classification poison;
+  EngineResult poison;
   poison.probabilities.assign(3, std::numeric_limits<float>::quiet_NaN());
   poison.scores = poison.probabilities;
   poison.label_id = -1;
   std::vector<std::vector<size_t>> asked(kThreads);
-  std::vector<std::vector<absl::StatusOr<Classification>>> got(kThreads);
+  std::vector<std::vector<absl::StatusOr<EngineResult>>> got(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     for (int j = 0; j <= t % 4; ++j) asked[t].push_back((t * 5 + j * 7) % pool.size());
     got[t].assign(asked[t].size(), poison);
     threads.emplace_back([&, t] {
-      std::vector<ClassifyRequest> mine;
+      std::vector<EngineRequest> mine;
       for (size_t i : asked[t]) mine.push_back(pool[i]);
-      absl::StatusOr<std::vector<absl::StatusOr<Classification>>> r = engine->Classify(mine);
+      absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> r = engine->Run(mine);
       if (r.ok()) got[t] = std::move(*r);
     });
   }
@@ -241,8 +241,8 @@ TEST_F(InferenceEngineTest, BatchStatsCountEverySequence) {
     sequences += s.sequences;
     tokens += s.tokens;
   });
-  const std::vector<ClassifyRequest> requests = MixedRequests(12);
-  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> r = engine->Classify(requests);
+  const std::vector<EngineRequest> requests = MixedRequests(12);
+  absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> r = engine->Run(requests);
   ASSERT_TRUE(r.ok()) << r.status();
   int64_t want_tokens = 0;
   for (const auto& c : *r) {
@@ -258,7 +258,7 @@ TEST_F(InferenceEngineTest, BatchStatsCountEverySequence) {
 TEST_F(InferenceEngineTest, TruncateFalseRefusesTextsOverMaxLen) {
   std::unique_ptr<InferenceEngine> engine = Make(EngineOptions());
   ASSERT_NE(engine, nullptr);
-  std::vector<ClassifyRequest> requests(4);
+  std::vector<EngineRequest> requests(4);
   requests[0].text = Words(200, 1);
   requests[0].truncate = false;
   requests[1].text = Words(3, 2);
@@ -267,7 +267,7 @@ TEST_F(InferenceEngineTest, TruncateFalseRefusesTextsOverMaxLen) {
   requests[2].pair = Words(20, 4);
   requests[2].truncate = false;
   requests[3].text = Words(200, 1);  // truncate: cut, classified
-  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> r = engine->Classify(requests);
+  absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> r = engine->Run(requests);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(absl::IsInvalidArgument((*r)[0].status())) << (*r)[0].status();
   EXPECT_NE(std::string((*r)[0].status().message()).find("max_len 32"), std::string::npos);
@@ -286,13 +286,13 @@ TEST_F(InferenceEngineTest, CancelDropsWorkNotYetOnTheDevice) {
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
   engine->SetBatchObserver([&](const BatchStats&) { gate.Wait(); });
-  const std::vector<ClassifyRequest> one = {ClassifyRequest{Words(4, 1), std::nullopt, true}};
+  const std::vector<EngineRequest> one = {EngineRequest{Words(4, 1), std::nullopt, true, std::nullopt, false}};
   absl::StatusOr<RequestHandle> first = engine->Submit(one);  // its completion waits at the gate
   ASSERT_TRUE(first.ok());
   gate.WaitForArrivals(1);
   absl::StatusOr<RequestHandle> second = engine->Submit(one);  // the second batch in flight
   ASSERT_TRUE(second.ok());
-  const std::vector<ClassifyRequest> three(3, one[0]);
+  const std::vector<EngineRequest> three(3, one[0]);
   absl::StatusOr<RequestHandle> cancelled = engine->Submit(three);  // waits for a free slot
   ASSERT_TRUE(cancelled.ok());
   {
@@ -304,7 +304,7 @@ TEST_F(InferenceEngineTest, CancelDropsWorkNotYetOnTheDevice) {
   for (const auto& r : cancelled->Wait()) EXPECT_TRUE(absl::IsCancelled(r.status())) << r.status();
   gate.Open();
   for (RequestHandle* h : {&*first, &*second}) {
-    std::vector<absl::StatusOr<Classification>> r = h->Wait();
+    std::vector<absl::StatusOr<EngineResult>> r = h->Wait();
     ASSERT_EQ(r.size(), 1u);
     EXPECT_TRUE(r[0].ok()) << r[0].status();
   }
@@ -325,19 +325,19 @@ TEST_F(InferenceEngineTest, FullQueueRefusesWholeSubmissionsAndLosesNothing) {
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
   engine->SetBatchObserver([&](const BatchStats&) { gate.Wait(); });
-  const std::vector<ClassifyRequest> five(5, ClassifyRequest{Words(6, 3), std::nullopt, true});
+  const std::vector<EngineRequest> five(5, EngineRequest{Words(6, 3), std::nullopt, true, std::nullopt, false});
   std::vector<RequestHandle> accepted;
   absl::StatusOr<RequestHandle> a = engine->Submit(five);
   ASSERT_TRUE(a.ok()) << a.status();
   accepted.push_back(std::move(*a));
   absl::StatusOr<RequestHandle> b = engine->Submit(five);  // 5 + 5 > 8: none of them
   EXPECT_TRUE(absl::IsResourceExhausted(b.status())) << b.status();
-  const std::vector<ClassifyRequest> three(five.begin(), five.begin() + 3);
+  const std::vector<EngineRequest> three(five.begin(), five.begin() + 3);
   absl::StatusOr<RequestHandle> c = engine->Submit(three);  // exactly full
   ASSERT_TRUE(c.ok()) << c.status();
   accepted.push_back(std::move(*c));
   EXPECT_TRUE(absl::IsResourceExhausted(engine->Submit(three).status()));
-  const std::vector<ClassifyRequest> nine(9, five[0]);
+  const std::vector<EngineRequest> nine(9, five[0]);
   EXPECT_TRUE(absl::IsResourceExhausted(engine->Submit(nine).status()));
   EXPECT_EQ(engine->stats().queued, 8);
   gate.Open();
@@ -439,8 +439,8 @@ TEST_F(InferenceEngineTest, Fp8WeightsBatchLikeOneAtATimeAndStayCloseToFp32) {
   model_files::LoadedModel fp8_model = *model_files::LoadModelDir(*dir_, at::kCPU);
   fp8_model.model->PrepareInference(at::kBFloat16, /*fp8_weights=*/true);
   model_files::LoadedModel fp32_model = ReferenceModel();
-  const std::vector<ClassifyRequest> pool = MixedRequests(24);
-  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got = engine->Classify(pool);
+  const std::vector<EngineRequest> pool = MixedRequests(24);
+  absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> got = engine->Run(pool);
   ASSERT_TRUE(got.ok()) << got.status();
   EngineOptions fp32_options = engine->options();
   fp32_options.amp = models::AmpMode::kOff;
@@ -449,7 +449,7 @@ TEST_F(InferenceEngineTest, Fp8WeightsBatchLikeOneAtATimeAndStayCloseToFp32) {
     // bf16 rounding of the logits (2^-9 relative) may differ with the batch's shape.
     ExpectSame((*got)[i], Reference(fp8_model, pool[i], engine->options()),
                "request " + std::to_string(i), 2e-3);
-    const Classification fp32 = Reference(fp32_model, pool[i], fp32_options);
+    const EngineResult fp32 = Reference(fp32_model, pool[i], fp32_options);
     for (size_t k = 0; k < fp32.probabilities.size(); ++k) {
       max_fp32_gap = std::max<double>(
           max_fp32_gap, std::abs((*got)[i]->probabilities[k] - fp32.probabilities[k]));
@@ -468,13 +468,13 @@ TEST_F(InferenceEngineTest, Int8WeightsStayCloseToFp32) {
   std::unique_ptr<InferenceEngine> engine = Make(options);
   ASSERT_NE(engine, nullptr);
   model_files::LoadedModel fp32_model = ReferenceModel();
-  const std::vector<ClassifyRequest> pool = MixedRequests(24);
-  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> got = engine->Classify(pool);
+  const std::vector<EngineRequest> pool = MixedRequests(24);
+  absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> got = engine->Run(pool);
   ASSERT_TRUE(got.ok()) << got.status();
   double max_gap = 0;
   for (size_t i = 0; i < pool.size(); ++i) {
     ASSERT_TRUE((*got)[i].ok()) << (*got)[i].status();
-    const Classification fp32 = Reference(fp32_model, pool[i], engine->options());
+    const EngineResult fp32 = Reference(fp32_model, pool[i], engine->options());
     for (size_t k = 0; k < fp32.probabilities.size(); ++k) {
       max_gap = std::max<double>(max_gap,
                                  std::abs((*got)[i]->probabilities[k] - fp32.probabilities[k]));

@@ -1,6 +1,7 @@
-// InferenceEngine: a long-lived object that owns one loaded classifier and serves many callers at
-// once. It is the one implementation of inference in padless: TextClassifier (text_classifier.h),
-// `padless predict` and `padless serve` are its clients.
+// InferenceEngine: a long-lived object that owns one loaded model and serves many callers at
+// once: a classifier, a reranker (a cross-encoder) or an embedding model (ModelKind). It is the one
+// implementation of inference in padless: TextClassifier (text_classifier.h), `padless predict` and
+// `padless serve` are its clients.
 //
 // How a request travels:
 //   Submit ─► admission (bounded queue: ResourceExhausted when full, never blocks)
@@ -8,7 +9,8 @@
 //          ─► batcher (FIFO, up to max_batch_tokens real tokens and max_batch_requests sequences,
 //                      waiting at most max_batch_delay for a fuller batch while the device is busy)
 //          ─► device worker (one varlen batch of real tokens only, pinned host buffers,
-//                      asynchronous copies; the next batch is formed and copied while this one runs)
+//                      asynchronous copies; the next batch is formed and copied while this one
+//                      runs)
 //          ─► completion (probabilities and raw scores copied back; each request's result is set)
 // Results never depend on which requests share a batch (varlen: no padding, no cross-sequence
 // attention), so a request gets the same answer alone as in any crowd, up to the dtype's rounding.
@@ -24,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,11 +34,18 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "padless/model_files/model_io.h"
+#include "padless/model_files/sentence_transformers.h"
 #include "padless/models/autocast.h"
+#include "padless/models/sentence_pooling.h"
+#include "padless/tokenize/truncation.h"
 
 namespace padless::serve {
+namespace internal {
+struct EmbeddingHead;
+}  // namespace internal
 
 // What happens to a text longer than the model's max_len.
 enum class LongText {
@@ -43,6 +53,19 @@ enum class LongText {
   kWindows,   // classify windows of max_len, each wrapped in [CLS] ... [SEP]; average them
 };
 absl::StatusOr<LongText> ParseLongText(const std::string& name);
+
+// What a model directory is served as, TEI's three kinds. Picked at load from the directory
+// (EngineOptions::pooling overrides it):
+//   a sentence-transformers directory (modules.json)                     -> kEmbedding;
+//   a trained classification head with one label (a cross-encoder)      -> kReranker;
+//   a trained classification head with two or more labels               -> kClassifier;
+//   no trained head (a plain encoder): FailedPrecondition, unless a pooling is given.
+enum class ModelKind {
+  kClassifier,  // per-label probabilities (softmax) and logits
+  kReranker,    // one score per (query, text) pair: the sigmoid of the one logit, or the logit
+  kEmbedding,   // one pooled vector per text (the sentence-transformers pipeline)
+};
+absl::string_view ModelKindName(ModelKind kind);  // "classifier", "reranker", "embedding"
 
 struct EngineOptions {
   c10::Device device = c10::Device(c10::kCPU);
@@ -54,7 +77,7 @@ struct EngineOptions {
   // per output channel; activations quantized per batch, so results move slightly with the batch
   // a text shares; post-LN models only).
   bool int8_weights = false;
-  int64_t max_len = 512;                        // clamped to the model's max_positions
+  int64_t max_len = 512;  // clamped to the model's max_positions
   LongText long_text = LongText::kHeadTail;
   int64_t window_stride = 128;  // tokens shared by consecutive windows (kWindows)
   // Batching across requests.
@@ -63,7 +86,7 @@ struct EngineOptions {
   // shape: 255 against 195 texts/s on SST-2 at 2048 against 8192 tokens, 17.3 against 14.4 on
   // IMDB at 2048 against 16384; bench/serve/README.md).
   int64_t max_batch_tokens = 0;
-  int64_t max_batch_requests = 512;  // sequences per device batch
+  int64_t max_batch_requests = 512;              // sequences per device batch
   std::chrono::microseconds max_batch_delay{0};  // wait for a fuller batch at most this long
   // Admission: requests (a batch submission counts each of its texts) accepted but not finished.
   int64_t max_queued_requests = 4096;
@@ -73,23 +96,56 @@ struct EngineOptions {
   // instead of launching ~2 ms of kernels for a few texts (graphed_forward.h). 0: off. Used
   // with amp bf16, fp16 or fp8 on a GPU, for post-LN models; ignored otherwise.
   int64_t cuda_graph_max_tokens = 4096;
+  // Serve the directory as an embedding model with this pooling, whatever its head (TEI's
+  // --pooling); for a sentence-transformers directory it replaces 1_Pooling's mode. Unset: the
+  // kind and the pooling follow the directory (ModelKind).
+  std::optional<models::SentencePooling> pooling;
+};
+
+// An embedding engine's pipeline after the encoder, as loaded (sentence-transformers' modules).
+struct EmbeddingInfo {
+  models::SentencePooling pooling = models::SentencePooling::kCls;
+  int64_t hidden_size = 0;  // the encoder's width: the token vectors' (/embed_all)
+  int64_t dimension = 0;    // the width of EngineResult::embedding (after the Dense modules)
+  bool normalize = false;   // the pipeline ends with a Normalize module
+  std::map<std::string, std::string> prompts;  // config_sentence_transformers.json's
+  std::string default_prompt_name;             // "" when none
 };
 
 // One text, or a pair, to classify.
-struct ClassifyRequest {
+struct EngineRequest {
   std::string text;
   std::optional<std::string> pair;
   // false: an input longer than max_len fails with InvalidArgument instead of being cut. Under
   // LongText::kWindows a single text is never cut (its windows cover it), so only pairs can fail.
   bool truncate = true;
+  // Which end of a single text too long for max_len is cut. Unset: the engine's default, the
+  // head+tail cut for classifiers and the end (kHead: keep the first tokens) for embedding
+  // models, as sentence-transformers and TEI cut. Pairs are cut longest-first. Embedding engines
+  // never use windows.
+  std::optional<tokenize::Truncation> truncation;
+  // Embedding engines: also return the last layer's vector of every token (TEI's /embed_all).
+  bool token_embeddings = false;
 };
 
-struct Classification {
-  std::vector<float> probabilities;  // softmax, per label id
-  std::vector<float> scores;         // raw logits, per label id (averaged over windows)
+struct EngineResult {
+  // Classifiers and rerankers, per label id (averaged over windows):
+  std::vector<float> probabilities;  // softmax; a one-label head's (a reranker's) is its sigmoid
+  std::vector<float> scores;         // raw logits
   int64_t label_id = 0;              // argmax
-  int64_t tokens = 0;                // model input tokens, special tokens and windows included
+  // Embedding engines: the text's vector, pooled on the device and through the Dense modules, in
+  // fp32, neither truncated nor normalized (per request: FinishEmbedding).
+  std::vector<float> embedding;
+  // With EngineRequest::token_embeddings: [tokens, hidden_size] row-major, every model input
+  // token's last-layer vector, special tokens included.
+  std::vector<float> token_embeddings;
+  int64_t tokens = 0;  // model input tokens, special tokens and windows included
 };
+
+// An embedding as a request asks for it (TEI's `dimensions` and `normalize`): the first
+// `dimensions` values (0: all; InvalidArgument above the vector's width), then scaled to unit L2
+// norm when `normalize` (a zero vector stays zero), as models::FinishEmbeddings does on tensors.
+absl::Status FinishEmbedding(std::vector<float>& embedding, bool normalize, int64_t dimensions);
 
 // Per device batch, for metrics (the server's histograms) and tests.
 struct BatchStats {
@@ -120,12 +176,18 @@ class RequestHandle {
 
   // Blocks until every result is set; one per submitted request, in order. Call once (a second
   // call gets FailedPrecondition results). A default-constructed handle returns no results.
-  std::vector<absl::StatusOr<Classification>> Wait();
+  std::vector<absl::StatusOr<EngineResult>> Wait();
   // Waits at most `timeout`; false when the results are not all set yet.
   bool WaitFor(std::chrono::nanoseconds timeout);
   // Drops the work that has not reached the device; its results become Cancelled at once.
   // Requests already in a device batch finish normally.
   void Cancel();
+  // Calls `done` once, when every result is set (at once, on this thread, when they already
+  // are): on the thread that sets the last one, usually the engine's completion thread, so it
+  // must be quick (hand the work on, e.g. to an I/O thread, which then calls Wait() without
+  // blocking). Call it at most once, before Wait(). For servers that must not block a thread per
+  // request.
+  void OnDone(std::function<void()> done);
 
   struct State;  // shared with the engine
 
@@ -137,12 +199,14 @@ class RequestHandle {
 
 class InferenceEngine {
  public:
-  // Loads a model directory (model_files/model_io.h) onto options.device. FailedPrecondition,
-  // naming the missing weights, when its checkpoint has no trained classification head
-  // (model_files::LoadClassifierDir): a plain Hugging Face encoder is never served as a classifier.
+  // Loads a model directory (model_files/model_io.h, or a sentence-transformers directory) onto
+  // options.device, as the kind ModelKind describes. FailedPrecondition, naming the missing
+  // weights, when it has no trained classification head and no pooling (neither modules.json nor
+  // options.pooling): a plain Hugging Face encoder is never served as a classifier.
   static absl::StatusOr<std::unique_ptr<InferenceEngine>> Load(const std::string& model_dir,
                                                                EngineOptions options = {});
-  // Serves an already loaded model (moved in) as it is: a caller that loads with
+  // Serves an already loaded model (moved in) as it is: an embedding model with
+  // options.pooling, else a reranker (one label) or a classifier. A caller that loads with
   // model_files::LoadModelDir checks the head itself (model_files::RequireTrainedHead).
   static absl::StatusOr<std::unique_ptr<InferenceEngine>> Create(model_files::LoadedModel model,
                                                                  EngineOptions options = {});
@@ -150,10 +214,10 @@ class InferenceEngine {
 
   // Thread-safe. All requests are admitted together or none: ResourceExhausted when the queue has
   // no room for them, Unavailable after Shutdown(). An admitted request always gets a result.
-  absl::StatusOr<RequestHandle> Submit(absl::Span<const ClassifyRequest> requests);
+  absl::StatusOr<RequestHandle> Submit(absl::Span<const EngineRequest> requests);
   // Submit and Wait in one call.
-  absl::StatusOr<std::vector<absl::StatusOr<Classification>>> Classify(
-      absl::Span<const ClassifyRequest> requests);
+  absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> Run(
+      absl::Span<const EngineRequest> requests);
 
   // Stops admission, finishes what was accepted, joins the threads. Idempotent.
   void Shutdown();
@@ -163,12 +227,21 @@ class InferenceEngine {
   void SetBatchObserver(std::function<void(const BatchStats&)> observer);
 
   EngineStats stats() const;
+  ModelKind kind() const;
+  // The embedding pipeline; null unless kind() is kEmbedding.
+  const EmbeddingInfo* embedding_info() const;
   const model_files::LoadedModel& model() const;
   const EngineOptions& options() const;  // as clamped by Load/Create
 
  private:
   struct Impl;
   explicit InferenceEngine(std::unique_ptr<Impl> impl);
+  static absl::StatusOr<std::unique_ptr<InferenceEngine>> LoadSentenceTransformer(
+      const model_files::SentenceTransformerSpec& spec, EngineOptions options);
+  // Prepares the model for inference and starts the stages.
+  static absl::StatusOr<std::unique_ptr<InferenceEngine>> Build(
+      model_files::LoadedModel model, EngineOptions options, ModelKind kind,
+      std::optional<internal::EmbeddingHead> embedding);
   std::unique_ptr<Impl> impl_;
 };
 
