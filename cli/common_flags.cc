@@ -41,6 +41,11 @@ ABSL_FLAG(double, head_fraction, 0.25, "head_tail: share of the token budget kep
 ABSL_FLAG(std::string, text_field, "text", "Text column (TSV/CSV header) or JSONL key");
 ABSL_FLAG(std::string, text_pair_field, "text_pair", "Second-text column or JSONL key, if any");
 ABSL_FLAG(std::string, label_field, "label", "Label column (TSV/CSV header) or JSONL key");
+ABSL_FLAG(
+    std::string, pooling, "",
+    "Embed with this pooling of the last layer's token vectors, whatever the directory's head "
+    "(TEI's names: cls, mean, max, mean_sqrt_len, weightedmean, last-token); empty: the "
+    "pooling of a sentence-transformers directory (1_Pooling/config.json)");
 
 namespace padless::cli {
 

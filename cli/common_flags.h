@@ -41,6 +41,8 @@ ABSL_DECLARE_FLAG(double, head_fraction);
 ABSL_DECLARE_FLAG(std::string, text_field);
 ABSL_DECLARE_FLAG(std::string, text_pair_field);
 ABSL_DECLARE_FLAG(std::string, label_field);
+// The sentence pooling that makes a model an embedding model (TEI's --pooling): embed (and serve).
+ABSL_DECLARE_FLAG(std::string, pooling);
 
 namespace padless::cli {
 

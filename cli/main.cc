@@ -19,9 +19,9 @@ namespace {
 
 const std::vector<const Subcommand*>& Subcommands() {
   static const std::vector<const Subcommand*> kAll = {
-      &kTokenizeCommand, &kBenchPaddingCommand,  &kTrainCommand,   &kEvalCommand,
-      &kPredictCommand,  &kProfileMemoryCommand, &kExportHfCommand, &kServeCommand,
-      &kPruneCommand};
+      &kTokenizeCommand, &kBenchPaddingCommand, &kTrainCommand,         &kEvalCommand,
+      &kPredictCommand,  &kEmbedCommand,        &kProfileMemoryCommand, &kExportHfCommand,
+      &kServeCommand,    &kPruneCommand};
   return kAll;
 }
 
@@ -99,11 +99,14 @@ int Main(int argc, char** argv) {
     auto usage_error = [&](const std::string& why) { return Usage(command->name, why); };
     const bool known =
         std::find(command->flags.begin(), command->flags.end(), name) != command->flags.end();
+    // A boolean's negation: absl's --nofoo, and --no-foo as GNU tools spell it.
+    const std::string positive =
+        name.rfind("no", 0) != 0 ? "" : name.substr(name.rfind("no_", 0) == 0 ? 3 : 2);
     const bool negated = !known && name.rfind("no", 0) == 0 &&
-                         std::find(command->flags.begin(), command->flags.end(), name.substr(2)) !=
+                         std::find(command->flags.begin(), command->flags.end(), positive) !=
                              command->flags.end();
     if (!known && !negated) return usage_error(absl::StrCat("unknown flag '", arg, "'"));
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(negated ? name.substr(2) : name);
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(negated ? positive : name);
     if (flag == nullptr) return usage_error(absl::StrCat("unknown flag '", arg, "'"));
     const size_t eq = arg.find('=');
     if (!negated) RecordFlagSpelling(name, arg.substr(0, eq));

@@ -1,8 +1,6 @@
 // padless predict: classify texts (stdin lines or a file) with a trained model directory. The
 // work is in padless/serve/ (TextClassifier); this file maps flags onto it and prints.
 #include <cstdio>
-#include <fstream>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,6 +20,7 @@
 #include "padless/corpus/corpus_reader.h"
 #include "padless/serve/text_classifier.h"
 #include "path_checks.h"
+#include "input_texts.h"
 #include "subcommand.h"
 
 ABSL_FLAG(std::string, long_text, "head_tail",
@@ -30,35 +29,6 @@ ABSL_FLAG(int64_t, window_stride, 128, "predict: tokens shared by consecutive wi
 
 namespace padless::cli {
 namespace {
-
-// The texts of --data, or of stdin without it.
-absl::StatusOr<std::vector<std::string>> ReadTexts(const std::string& data,
-                                                   const corpus::ReaderOptions& reader) {
-  std::vector<std::string> texts;
-  // Plain text, one text per line: stdin, or a file that --format auto cannot place as TSV, CSV
-  // or JSONL by its extension (.txt, no extension, ...). Those formats are read with labels
-  // optional (ReaderOptions::require_label false), so a file without a label column works.
-  const bool plain_lines = data.empty() || (reader.format == corpus::CorpusFormat::kAuto &&
-                                            !corpus::FormatFromPath(data).ok());
-  if (!plain_lines) {
-    absl::StatusOr<corpus::RawCorpus> raw = corpus::ReadCorpus(data, reader);
-    if (!raw.ok()) return raw.status();
-    for (corpus::Example& e : raw->examples) texts.push_back(std::move(e.text));
-  } else {
-    std::ifstream file;
-    if (!data.empty()) {
-      file.open(data);
-      if (!file) return absl::NotFoundError(absl::StrCat(data, ": cannot open"));
-    }
-    std::istream& in = data.empty() ? std::cin : file;
-    std::string line;
-    while (std::getline(in, line)) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      texts.push_back(std::move(line));
-    }
-  }
-  return texts;
-}
 
 // The inference flags onto serve::InferenceOptions; errors are usage errors.
 absl::StatusOr<serve::InferenceOptions> InferenceOptionsFromFlags(const c10::Device& device) {
@@ -98,7 +68,7 @@ int RunPredict(const std::vector<std::string>& args) {
   absl::StatusOr<std::unique_ptr<serve::TextClassifier>> classifier =
       serve::TextClassifier::Load(model_dir, *options);
   if (!classifier.ok()) return Fail(kCmd, classifier.status());
-  absl::StatusOr<std::vector<std::string>> texts = ReadTexts(data, *reader);
+  absl::StatusOr<std::vector<std::string>> texts = ReadInputTexts(data, *reader);
   if (!texts.ok()) return Fail(kCmd, texts.status());
   // Chunks are printed as they finish while the next ones are tokenized and batched.
   constexpr size_t kChunk = 4096;

@@ -32,6 +32,7 @@ extern const Subcommand kBenchPaddingCommand;   // bench_padding_command.cc
 extern const Subcommand kTrainCommand;          // train_command.cc
 extern const Subcommand kEvalCommand;           // eval_command.cc
 extern const Subcommand kPredictCommand;        // predict_command.cc
+extern const Subcommand kEmbedCommand;          // embed_command.cc
 extern const Subcommand kProfileMemoryCommand;  // profile_memory_command.cc
 extern const Subcommand kExportHfCommand;       // export_hf_command.cc
 extern const Subcommand kServeCommand;          // serve_command.cc
