@@ -17,6 +17,8 @@
 #include "data_flags.h"
 #include "device_flag.h"
 #include "flag_spelling.h"
+#include "padless/base/path_names.h"
+#include "padless/model_files/sentence_transformers.h"
 #include "padless/serve/http/http_server.h"
 #include "padless/serve/http/server_info.h"
 #include "padless/serve/http/server_log.h"
@@ -43,8 +45,11 @@ ABSL_FLAG(int64_t, body_limit, 2000000, "serve: largest request body in bytes; b
 ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096,
           "serve: batches of fewer tokens replay CUDA graphs captured at load (bf16, fp16, fp8 "
           "on a GPU; 0: off)");
-ABSL_FLAG(int, http_threads, 64,
-          "serve: connections served at once (each open keep-alive connection holds one)");
+ABSL_FLAG(int, io_threads, 2,
+          "serve: threads of the HTTP event loop (parsing, routing, writing answers); a "
+          "connection costs memory, not a thread");
+ABSL_FLAG(int, max_connections, 10000,
+          "serve: connections open at once; a new one beyond it is answered 503 and closed");
 
 namespace padless::cli {
 namespace {
@@ -74,7 +79,8 @@ absl::Status CheckServeRanges() {
         std::make_tuple("cuda_graph_max_tokens", absl::GetFlag(FLAGS_cuda_graph_max_tokens), 0),
         std::make_tuple("body_limit", absl::GetFlag(FLAGS_body_limit), 1),
         std::make_tuple("tokenizer_threads", int64_t{absl::GetFlag(FLAGS_tokenizer_threads)}, 0),
-        std::make_tuple("http_threads", int64_t{absl::GetFlag(FLAGS_http_threads)}, 1)}) {
+        std::make_tuple("io_threads", int64_t{absl::GetFlag(FLAGS_io_threads)}, 1),
+        std::make_tuple("max_connections", int64_t{absl::GetFlag(FLAGS_max_connections)}, 1)}) {
     if (absl::Status s = CheckAtLeast(flag, value, min); !s.ok()) return s;
   }
   return absl::OkStatus();
@@ -95,9 +101,9 @@ absl::Status CheckServeRelations() {
         ") must be <= ", FlagAsWritten("max_concurrent_requests"), " (",
         absl::GetFlag(FLAGS_max_concurrent_requests), "): a larger batch could never be admitted"));
   }
-  if (absl::GetFlag(FLAGS_http_threads) > 4096) {
-    return UsageError(absl::StrCat(FlagAsWritten("http_threads"), " must be <= 4096, got ",
-                                   absl::GetFlag(FLAGS_http_threads)));
+  if (absl::GetFlag(FLAGS_io_threads) > 256) {
+    return UsageError(absl::StrCat(FlagAsWritten("io_threads"), " must be <= 256, got ",
+                                   absl::GetFlag(FLAGS_io_threads)));
   }
   return absl::OkStatus();
 }
@@ -125,6 +131,13 @@ absl::StatusOr<serve::EngineOptions> EngineOptionsFromFlags() {
   options.max_queued_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
   options.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   options.cuda_graph_max_tokens = absl::GetFlag(FLAGS_cuda_graph_max_tokens);
+  if (const std::string pooling = absl::GetFlag(FLAGS_pooling); !pooling.empty()) {
+    absl::StatusOr<model_files::PoolingMode> mode = model_files::ParsePoolingMode(pooling);
+    if (!mode.ok()) {
+      return UsageError(absl::StrCat(FlagAsWritten("pooling"), ": ", mode.status().message()));
+    }
+    options.pooling = *mode;
+  }
   return options;
 }
 
@@ -134,7 +147,8 @@ http::ServerOptions ServerOptionsFromFlags() {
   options.port = absl::GetFlag(FLAGS_port);
   options.body_limit = static_cast<size_t>(absl::GetFlag(FLAGS_body_limit));
   options.max_client_batch_size = static_cast<size_t>(absl::GetFlag(FLAGS_max_client_batch_size));
-  options.http_threads = absl::GetFlag(FLAGS_http_threads);
+  options.io_threads = absl::GetFlag(FLAGS_io_threads);
+  options.max_connections = absl::GetFlag(FLAGS_max_connections);
   return options;
 }
 
@@ -165,7 +179,12 @@ http::ServerInfo InfoOf(const serve::InferenceEngine& engine, const std::string&
   info.model_id = model_dir;
   info.model_dtype = DtypeName(o);
   info.device = o.device.str();
-  info.labels = engine.model().labels.names();
+  info.kind = std::string(serve::ModelKindName(engine.kind()));
+  if (const serve::EmbeddingInfo* e = engine.embedding_info()) {
+    info.pooling = std::string(model_files::PoolingModeName(e->pooling));
+  } else {
+    info.labels = engine.model().labels.names();
+  }
   info.max_concurrent_requests = o.max_queued_requests;
   info.max_input_length = o.max_len;
   info.max_batch_tokens = o.max_batch_tokens;
@@ -182,15 +201,17 @@ http::ServerInfo InfoOf(const serve::InferenceEngine& engine, const std::string&
 void PrintStartupLine(const http::ServerInfo& info, const std::string& host, int port,
                       const serve::EngineOptions& o) {
   absl::FPrintF(stderr,
-                "padless serve: ready on http://%s:%d model=%s device=%s precision=%s "
+                "padless serve: ready on http://%s:%d model=%s kind=%s device=%s precision=%s "
                 "labels=%d max_input_length=%d max_batch_tokens=%d max_batch_requests=%d "
                 "max_batch_delay_us=%d max_concurrent_requests=%d max_client_batch_size=%d "
-                "tokenizer_threads=%d cuda_graph_max_tokens=%d http_threads=%d body_limit=%d\n",
-                host, port, info.model_id, info.device, PrecisionName(o), info.labels.size(),
+                "tokenizer_threads=%d cuda_graph_max_tokens=%d io_threads=%d max_connections=%d "
+                "body_limit=%d\n",
+                host, port, info.model_id, info.kind, info.device, PrecisionName(o), info.labels.size(),
                 info.max_input_length, info.max_batch_tokens, info.max_batch_requests,
                 o.max_batch_delay.count(), info.max_concurrent_requests, info.max_client_batch_size,
                 info.tokenization_workers, o.cuda_graph_max_tokens,
-                absl::GetFlag(FLAGS_http_threads), absl::GetFlag(FLAGS_body_limit));
+                absl::GetFlag(FLAGS_io_threads), absl::GetFlag(FLAGS_max_connections),
+                absl::GetFlag(FLAGS_body_limit));
 }
 
 // Listening (503 while the model loads), loading, serving until a signal, draining.
@@ -198,7 +219,9 @@ int Serve(const std::string& model_dir, const serve::EngineOptions& engine_optio
           http::ServerLog* log) {
   http::IgnoreBrokenPipe();
   if (absl::Status s = http::BlockShutdownSignals(); !s.ok()) return Fail(kServeCmd, s);
-  http::HttpServer server(ServerOptionsFromFlags(), log);
+  http::ServerOptions server_options = ServerOptionsFromFlags();
+  server_options.model_name = base::PathStem(model_dir);
+  http::HttpServer server(server_options, log);
   absl::StatusOr<int> port = server.Bind();
   if (!port.ok()) return Fail(kServeCmd, port.status());
   if (absl::Status s = server.Start(); !s.ok()) return Fail(kServeCmd, s);
@@ -239,25 +262,38 @@ int RunServe(const std::vector<std::string>& args) {
 
 const Subcommand kServeCommand = {
     "serve",
-    "serve a trained model over HTTP (the text-embeddings-inference predict API)",
-    "usage: padless serve --model DIR [--port 8080] [--host 127.0.0.1] [--flags]\n\n"
-    "An HTTP/1.1 server (keep-alive) with the predict API of Hugging Face\n"
-    "text-embeddings-inference, so that its clients work unchanged:\n"
-    "  POST /predict, POST /  {\"inputs\": \"text\" | [\"text\", \"pair\"] | [[\"a\"], [\"b\", "
-    "\"c\"]],\n"
-    "                          \"raw_scores\": false, \"truncate\": true}\n"
-    "                         -> [{\"score\": 0.93, \"label\": \"pos\"}, ...] (a list per input in "
-    "a batch)\n"
+    "serve a model over HTTP: classify, rerank or embed (TEI's and OpenAI's APIs)",
+    "usage: padless serve --model DIR [--port 8080] [--host 127.0.0.1] [--pooling mean] "
+    "[--flags]\n\n"
+    "An HTTP/1.1 server (keep-alive, an event loop: a connection costs memory, not a thread)\n"
+    "with the API of Hugging Face text-embeddings-inference, so that its clients work\n"
+    "unchanged. The model directory decides what it serves: a sentence-transformers directory\n"
+    "(modules.json) embeds, a trained head with one label reranks, one with more classifies;\n"
+    "--pooling embeds with any directory's encoder.\n"
+    "  POST /predict  {\"inputs\": \"text\" | [\"text\", \"pair\"] | [[\"a\"], [\"b\", \"c\"]],\n"
+    "                  \"raw_scores\": false, \"truncate\": true} -> [{\"score\": 0.93, \"label\": "
+    "\"pos\"}, ...]\n"
+    "  POST /rerank   {\"query\": \"q\", \"texts\": [\"a\", \"b\"], \"raw_scores\": false, "
+    "\"return_text\": false}\n"
+    "                 -> [{\"index\": 1, \"score\": 0.98}, ...] (highest first)\n"
+    "  POST /embed    {\"inputs\": \"text\" | [\"a\", \"b\"], \"normalize\": true, "
+    "\"dimensions\": null,\n"
+    "                  \"prompt_name\": null, \"truncation_direction\": \"Right\"} -> [[0.1, ...], "
+    "...]\n"
+    "  POST /embed_all (a vector per token), POST /similarity, POST /v1/embeddings (OpenAI's,\n"
+    "  also /embeddings: float or base64, dimensions, usage), POST / (what the model does)\n"
     "  GET /health (200 serving, 503 loading or draining), GET /info, GET /metrics (Prometheus),\n"
     "  GET /openapi.json\n"
-    "Errors are {\"error\": ..., \"error_type\": ...}: 415 Content-Type not JSON, 400 not JSON,\n"
-    "422 wrong shape or an empty text, 413 over a limit, 429 queue full, 503 loading or\n"
-    "draining. SIGTERM or SIGINT drains: new requests get 503, accepted ones finish, then the\n"
-    "server exits 0. The startup line on stderr says the address (the chosen port with\n"
-    "--port 0), model, device, precision and limits.",
+    "Errors are {\"error\": ..., \"error_type\": ...}: 415 Content-Type not JSON, 400 not JSON\n"
+    "or a route the model does not serve, 422 wrong shape or an empty text, 413 over a limit,\n"
+    "429 queue full, 503 loading, draining or over --max-connections, 408 a request slower\n"
+    "than its deadline. SIGTERM or SIGINT drains: new requests get 503, accepted ones finish,\n"
+    "then the server exits 0. The startup line on stderr says the address (the chosen port\n"
+    "with --port 0), model, kind, device, precision and limits.",
     {"model", "port", "host", "max_batch_tokens", "max_batch_requests", "max_concurrent_requests",
      "max_client_batch_size", "max_batch_delay_us", "device", "amp", "max_len", "tokenizer_threads",
-     "log_level", "body_limit", "http_threads", "cuda_graph_max_tokens"},
+     "log_level", "body_limit", "io_threads", "max_connections", "cuda_graph_max_tokens",
+     "pooling"},
     RunServe};
 
 }  // namespace padless::cli

@@ -24,7 +24,8 @@ start=$(date +%s)
 # 1. clang and the libFuzzer runtime (Debian 12: clang-14; libclang_rt.fuzzer is in
 #    libclang-rt-14-dev), the libraries padless builds against, and torch (scripts/setup.sh's steps).
 packages=(clang-14 libclang-rt-14-dev cmake ninja-build python3 python3-pip
-          libsentencepiece-dev libabsl-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev)
+          libsentencepiece-dev libabsl-dev nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev
+          libboost-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,11 +13,11 @@ jobs=${PADLESS_JOBS:-$(nproc)}
 step() { printf '== %s\n' "$*" >&2; }
 
 # 1. Debian packages (the compiler toolchain, SentencePiece, Abseil, GoogleTest, Google Benchmark,
-#    nlohmann-json, utf8proc, cpp-httplib for `padless serve`). apt only runs when one of them is
-#    missing.
+#    nlohmann-json, utf8proc, cpp-httplib and Boost's headers (Beast and Asio, 1.74) for
+#    `padless serve`). apt only runs when one of them is missing.
 packages=(build-essential cmake ninja-build python3 python3-pip git
           libsentencepiece-dev libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev)
+          nlohmann-json3-dev libutf8proc-dev libcpp-httplib-dev libboost-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,97 +1,135 @@
 #include "padless/serve/http/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
-#include <algorithm>
+#include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "padless/serve/http/json_content_type.h"
 #include "padless/serve/http/openapi.h"
-#include "request_trace.h"
 
 namespace padless::serve::http {
 namespace {
 
-// Long-lived connections are what keep-alive is for: httplib's default closes one after 5
-// requests. An idle one is still closed after the keep-alive timeout (5 s), which also bounds
-// how long a drain waits for an idle client.
-constexpr size_t kKeepAliveMaxRequests = 100000;
-
-// httplib's default sets SO_REUSEPORT, under which a second server binds a port in use without an
-// error (and the kernel splits the connections between them). SO_REUSEADDR alone still allows a
-// restart while the last run's connections linger in TIME_WAIT.
-void ListenerSocketOptions(int socket) {
-  int yes = 1;
-  setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+HttpResponse JsonResponse(std::string body) {
+  HttpResponse response;
+  response.body = std::move(body);
+  return response;
 }
 
-// The request's Content-Type header (the first, if sent twice); none when it has none.
-std::optional<absl::string_view> ContentTypeOf(const httplib::Request& req) {
-  const auto it = req.headers.find("Content-Type");  // httplib compares names case-insensitively
-  if (it == req.headers.end()) return std::nullopt;
-  return absl::string_view(it->second);
+bool IsModelRoute(absl::string_view path) {
+  for (absl::string_view p : {"/", "/predict", "/rerank", "/embed", "/embed_all", "/similarity",
+                              "/v1/embeddings", "/embeddings"}) {
+    if (path == p) return true;
+  }
+  return false;
+}
+
+bool IsGetRoute(absl::string_view path) {
+  return path == "/health" || path == "/info" || path == "/metrics" || path == "/openapi.json";
 }
 
 }  // namespace
 
-RequestTrace& CurrentTrace() {
-  thread_local RequestTrace trace;
-  return trace;
-}
-
 HttpServer::HttpServer(ServerOptions options, ServerLog* log)
-    : options_(std::move(options)), log_(log), server_(std::make_unique<httplib::Server>()) {
-  const size_t threads = static_cast<size_t>(std::max(1, options_.http_threads));
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server_->set_keep_alive_max_count(kKeepAliveMaxRequests);
-  server_->set_socket_options([this](int socket) {
-    ListenerSocketOptions(socket);
-    listen_socket_ = socket;  // the one socket httplib creates with these options
-  });
-  // httplib writes a response's headers and body apart: without TCP_NODELAY, Nagle's algorithm
-  // holds the body until the client's delayed ACK, 40 ms per request on Linux.
-  server_->set_tcp_nodelay(true);
-  server_->set_payload_max_length(options_.body_limit);
-  InstallRoutes();
-  InstallHooks();
+    : options_(std::move(options)), log_(log) {
+  EventServerOptions transport;
+  transport.host = options_.host;
+  transport.port = options_.port;
+  transport.io_threads = options_.io_threads;
+  transport.body_limit = options_.body_limit;
+  transport.max_connections = options_.max_connections;
+  transport.header_timeout = options_.header_timeout;
+  transport.body_timeout = options_.body_timeout;
+  transport.idle_timeout = options_.idle_timeout;
+  server_ = std::make_unique<EventServer>(
+      transport, [this](HttpRequest request, Reply reply) { Route(std::move(request), reply); },
+      [this](const AnsweredRequest& answer) { LogAnswer(answer); });
 }
 
 HttpServer::~HttpServer() { Drain(); }
 
-void HttpServer::InstallRoutes() {
-  // Every POST route reads a JSON body: one whose Content-Type is not JSON is refused with 415
-  // before it is parsed, as TEI refuses it (json_content_type.h).
-  const auto post_json = [this](const char* path, auto handle) {
-    server_->Post(path, [this, handle](const httplib::Request& req, httplib::Response& res) {
-      if (std::optional<ApiError> e = CheckJsonContentType(ContentTypeOf(req))) {
-        return SendError(*e, res);
-      }
-      handle(req, res);
+int64_t HttpServer::open_connections() const { return server_->open_connections(); }
+
+void HttpServer::Route(HttpRequest request, Reply reply) {
+  const bool head = request.method == "HEAD";
+  if (IsGetRoute(request.path) && (request.method == "GET" || head)) {
+    HttpResponse response = request.path == "/health"    ? Health()
+                            : request.path == "/info"    ? Info()
+                            : request.path == "/metrics" ? Metrics()
+                                                         : JsonResponse(std::string(OpenApiJson()));
+    if (head) response.body.clear();
+    return reply->Send(std::move(response));
+  }
+  if (IsModelRoute(request.path) && request.method == "POST") {
+    // Every POST route reads a JSON body: one whose Content-Type is not JSON is refused with 415
+    // before it is parsed, as TEI refuses it (json_content_type.h).
+    if (std::optional<ApiError> e = CheckJsonContentType(request.content_type)) {
+      return reply->Send(ErrorResponse(*e));
+    }
+    if (std::optional<ApiError> e = NotServing()) return reply->Send(ErrorResponse(*e));
+    if (RouteModel(request, reply)) return;
+  }
+  HttpResponse response;
+  if (IsGetRoute(request.path) || IsModelRoute(request.path)) {
+    response = ErrorResponse(MethodNotAllowed(request.method, request.path));
+    response.headers.emplace_back("Allow", IsGetRoute(request.path) ? "GET, HEAD" : "POST");
+  } else {
+    response = ErrorResponse(NotFound(request.method, request.path));
+  }
+  reply->Send(std::move(response));
+}
+
+// The model routes, once the body is JSON and the engine serves; false for a path it does not
+// know (a 404 then).
+bool HttpServer::RouteModel(const HttpRequest& request, Reply& reply) {
+  const absl::string_view path = request.path;
+  if (path == "/") {
+    switch (engine_->kind()) {
+      case ModelKind::kClassifier:
+        HandlePredict(request, reply);
+        return true;
+      case ModelKind::kReranker:
+        HandleRerank(request, reply);
+        return true;
+      case ModelKind::kEmbedding:
+        HandleEmbed(request, reply);
+        return true;
+    }
+  }
+  if (path == "/predict") HandlePredict(request, reply);
+  else if (path == "/rerank") HandleRerank(request, reply);
+  else if (path == "/embed") HandleEmbed(request, reply);
+  else if (path == "/embed_all") HandleEmbedAll(request, reply);
+  else if (path == "/similarity") HandleSimilarity(request, reply);
+  else if (path == "/v1/embeddings" || path == "/embeddings") HandleOpenAiEmbeddings(request, reply);
+  else return false;
+  return true;
+}
+
+void HttpServer::SubmitThenAnswer(std::vector<EngineRequest> requests, Reply reply,
+                                  Answer answer) {
+  absl::StatusOr<RequestHandle> submitted = engine_->Submit(requests);
+  if (!submitted.ok()) return reply->Send(ErrorResponse(FromEngineStatus(submitted.status())));
+  metrics_.RecordInputs(static_cast<int64_t>(requests.size()));
+  // The handle lives until the answer is built; OnDone's callback holds it and is dropped once it
+  // has run, so nothing keeps the handle alive past that.
+  auto handle = std::make_shared<RequestHandle>(*std::move(submitted));
+  RequestHandle* h = handle.get();
+  h->OnDone([handle, reply, answer = std::move(answer)]() mutable {
+    reply->Defer([handle = std::move(handle), answer = std::move(answer)]() mutable {
+      return answer(handle->Wait());
     });
-  };
-  const auto predict = [this](const httplib::Request& req, httplib::Response& res) {
-    HandlePredict(req, res);
-  };
-  post_json("/predict", predict);
-  post_json("/", predict);
-  server_->Get("/health",
-               [this](const httplib::Request&, httplib::Response& res) { HandleHealth(res); });
-  server_->Get("/info",
-               [this](const httplib::Request&, httplib::Response& res) { HandleInfo(res); });
-  server_->Get("/metrics",
-               [this](const httplib::Request&, httplib::Response& res) { HandleMetrics(res); });
-  server_->Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(std::string(OpenApiJson()), "application/json");
   });
 }
 
-void HttpServer::SendError(const ApiError& error, httplib::Response& res) {
+HttpResponse HttpServer::ErrorResponse(const ApiError& error) const {
   metrics_.RecordError(error.type);
-  res.status = error.status;
-  res.set_content(error.ToJson(), "application/json");
-  CurrentTrace().error = error.message;
+  HttpResponse response;
+  response.status = error.status;
+  response.body = error.ToJson();
+  return response;
 }
 
 std::optional<ApiError> HttpServer::NotServing() const {
@@ -106,24 +144,34 @@ std::optional<ApiError> HttpServer::NotServing() const {
   return Unavailable("not serving");
 }
 
-void HttpServer::HandleHealth(httplib::Response& res) {
-  if (std::optional<ApiError> e = NotServing()) return SendError(*e, res);
-  res.status = 200;
+std::optional<ApiError> HttpServer::WrongKind(ModelKind kind, absl::string_view route) const {
+  if (engine_->kind() == kind) return std::nullopt;
+  return ApiError{400, ErrorType::kBackend,
+                  absl::StrCat(route, " needs a model of kind ", ModelKindName(kind),
+                               "; this server's model is a ", ModelKindName(engine_->kind()))};
 }
 
-void HttpServer::HandleInfo(httplib::Response& res) {
-  if (!has_engine_.load()) return SendError(*NotServing(), res);
-  res.set_content(ServerInfoJson(info_), "application/json");
+HttpResponse HttpServer::Health() const {
+  if (std::optional<ApiError> e = NotServing()) return ErrorResponse(*e);
+  return HttpResponse{200, "application/json", "", {}};
 }
 
-void HttpServer::HandleMetrics(httplib::Response& res) {
+HttpResponse HttpServer::Info() const {
+  if (!has_engine_.load()) return ErrorResponse(*NotServing());
+  return JsonResponse(ServerInfoJson(info_));
+}
+
+HttpResponse HttpServer::Metrics() const {
   EngineGauges gauges;
   if (has_engine_.load()) {
     const EngineStats s = engine_->stats();
     gauges = {s.queued,    s.accepted, s.rejected,       s.completed,
               s.cancelled, s.batches,  s.graphed_batches};
   }
-  res.set_content(metrics_.Render(gauges, ready()), "text/plain; version=0.0.4");
+  HttpResponse response;
+  response.content_type = "text/plain; version=0.0.4";
+  response.body = metrics_.Render(gauges, ready());
+  return response;
 }
 
 }  // namespace padless::serve::http

@@ -4,6 +4,18 @@
 
 namespace padless::serve::http {
 
+namespace {
+
+// TEI's ModelType: {"classifier": {id2label, label2id}}, {"reranker": {...}} or
+// {"embedding": {"pooling": "mean"}}.
+nlohmann::json ModelType(const ServerInfo& info, const nlohmann::json& id2label,
+                         const nlohmann::json& label2id) {
+  if (info.kind == "embedding") return {{"embedding", {{"pooling", info.pooling}}}};
+  return {{info.kind, {{"id2label", id2label}, {"label2id", label2id}}}};
+}
+
+}  // namespace
+
 std::string ServerInfoJson(const ServerInfo& info) {
   nlohmann::json id2label = nlohmann::json::object();
   nlohmann::json label2id = nlohmann::json::object();
@@ -15,7 +27,7 @@ std::string ServerInfoJson(const ServerInfo& info) {
       {"model_id", info.model_id},
       {"model_sha", nullptr},
       {"model_dtype", info.model_dtype},
-      {"model_type", {{"classifier", {{"id2label", id2label}, {"label2id", label2id}}}}},
+      {"model_type", ModelType(info, id2label, label2id)},
       {"max_concurrent_requests", info.max_concurrent_requests},
       {"max_input_length", info.max_input_length},
       {"max_batch_tokens", info.max_batch_tokens},

@@ -238,9 +238,11 @@ def safetensors_seeds():
 
 
 def predict_request_seeds():
-    # max_client_batch_size: Range(1, 64) from one byte (byte % 64 + 1), then the request body.
-    def seed(name, body, limit=32):
-        write("predict_request_fuzzer", name, bytes([limit - 1]) + body)
+    # The route (one byte: 0 /predict, 1 /embed, 2 /embed_all, 3 /rerank, 4 /similarity,
+    # 5 /tokenize, 6 /decode, 7 /v1/embeddings), max_client_batch_size: Range(1, 64) from one byte
+    # (byte % 64 + 1), then the request body.
+    def seed(name, body, route=0, limit=32):
+        write("predict_request_fuzzer", name, bytes([route, limit - 1]) + body)
     seed("single", b'{"inputs": "What a great film"}')
     seed("pair", b'{"inputs": ["premise", "hypothesis"], "raw_scores": true}')
     seed("batch", b'{"inputs": [["a"], ["b", "c"], [" "]], "truncate": false, '
@@ -256,6 +258,36 @@ def predict_request_seeds():
     seed("left", b'{"inputs": "x", "truncation_direction": "Left"}')
     seed("bad_utf8", b'{"inputs": "caf\xe9 \xc3\x28"}'.decode("unicode_escape").encode("latin-1"))
     seed("deep", b"[" * 40 + b"]" * 40)
+    # /embed and /embed_all: texts, token ids, a mixed batch, every option.
+    seed("embed_single", b'{"inputs": "What is Deep Learning?"}', route=1)
+    seed("embed_options", b'{"inputs": ["a", "b"], "normalize": false, "truncate": true, '
+         b'"truncation_direction": "left", "prompt_name": "query", "dimensions": 64}', route=1)
+    seed("embed_ids", b'{"inputs": [[101, 2023, 102], "text", [4294967295]]}', route=1)
+    seed("embed_bad", b'{"inputs": [[], ""], "dimensions": 0, "normalize": null}', route=1)
+    seed("embed_all", b'{"inputs": [101, 7592, 102], "truncate": null, "prompt_name": null}',
+         route=2)
+    seed("embed_all_over_limit", b'{"inputs": ["a", "b", "c"]}', route=2, limit=2)
+    # /rerank.
+    seed("rerank", b'{"query": "What is DL?", "texts": ["DL is", "pizza", "DL is"], '
+         b'"raw_scores": true, "return_text": true}', route=3)
+    seed("rerank_empty", b'{"query": "", "texts": [], "truncation_direction": "Right"}', route=3)
+    # /similarity.
+    seed("similarity", b'{"inputs": {"source_sentence": "What is DL?", "sentences": '
+         b'["What is ML?", "pizza"]}, "parameters": {"truncate": false, '
+         b'"truncation_direction": "Left", "prompt_name": "query"}}', route=4)
+    seed("similarity_over_limit", b'{"inputs": {"source_sentence": "s", "sentences": ["a", "b"]}, '
+         b'"parameters": null}', route=4, limit=2)
+    # /tokenize and /decode.
+    seed("tokenize", b'{"inputs": ["hello world", "caf\u00e9"], "add_special_tokens": false, '
+         b'"prompt_name": "query"}', route=5)
+    seed("decode", b'{"ids": [[101, 7592, 102], [195, 169]], "skip_special_tokens": false}',
+         route=6)
+    seed("decode_empty", b'{"ids": []}', route=6)
+    # /v1/embeddings.
+    seed("openai", b'{"input": ["a", [1, 2]], "model": "text-embedding-3-small", "user": "u", '
+         b'"encoding_format": "base64", "dimensions": 8}', route=7)
+    seed("openai_float", b'{"input": "x", "encoding_format": "float", "model": null}', route=7)
+    seed("openai_bad", b'{"input": [1, "a"], "encoding_format": "Float"}', route=7)
 
 
 def main():

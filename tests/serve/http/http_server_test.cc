@@ -16,7 +16,7 @@ namespace {
 TEST(HttpServerTest, LoadingAndDrainingAnswer503) {
   ServerOptions options;
   options.port = 0;
-  options.http_threads = 4;
+  options.io_threads = 2;
   HttpServer server(options, /*log=*/nullptr);
   absl::StatusOr<int> port = server.Bind();
   ASSERT_TRUE(port.ok()) << port.status();

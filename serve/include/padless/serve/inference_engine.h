@@ -126,6 +126,10 @@ struct EngineRequest {
   std::optional<tokenize::Truncation> truncation;
   // Embedding engines: also return the last layer's vector of every token (TEI's /embed_all).
   bool token_embeddings = false;
+  // Not empty: the model input as these token ids (TEI's and OpenAI's token-id inputs), used as
+  // they are, no special tokens added; `text` and `pair` are then ignored. Cut like a text when
+  // longer than max_len; an id outside the vocabulary fails the request with InvalidArgument.
+  std::vector<int32_t> ids;
 };
 
 struct EngineResult {

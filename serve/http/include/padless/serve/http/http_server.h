@@ -1,42 +1,48 @@
-// `padless serve`'s HTTP/1.1 server: Hugging Face text-embeddings-inference's predict API over an
-// InferenceEngine, on cpp-httplib (keep-alive, a thread pool, a payload limit).
-//   POST /predict, POST /   classify (predict_request.h, predict_response.h)
+// `padless serve`'s HTTP/1.1 server: Hugging Face text-embeddings-inference's API (and OpenAI's
+// embeddings route) over an InferenceEngine, on the event-driven transport of event_server.h.
+//   POST /predict           classify (predict_request.h, predict_response.h)
+//   POST /rerank            score (query, text) pairs with a reranker (rerank_api.h)
+//   POST /embed             one vector per input (embed_request.h, embed_response.h)
+//   POST /embed_all         one vector per token of each input
+//   POST /similarity        cosine of a sentence to others (similarity_api.h)
+//   POST /v1/embeddings     OpenAI's embeddings API, also at /embeddings (openai_embeddings.h)
+//   POST /                  what the model kind does: predict, rerank or embed, as TEI's root
 //   GET  /health            200 when serving; 503 while loading or draining
-//   GET  /info              the model and the limits (server_info.h); 503 while loading
+//   GET  /info              the model, its kind and the limits (server_info.h); 503 while loading
 //   GET  /metrics           Prometheus text (metrics.h)
 //   GET  /openapi.json      the OpenAPI 3 description (openapi.h)
-// Another path answers 404, another method on these paths 405, a body over the limit 413, a POST
-// body whose Content-Type is absent or not JSON 415 (json_content_type.h), all with TEI's JSON
-// error body (api_error.h). Every answer is logged in one line (server_log.h).
+// A route the model kind does not serve (/embed on a classifier) answers 400. Another path
+// answers 404, another method on these paths 405, a body over the limit 413, a POST body whose
+// Content-Type is absent or not JSON 415 (json_content_type.h), all with TEI's JSON error body
+// (api_error.h). Every answer is logged in one line (server_log.h). No handler blocks an I/O
+// thread: engine work answers when its results are in (RequestHandle::OnDone).
 //
-// Lifecycle: Bind, Start (listening, answering 503 to predict), SetEngine (serving), then
-// Drain: new requests get 503, the listener closes, the requests in flight finish, the handler
+// Lifecycle: Bind, Start (listening, answering 503 to model routes), SetEngine (serving), then
+// Drain: new requests get 503, the listener closes, the requests in flight finish, the I/O
 // threads are joined, and the engine is shut down (its accepted work finished). Bind and SetEngine
 // are separate so that the port is known, and /health answers, while the model loads.
 #ifndef PADLESS_SERVE_HTTP_HTTP_SERVER_H_
 #define PADLESS_SERVE_HTTP_HTTP_SERVER_H_
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "padless/serve/http/api_error.h"
+#include "padless/serve/http/event_server.h"
+#include "padless/serve/http/http_message.h"
 #include "padless/serve/http/metrics.h"
 #include "padless/serve/http/server_info.h"
 #include "padless/serve/http/server_log.h"
 #include "padless/serve/inference_engine.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace padless::serve::http {
 
@@ -45,10 +51,15 @@ struct ServerOptions {
   int port = 8080;                    // 0: a free port, chosen by the kernel
   size_t body_limit = 2'000'000;      // bytes; TEI's --payload-limit default
   size_t max_client_batch_size = 32;  // inputs per request (413 above)
-  // Connections served at once: cpp-httplib gives each open (keep-alive) connection a pool thread
-  // for its lifetime, so this bounds concurrent clients; more wait to be served.
-  int http_threads = 64;
+  // The event loop's threads: they parse, route and write; JSON bodies of many vectors are built
+  // on them too. A connection costs memory, not a thread.
+  int io_threads = 2;
+  int max_connections = 10'000;  // open at once; a new one over the cap is answered 503
+  std::chrono::milliseconds header_timeout{10'000};  // a request's headers must arrive by then
+  std::chrono::milliseconds body_timeout{30'000};    // and its body by then after them
+  std::chrono::milliseconds idle_timeout{60'000};    // an idle keep-alive connection is closed
   bool auto_truncate = true;  // the default when a request has no `truncate`
+  std::string model_name;     // OpenAI's `model` field in answers (the model directory's name)
 };
 
 class HttpServer {
@@ -60,11 +71,11 @@ class HttpServer {
 
   // Binds the listening socket; the port (the chosen one for port 0).
   absl::StatusOr<int> Bind();
-  // Starts answering on a thread of its own (after Bind).
+  // Starts answering on the I/O threads (after Bind).
   absl::Status Start();
   // Serves `engine`, described by `info` in /info. Called once.
   void SetEngine(std::unique_ptr<InferenceEngine> engine, ServerInfo info);
-  // From now on /health and new predict requests answer 503 (the first step of Drain).
+  // From now on /health and new model requests answer 503 (the first step of Drain).
   void BeginDrain();
   // BeginDrain, then stops accepting connections, finishes what was accepted, joins the threads,
   // and shuts the engine down. Idempotent; thread-safe against the handlers (not against itself).
@@ -72,37 +83,49 @@ class HttpServer {
 
   bool ready() const { return state_.load() == State::kReady; }
   int port() const { return port_; }
+  int64_t open_connections() const;
 
  private:
   enum class State { kLoading, kReady, kDraining };
+  using Reply = std::shared_ptr<Responder>;
+  using Results = std::vector<absl::StatusOr<EngineResult>>;
+  // Builds the answer from the engine's results, on an I/O thread.
+  using Answer = std::function<HttpResponse(Results)>;
 
-  void InstallRoutes();  // http_server.cc
-  void InstallHooks();   // error bodies, logging, metrics (http_server_lifecycle.cc)
-  void HandlePredict(const httplib::Request& req, httplib::Response& res);  // predict_handler.cc
-  void HandleHealth(httplib::Response& res);
-  void HandleInfo(httplib::Response& res);
-  void HandleMetrics(httplib::Response& res);
-  // Answers `error` as TEI's JSON body and counts it.
-  void SendError(const ApiError& error, httplib::Response& res);
-  // TEI's JSON body for an error status httplib set itself (http_server_lifecycle.cc).
-  void FillErrorBody(const httplib::Request& req, httplib::Response& res);
-  // The log line and the metrics of an answered request (http_server_lifecycle.cc).
-  void LogAnswer(const httplib::Request& req, const httplib::Response& res);
+  // Dispatches by path and method (http_server.cc).
+  void Route(HttpRequest request, Reply reply);
+  bool RouteModel(const HttpRequest& request, Reply& reply);
+  void HandlePredict(const HttpRequest& request, Reply reply);            // predict_handler.cc
+  void HandleRerank(const HttpRequest& request, Reply reply);             // rerank_handler.cc
+  void HandleEmbed(const HttpRequest& request, Reply reply);              // embed_handlers.cc
+  void HandleEmbedAll(const HttpRequest& request, Reply reply);           // embed_handlers.cc
+  void HandleSimilarity(const HttpRequest& request, Reply reply);         // embed_handlers.cc
+  void HandleOpenAiEmbeddings(const HttpRequest& request, Reply reply);  // openai_handler.cc
+  HttpResponse Health() const;
+  HttpResponse Info() const;
+  HttpResponse Metrics() const;
+  // Submits `requests` to the engine and answers with `answer`'s response once every result is
+  // in, or at once with the engine's refusal (queue full, shut down).
+  void SubmitThenAnswer(std::vector<EngineRequest> requests, Reply reply, Answer answer);
+  // `error` as TEI's JSON body, counted in the metrics.
+  HttpResponse ErrorResponse(const ApiError& error) const;
   // Loading or draining: the 503 to answer instead of serving; none when ready.
   std::optional<ApiError> NotServing() const;
+  // The engine's kind is not `kind`: the 400 naming what the model serves; none when it is.
+  std::optional<ApiError> WrongKind(ModelKind kind, absl::string_view route) const;
+  // The log line and the metrics of an answered request (http_server_lifecycle.cc).
+  void LogAnswer(const AnsweredRequest& answer);
 
   const ServerOptions options_;
   ServerLog* const log_;
-  ServerMetrics metrics_;
-  std::unique_ptr<httplib::Server> server_;
+  mutable ServerMetrics metrics_;
+  std::unique_ptr<EventServer> server_;
   std::unique_ptr<InferenceEngine> engine_;
   ServerInfo info_;
   std::atomic<State> state_{State::kLoading};
   // Set (release) once engine_ and info_ are written; a drain can begin before it is.
   std::atomic<bool> has_engine_{false};
-  std::thread listener_;
   int port_ = -1;
-  int listen_socket_ = -1;  // the listening socket, for its backlog (Bind)
 };
 
 }  // namespace padless::serve::http

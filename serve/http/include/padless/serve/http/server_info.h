@@ -14,7 +14,9 @@ struct ServerInfo {
   std::string model_id;             // the model directory as given
   std::string model_dtype;          // "float32", "bfloat16" or "float16"
   std::string device;               // e.g. "cpu", "cuda:0"
-  std::vector<std::string> labels;  // by label id
+  std::string kind = "classifier";  // ModelKindName: "classifier", "reranker" or "embedding"
+  std::string pooling;              // embedding models: TEI's name of the pooling ("mean", ...)
+  std::vector<std::string> labels;  // by label id (classifiers and rerankers)
   int64_t max_concurrent_requests = 0;
   int64_t max_input_length = 0;
   int64_t max_batch_tokens = 0;

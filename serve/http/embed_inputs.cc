@@ -1,0 +1,68 @@
+#include "embed_inputs.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace padless::serve::http {
+namespace {
+
+ApiError Invalid(std::string why) {
+  return ApiError{422, ErrorType::kValidation, std::move(why)};
+}
+
+// The prompt text to put before every input; "" for none. An unknown name is an error.
+std::variant<std::string, ApiError> PromptText(const std::optional<std::string>& name,
+                                               const EmbeddingInfo& model) {
+  const std::string& chosen = name.has_value() ? *name : model.default_prompt_name;
+  if (chosen.empty()) return std::string();
+  const auto it = model.prompts.find(chosen);
+  if (it == model.prompts.end()) {
+    std::string known;
+    for (const auto& [k, v] : model.prompts) absl::StrAppend(&known, known.empty() ? "" : ", ", k);
+    return Invalid(absl::StrCat("prompt_name `", chosen, "` is not one of the model's prompts (",
+                                known.empty() ? "it has none" : known, ")"));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+std::variant<std::vector<EngineRequest>, ApiError> EmbedEngineRequests(
+    const std::vector<EmbedInput>& inputs, const EmbedInputOptions& options,
+    const EmbeddingInfo& model) {
+  std::variant<std::string, ApiError> prompt = PromptText(options.prompt_name, model);
+  if (ApiError* e = std::get_if<ApiError>(&prompt)) return *e;
+  const std::string& prefix = std::get<std::string>(prompt);
+  std::vector<EngineRequest> out(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EngineRequest& r = out[i];
+    r.truncate = options.truncate;
+    r.truncation = options.direction == TruncationDirection::kLeft ? tokenize::Truncation::kTail
+                                                                   : tokenize::Truncation::kHead;
+    r.token_embeddings = options.token_embeddings;
+    if (!inputs[i].ids.has_value()) {
+      r.text = prefix + inputs[i].text;
+      continue;
+    }
+    for (uint32_t id : *inputs[i].ids) {
+      if (id > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
+        return Invalid(absl::StrCat("input ", i, ": token id ", id, " is out of range"));
+      }
+      r.ids.push_back(static_cast<int32_t>(id));
+    }
+  }
+  return out;
+}
+
+std::optional<ApiError> CheckDimensions(const std::optional<int64_t>& dimensions,
+                                        const EmbeddingInfo& model) {
+  if (!dimensions.has_value() || (*dimensions >= 1 && *dimensions <= model.dimension)) {
+    return std::nullopt;
+  }
+  return Invalid(absl::StrCat("dimensions must be between 1 and the model's ", model.dimension,
+                              ", got ", *dimensions));
+}
+
+}  // namespace padless::serve::http
