@@ -2,6 +2,8 @@
 // text-embeddings-inference over a trained model directory. The server is serve/http
 // (HttpServer over serve::InferenceEngine); this file maps flags onto them, prints the startup
 // line, and turns SIGTERM/SIGINT into a drain that exits 0.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -214,10 +216,21 @@ void PrintStartupLine(const http::ServerInfo& info, const std::string& host, int
                 absl::GetFlag(FLAGS_body_limit));
 }
 
+// Every connection holds a descriptor: the soft limit (often 1024) would cap --max-connections
+// long before memory does, so it is raised to the hard limit, as servers do.
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 // Listening (503 while the model loads), loading, serving until a signal, draining.
 int Serve(const std::string& model_dir, const serve::EngineOptions& engine_options,
           http::ServerLog* log) {
   http::IgnoreBrokenPipe();
+  RaiseOpenFileLimit();
   if (absl::Status s = http::BlockShutdownSignals(); !s.ok()) return Fail(kServeCmd, s);
   http::ServerOptions server_options = ServerOptionsFromFlags();
   server_options.model_name = base::PathStem(model_dir);

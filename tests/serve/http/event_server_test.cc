@@ -601,7 +601,8 @@ TEST_F(EventServerTest, FloodOfIdleAndSlowConnectionsDoesNotStallARequest) {
   std::printf(
       "[ flood    ] %d idle + %d slow connections: slowest of %d requests %.2f ms "
       "(quiet server: %.2f ms); resident memory +%lld bytes per idle connection "
-      "(both ends in this process)\n",
+      "(both ends in this process; heap freed by earlier tests is reused, so the figure holds for "
+      "this test run alone)\n",
       kIdle, kSlow, kProbes, flood_ms, quiet_ms, static_cast<long long>(per_connection));
 }
 
