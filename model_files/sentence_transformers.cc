@@ -23,10 +23,45 @@ constexpr char kSettingsFile[] = "config_sentence_transformers.json";
 constexpr char kModuleConfigFile[] = "config.json";
 constexpr char kSentenceBertConfigFile[] = "sentence_bert_config.json";
 
-constexpr char kTransformerType[] = "sentence_transformers.models.Transformer";
-constexpr char kPoolingType[] = "sentence_transformers.models.Pooling";
-constexpr char kDenseType[] = "sentence_transformers.models.Dense";
-constexpr char kNormalizeType[] = "sentence_transformers.models.Normalize";
+constexpr char kTokenizerConfigFile[] = "tokenizer_config.json";
+
+// Module types are Python class paths: "sentence_transformers.models.Pooling" before version 6,
+// "sentence_transformers.sentence_transformer.modules.pooling.Pooling" (and base.modules.*) since.
+// The class name decides; the package must be sentence-transformers'.
+constexpr char kTransformerType[] = "Transformer";
+constexpr char kPoolingType[] = "Pooling";
+constexpr char kDenseType[] = "Dense";
+constexpr char kNormalizeType[] = "Normalize";
+
+std::string ModuleClass(const std::string& type) {
+  if (!absl::StartsWith(type, "sentence_transformers.")) return "";
+  return type.substr(type.rfind('.') + 1);
+}
+
+// sentence-transformers 6's single `pooling_mode` field (its POOLING_MODES).
+constexpr base::EnumName<PoolingMode> kPoolingModeField[] = {
+    {"cls", PoolingMode::kCls},
+    {"mean", PoolingMode::kMean},
+    {"max", PoolingMode::kMax},
+    {"mean_sqrt_len_tokens", PoolingMode::kMeanSqrtLen},
+    {"weightedmean", PoolingMode::kWeightedMean},
+    {"lasttoken", PoolingMode::kLastToken},
+};
+
+// The model's tokenizer limit, where sentence-transformers 6 keeps max_seq_length; Hugging Face
+// writes a huge sentinel (1e30) for "none", which is ignored.
+int64_t TokenizerMaxLength(const std::string& module_dir) {
+  const std::string path = base::JoinPath(module_dir, kTokenizerConfigFile);
+  if (base::KindOfPath(path) != base::FileKind::kRegular) return 0;
+  absl::StatusOr<std::string> text = base::ReadFile(path);
+  if (!text.ok()) return 0;
+  const json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("model_max_length")) return 0;
+  const json& v = j["model_max_length"];
+  if (!v.is_number_integer() && !v.is_number_unsigned()) return 0;
+  const int64_t n = v.get<int64_t>();
+  return n > 0 && n <= (1 << 20) ? n : 0;
+}
 
 constexpr base::EnumName<PoolingMode> kPoolingNames[] = {
     {"cls", PoolingMode::kCls},
@@ -204,15 +239,37 @@ absl::StatusOr<std::vector<Module>> ReadModules(const std::string& dir) {
   return modules;
 }
 
+// `pooling_mode`: one name, or a list of them (several concatenate their vectors).
+absl::Status ReadPoolingModeField(const json& j, const std::string& origin,
+                                  SentenceTransformerSpec& spec) {
+  json modes = j["pooling_mode"];
+  if (modes.is_array() && modes.size() == 1) modes = modes[0];
+  if (modes.is_array()) {
+    return absl::UnimplementedError(absl::StrCat(
+        origin, ": several pooling modes at once (", modes.dump(),
+        ") concatenate their vectors, which padless does not support; use exactly one"));
+  }
+  if (!modes.is_string()) return FieldError(origin, "pooling_mode", "must be a string");
+  absl::StatusOr<PoolingMode> mode =
+      base::ParseEnum("pooling_mode", modes.get<std::string>(), kPoolingModeField);
+  if (!mode.ok())
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", mode.status().message()));
+  spec.pooling = *mode;
+  return absl::OkStatus();
+}
+
 absl::Status ReadPooling(const std::string& module_dir, SentenceTransformerSpec& spec) {
   const std::string origin = base::JoinPath(module_dir, kModuleConfigFile);
   absl::StatusOr<json> j = ReadPromisedObject(origin);
   if (!j.ok()) return j.status();
-  absl::Status s =
-      PositiveInt(*j, origin, "word_embedding_dimension", &spec.word_embedding_dimension);
+  // sentence-transformers 6 renamed word_embedding_dimension and folded the flags into one field.
+  const char* width_field =
+      j->contains("embedding_dimension") ? "embedding_dimension" : "word_embedding_dimension";
+  absl::Status s = PositiveInt(*j, origin, width_field, &spec.word_embedding_dimension);
   if (!s.ok()) return s;
   s = OptionalBool(*j, origin, "include_prompt", &spec.include_prompt);
   if (!s.ok()) return s;
+  if (j->contains("pooling_mode")) return ReadPoolingModeField(*j, origin, spec);
   std::vector<std::string> on;
   for (const PoolingFlag& flag : kPoolingFlags) {
     bool value = flag.default_on;
@@ -257,6 +314,12 @@ absl::StatusOr<DenseLayer> ReadDense(const std::string& module_dir, int64_t in_w
                          OptionalString(*j, origin, "activation_function", &activation)}) {
     if (!s.ok()) return s;
   }
+  bool residual = false;
+  if (absl::Status s = OptionalBool(*j, origin, "use_residual", &residual); !s.ok()) return s;
+  if (residual) {
+    return absl::UnimplementedError(
+        absl::StrCat(origin, ": a Dense module with use_residual is not supported"));
+  }
   if (layer.in_features != in_width) {
     return FieldError(origin, "in_features",
                       absl::StrCat("is ", layer.in_features, " but the module before it returns ",
@@ -278,6 +341,8 @@ absl::StatusOr<DenseLayer> ReadDense(const std::string& module_dir, int64_t in_w
 // sentence_bert_config.json beside the Transformer's weights: optional, as is its max_seq_length.
 absl::Status ReadTransformer(const std::string& module_dir, SentenceTransformerSpec& spec) {
   spec.transformer_dir = module_dir;
+  // Without a max_seq_length, sentence-transformers cuts at the tokenizer's model_max_length.
+  spec.max_seq_length = TokenizerMaxLength(module_dir);
   const std::string path = base::JoinPath(module_dir, kSentenceBertConfigFile);
   if (base::KindOfPath(path) == base::FileKind::kMissing) return absl::OkStatus();
   absl::StatusOr<json> j = ReadPromisedObject(path);
@@ -346,24 +411,25 @@ absl::Status OutOfOrder(const std::string& origin, const Module& m) {
 absl::Status AddModule(const std::string& dir, const std::string& origin, const Module& m,
                        Stage& stage, SentenceTransformerSpec& spec) {
   const std::string module_dir = m.path.empty() ? dir : base::JoinPath(dir, m.path);
-  if (m.type == kTransformerType) {
+  const std::string type = ModuleClass(m.type);
+  if (type == kTransformerType) {
     if (stage != Stage::kStart) return OutOfOrder(origin, m);
     stage = Stage::kAfterTransformer;
     return ReadTransformer(module_dir, spec);
   }
-  if (m.type == kPoolingType) {
+  if (type == kPoolingType) {
     if (stage != Stage::kAfterTransformer) return OutOfOrder(origin, m);
     stage = Stage::kAfterPooling;
     return ReadPooling(module_dir, spec);
   }
-  if (m.type == kDenseType) {
+  if (type == kDenseType) {
     if (stage != Stage::kAfterPooling) return OutOfOrder(origin, m);
     absl::StatusOr<DenseLayer> layer = ReadDense(module_dir, spec.embedding_dimension());
     if (!layer.ok()) return layer.status();
     spec.dense.push_back(*std::move(layer));
     return absl::OkStatus();
   }
-  if (m.type == kNormalizeType) {
+  if (type == kNormalizeType) {
     if (stage != Stage::kAfterPooling) return OutOfOrder(origin, m);
     stage = Stage::kAfterNormalize;
     spec.normalize = true;

@@ -132,6 +132,49 @@ TEST_F(SentenceTransformersTest, ReadsAllMiniLmL6V2) {
   EXPECT_EQ(spec->embedding_dimension(), 384);
 }
 
+// sentence-transformers 6 saves module classes under new packages, one `pooling_mode` field and
+// `embedding_dimension`, and no max_seq_length: its tokenizer's model_max_length holds it.
+TEST_F(SentenceTransformersTest, ReadsTheSentenceTransformers6Layout) {
+  Write("modules.json", R"([
+    {"idx": 0, "name": "0", "path": "",
+     "type": "sentence_transformers.base.modules.transformer.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling",
+     "type": "sentence_transformers.sentence_transformer.modules.pooling.Pooling"},
+    {"idx": 2, "name": "2", "path": "2_Normalize",
+     "type": "sentence_transformers.base.modules.normalize.Normalize"}])");
+  Write("1_Pooling/config.json",
+        R"({"embedding_dimension": 384, "pooling_mode": "lasttoken", "include_prompt": true})");
+  Write("sentence_bert_config.json", R"({"do_lower_case": false})");
+  Write("tokenizer_config.json", R"({"model_max_length": 384})");
+  Write("config.json", R"({"model_type": "bert", "hidden_size": 384})");
+  absl::StatusOr<SentenceTransformerSpec> spec = ReadSentenceTransformerDir(dir_);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->pooling, PoolingMode::kLastToken);
+  EXPECT_EQ(spec->word_embedding_dimension, 384);
+  EXPECT_EQ(spec->max_seq_length, 384);
+  EXPECT_TRUE(spec->normalize);
+  for (const char* mode : {R"("mean_sqrt_len_tokens")", R"(["weightedmean"])"}) {
+    Write("1_Pooling/config.json",
+          std::string(R"({"embedding_dimension": 384, "pooling_mode": )") + mode + "}");
+    spec = ReadSentenceTransformerDir(dir_);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+  }
+  EXPECT_EQ(spec->pooling, PoolingMode::kWeightedMean);
+  Write("1_Pooling/config.json", R"({"embedding_dimension": 384, "pooling_mode": ["cls", "max"]})");
+  ExpectError(absl::StatusCode::kUnimplemented, {"several pooling modes"});
+  Write("1_Pooling/config.json", R"({"embedding_dimension": 384, "pooling_mode": "median"})");
+  ExpectError(absl::StatusCode::kInvalidArgument, {"pooling_mode", "median"});
+  // A huge tokenizer limit is Hugging Face's "none": no limit is taken from it.
+  Write("1_Pooling/config.json", R"({"embedding_dimension": 384, "pooling_mode": "cls"})");
+  Write("tokenizer_config.json", R"({"model_max_length": 1000000000000000019884624838656})");
+  spec = ReadSentenceTransformerDir(dir_);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->max_seq_length, 0);
+  // A class of another package is not sentence-transformers' module.
+  Write("modules.json", R"([{"idx": 0, "name": "0", "path": "", "type": "mypkg.Transformer"}])");
+  ExpectError(absl::StatusCode::kUnimplemented, {"mypkg.Transformer"});
+}
+
 TEST_F(SentenceTransformersTest, WithoutModulesJsonIsNotFound) {
   Write("config.json", R"({"model_type": "bert"})");
   ExpectError(absl::StatusCode::kNotFound, {"modules.json"});
