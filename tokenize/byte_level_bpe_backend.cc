@@ -7,6 +7,7 @@
 
 #include "bert_char_classes.h"
 #include "byte_level_alphabet.h"
+#include "byte_level_offsets.h"
 #include "byte_level_pre_tokenizer.h"
 #include "code_points.h"
 #include "hf_export.h"
@@ -14,10 +15,13 @@
 namespace padless::tokenize::internal {
 namespace {
 
-// A piece of the text between added tokens, or an added token (index into the spec's list).
+// A piece of the text between added tokens, or an added token (index into the spec's list) with
+// the characters [begin, end) it took, the whitespace of lstrip / rstrip included.
 struct Segment {
   std::u32string_view text;
   int64_t added_token = -1;
+  size_t begin = 0;
+  size_t end = 0;
 };
 
 std::u32string_view TrimTrailingWhitespace(std::u32string_view s) {
@@ -31,17 +35,35 @@ std::u32string_view TrimLeadingWhitespace(std::u32string_view s) {
 }
 
 // An lstrip / rstrip token takes the whitespace next to it, which its neighbours then lack.
-void StripAroundAddedTokens(const std::vector<AddedToken>& tokens, std::vector<Segment>* segments) {
+// `chars` is the text the segments view.
+void StripAroundAddedTokens(const std::vector<AddedToken>& tokens, const char32_t* chars,
+                            std::vector<Segment>* segments) {
   for (size_t i = 0; i < segments->size(); ++i) {
-    const int64_t t = (*segments)[i].added_token;
-    if (t < 0) continue;
-    if (tokens[t].lstrip && i > 0 && (*segments)[i - 1].added_token < 0) {
-      (*segments)[i - 1].text = TrimTrailingWhitespace((*segments)[i - 1].text);
+    Segment& token = (*segments)[i];
+    if (token.added_token < 0) continue;
+    if (tokens[token.added_token].lstrip && i > 0 && (*segments)[i - 1].added_token < 0) {
+      std::u32string_view& before = (*segments)[i - 1].text;
+      before = TrimTrailingWhitespace(before);
+      token.begin = static_cast<size_t>(before.data() + before.size() - chars);
     }
-    if (tokens[t].rstrip && i + 1 < segments->size() && (*segments)[i + 1].added_token < 0) {
-      (*segments)[i + 1].text = TrimLeadingWhitespace((*segments)[i + 1].text);
+    if (tokens[token.added_token].rstrip && i + 1 < segments->size() &&
+        (*segments)[i + 1].added_token < 0) {
+      std::u32string_view& after = (*segments)[i + 1].text;
+      after = TrimLeadingWhitespace(after);
+      token.end = static_cast<size_t>(after.data() - chars);
     }
   }
+}
+
+// The UTF-8 of `word` and, per byte, the index of its character in the word.
+std::string WordBytes(std::u32string_view word, std::vector<size_t>* byte_chars) {
+  std::string bytes;
+  byte_chars->clear();
+  for (size_t i = 0; i < word.size(); ++i) {
+    AppendUtf8(word[i], &bytes);
+    byte_chars->resize(bytes.size(), i);
+  }
+  return bytes;
 }
 
 // The ByteLevel decoder for one piece: its bytes when every character is a byte-level one, else
@@ -81,70 +103,140 @@ ByteLevelBpeBackend::ByteLevelBpeBackend(ByteLevelBpeSpec spec)
 }
 
 absl::Status ByteLevelBpeBackend::Encode(absl::string_view text, std::vector<int32_t>* ids) const {
-  ids->clear();
-  const std::u32string chars = DecodeUtf8(text);
-  std::vector<Segment> segments;
-  SplitAtAddedTokens(
-      std::u32string_view(chars), added_,
-      [&](std::u32string_view s) {
-        segments.push_back({s, -1});
-      },
-      [&](size_t token) {
-        segments.push_back({{}, static_cast<int64_t>(added_[token].second)});
-      });
-  StripAroundAddedTokens(spec_.added_tokens, &segments);
-  for (const Segment& s : segments) {
-    if (s.added_token >= 0) {
-      ids->push_back(spec_.added_tokens[s.added_token].id);
-    } else {
-      EncodeSegment(s.text, ids);
-    }
-  }
+  EncodeText(text, ids, nullptr);
   return absl::OkStatus();
 }
 
-void ByteLevelBpeBackend::EncodeSegment(std::u32string_view text, std::vector<int32_t>* ids) const {
+absl::Status ByteLevelBpeBackend::EncodeWithOffsets(absl::string_view text,
+                                                    std::vector<int32_t>* ids,
+                                                    std::vector<ByteSpan>* spans) const {
+  spans->clear();
+  EncodeText(text, ids, spans);
+  return absl::OkStatus();
+}
+
+void ByteLevelBpeBackend::EncodeText(absl::string_view text, std::vector<int32_t>* ids,
+                                     std::vector<ByteSpan>* spans) const {
+  ids->clear();
+  // The spaces at the ends of each token, for the post-processor's trim_offsets.
+  std::vector<EdgeSpaces> edge_spaces;
+  std::vector<EdgeSpaces>* edges = spans != nullptr && spec_.trim_offsets ? &edge_spaces : nullptr;
+  std::vector<ByteSpan> alignment;  // the bytes of each character, only for offsets
+  const std::u32string chars =
+      spans != nullptr ? DecodeUtf8(text, 0, &alignment) : DecodeUtf8(text);
+  const std::u32string_view all(chars);
+  std::vector<Segment> segments;
+  size_t cursor = 0;  // the end of the last text segment, where a matched token starts
+  SplitAtAddedTokens(
+      all, added_,
+      [&](std::u32string_view s) {
+        segments.push_back({s, -1});
+        cursor = static_cast<size_t>(s.data() - all.data()) + s.size();
+      },
+      [&](size_t token) {
+        const auto index = static_cast<int64_t>(added_[token].second);
+        segments.push_back({{}, index, cursor, cursor + added_[token].first.size()});
+      });
+  StripAroundAddedTokens(spec_.added_tokens, all.data(), &segments);
+  for (const Segment& s : segments) {
+    if (s.added_token < 0) {
+      const size_t first_id = ids->size();
+      EncodeSegment(s.text,
+                    spans != nullptr ? alignment.data() + (s.text.data() - all.data()) : nullptr,
+                    ids, spans);
+      // The Encoding's token of a model piece is the piece itself.
+      for (size_t i = first_id; edges != nullptr && i < ids->size(); ++i) {
+        edges->push_back(CountEdgeSpaces(DecodeUtf8(spec_.pieces[(*ids)[i]])));
+      }
+      continue;
+    }
+    ids->push_back(spec_.added_tokens[s.added_token].id);
+    if (spans != nullptr) spans->push_back(Cover(alignment[s.begin], alignment[s.end - 1]));
+    // That of an added token is the text it matched, stripped whitespace included.
+    if (edges != nullptr) edges->push_back(CountEdgeSpaces(all.substr(s.begin, s.end - s.begin)));
+  }
+  if (edges != nullptr) {
+    TrimByteLevelOffsets(alignment, edge_spaces, spec_.trim_add_prefix_space, spans);
+  }
+}
+
+void ByteLevelBpeBackend::EncodeSegment(std::u32string_view text, const ByteSpan* alignment,
+                                        std::vector<int32_t>* ids,
+                                        std::vector<ByteSpan>* spans) const {
   // tokenizers drops empty segments before pre-tokenizing, so they get no prefix space either.
   if (text.empty()) return;
   std::u32string prefixed;
+  std::vector<ByteSpan> prefixed_alignment;
   if (spec_.add_prefix_space && text.front() != U' ') {
     prefixed.reserve(text.size() + 1);
     prefixed.push_back(U' ');
     prefixed.append(text);
+    if (alignment != nullptr) {
+      // tokenizers' prepend gives the space the alignment of the character it precedes.
+      prefixed_alignment.push_back(alignment[0]);
+      prefixed_alignment.insert(prefixed_alignment.end(), alignment, alignment + text.size());
+      alignment = prefixed_alignment.data();
+    }
     text = prefixed;
   }
   std::vector<std::u32string_view> words;
   SplitGpt2Words(text, &words);
-  for (std::u32string_view word : words) EncodeWord(BytesToByteLevel(EncodeUtf8(word)), ids);
+  std::vector<ByteSpan> ranges;
+  std::vector<size_t> byte_chars;
+  for (std::u32string_view word : words) {
+    if (spans == nullptr) {
+      EncodeWord(BytesToByteLevel(EncodeUtf8(word)), ids, nullptr);
+      continue;
+    }
+    EncodeWord(BytesToByteLevel(WordBytes(word, &byte_chars)), ids, &ranges);
+    // A piece spans the characters of its first and last bytes, whole.
+    const ByteSpan* chars = alignment + (word.data() - text.data());
+    for (const ByteSpan& r : ranges) {
+      spans->push_back(Cover(chars[byte_chars[r.start]], chars[byte_chars[r.stop - 1]]));
+    }
+  }
 }
 
-void ByteLevelBpeBackend::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
+void ByteLevelBpeBackend::EncodeWord(std::string_view word, std::vector<int32_t>* ids,
+                                     std::vector<ByteSpan>* ranges) const {
+  if (ranges != nullptr) ranges->clear();
   if (spec_.ignore_merges) {
     const auto it = index_.model_vocab.find(absl::string_view(word.data(), word.size()));
     if (it != index_.model_vocab.end()) {
       ids->push_back(it->second);
+      if (ranges != nullptr) {
+        ranges->push_back({0, DecodeUtf8(absl::string_view(word.data(), word.size())).size()});
+      }
       return;
     }
   }
-  std::vector<int32_t> symbols = CharacterIds(word);
-  ApplyMerges(&symbols);
+  std::vector<int32_t> symbols = CharacterIds(word, ranges);
+  ApplyMerges(&symbols, ranges);
   ids->insert(ids->end(), symbols.begin(), symbols.end());
 }
 
-std::vector<int32_t> ByteLevelBpeBackend::CharacterIds(std::string_view word) const {
+std::vector<int32_t> ByteLevelBpeBackend::CharacterIds(std::string_view word,
+                                                       std::vector<ByteSpan>* ranges) const {
   std::vector<int32_t> symbols;
   std::string piece;
   bool last_was_unk = false;
-  for (char32_t c : DecodeUtf8(absl::string_view(word.data(), word.size()))) {
+  const std::u32string chars = DecodeUtf8(absl::string_view(word.data(), word.size()));
+  for (size_t i = 0; i < chars.size(); ++i) {
     piece.clear();
-    AppendUtf8(c, &piece);
+    AppendUtf8(chars[i], &piece);
     if (const auto it = index_.model_vocab.find(piece); it != index_.model_vocab.end()) {
       symbols.push_back(it->second);
+      if (ranges != nullptr) ranges->push_back({i, i + 1});
       last_was_unk = false;
       continue;
     }
     if (model_unk_ < 0) continue;
-    if (!(spec_.fuse_unk && last_was_unk)) symbols.push_back(model_unk_);
+    if (spec_.fuse_unk && last_was_unk) {
+      if (ranges != nullptr) ranges->back().stop = i + 1;
+    } else {
+      symbols.push_back(model_unk_);
+      if (ranges != nullptr) ranges->push_back({i, i + 1});
+    }
     last_was_unk = true;
   }
   return symbols;
@@ -154,7 +246,8 @@ std::vector<int32_t> ByteLevelBpeBackend::CharacterIds(std::string_view word) co
 // a candidate whose pair has changed since is skipped unless the pair still merges into the same
 // piece, exactly as tokenizers checks it (so ties between two ways of spelling one piece come out
 // the same). O(n log n) in the length of the word, which matters for long words without spaces.
-void ByteLevelBpeBackend::ApplyMerges(std::vector<int32_t>* symbols) const {
+void ByteLevelBpeBackend::ApplyMerges(std::vector<int32_t>* symbols,
+                                      std::vector<ByteSpan>* ranges) const {
   const auto n = static_cast<int64_t>(symbols->size());
   std::vector<int64_t> prev(n), next(n);
   std::vector<bool> alive(n, true);
@@ -178,6 +271,7 @@ void ByteLevelBpeBackend::ApplyMerges(std::vector<int32_t>* symbols) const {
     const auto it = merges_.find(PairKey((*symbols)[left], (*symbols)[right]));
     if (it == merges_.end() || it->second.merged_id != merged_id) continue;
     (*symbols)[left] = merged_id;
+    if (ranges != nullptr) (*ranges)[left].stop = (*ranges)[right].stop;
     alive[right] = false;
     next[left] = next[right];
     if (next[right] >= 0) prev[next[right]] = left;
@@ -186,9 +280,13 @@ void ByteLevelBpeBackend::ApplyMerges(std::vector<int32_t>* symbols) const {
   }
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (alive[i]) (*symbols)[kept++] = (*symbols)[i];
+    if (!alive[i]) continue;
+    (*symbols)[kept] = (*symbols)[i];
+    if (ranges != nullptr) (*ranges)[kept] = (*ranges)[i];
+    ++kept;
   }
   symbols->resize(static_cast<size_t>(kept));
+  if (ranges != nullptr) ranges->resize(static_cast<size_t>(kept));
 }
 
 absl::StatusOr<std::string> ByteLevelBpeBackend::Decode(absl::Span<const int32_t> ids) const {

@@ -3,6 +3,9 @@
 // ByteLevel pre-tokenizer (an optional prefix space, GPT-2's split, each byte as its byte-level
 // character) and rank-based BPE merges per word, as Hugging Face `tokenizers` does, so the ids are
 // the same. Decoding maps the byte-level characters back to bytes (the ByteLevel decoder).
+// Offsets are tokenizers' too: a token spans the original characters its bytes come from (a piece
+// that holds part of a character spans the whole character), an added token the whitespace its
+// lstrip / rstrip took, and the post-processor's trim_offsets trims spaces (byte_level_offsets.h).
 // The spec comes from hf_tokenizer_json.h, which validates it. No cache: the backend stays
 // immutable, hence thread-safe, after construction.
 #ifndef PADLESS_TOKENIZE_BYTE_LEVEL_BPE_BACKEND_H_
@@ -30,6 +33,10 @@ struct ByteLevelBpeSpec : HfTokenizerSpec {
   bool fuse_unk = false;
   bool ignore_merges = false;     // a word that is a piece is that piece, whatever the merges
   bool add_prefix_space = false;  // the ByteLevel pre-tokenizer's
+  // The post-processor's offset trimming (RobertaProcessing or ByteLevel; none for
+  // TemplateProcessing or no post-processor) and the add_prefix_space it trims with.
+  bool trim_offsets = false;
+  bool trim_add_prefix_space = true;
 };
 
 class ByteLevelBpeBackend : public HfTokenizerJsonBackend<ByteLevelBpeSpec> {
@@ -39,6 +46,8 @@ class ByteLevelBpeBackend : public HfTokenizerJsonBackend<ByteLevelBpeSpec> {
   std::string name() const override { return "byte-level BPE (tokenizer.json)"; }
   TemplateStyle template_style() const override { return TemplateStyle::kRoberta; }
   absl::Status Encode(absl::string_view text, std::vector<int32_t>* ids) const override;
+  absl::Status EncodeWithOffsets(absl::string_view text, std::vector<int32_t>* ids,
+                                 std::vector<ByteSpan>* spans) const override;
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const override;
   absl::Status ExportHuggingFace(const std::string& dir) const override;
 
@@ -47,16 +56,24 @@ class ByteLevelBpeBackend : public HfTokenizerJsonBackend<ByteLevelBpeSpec> {
     int32_t rank;
     int32_t merged_id;
   };
-  // A segment of text between added tokens: prefix space, GPT-2 split, BPE per word.
-  void EncodeSegment(std::u32string_view text, std::vector<int32_t>* ids) const;
-  // One pre-tokenized word, already in byte-level characters (UTF-8).
-  void EncodeWord(std::string_view word, std::vector<int32_t>* ids) const;
+  // Encode and EncodeWithOffsets are one path, so that their ids cannot differ; `spans` (may be
+  // null) receives each id's bytes in `text`, trimmed as the post-processor trims them.
+  void EncodeText(absl::string_view text, std::vector<int32_t>* ids,
+                  std::vector<ByteSpan>* spans) const;
+  // A segment of text between added tokens: prefix space, GPT-2 split, BPE per word. `alignment`
+  // (null without `spans`) holds the original bytes of each character of `text`.
+  void EncodeSegment(std::u32string_view text, const ByteSpan* alignment, std::vector<int32_t>* ids,
+                     std::vector<ByteSpan>* spans) const;
+  // One pre-tokenized word, already in byte-level characters (UTF-8). `ranges` (may be null)
+  // receives, per id, the word's bytes (= byte-level characters) that the piece holds.
+  void EncodeWord(std::string_view word, std::vector<int32_t>* ids,
+                  std::vector<ByteSpan>* ranges) const;
   // The ids of the word's characters; unknown ones become [UNK] (fused if fuse_unk) or vanish
-  // without an unk_token, as in tokenizers.
-  std::vector<int32_t> CharacterIds(std::string_view word) const;
+  // without an unk_token, as in tokenizers. `ranges` as in EncodeWord.
+  std::vector<int32_t> CharacterIds(std::string_view word, std::vector<ByteSpan>* ranges) const;
   // Applies the lowest-ranked merge of adjacent symbols (leftmost on ties) until none applies.
-  // Symbols are ids; the merged ones replace their left side.
-  void ApplyMerges(std::vector<int32_t>* symbols) const;
+  // Symbols are ids; the merged ones replace their left side, and `ranges` (may be null) follow.
+  void ApplyMerges(std::vector<int32_t>* symbols, std::vector<ByteSpan>* ranges) const;
   static uint64_t PairKey(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
            static_cast<uint32_t>(right);

@@ -445,6 +445,15 @@ absl::Status ParseByteLevelComponents(const json& root, const std::string& origi
         absl::StrCat(origin, ": pre_tokenizer.use_regex false is not supported"));
   }
   spec->add_prefix_space = p->value("add_prefix_space", true);
+  // Offsets are trimmed by the post-processor (tokenizers' defaults: trim, with a prefix space);
+  // the pre-tokenizer's own trim_offsets does nothing when encoding.
+  if (const json* pp = Child(root, "post_processor"); pp != nullptr) {
+    const std::string type = TypeOf(*pp);
+    if (type == "RobertaProcessing" || type == "ByteLevel") {
+      spec->trim_offsets = pp->value("trim_offsets", true);
+      spec->trim_add_prefix_space = pp->value("add_prefix_space", true);
+    }
+  }
   if (const json* d = Child(root, "decoder"); d != nullptr && TypeOf(*d) != "ByteLevel") {
     return absl::UnimplementedError(absl::StrCat(origin, ": decoder.type '", TypeOf(*d),
                                                  "' is not supported with a BPE model (only "

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "sentencepiece_offsets.h"
 
 namespace padless::tokenize::internal {
 namespace {
@@ -90,6 +91,18 @@ absl::Status SentencePieceModel::Encode(absl::string_view text, std::vector<int3
   static_assert(std::is_same_v<int, int32_t>, "SentencePiece ids are int");
   const std::string error = spm_->Encode(Std(text), ids);
   if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
+  if (fairseq_) {
+    for (int32_t& id : *ids) id = FromSpm(id);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SentencePieceModel::EncodeWithOffsets(absl::string_view text,
+                                                   std::vector<int32_t>* ids,
+                                                   std::vector<ByteSpan>* spans) const {
+  const std::string error = spm_->EncodeWithOffsets(Std(text), ids, spans);
+  if (!error.empty()) return absl::InternalError(absl::StrCat("SentencePiece encode: ", error));
+  AlignWithMetaspace(text, spans);
   if (fairseq_) {
     for (int32_t& id : *ids) id = FromSpm(id);
   }

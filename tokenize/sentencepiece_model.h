@@ -37,6 +37,9 @@ class SentencePieceModel : public TokenizerBackend {
   std::string IdToPiece(int32_t id) const override;
   int32_t PieceToId(absl::string_view piece) const override;
   absl::Status Encode(absl::string_view text, std::vector<int32_t>* ids) const override;
+  // SentencePiece's own offsets, made Hugging Face's (sentencepiece_offsets.h).
+  absl::Status EncodeWithOffsets(absl::string_view text, std::vector<int32_t>* ids,
+                                 std::vector<ByteSpan>* spans) const override;
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const override;
   std::string Serialized() const override { return spm_->Serialized(); }
   // An XLM-R model keeps its Hugging Face name, which is what marks its layout when loaded again.

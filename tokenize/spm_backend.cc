@@ -53,6 +53,20 @@ std::string SpmBackend::Encode(std::string_view text, std::vector<int>* ids) con
   return Message(impl_->processor.Encode(text, ids));
 }
 
+std::string SpmBackend::EncodeWithOffsets(std::string_view text, std::vector<int>* ids,
+                                          std::vector<ByteSpan>* spans) const {
+  ids->clear();
+  spans->clear();
+  sentencepiece::ImmutableSentencePieceText pieces;
+  const std::string error = Message(impl_->processor.Encode(text, pieces.mutable_proto()));
+  if (!error.empty()) return error;
+  for (const auto& piece : pieces.pieces()) {
+    ids->push_back(static_cast<int>(piece.id()));
+    spans->push_back(ByteSpan{piece.begin(), piece.end()});
+  }
+  return "";
+}
+
 std::string SpmBackend::Decode(const std::vector<int>& ids, std::string* text) const {
   return Message(impl_->processor.Decode(ids, text));
 }

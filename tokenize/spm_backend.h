@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "byte_span.h"
+
 namespace padless::tokenize::internal {
 
 class SpmBackend {
@@ -25,6 +27,10 @@ class SpmBackend {
   std::string LoadFromFile(const std::string& path);
   std::string LoadFromSerialized(const std::string& serialized);
   std::string Encode(std::string_view text, std::vector<int>* ids) const;
+  // The same ids, and per id the bytes of `text` its piece came from (SentencePiece's alignment
+  // through its own normalizer; the dummy-prefix "▁" alone covers no byte).
+  std::string EncodeWithOffsets(std::string_view text, std::vector<int>* ids,
+                                std::vector<ByteSpan>* spans) const;
   std::string Decode(const std::vector<int>& ids, std::string* text) const;
 
   std::string Serialized() const;

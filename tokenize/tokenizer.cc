@@ -262,6 +262,35 @@ absl::StatusOr<std::vector<Encoding>> Tokenizer::EncodeWindows(absl::string_view
   return windows;
 }
 
+absl::StatusOr<std::vector<Token>> Tokenizer::Tokenize(absl::string_view text,
+                                                       bool add_special_tokens) const {
+  std::vector<int32_t> ids;
+  std::vector<internal::ByteSpan> spans;
+  if (absl::Status s = backend_->EncodeWithOffsets(text, &ids, &spans); !s.ok()) return s;
+  if (spans.size() != ids.size()) {
+    return absl::InternalError(absl::StrCat(backend_->name(), " gave ", spans.size(),
+                                            " offsets for ", ids.size(), " tokens"));
+  }
+  std::vector<Token> tokens;
+  tokens.reserve(ids.size() + 2);
+  const auto special = [&](int32_t id) {
+    tokens.push_back(Token{id, backend_->IdToPiece(id), true, std::nullopt, std::nullopt});
+  };
+  if (add_special_tokens) special(special_ids().cls);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const internal::ByteSpan& span = spans[i];
+    if (span.start > span.stop || span.stop > text.size()) {
+      return absl::InternalError(absl::StrCat(backend_->name(), ": token ", i, " spans [",
+                                              span.start, ", ", span.stop, ") of a text of ",
+                                              text.size(), " bytes"));
+    }
+    tokens.push_back(Token{ids[i], std::string(text.substr(span.start, span.stop - span.start)),
+                           false, span.start, span.stop});
+  }
+  if (add_special_tokens) special(special_ids().sep);
+  return tokens;
+}
+
 absl::StatusOr<std::string> Tokenizer::Decode(absl::Span<const int32_t> ids) const {
   std::vector<int32_t> kept;
   kept.reserve(ids.size());

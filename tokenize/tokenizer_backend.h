@@ -1,8 +1,9 @@
 // The private interface behind Tokenizer's PIMPL: one implementation per tokenizer family
-// (padless/XLM-R SentencePiece, Hugging Face WordPiece). A backend turns text into content ids and
-// back; Tokenizer adds the input templates, truncation and windows on top, using the backend's
-// special ids and template style, so those exist once for every backend. Implementations are
-// immutable after construction and therefore thread-safe.
+// (padless/XLM-R SentencePiece, Hugging Face WordPiece and byte-level BPE). A backend turns text
+// into content ids (with their offsets when asked) and back; Tokenizer adds the input templates,
+// truncation and windows on top, using the backend's special ids and template style, so those
+// exist once for every backend. Implementations are immutable after construction and therefore
+// thread-safe.
 #ifndef PADLESS_TOKENIZE_TOKENIZER_BACKEND_H_
 #define PADLESS_TOKENIZE_TOKENIZER_BACKEND_H_
 
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "byte_span.h"
 #include "padless/tokenize/special_tokens.h"
 
 namespace padless::tokenize::internal {
@@ -40,6 +42,10 @@ class TokenizerBackend {
 
   // Replaces *ids with the content ids of `text` (no special tokens added).
   virtual absl::Status Encode(absl::string_view text, std::vector<int32_t>* ids) const = 0;
+  // The same ids, and in *spans the bytes of `text` each came from, as Hugging Face `tokenizers`
+  // reports a token's offsets (into the original text, whatever normalization did).
+  virtual absl::Status EncodeWithOffsets(absl::string_view text, std::vector<int32_t>* ids,
+                                         std::vector<ByteSpan>* spans) const = 0;
   // Text of content ids (the caller has dropped the structural special tokens); ids are in range.
   virtual absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const = 0;
 

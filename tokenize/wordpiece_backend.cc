@@ -43,33 +43,86 @@ WordPieceBackend::WordPieceBackend(WordPieceSpec spec) : HfTokenizerJsonBackend(
 }
 
 absl::Status WordPieceBackend::Encode(absl::string_view text, std::vector<int32_t>* ids) const {
-  ids->clear();
-  SplitAtAddedTokens(
-      std::string_view(text.data(), text.size()), raw_added_,
-      [&](std::string_view segment) { EncodeSegment(segment, ids); },
-      [&](size_t token) { ids->push_back(raw_added_[token].second); });
+  EncodeText(std::string_view(text.data(), text.size()), ids, nullptr);
   return absl::OkStatus();
 }
 
-void WordPieceBackend::EncodeSegment(std::string_view text, std::vector<int32_t>* ids) const {
-  if (text.empty()) return;
-  std::u32string chars = DecodeUtf8(absl::string_view(text.data(), text.size()));
-  if (spec_.has_normalizer) BertNormalize(spec_.normalizer, &chars);
-  SplitAtAddedTokens(
-      std::u32string_view(chars), normalized_added_,
-      [&](std::u32string_view words) { EncodeWords(words, ids); },
-      [&](size_t token) { ids->push_back(normalized_added_[token].second); });
+absl::Status WordPieceBackend::EncodeWithOffsets(absl::string_view text, std::vector<int32_t>* ids,
+                                                 std::vector<ByteSpan>* spans) const {
+  spans->clear();
+  EncodeText(std::string_view(text.data(), text.size()), ids, spans);
+  return absl::OkStatus();
 }
 
-void WordPieceBackend::EncodeWords(std::u32string_view text, std::vector<int32_t>* ids) const {
+void WordPieceBackend::EncodeText(std::string_view text, std::vector<int32_t>* ids,
+                                  std::vector<ByteSpan>* spans) const {
+  ids->clear();
+  size_t cursor = 0;  // the end of the last segment, where a matched token starts
+  SplitAtAddedTokens(
+      text, raw_added_,
+      [&](std::string_view segment) {
+        const auto base = static_cast<size_t>(segment.data() - text.data());
+        EncodeSegment(segment, base, ids, spans);
+        cursor = base + segment.size();
+      },
+      [&](size_t token) {
+        ids->push_back(raw_added_[token].second);
+        if (spans != nullptr) spans->push_back({cursor, cursor + raw_added_[token].first.size()});
+      });
+}
+
+void WordPieceBackend::EncodeSegment(std::string_view text, size_t base, std::vector<int32_t>* ids,
+                                     std::vector<ByteSpan>* spans) const {
+  if (text.empty()) return;
+  const absl::string_view view(text.data(), text.size());
+  std::vector<ByteSpan> alignment;  // filled only for offsets
+  std::vector<ByteSpan>* aligned = spans != nullptr ? &alignment : nullptr;
+  std::u32string chars = aligned != nullptr ? DecodeUtf8(view, base, aligned) : DecodeUtf8(view);
+  if (spec_.has_normalizer) BertNormalize(spec_.normalizer, &chars, aligned);
+  const std::u32string_view normalized(chars);
+  size_t cursor = 0;  // in characters, as above
+  SplitAtAddedTokens(
+      normalized, normalized_added_,
+      [&](std::u32string_view words) {
+        const auto first = static_cast<size_t>(words.data() - normalized.data());
+        EncodeWords(words, aligned != nullptr ? alignment.data() + first : nullptr, ids, spans);
+        cursor = first + words.size();
+      },
+      [&](size_t token) {
+        ids->push_back(normalized_added_[token].second);
+        if (spans == nullptr) return;
+        const size_t last = cursor + normalized_added_[token].first.size() - 1;
+        spans->push_back(Cover(alignment[cursor], alignment[last]));
+      });
+}
+
+void WordPieceBackend::EncodeWords(std::u32string_view text, const ByteSpan* alignment,
+                                   std::vector<int32_t>* ids, std::vector<ByteSpan>* spans) const {
   std::vector<std::u32string_view> words;
   BertPreTokenize(text, &words);
-  for (std::u32string_view word : words) EncodeWord(word, ids);
+  std::vector<size_t> piece_ends;
+  for (std::u32string_view word : words) {
+    EncodeWord(word, ids, spans != nullptr ? &piece_ends : nullptr);
+    if (spans == nullptr) continue;
+    // "##" continuation pieces span their own characters: the prefix is not in the text.
+    const ByteSpan* chars = alignment + (word.data() - text.data());
+    size_t start = 0;
+    for (size_t end : piece_ends) {
+      spans->push_back(Cover(chars[start], chars[end - 1]));
+      start = end;
+    }
+  }
 }
 
-void WordPieceBackend::EncodeWord(std::u32string_view word, std::vector<int32_t>* ids) const {
-  if (static_cast<int64_t>(word.size()) > spec_.max_input_chars_per_word) {
+void WordPieceBackend::EncodeWord(std::u32string_view word, std::vector<int32_t>* ids,
+                                  std::vector<size_t>* piece_ends) const {
+  if (piece_ends != nullptr) piece_ends->clear();
+  const auto unknown_word = [&] {
     ids->push_back(spec_.special_ids.unk);
+    if (piece_ends != nullptr) piece_ends->assign(1, word.size());
+  };
+  if (static_cast<int64_t>(word.size()) > spec_.max_input_chars_per_word) {
+    unknown_word();
     return;
   }
   // The UTF-8 of the word and the byte offset of each character (plus the end).
@@ -96,10 +149,11 @@ void WordPieceBackend::EncodeWord(std::u32string_view word, std::vector<int32_t>
     }
     if (found < 0) {
       ids->resize(before);
-      ids->push_back(spec_.special_ids.unk);
+      unknown_word();
       return;
     }
     ids->push_back(found);
+    if (piece_ends != nullptr) piece_ends->push_back(end);
     start = end;
   }
 }

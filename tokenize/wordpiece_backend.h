@@ -3,6 +3,8 @@
 // BertPreTokenizer and greedy
 // longest-match WordPiece with the continuing-subword prefix, as Hugging Face `tokenizers` does,
 // so the ids are the same. Decoding joins continuation pieces like tokenizers' WordPiece decoder.
+// Offsets follow the characters through normalization back to the original text, as tokenizers'
+// alignments do: a piece spans the original bytes of its first to its last character.
 // The spec comes from hf_tokenizer_json.h, which validates it.
 #ifndef PADLESS_TOKENIZE_WORDPIECE_BACKEND_H_
 #define PADLESS_TOKENIZE_WORDPIECE_BACKEND_H_
@@ -35,16 +37,28 @@ class WordPieceBackend : public HfTokenizerJsonBackend<WordPieceSpec> {
   std::string name() const override { return "WordPiece (tokenizer.json)"; }
   TemplateStyle template_style() const override { return TemplateStyle::kBert; }
   absl::Status Encode(absl::string_view text, std::vector<int32_t>* ids) const override;
+  absl::Status EncodeWithOffsets(absl::string_view text, std::vector<int32_t>* ids,
+                                 std::vector<ByteSpan>* spans) const override;
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids) const override;
   absl::Status ExportHuggingFace(const std::string& dir) const override;
 
  private:
-  // Normalizes text that holds no raw added token, then splits it at normalized added tokens.
-  void EncodeSegment(std::string_view text, std::vector<int32_t>* ids) const;
-  // Pre-tokenizes normalized text without added tokens and splits each word.
-  void EncodeWords(std::u32string_view text, std::vector<int32_t>* ids) const;
+  // Encode and EncodeWithOffsets are one path, so that their ids cannot differ; `spans` (may be
+  // null) receives each id's bytes in `text`.
+  void EncodeText(std::string_view text, std::vector<int32_t>* ids,
+                  std::vector<ByteSpan>* spans) const;
+  // Normalizes text that holds no raw added token (at byte `base` of the input), then splits it
+  // at normalized added tokens.
+  void EncodeSegment(std::string_view text, size_t base, std::vector<int32_t>* ids,
+                     std::vector<ByteSpan>* spans) const;
+  // Pre-tokenizes normalized text without added tokens and splits each word. `alignment` (null
+  // when `spans` is) holds the original span of each character of `text`.
+  void EncodeWords(std::u32string_view text, const ByteSpan* alignment, std::vector<int32_t>* ids,
+                   std::vector<ByteSpan>* spans) const;
   // Greedy longest-match of one pre-tokenized word; a word that cannot be covered is one [UNK].
-  void EncodeWord(std::u32string_view word, std::vector<int32_t>* ids) const;
+  // `piece_ends` (may be null) receives, per id, the index in `word` of the piece's end.
+  void EncodeWord(std::u32string_view word, std::vector<int32_t>* ids,
+                  std::vector<size_t>* piece_ends) const;
 
   // (content, id), longest first for tokenizers' leftmost-longest match; normalized tokens hold
   // their normalized content.

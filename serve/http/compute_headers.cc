@@ -10,9 +10,8 @@ int64_t CharactersOf(const PredictRequest& request) {
   return chars;
 }
 
-void SetComputeHeaders(const std::vector<absl::StatusOr<EngineResult>>& results,
-                       int64_t characters, std::chrono::steady_clock::time_point start,
-                       HttpResponse& response) {
+void SetComputeHeaders(const std::vector<absl::StatusOr<EngineResult>>& results, int64_t characters,
+                       std::chrono::steady_clock::time_point start, HttpResponse& response) {
   int64_t tokens = 0;
   for (const absl::StatusOr<EngineResult>& r : results) {
     if (r.ok()) tokens += r->tokens;

@@ -19,9 +19,8 @@ int64_t CharactersOf(const PredictRequest& request);
 
 // Adds the headers to `response`: the results' model input tokens, `characters`, and the time
 // since `start` in milliseconds.
-void SetComputeHeaders(const std::vector<absl::StatusOr<EngineResult>>& results,
-                       int64_t characters, std::chrono::steady_clock::time_point start,
-                       HttpResponse& response);
+void SetComputeHeaders(const std::vector<absl::StatusOr<EngineResult>>& results, int64_t characters,
+                       std::chrono::steady_clock::time_point start, HttpResponse& response);
 
 }  // namespace padless::serve::http
 

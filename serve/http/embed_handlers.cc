@@ -62,7 +62,7 @@ void HttpServer::HandleEmbed(const HttpRequest& req, Reply reply) {
   auto requests = EmbedEngineRequests(
       request.inputs,
       {request.truncate.value_or(options_.auto_truncate), request.truncation_direction,
-       request.prompt_name, /*token_embeddings=*/false},
+       request.prompt_name, /*token_embeddings=*/false, /*prompts=*/true},
       model);
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(ErrorResponse(*e));
   std::vector<EngineRequest>& engine_requests = std::get<0>(requests);
@@ -91,7 +91,7 @@ void HttpServer::HandleEmbedAll(const HttpRequest& req, Reply reply) {
   auto requests = EmbedEngineRequests(
       request.inputs,
       {request.truncate.value_or(options_.auto_truncate), request.truncation_direction,
-       request.prompt_name, /*token_embeddings=*/true},
+       request.prompt_name, /*token_embeddings=*/true, /*prompts=*/true},
       model);
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(ErrorResponse(*e));
   SubmitThenAnswer(std::move(std::get<0>(requests)), reply,
@@ -120,7 +120,7 @@ void HttpServer::HandleSimilarity(const HttpRequest& req, Reply reply) {
   auto requests = EmbedEngineRequests(
       inputs,
       {request.truncate.value_or(options_.auto_truncate), request.truncation_direction,
-       request.prompt_name, /*token_embeddings=*/false},
+       request.prompt_name, /*token_embeddings=*/false, /*prompts=*/true},
       *engine_->embedding_info());
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(ErrorResponse(*e));
   SubmitThenAnswer(std::move(std::get<0>(requests)), reply,

@@ -8,9 +8,7 @@
 namespace padless::serve::http {
 namespace {
 
-ApiError Invalid(std::string why) {
-  return ApiError{422, ErrorType::kValidation, std::move(why)};
-}
+ApiError Invalid(std::string why) { return ApiError{422, ErrorType::kValidation, std::move(why)}; }
 
 // The prompt text to put before every input; "" for none. An unknown name is an error.
 std::variant<std::string, ApiError> PromptText(const std::optional<std::string>& name,
@@ -32,7 +30,8 @@ std::variant<std::string, ApiError> PromptText(const std::optional<std::string>&
 std::variant<std::vector<EngineRequest>, ApiError> EmbedEngineRequests(
     const std::vector<EmbedInput>& inputs, const EmbedInputOptions& options,
     const EmbeddingInfo& model) {
-  std::variant<std::string, ApiError> prompt = PromptText(options.prompt_name, model);
+  std::variant<std::string, ApiError> prompt =
+      options.prompts ? PromptText(options.prompt_name, model) : std::string();
   if (ApiError* e = std::get_if<ApiError>(&prompt)) return *e;
   const std::string& prefix = std::get<std::string>(prompt);
   std::vector<EngineRequest> out(inputs.size());

@@ -21,6 +21,7 @@ struct EmbedInputOptions {
   std::optional<TruncationDirection> direction;  // empty: Right (keep the first tokens)
   std::optional<std::string> prompt_name;        // empty: the model's default prompt, if any
   bool token_embeddings = false;
+  bool prompts = true;  // false: no prompt at all, not even the model's default (OpenAI's route)
 };
 
 // 422 for a prompt_name the model does not have; 422 for an id that does not fit an int32.

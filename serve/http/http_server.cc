@@ -20,7 +20,7 @@ HttpResponse JsonResponse(std::string body) {
 
 bool IsModelRoute(absl::string_view path) {
   for (absl::string_view p : {"/", "/predict", "/rerank", "/embed", "/embed_all", "/similarity",
-                              "/v1/embeddings", "/embeddings"}) {
+                              "/v1/embeddings", "/embeddings", "/tokenize", "/decode"}) {
     if (path == p) return true;
   }
   return false;
@@ -82,34 +82,37 @@ void HttpServer::Route(HttpRequest request, Reply reply) {
 }
 
 // The model routes, once the body is JSON and the engine serves; false for a path it does not
-// know (a 404 then).
+// know (a 404 then). The root route does what the model kind does, as TEI's does.
 bool HttpServer::RouteModel(const HttpRequest& request, Reply& reply) {
-  const absl::string_view path = request.path;
-  if (path == "/") {
-    switch (engine_->kind()) {
-      case ModelKind::kClassifier:
-        HandlePredict(request, reply);
-        return true;
-      case ModelKind::kReranker:
-        HandleRerank(request, reply);
-        return true;
-      case ModelKind::kEmbedding:
-        HandleEmbed(request, reply);
-        return true;
+  using Handler = void (HttpServer::*)(const HttpRequest&, Reply);
+  static const std::pair<absl::string_view, Handler> kRoutes[] = {
+      {"/predict", &HttpServer::HandlePredict},
+      {"/rerank", &HttpServer::HandleRerank},
+      {"/embed", &HttpServer::HandleEmbed},
+      {"/embed_all", &HttpServer::HandleEmbedAll},
+      {"/similarity", &HttpServer::HandleSimilarity},
+      {"/v1/embeddings", &HttpServer::HandleOpenAiEmbeddings},
+      {"/embeddings", &HttpServer::HandleOpenAiEmbeddings},
+      {"/tokenize", &HttpServer::HandleTokenize},
+      {"/decode", &HttpServer::HandleDecode},
+  };
+  if (request.path == "/") {
+    const Handler root = engine_->kind() == ModelKind::kEmbedding  ? &HttpServer::HandleEmbed
+                         : engine_->kind() == ModelKind::kReranker ? &HttpServer::HandleRerank
+                                                                   : &HttpServer::HandlePredict;
+    (this->*root)(request, reply);
+    return true;
+  }
+  for (const auto& [path, handler] : kRoutes) {
+    if (request.path == path) {
+      (this->*handler)(request, reply);
+      return true;
     }
   }
-  if (path == "/predict") HandlePredict(request, reply);
-  else if (path == "/rerank") HandleRerank(request, reply);
-  else if (path == "/embed") HandleEmbed(request, reply);
-  else if (path == "/embed_all") HandleEmbedAll(request, reply);
-  else if (path == "/similarity") HandleSimilarity(request, reply);
-  else if (path == "/v1/embeddings" || path == "/embeddings") HandleOpenAiEmbeddings(request, reply);
-  else return false;
-  return true;
+  return false;
 }
 
-void HttpServer::SubmitThenAnswer(std::vector<EngineRequest> requests, Reply reply,
-                                  Answer answer) {
+void HttpServer::SubmitThenAnswer(std::vector<EngineRequest> requests, Reply reply, Answer answer) {
   absl::StatusOr<RequestHandle> submitted = engine_->Submit(requests);
   if (!submitted.ok()) return reply->Send(ErrorResponse(FromEngineStatus(submitted.status())));
   metrics_.RecordInputs(static_cast<int64_t>(requests.size()));

@@ -12,9 +12,9 @@
 namespace padless::serve::http {
 namespace {
 
-constexpr const char* kRoutePaths[] = {"/predict",   "/",          "/rerank",         "/embed",
-                                       "/embed_all", "/similarity", "/v1/embeddings", "/embeddings",
-                                       "/health",    "/info",       "/metrics",       "/openapi.json"};
+constexpr const char* kRoutePaths[] = {
+    "/predict",       "/",           "/rerank", "/embed", "/embed_all", "/similarity",
+    "/v1/embeddings", "/embeddings", "/health", "/info",  "/metrics",   "/openapi.json"};
 
 // A metrics label: the route, or "other" for any path a client made up (a bounded label set).
 std::string RouteLabel(const std::string& path) {

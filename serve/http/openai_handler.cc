@@ -32,10 +32,9 @@ void HttpServer::HandleOpenAiEmbeddings(const HttpRequest& req, Reply reply) {
   }
   // TEI's OpenAI route embeds without a prompt; the model's default prompt would change vectors
   // that an OpenAI client cannot ask for otherwise, so none is used here either.
-  EmbeddingInfo no_prompt;
-  no_prompt.dimension = model.dimension;
   auto requests = EmbedEngineRequests(
-      request.inputs, {options_.auto_truncate, std::nullopt, std::nullopt, false}, no_prompt);
+      request.inputs,
+      {options_.auto_truncate, std::nullopt, std::nullopt, false, /*prompts=*/false}, model);
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(error_response(*e));
   SubmitThenAnswer(
       std::move(std::get<0>(requests)), reply,

@@ -148,6 +148,41 @@ TEST_F(EmbeddingRoutesTest, EmbedAllSimilarityAndOtherKindsRoutes) {
   EXPECT_EQ(info["model_type"]["embedding"]["pooling"], "mean");
 }
 
+// /tokenize answers the model's own ids (Encode's) with each token's bytes of the input, and
+// /decode reads them back.
+TEST_F(EmbeddingRoutesTest, TokenizeAndDecodeUseTheModelsTokenizer) {
+  const std::string text = testing::Words(6, 2);
+  httplib::Result r = server_->Post("/tokenize", {{"inputs", {text}}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json tokens = json::parse(r->body);
+  ASSERT_EQ(tokens.size(), 1u);
+  const tokenize::Tokenizer& tokenizer = reference_->model().tokenizer;
+  tokenize::EncodeOptions whole;
+  whole.max_length = 0;
+  const std::vector<int32_t> ids = tokenizer.Encode(text, whole)->ids;
+  ASSERT_EQ(tokens[0].size(), ids.size());
+  std::vector<uint32_t> content;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const json& t = tokens[0][i];
+    EXPECT_EQ(t["id"].get<int32_t>(), ids[i]);
+    const bool special = i == 0 || i + 1 == ids.size();
+    EXPECT_EQ(t["special"].get<bool>(), special);
+    if (special) {
+      EXPECT_TRUE(t["start"].is_null());
+      continue;
+    }
+    const size_t start = t["start"].get<size_t>(), stop = t["stop"].get<size_t>();
+    EXPECT_EQ(t["text"].get<std::string>(), text.substr(start, stop - start));
+    content.push_back(t["id"].get<uint32_t>());
+  }
+  r = server_->Post("/decode", {{"ids", content}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)[0].get<std::string>(), text);
+  EXPECT_EQ(server_->Post("/decode", {{"ids", {1u << 30}}})->status, 422);
+  EXPECT_EQ(server_->Post("/tokenize", {{"inputs", text}, {"prompt_name", "query"}})->status, 422);
+}
+
 TEST(RerankRoutesTest, RerankSortsByScoreAndRootRoutesThere) {
   tokenize::Tokenizer tokenizer = testing::SmallTokenizer();
   const models::EncoderConfig config = testing::SmallConfig(tokenizer.vocab_size(), 1);
@@ -174,7 +209,9 @@ TEST(RerankRoutesTest, RerankSortsByScoreAndRootRoutesThere) {
       const float score = ranks[i]["score"].get<float>();
       EXPECT_GT(score, 0.0f);
       EXPECT_LT(score, 1.0f);  // a sigmoid
-      if (i > 0) EXPECT_LE(score, ranks[i - 1]["score"].get<float>());
+      if (i > 0) {
+        EXPECT_LE(score, ranks[i - 1]["score"].get<float>());
+      }
       const int index = ranks[i]["index"].get<int>();
       EXPECT_EQ(ranks[i]["text"], texts[index]);
       seen.push_back(index);

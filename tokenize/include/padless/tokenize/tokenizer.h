@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "padless/tokenize/special_tokens.h"
+#include "padless/tokenize/token.h"
 #include "padless/tokenize/truncation.h"
 
 namespace padless::tokenize {
@@ -135,6 +136,13 @@ class Tokenizer {
   absl::Status EncodeAppend(absl::string_view text, const absl::string_view* pair,
                             const EncodeOptions& options, Scratch* scratch,
                             std::vector<int32_t>* ids, std::vector<int8_t>* type_ids) const;
+
+  // The tokens of `text` as Hugging Face `tokenizers` reports them (TEI's /tokenize): the ids of
+  // Encode without truncation ([CLS] text [SEP] with add_special_tokens, else EncodePieces's),
+  // each with its byte offsets into `text` and the bytes they hold (token.h). Offsets point into
+  // the text as given, whatever normalization (lowercasing, accents, NFKC) made of it.
+  absl::StatusOr<std::vector<Token>> Tokenize(absl::string_view text,
+                                              bool add_special_tokens) const;
 
   // Text of `ids`; special tokens other than [UNK] are dropped. InvalidArgument for ids outside
   // the vocabulary.

@@ -6,6 +6,8 @@
 //   POST /embed_all         one vector per token of each input
 //   POST /similarity        cosine of a sentence to others (similarity_api.h)
 //   POST /v1/embeddings     OpenAI's embeddings API, also at /embeddings (openai_embeddings.h)
+//   POST /tokenize          the tokens of each input, with byte offsets (tokenize_api.h)
+//   POST /decode            the text of token ids (decode_api.h)
 //   POST /                  what the model kind does: predict, rerank or embed, as TEI's root
 //   GET  /health            200 when serving; 503 while loading or draining
 //   GET  /info              the model, its kind and the limits (server_info.h); 503 while loading
@@ -101,6 +103,8 @@ class HttpServer {
   void HandleEmbedAll(const HttpRequest& request, Reply reply);           // embed_handlers.cc
   void HandleSimilarity(const HttpRequest& request, Reply reply);         // embed_handlers.cc
   void HandleOpenAiEmbeddings(const HttpRequest& request, Reply reply);  // openai_handler.cc
+  void HandleTokenize(const HttpRequest& request, Reply reply);          // tokenize_handlers.cc
+  void HandleDecode(const HttpRequest& request, Reply reply);            // tokenize_handlers.cc
   HttpResponse Health() const;
   HttpResponse Info() const;
   HttpResponse Metrics() const;
