@@ -282,7 +282,7 @@ int RunEmbed(const std::vector<std::string>& args) {
   if (!args.empty()) return Usage(kCmd, absl::StrCat("unexpected argument '", args[0], "'"));
   absl::StatusOr<EmbedJob> job = JobFromFlags();
   if (!job.ok()) return ReportError(kCmd, job.status());
-  if (absl::Status s = CheckPathFlags({ModelDirFlag(job->model_dir),
+  if (absl::Status s = CheckPathFlags({ServableModelDirFlag(job->model_dir),
                                        {"data", job->data, PathUse::kInputTextFile},
                                        {"out", job->out, PathUse::kOutputFile}});
       !s.ok()) {

@@ -6,4 +6,8 @@ PathFlag ModelDirFlag(const std::string& dir) {
   return {"model", dir, PathUse::kInputDirectory, {"config.json"}};
 }
 
+PathFlag ServableModelDirFlag(const std::string& dir) {
+  return {"model", dir, PathUse::kInputDirectory, {}, {"config.json", "modules.json"}};
+}
+
 }  // namespace padless::cli

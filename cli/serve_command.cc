@@ -19,6 +19,7 @@
 #include "data_flags.h"
 #include "device_flag.h"
 #include "flag_spelling.h"
+#include "model_dir_flag.h"
 #include "padless/base/path_names.h"
 #include "padless/model_files/sentence_transformers.h"
 #include "padless/serve/http/http_server.h"
@@ -208,10 +209,10 @@ void PrintStartupLine(const http::ServerInfo& info, const std::string& host, int
                 "max_batch_delay_us=%d max_concurrent_requests=%d max_client_batch_size=%d "
                 "tokenizer_threads=%d cuda_graph_max_tokens=%d io_threads=%d max_connections=%d "
                 "body_limit=%d\n",
-                host, port, info.model_id, info.kind, info.device, PrecisionName(o), info.labels.size(),
-                info.max_input_length, info.max_batch_tokens, info.max_batch_requests,
-                o.max_batch_delay.count(), info.max_concurrent_requests, info.max_client_batch_size,
-                info.tokenization_workers, o.cuda_graph_max_tokens,
+                host, port, info.model_id, info.kind, info.device, PrecisionName(o),
+                info.labels.size(), info.max_input_length, info.max_batch_tokens,
+                info.max_batch_requests, o.max_batch_delay.count(), info.max_concurrent_requests,
+                info.max_client_batch_size, info.tokenization_workers, o.cuda_graph_max_tokens,
                 absl::GetFlag(FLAGS_io_threads), absl::GetFlag(FLAGS_max_connections),
                 absl::GetFlag(FLAGS_body_limit));
 }
@@ -262,9 +263,7 @@ int RunServe(const std::vector<std::string>& args) {
     return Usage(kServeCmd, absl::StrCat(FlagAsWritten("model"), " DIR is required"));
   absl::StatusOr<serve::EngineOptions> options = EngineOptionsFromFlags();
   if (!options.ok()) return ReportError(kServeCmd, options.status());
-  if (absl::Status s =
-          CheckPathFlag({"model", model_dir, PathUse::kInputDirectory, {"config.json"}});
-      !s.ok()) {
+  if (absl::Status s = CheckPathFlag(ServableModelDirFlag(model_dir)); !s.ok()) {
     return Fail(kServeCmd, s);
   }
   http::ServerLog log(*http::ParseLogLevel(absl::GetFlag(FLAGS_log_level)));
