@@ -51,7 +51,7 @@ ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096,
 ABSL_FLAG(int, io_threads, 2,
           "serve: threads of the HTTP event loop (parsing, routing, writing answers); a "
           "connection costs memory, not a thread");
-ABSL_FLAG(int, max_connections, 10000,
+ABSL_FLAG(int, max_connections, 32768,
           "serve: connections open at once; a new one beyond it is answered 503 and closed");
 
 namespace padless::cli {

@@ -43,7 +43,7 @@ struct EventServerOptions {
   // Connections served at once; a new one above the cap is answered 503 and closed. Bind lowers it
   // to what RLIMIT_NOFILE leaves room for (max_connections()), so that the cap, not a failing
   // accept, is what a client over it meets.
-  int max_connections = 10'000;
+  int max_connections = 32'768;
   // From a request's first byte to the end of its headers; then to the end of its body. Past
   // either the request is answered 408 and the connection closed (a client that trickles bytes
   // holds a connection no longer than this).

@@ -56,7 +56,7 @@ struct ServerOptions {
   // The event loop's threads: they parse, route and write; JSON bodies of many vectors are built
   // on them too. A connection costs memory, not a thread.
   int io_threads = 2;
-  int max_connections = 10'000;  // open at once; a new one over the cap is answered 503
+  int max_connections = 32'768;  // open at once; a new one over the cap is answered 503
   std::chrono::milliseconds header_timeout{10'000};  // a request's headers must arrive by then
   std::chrono::milliseconds body_timeout{30'000};    // and its body by then after them
   std::chrono::milliseconds idle_timeout{60'000};    // an idle keep-alive connection is closed
