@@ -29,6 +29,10 @@ Buffers MakeOptions(bool pin) {
 }
 
 absl::Status CheckSpec(const corpus::TokenizedCorpus& corpus, const BatchSpec& spec) {
+  // No rows and length 0: the planner's empty batch, a data-parallel rank's share of a step that
+  // has no data for it (planner.h). It collates to a batch of 0 sequences, which the training step
+  // skips.
+  if (spec.rows.empty() && spec.length == 0) return absl::OkStatus();
   if (spec.rows.empty()) return absl::InvalidArgumentError("collate: the batch has no rows");
   if (spec.layout == Layout::kVarlen && spec.rows.size() != 1) {
     return absl::InvalidArgumentError(

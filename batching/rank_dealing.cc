@@ -12,54 +12,91 @@
 namespace padless::batching::internal {
 namespace {
 
-// Splits `b` into two non-empty batches of the same layout (rows, or pieces for varlen).
+// Splits `b` into two non-empty batches of the same layout. A batch of several rows is cut between
+// rows; a single packed row and a varlen batch (one row of sequences) are cut between sequences, so
+// that a packed batch of one row of many sequences can be shared too.
 std::pair<BatchSpec, BatchSpec> Halve(const BatchSpec& b, const EpochBuilder& builder) {
   BatchSpec lo = b, hi = b;
-  if (b.layout == Layout::kVarlen) {
+  if (b.layout != Layout::kPadded && b.rows.size() == 1) {
     const auto& pieces = b.rows[0];
     const size_t half = pieces.size() / 2;
     lo.rows[0].assign(pieces.begin(), pieces.begin() + half);
     hi.rows[0].assign(pieces.begin() + half, pieces.end());
+  } else {
+    const size_t half = b.rows.size() / 2;
+    lo.rows.assign(b.rows.begin(), b.rows.begin() + half);
+    hi.rows.assign(b.rows.begin() + half, b.rows.end());
+  }
+  if (b.layout == Layout::kVarlen) {
     lo.length = lo.real_tokens();
     hi.length = hi.real_tokens();
     return {lo, hi};
   }
-  const size_t half = b.rows.size() / 2;
-  lo.rows.assign(b.rows.begin(), b.rows.begin() + half);
-  hi.rows.assign(b.rows.begin() + half, b.rows.end());
   // A fixed shape stays fixed; a longest-based one shrinks with the half.
   lo.length = std::min(b.length, builder.PadLength(lo.longest_row(), b.length));
   hi.length = std::min(b.length, builder.PadLength(hi.longest_row(), b.length));
   return {lo, hi};
 }
 
+// How many parts Halve can cut `b` into at most: its rows, or the sequences of its single row.
 size_t Units(const BatchSpec& b) {
-  return b.layout == Layout::kVarlen ? b.rows[0].size() : b.rows.size();
+  if (b.layout == Layout::kPadded || b.rows.size() != 1) return b.rows.size();
+  return b.rows[0].size();
 }
 
-// Every rank must take the same number of steps: halves the largest splittable batches until the
-// count divides the world size (no example is dropped or repeated). Returns how many it split.
-absl::StatusOr<int64_t> SplitUntilDivisible(std::vector<BatchSpec>& batches, size_t world,
-                                            EpochBuilder& builder) {
-  int64_t splits = 0;
-  while (world > 1 && batches.size() % world != 0) {
-    size_t pick = batches.size();
-    for (size_t i = 0; i < batches.size(); ++i) {
-      if (Units(batches[i]) < 2) continue;
-      if (pick == batches.size() || batches[i].token_slots() > batches[pick].token_slots())
-        pick = i;
-    }
+// The batch to halve next: the costliest that can be halved (token slots, then real tokens: a
+// fixed-shape packed batch keeps its slots when halved, so its fuller peers go first). None: size.
+size_t CostliestSplittable(const std::vector<BatchSpec>& batches) {
+  size_t pick = batches.size();
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (Units(batches[i]) < 2) continue;
     if (pick == batches.size()) {
-      return absl::FailedPreconditionError(absl::StrCat("planner: ", batches.size(),
-                                                        " batches cannot be shared evenly by ",
-                                                        world, " ranks (too few sequences)"));
+      pick = i;
+      continue;
+    }
+    const int64_t slots = batches[i].token_slots(), best_slots = batches[pick].token_slots();
+    if (slots > best_slots ||
+        (slots == best_slots && batches[i].real_tokens() > batches[pick].real_tokens())) {
+      pick = i;
+    }
+  }
+  return pick;
+}
+
+// Every rank must take the same number of steps, so the batch count must be a multiple of the
+// world size (no example is dropped or repeated). First the costliest batches are halved, between
+// rows or between the sequences of a row; once no batch holds two sequences, short ranks get
+// empty batches: a step without data (zero loss weight, zero gradient in the all-reduce, see
+// train_step.h). Fewer sequences than ranks is the one case that fails: a rank would have nothing
+// to train on at all. Empty batches only arise when every batch holds one sequence, which sorted
+// by cost puts them all in the cheapest step, so a rank gets at most one per epoch.
+absl::Status MakeDivisible(std::vector<BatchSpec>& batches, size_t world, EpochBuilder& builder,
+                           ShardReport* report) {
+  if (world < 2 || batches.size() % world == 0) return absl::OkStatus();
+  int64_t sequences = 0;
+  for (const BatchSpec& b : batches) sequences += b.num_sequences();
+  if (sequences < static_cast<int64_t>(world)) {
+    const char* plural = sequences == 1 ? "" : "s";
+    return absl::FailedPreconditionError(
+        absl::StrCat("planner: the epoch has ", sequences, " sequence", plural, " for ", world,
+                     " ranks, and every rank needs at least one: use at most ", sequences, " rank",
+                     plural, " or more data"));
+  }
+  while (batches.size() % world != 0) {
+    const size_t pick = CostliestSplittable(batches);
+    if (pick == batches.size()) {
+      BatchSpec empty;
+      empty.layout = batches.front().layout;
+      batches.push_back(std::move(empty));
+      ++report->empty_batches;
+      continue;
     }
     auto [lo, hi] = Halve(batches[pick], builder);
     batches[pick] = std::move(lo);
     batches.push_back(std::move(hi));
-    ++splits;
+    ++report->batches_split;
   }
-  return splits;
+  return absl::OkStatus();
 }
 
 // Which batches form each step: sorted by cost (token slots), consecutive groups of `world` form
@@ -138,9 +175,7 @@ void DealSteps(std::vector<BatchSpec>& batches, const std::vector<size_t>& by_co
 absl::StatusOr<EpochPlan> DealToRanks(std::vector<BatchSpec>& batches, size_t world,
                                       const PlannerOptions& options, EpochBuilder& builder) {
   EpochPlan plan;
-  absl::StatusOr<int64_t> splits = SplitUntilDivisible(batches, world, builder);
-  if (!splits.ok()) return splits.status();
-  plan.report.batches_split = *splits;
+  if (absl::Status s = MakeDivisible(batches, world, builder, &plan.report); !s.ok()) return s;
   std::vector<int64_t> cost(batches.size());
   for (size_t i = 0; i < batches.size(); ++i) cost[i] = batches[i].token_slots();
   const std::vector<size_t> by_cost = BatchesByCost(cost, world);

@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -110,6 +112,38 @@ absl::StatusOr<std::vector<int64_t>> ProcessGroup::AllReduceSumHost(std::vector<
   }
   const int64_t* data = t.data_ptr<int64_t>();
   return std::vector<int64_t>(data, data + values.size());
+}
+
+absl::StatusOr<std::vector<int64_t>> ProcessGroup::AllGatherHost(
+    const std::vector<int64_t>& values) {
+  // A sum in which each rank fills only its own slot: one collective that Gloo already runs for
+  // AllReduceSumHost, and the bits of every value go through int64 unchanged.
+  std::vector<int64_t> slots(values.size() * static_cast<size_t>(env_.world_size), 0);
+  std::copy(values.begin(), values.end(),
+            slots.begin() + static_cast<ptrdiff_t>(values.size() * env_.rank));
+  return AllReduceSumHost(std::move(slots));
+}
+
+absl::Status ProcessGroup::BroadcastHostBytes(std::string& bytes, int root) {
+  try {
+    c10d::BroadcastOptions options;
+    options.rootRank = root;
+    std::vector<at::Tensor> size{at::full({1}, static_cast<int64_t>(bytes.size()), at::kLong)};
+    impl_->host->broadcast(size, options)->wait();
+    const int64_t n = size[0].item<int64_t>();
+    if (n == 0) {
+      bytes.clear();
+      return absl::OkStatus();
+    }
+    std::vector<at::Tensor> data{at::empty({n}, at::kByte)};
+    if (env_.rank == root) std::memcpy(data[0].data_ptr<uint8_t>(), bytes.data(), bytes.size());
+    impl_->host->broadcast(data, options)->wait();
+    bytes.assign(reinterpret_cast<const char*>(data[0].data_ptr<uint8_t>()),
+                 static_cast<size_t>(n));
+  } catch (const std::exception& e) {
+    return Failed("host broadcast", e);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ProcessGroup::Broadcast(const std::vector<at::Tensor>& tensors, int root) {

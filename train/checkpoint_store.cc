@@ -153,7 +153,7 @@ absl::Status CheckpointStore::Save(models::EncoderClassifier& model, const Fused
   if (dir_.empty()) return absl::OkStatus();
   absl::Status made = MakeDirectories(dir_);
   if (!made.ok()) return made;
-  const std::string path = JoinPath(dir_, absl::StrFormat("step-%08d.pt", state.global_step));
+  const std::string path = PathOf(state.global_step);
   absl::StatusOr<std::unique_ptr<base::AtomicFileWriter>> out =
       base::AtomicFileWriter::Open(path, /*is_checkpoint=*/true);
   if (!out.ok()) {
@@ -192,6 +192,10 @@ void CheckpointStore::RemoveTemporaryFiles() const {
                     JoinPath(dir_, name));
     }
   }
+}
+
+std::string CheckpointStore::PathOf(int64_t step) const {
+  return JoinPath(dir_, absl::StrFormat("step-%08d.pt", step));
 }
 
 absl::StatusOr<std::optional<TrainProgress>> CheckpointStore::Resume(

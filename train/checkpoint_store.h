@@ -60,6 +60,9 @@ class CheckpointStore {
                                                       FusedAdamW& optimizer, GradScaler& scaler,
                                                       const c10::Device& device) const;
 
+  // Where the checkpoint of step `step` is (or would be) written: `<dir>/step-00000042.pt`.
+  std::string PathOf(int64_t step) const;
+
  private:
   void RemoveTemporaryFiles() const;
   void Rotate() const;

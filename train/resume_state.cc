@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "padless/batching/batch_spec.h"
 #include "padless/distributed/data_parallel.h"
@@ -77,6 +79,58 @@ absl::Status ContinueAtThisWorldSize(const ResumeContext& run, TrainProgress& st
   return absl::OkStatus();
 }
 
+constexpr char kCheckpointsOnRankZerosNode[] =
+    "checkpoints are written on rank 0's node only: before --resume, copy rank 0's "
+    "checkpoints/ directory into every node's --out, or give all nodes one --out on a shared "
+    "filesystem";
+
+// Why rank `other` (of node `node`), which loaded `theirs`, cannot resume beside rank 0, which
+// loaded `zeros` (a step; -1: no checkpoint), in the words of this rank, which loaded `mine`.
+std::string Disagreement(const CheckpointStore& store, int64_t zeros, int64_t mine, size_t other,
+                         int64_t node, int64_t theirs) {
+  const std::string me = absl::StrCat("this node (node ", node, ")");
+  const std::string them = absl::StrCat("node ", node, " (rank ", other, ")");
+  if (zeros < 0) {
+    return absl::StrCat("--resume: rank 0 has no checkpoint to resume from, but ",
+                        mine != zeros ? me : them, " has ",
+                        mine != zeros ? store.PathOf(mine) : absl::StrCat("step ", theirs), "; ",
+                        kCheckpointsOnRankZerosNode);
+  }
+  if (mine != zeros) {
+    return absl::StrCat("--resume: rank 0 resumes from the checkpoint of step ", zeros, ", but ",
+                        me, " has no ", store.PathOf(zeros),
+                        mine >= 0 ? absl::StrCat(" (its newest is of step ", mine, ")") : "", "; ",
+                        kCheckpointsOnRankZerosNode);
+  }
+  return absl::StrCat("--resume: ", them, " has no checkpoint of step ", zeros,
+                      ", which rank 0 resumes from (", store.PathOf(zeros), " on rank 0's node); ",
+                      kCheckpointsOnRankZerosNode);
+}
+
+// Data parallel: every rank must resume from the checkpoint rank 0 resumes from. Only rank 0
+// writes checkpoints, on its node's disk; without a shared filesystem the other nodes have none
+// (or older ones) unless they were copied there, and a rank that started afresh, or from another
+// step, beside rank 0 would train another model. One all-gather of the step each rank loaded (-1:
+// none) and its node; every rank then gives the same verdict. It also keeps every rank from
+// writing a checkpoint while another still reads one.
+absl::Status AgreeOnCheckpoint(const distributed::DataParallel& dp, const CheckpointStore& store,
+                               int64_t mine) {
+  absl::StatusOr<std::vector<int64_t>> all = dp.group->AllGatherHost({mine, dp.node_rank()});
+  if (!all.ok()) return all.status();
+  const int64_t zeros = (*all)[0];
+  if (mine != zeros) {  // this rank says what its own node lacks
+    return absl::FailedPreconditionError(
+        Disagreement(store, zeros, mine, dp.rank(), dp.node_rank(), mine));
+  }
+  for (size_t r = 1; 2 * r + 1 < all->size(); ++r) {
+    const int64_t theirs = (*all)[2 * r];
+    if (theirs == zeros) continue;
+    return absl::FailedPreconditionError(
+        Disagreement(store, zeros, mine, r, (*all)[2 * r + 1], theirs));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ResumeFromCheckpoint(const ResumeContext& run, const CheckpointStore& store,
@@ -85,10 +139,10 @@ absl::Status ResumeFromCheckpoint(const ResumeContext& run, const CheckpointStor
   absl::StatusOr<std::optional<TrainProgress>> resumed =
       store.Resume(model, optimizer, scaler, run.device);
   if (!resumed.ok()) return resumed.status();
-  // No rank may write a checkpoint while another still reads one.
   const distributed::DataParallel& dp = run.config.data_parallel();
   if (dp.enabled()) {
-    if (absl::Status s = dp.group->Barrier(); !s.ok()) return s;
+    const int64_t loaded = resumed->has_value() ? (*resumed)->global_step : -1;
+    if (absl::Status s = AgreeOnCheckpoint(dp, store, loaded); !s.ok()) return s;
   }
   if (!resumed->has_value()) return absl::OkStatus();
   state = std::move(**resumed);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,10 +37,11 @@ tok::EncodeOptions EncodeOptionsOf(const TrainJobOptions& o) {
 }
 
 void SayHowOpened(const OpenedTokenCache& c) {
-  const char* how = c.how == OpenedTokenCache::How::kBuilt ? "built"
-                    : c.how == OpenedTokenCache::How::kHit
-                        ? "hit"
-                        : "mapped (rank 0's; not tokenized here)";
+  const std::string how =
+      c.how == OpenedTokenCache::How::kBuilt ? "built"
+      : c.how == OpenedTokenCache::How::kHit
+          ? "hit"
+          : absl::StrCat("mapped (rank ", c.opened_by, "'s; not tokenized here)");
   absl::FPrintF(stderr, "token cache: %s %s, %d examples, %d tokens, %.2f s\n", how, c.path,
                 c.corpus.size(), c.corpus.total_tokens(), c.seconds);
 }
@@ -95,32 +97,25 @@ absl::StatusOr<OpenedTokenCache> OpenOrBuildTokenCache(const TrainJobOptions& o,
   return c;
 }
 
-absl::StatusOr<OpenedTokenCache> MapRankZerosTokenCache(const TrainJobOptions& o,
-                                                        uint64_t fingerprint, bool quiet) {
+absl::StatusOr<OpenedTokenCache> MapNodesTokenCache(const TrainJobOptions& o, uint64_t fingerprint,
+                                                    int opened_by, bool quiet) {
   const auto start = std::chrono::steady_clock::now();
   OpenedTokenCache c;
   c.path = TokenCachePath(o);
   c.fingerprint = fingerprint;
   c.how = OpenedTokenCache::How::kMapped;
+  c.opened_by = opened_by;
   absl::StatusOr<corpus::TokenizedCorpus> mapped =
       corpus::TokenizedCorpus::Load(c.path, fingerprint);
   if (!mapped.ok()) {
     return absl::Status(mapped.status().code(),
-                        absl::StrCat("the token cache rank 0 opened: ", mapped.status().message()));
+                        absl::StrCat("the token cache rank ", opened_by,
+                                     " (this node's first) opened: ", mapped.status().message()));
   }
   c.corpus = *std::move(mapped);
   c.seconds = SecondsSince(start);
   if (!quiet) SayHowOpened(c);
   return c;
-}
-
-absl::StatusOr<uint64_t> ShareFingerprint(const distributed::DataParallel& dp, uint64_t mine) {
-  if (!dp.enabled()) return mine;
-  // A sum in which only rank 0's term is not zero; the bits go through int64 unchanged.
-  absl::StatusOr<std::vector<int64_t>> sum =
-      dp.group->AllReduceSumHost({dp.rank() == 0 ? static_cast<int64_t>(mine) : 0});
-  if (!sum.ok()) return sum.status();
-  return static_cast<uint64_t>((*sum)[0]);
 }
 
 CachedSplit HoldOutOfCache(const corpus::TokenizedCorpus& corpus, double fraction, uint64_t seed) {

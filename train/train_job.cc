@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,7 @@
 #include "padless/model_files/hf_weights.h"
 #include "padless/model_files/model_io.h"
 #include "padless/models/encoder_config.h"
+#include "node_inputs.h"
 #include "token_cache.h"
 
 namespace padless::train {
@@ -337,19 +340,26 @@ struct Encoded {
   uint64_t fingerprint = 0;  // the token cache's, which rank 0 shares with the others
 };
 
-// Rank 0 opens or builds the token cache; the other ranks map it with rank 0's fingerprint (the
-// first collective after the start barrier). `say` prints the cache line on this rank.
+// Rank 0 opens or builds the token cache; the other ranks, let in after it, take theirs from their
+// node's first rank once all nodes agree on rank 0's fingerprint (node_inputs.h). `say` prints
+// the cache line on this rank.
 absl::StatusOr<OpenedTokenCache> OpenTokenCache(const TrainJobOptions& o,
                                                 const tok::Tokenizer& tokenizer, bool say) {
-  const distributed::DataParallel& dp = o.train.data_parallel();
-  if (dp.rank() != 0) {
-    absl::StatusOr<uint64_t> fingerprint = ShareFingerprint(dp, 0);
-    if (!fingerprint.ok()) return fingerprint.status();
-    return MapRankZerosTokenCache(o, *fingerprint, !say);
-  }
+  if (o.train.data_parallel().rank() != 0) return OpenTokenCacheOnNode(o, tokenizer, say);
   absl::StatusOr<uint64_t> fingerprint = TokenCacheFingerprint(o, tokenizer);
   if (!fingerprint.ok()) return fingerprint.status();
   return OpenOrBuildTokenCache(o, tokenizer, *fingerprint);
+}
+
+// Data parallel, the other ranks: rank 0's tokenizer, sent over the process group (rank 0's disk
+// may not be theirs), or loaded from this node's disk as rank 0 did when it cannot travel.
+absl::StatusOr<ResolvedTokenizer> TakeRankZerosTokenizer(const TrainJobOptions& o) {
+  absl::StatusOr<std::optional<tok::Tokenizer>> sent =
+      ShareRankZerosTokenizer(o.train.data_parallel(), nullptr);
+  if (!sent.ok()) return sent.status();
+  if (!sent->has_value()) return ResolveTokenizer(o);
+  const std::string name = absl::StrCat("rank 0's ", (*sent)->file_name());
+  return ResolvedTokenizer{**std::move(sent), name};
 }
 
 // The training set and the dev set: the cache less its held-out share, or the dev file encoded.
@@ -395,10 +405,12 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, models::En
     if (absl::Status s = model_files::SaveModelDir(o.out, model, tokenizer, labels); !s.ok()) return s;
   }
   if (absl::Status s = LetOtherRanksIn(dp); !s.ok()) return s;
-  if (dp.rank() == 0) {  // the others wait for it to map the token cache (OpenTokenCache)
-    if (absl::StatusOr<uint64_t> s = ShareFingerprint(dp, data.fingerprint); !s.ok()) {
+  if (dp.enabled() && dp.rank() == 0) {  // what the others wait for (RunOnThisRank)
+    if (absl::StatusOr<std::optional<tok::Tokenizer>> s = ShareRankZerosTokenizer(dp, &tokenizer);
+        !s.ok()) {
       return s.status();
     }
+    if (absl::Status s = AgreeOnTokenCacheAsRankZero(dp, data.fingerprint); !s.ok()) return s;
   }
   PrintStart(o, model, data, device);
   Trainer trainer(model, FillTrainConfig(o, *epochs).pad_id(tokenizer.special_ids().pad), plan,
@@ -430,13 +442,14 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, models::En
 // (one line each), so a log shows who tokenized.
 absl::StatusOr<TrainJobResult> RunOnThisRank(const TrainJobOptions& o, bool say_cache) {
   const distributed::DataParallel& dp = o.train.data_parallel();
-  // The other ranks take the tokenizer that rank 0 resolved (or trained) and wrote to `out`, and
-  // the token cache it opened or built.
+  // The other ranks take the tokenizer that rank 0 resolved (or trained), and a token cache of
+  // the fingerprint of the one it opened or built.
   if (dp.rank() != 0) {
     if (absl::Status s = WaitForRankZero(dp); !s.ok()) return s;
   }
   const c10::Device device = o.device.value_or(DefaultTrainingDevice());
-  absl::StatusOr<ResolvedTokenizer> tokenizer = ResolveTokenizer(o);
+  absl::StatusOr<ResolvedTokenizer> tokenizer =
+      dp.rank() == 0 ? ResolveTokenizer(o) : TakeRankZerosTokenizer(o);
   if (!tokenizer.ok()) return tokenizer.status();
   absl::StatusOr<OpenedTokenCache> cache = OpenTokenCache(o, tokenizer->tokenizer, say_cache);
   if (!cache.ok()) return cache.status();

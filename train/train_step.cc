@@ -155,7 +155,9 @@ absl::Status TrainStep::ForwardBackwardAll(int64_t step, const std::vector<StepB
                                               trained.real_tokens, " tokens, the batches ",
                                               result.sequences, " / ", result.real_tokens));
     }
-    result.loss = step_loss;
+    // Only empty batches on this rank: it adds 0 to the step's loss sum.
+    result.loss =
+        step_loss.defined() ? step_loss : at::zeros({}, at::dtype(at::kFloat).device(device_));
     return options_.reducer != nullptr ? ReduceAcrossRanks(result.loss) : absl::OkStatus();
   }
 }
@@ -178,6 +180,10 @@ absl::Status TrainStep::Attempt(int64_t step, const std::vector<StepBatch>& batc
   for (size_t i = 0; i < batches.size(); ++i) {
     const StepBatch& b = batches[i];
     const bool last_batch = i + 1 == batches.size();
+    // The planner's empty batch (a short rank's share of a data-parallel step) has no loss and
+    // weight 0: skipping it leaves the rank's gradient as it is (zero if nothing else ran), which
+    // the reducer's Finish() still all-reduces with the other ranks'.
+    if (b.batch.num_sequences == 0) continue;
     auto it = b.spec == nullptr ? split_pieces_.end() : split_pieces_.find(b.spec);
     if (it == split_pieces_.end()) {
       failing = b.spec;

@@ -283,6 +283,16 @@ TEST(CollatorTest, RejectsSpecsThatDoNotFitTheCorpus) {
   EXPECT_NE(message(spec).find("row 0"), std::string::npos);
   spec.rows = {};
   EXPECT_FALSE(collator.Collate(corpus, spec).ok());
+  // The planner's empty batch (no rows, length 0): a batch of 0 sequences, in every layout.
+  for (Layout layout : {Layout::kPadded, Layout::kPacked, Layout::kVarlen}) {
+    BatchSpec empty;
+    empty.layout = layout;
+    absl::StatusOr<Batch> b = collator.Collate(corpus, empty);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(b->num_sequences, 0);
+    EXPECT_EQ(b->real_tokens, 0);
+    EXPECT_EQ(b->labels.numel(), 0);
+  }
   spec.layout = Layout::kPadded;
   spec.length = 100;
   spec.rows = {{{0, 0, 1, 0}, {1, 0, 1, 0}}};

@@ -70,7 +70,10 @@ void CheckPieces(absl::Span<const int64_t> lengths, const std::vector<Placement>
 }
 
 void CheckBatch(const BatchSpec& b, const PlannerOptions& o) {
-  FUZZ_CHECK(!b.rows.empty(), Describe(b));
+  if (b.rows.empty()) {  // an empty batch for a short rank (ShardReport::empty_batches)
+    FUZZ_CHECK(b.length == 0, Describe(b));
+    return;
+  }
   for (const auto& row : b.rows) FUZZ_CHECK(!row.empty(), Describe(b));
   FUZZ_CHECK(b.longest_row() <= b.length, Describe(b));
   switch (b.layout) {

@@ -35,7 +35,8 @@ class Collator {
 
   // Builds the tensors of `spec` (layout in batch.h). Fails with a status naming the batch row
   // and example when the spec does not fit the corpus (index or window out of range, a row longer
-  // than spec.length).
+  // than spec.length). A spec without rows and of length 0 (the planner's empty batch) gives a
+  // batch of 0 sequences.
   absl::StatusOr<Batch> Collate(const corpus::TokenizedCorpus& corpus, const BatchSpec& spec) const;
 
   // Encoded sequences as one kVarlen batch, each whole and in order (labels 0): the serving

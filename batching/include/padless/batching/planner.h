@@ -111,6 +111,9 @@ struct ShardReport {
   double step_imbalance = 0;   // mean over steps of (max rank / mean rank) - 1
   double total_imbalance = 0;  // (max rank total / mean rank total) - 1
   int64_t batches_split = 0;   // batches halved to give every rank the same count
+  // Batches without sequences (rows empty, length 0) given to short ranks when no batch was left
+  // to halve: the rank joins the step with zero loss weight and zero gradient (train_step.h).
+  int64_t empty_batches = 0;
 };
 
 struct EpochPlan {
@@ -125,7 +128,11 @@ class Planner {
 
   // Every rank's batches of `epoch`. Each example (or window of a split example) appears in
   // exactly one batch over all ranks; every rank gets the same number of batches, balanced by
-  // token slots. Errors name the offending option or example.
+  // token slots: batches are halved (between rows, or between the sequences of a packed row or a
+  // varlen batch) until their count divides world_size, and where no batch holds two sequences
+  // any more, the missing ones are empty batches (no rows; see ShardReport::empty_batches). Any
+  // world size works for an epoch of at least world_size sequences; fewer is a
+  // FailedPrecondition error. Other errors name the offending option or example.
   absl::StatusOr<EpochPlan> PlanEpoch(absl::Span<const int64_t> lengths, int64_t epoch,
                                       int world_size = 1) const;
 

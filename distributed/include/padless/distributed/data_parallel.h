@@ -24,6 +24,8 @@ struct DataParallel {
   int rank() const { return enabled() ? group->rank() : 0; }
   int world_size() const { return enabled() ? group->world_size() : 1; }
   int nodes() const { return enabled() ? group->nodes() : 1; }
+  int local_rank() const { return enabled() ? group->local_rank() : 0; }
+  int node_rank() const { return enabled() ? group->node_rank() : 0; }
   std::string backend() const { return enabled() ? group->backend_name() : "none"; }
 };
 

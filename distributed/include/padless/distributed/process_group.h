@@ -59,6 +59,8 @@ class ProcessGroup {
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
   int nodes() const { return env_.nodes(); }
+  int local_rank() const { return env_.local_rank; }
+  int node_rank() const { return env_.node_rank; }
   c10::Device device() const { return device_; }
   const std::string& backend_name() const { return backend_name_; }
 
@@ -67,6 +69,11 @@ class ProcessGroup {
   absl::Status AllReduceSum(at::Tensor tensor);
   // Sums host integers over the ranks through the Gloo group (no device work).
   absl::StatusOr<std::vector<int64_t>> AllReduceSumHost(std::vector<int64_t> values);
+  // Every rank's `values` (the same count on every rank), concatenated in rank order, through the
+  // Gloo group.
+  absl::StatusOr<std::vector<int64_t>> AllGatherHost(const std::vector<int64_t>& values);
+  // `root`'s `bytes` on every rank (e.g. a tokenizer file), through the Gloo group.
+  absl::Status BroadcastHostBytes(std::string& bytes, int root);
   // Copies `root`'s tensors to every rank, in place (e.g. the initial parameters from rank 0).
   absl::Status Broadcast(const std::vector<at::Tensor>& tensors, int root);
   // Returns once every rank has called it (or the timeout has passed: an error).

@@ -23,7 +23,9 @@
 // of single-process training on the union of the ranks' batches, so clipping by the global norm and
 // the inf/NaN skip (GradScaler included) agree everywhere. An out-of-memory split is local to its
 // rank while no all-reduce has started; after that the step fails (FailedPrecondition), since the
-// ranks could no longer stay in step.
+// ranks could no longer stay in step. A batch of 0 sequences (the planner's empty batch, given to a
+// short rank so that every rank takes the same steps) runs nothing: weight 0, no forward; the rank
+// still joins the gradient and loss all-reduces, adding zeros.
 //
 // Errors: a batch that cannot be split further (ResourceExhausted), split batches that do not add
 // up (Internal), collation failures. Other torch failures propagate as c10::Error exceptions,
