@@ -35,6 +35,41 @@ absl::StatusOr<Histogram> MakeHistogram(absl::Span<const int64_t> lengths) {
   return h;
 }
 
+constexpr int64_t kInfinitePadding = std::numeric_limits<int64_t>::max() / 4;
+
+// Row b >= 1 of OptimalBoundaries' DP: cur[j] = min over i in [b, j] of prev[i - 1] + cost(i, j),
+// at[j] the smallest such i. Divide and conquer on j: the best split of the middle column bounds
+// the splits of the columns left (<=) and right (>=) of it, which holds because cost obeys the
+// quadrangle inequality (see OptimalBoundaries).
+template <typename Cost>
+void FillRow(int b, const Cost& cost, const std::vector<int64_t>& prev, std::vector<int64_t>& cur,
+             std::vector<int>& at) {
+  struct Range {
+    int lo, hi, split_lo, split_hi;
+  };
+  const int v = static_cast<int>(cur.size());
+  if (b >= v) return;
+  std::vector<Range> stack = {{b, v - 1, b, v - 1}};
+  while (!stack.empty()) {
+    const Range r = stack.back();
+    stack.pop_back();
+    const int mid = r.lo + (r.hi - r.lo) / 2;
+    int64_t best = kInfinitePadding;
+    int best_i = std::max(b, r.split_lo);
+    for (int i = std::max(b, r.split_lo); i <= std::min(mid, r.split_hi); ++i) {
+      const int64_t c = prev[i - 1] + cost(i, mid);
+      if (c < best) {
+        best = c;
+        best_i = i;
+      }
+    }
+    cur[mid] = best;
+    at[mid] = best_i;
+    if (r.lo < mid) stack.push_back({r.lo, mid - 1, r.split_lo, best_i});
+    if (mid < r.hi) stack.push_back({mid + 1, r.hi, best_i, r.split_hi});
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Boundaries> ExplicitBoundaries(std::vector<int64_t> boundaries, int64_t max_length) {
@@ -110,26 +145,18 @@ absl::StatusOr<Boundaries> OptimalBoundaries(absl::Span<const int64_t> lengths, 
   auto cost = [&](int i, int j) {
     return h->values[j] * (count[j + 1] - count[i]) - (sum[j + 1] - sum[i]);
   };
-  constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
   // dp[b][j]: least padding covering distinct lengths [0, j] with b+1 buckets; arg[b][j]: the
-  // first distinct length of the last bucket.
-  std::vector<std::vector<int64_t>> dp(buckets, std::vector<int64_t>(v, kInf));
+  // first distinct length of the last bucket (the smallest such index among the optima).
+  std::vector<std::vector<int64_t>> dp(buckets, std::vector<int64_t>(v, kInfinitePadding));
   std::vector<std::vector<int>> arg(buckets, std::vector<int>(v, 0));
   for (int j = 0; j < v; ++j) dp[0][j] = cost(0, j);
+  // cost() satisfies the quadrangle inequality (for a <= b <= c <= d, cost(a, d) + cost(b, c) -
+  // cost(a, c) - cost(b, d) = (v_d - v_c) * (count of lengths a..b-1) >= 0), so the smallest
+  // optimal split arg[b][j] never decreases with j: divide and conquer over j finds every row in
+  // O(V log V) instead of O(V^2). With lengths up to 8192 (long documents) that is the difference
+  // between milliseconds and seconds per plan; the result is the quadratic DP's, split for split.
   for (int b = 1; b < buckets; ++b) {
-    for (int j = b; j < v; ++j) {
-      int64_t best = kInf;
-      int best_i = b;
-      for (int i = b; i <= j; ++i) {
-        const int64_t c = dp[b - 1][i - 1] + cost(i, j);
-        if (c < best) {
-          best = c;
-          best_i = i;
-        }
-      }
-      dp[b][j] = best;
-      arg[b][j] = best_i;
-    }
+    FillRow(b, cost, dp[b - 1], dp[b], arg[b]);
   }
   Boundaries out(buckets);
   int j = v - 1;

@@ -35,8 +35,10 @@
 #include "subcommand.h"
 
 ABSL_FLAG(std::string, sweep_preset, "base", "profile-memory: encoder preset (tiny, small, base)");
-ABSL_FLAG(std::string, sweep_seq_lens, "64,128,256,384,512,768,1024,1536,2048,3072,4096",
-          "profile-memory: sequence lengths to measure");
+// To ModernBERT's position limit: the long inputs where memory per length matters most.
+ABSL_FLAG(std::string, sweep_seq_lens, "64,128,256,384,512,768,1024,1536,2048,3072,4096,6144,8192",
+          "profile-memory: sequence lengths to measure (the preset's positions are raised to the "
+          "longest)");
 ABSL_FLAG(std::string, sweep_batch_sizes, "8,32", "profile-memory: batch sizes to measure");
 ABSL_FLAG(std::string, sweep_amp, "off,bf16", "profile-memory: AMP modes (off = fp32, bf16)");
 ABSL_FLAG(
@@ -55,7 +57,7 @@ ABSL_FLAG(std::string, verify_budget, "",
           "profile-memory: also plan each configuration and length for this budget (e.g. 40GiB) "
           "as train --memory-budget does, run the planned batch, and check peak <= budget and "
           ">= 85% of it");
-ABSL_FLAG(std::string, held_out_lens, "384,1536,3072",
+ABSL_FLAG(std::string, held_out_lens, "384,1536,3072,6144",
           "profile-memory: lengths left out of the fit, to report its prediction error");
 
 namespace padless::cli {
@@ -138,6 +140,11 @@ int VerifyBudget(const train::MemorySweepOptions& options, const c10::Device& de
                "used", "verdict");
   absl::StatusOr<int64_t> failures = train::CheckMemoryBudgetPlans(
       options, budget, device, meter, [](const train::BudgetCheck& c) {
+        if (c.no_row_fits) {  // the planner's refusal: its message says what one row needs
+          absl::PrintF("%-28s %6d %8d %12s %12s %8s no row fits: %s\n", c.config, c.seq_len, 0, "-",
+                       "-", "-", c.why);
+          return;
+        }
         absl::PrintF("%-28s %6d %8d %12s %12s %7.1f%% %s\n", c.config, c.seq_len, c.rows,
                      cuda::FormatBytes(c.probed_peak_bytes),
                      c.oom ? "OOM" : cuda::FormatBytes(c.peak_allocated_bytes), 100 * c.used,
@@ -279,7 +286,7 @@ int RunProfileMemory(const std::vector<std::string>& args) {
 const Subcommand kProfileMemoryCommand = {
     "profile-memory",
     "peak memory of a training step per sequence length, with a fitted memory model",
-    "usage: padless profile-memory [--sweep_preset base] [--sweep_seq_lens 64,...,4096]\n"
+    "usage: padless profile-memory [--sweep_preset base] [--sweep_seq_lens 64,...,8192]\n"
     "       [--sweep_batch_sizes 8,32] [--sweep_amp off,bf16] [--sweep_checkpoint none,all]\n"
     "       [--sweep_attention padded,varlen] [--verify_budget 40GiB] [--csv out.csv]\n"
     "       [--svg out.svg]",

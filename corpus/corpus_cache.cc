@@ -40,7 +40,10 @@ std::string DescribeOptions(const tokenize::EncodeOptions& options) {
   return absl::StrCat("max_length=", options.max_length,
                       " truncation=", tokenize::TruncationName(options.truncation),
                       " head_fraction=", options.head_fraction,
-                      " pair_truncation=", tokenize::PairTruncationName(options.pair_truncation));
+                      " pair_truncation=", tokenize::PairTruncationName(options.pair_truncation),
+                      // longest_first follows tokenizers' rule since issue 45 (it followed
+                      // Python's slow-tokenizer loop before): caches of the old rule are stale.
+                      " longest_first_rule=tokenizers");
 }
 
 absl::StatusOr<CachedCorpus> LoadOrBuildCorpus(

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "modernbert_hf.h"
 
 namespace padless::model_files {
 
@@ -47,13 +47,13 @@ absl::StatusOr<HfFamily> Family(const json& j, const std::string& origin) {
   if (type == "roberta") return HfFamily::kRoberta;
   if (type == "xlm-roberta") return HfFamily::kXlmRoberta;
   if (type == "distilbert") return HfFamily::kDistilBert;
+  if (type == "modernbert") return HfFamily::kModernBert;
   const std::string why = type == "deberta" || type == "deberta-v2" ? "relative-position attention"
-                          : type == "modernbert" ? "rotary positions and pre-LN layers"
                           : type == "albert"     ? "layers shared across depth"
                                              : "an architecture padless's encoder does not have";
   return Unsupported(origin, "model_type",
                      absl::StrCat("'", type, "' uses ", why,
-                                  "; supported: bert, roberta, xlm-roberta, distilbert"));
+                                  "; supported: bert, roberta, xlm-roberta, distilbert, modernbert"));
 }
 
 // Reads integer `field` into `out` (required when `required`).
@@ -222,22 +222,6 @@ absl::Status PrunedHeads(const json& j, const std::string& origin, HfConfig& c) 
   return absl::OkStatus();
 }
 
-// The one FFN width Hugging Face's intermediate_size (DistilBERT: hidden_dim) can hold: every
-// layer's, which must then agree.
-absl::StatusOr<int64_t> UniformFfn(const models::EncoderConfig& e, const char* field) {
-  std::vector<std::string> widths;
-  bool uniform = true;
-  for (int64_t l = 0; l < e.layers(); ++l) {
-    uniform = uniform && e.ffn_in_layer(l) == e.ffn_in_layer(0);
-    widths.push_back(absl::StrCat("layer ", l, ": ", e.ffn_in_layer(l)));
-  }
-  if (uniform) return e.ffn_in_layer(0);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "layer_ffn: Hugging Face's format cannot represent per-layer FFN widths (its ", field,
-      " is one width for every layer), and the pruned model's differ (",
-      absl::StrJoin(widths, ", "), "); prune every layer's FFN to the same width to export"));
-}
-
 std::string FamilyName(HfFamily f) {
   switch (f) {
     case HfFamily::kRoberta:
@@ -246,6 +230,8 @@ std::string FamilyName(HfFamily f) {
       return "xlm-roberta";
     case HfFamily::kDistilBert:
       return "distilbert";
+    case HfFamily::kModernBert:
+      return "modernbert";
     case HfFamily::kBert:
       break;
   }
@@ -264,8 +250,9 @@ absl::StatusOr<HfConfig> ParseHfConfig(const std::string& text, const std::strin
   if (!family.ok()) return family.status();
   c.family = *family;
   c.encoder = models::EncoderConfig().pooling(models::Pooling::kCls);
-  absl::Status s =
-      c.family == HfFamily::kDistilBert ? DistilBertShape(j, origin, c) : BertShape(j, origin, c);
+  absl::Status s = c.family == HfFamily::kDistilBert   ? DistilBertShape(j, origin, c)
+                   : c.family == HfFamily::kModernBert ? internal::ParseModernBertConfig(j, origin, c)
+                                                       : BertShape(j, origin, c);
   if (s.ok()) s = Labels(j, origin, c);
   if (!s.ok()) return s;
   int64_t num_labels = c.labels.empty() ? 2 : static_cast<int64_t>(c.labels.size());
@@ -280,6 +267,7 @@ absl::StatusOr<HfConfig> ParseHfConfig(const std::string& text, const std::strin
 }
 
 HfFamily ExportFamily(const models::EncoderConfig& config) {
+  if (config.modernbert()) return HfFamily::kModernBert;
   if (config.position_offset() > 0) return HfFamily::kRoberta;
   if (config.type_vocab_size() == 0) return HfFamily::kDistilBert;
   return HfFamily::kBert;
@@ -287,6 +275,7 @@ HfFamily ExportFamily(const models::EncoderConfig& config) {
 
 absl::StatusOr<std::string> HfConfigJson(const models::EncoderConfig& e,
                                          const std::vector<std::string>& labels) {
+  if (e.modernbert()) return internal::ModernBertConfigJson(e, labels);
   const HfFamily family = ExportFamily(e);
   const models::ClassifierHidden want =
       family == HfFamily::kDistilBert ? models::ClassifierHidden::kRelu : models::ClassifierHidden::kTanh;
@@ -304,9 +293,6 @@ absl::StatusOr<std::string> HfConfigJson(const models::EncoderConfig& e,
     return absl::InvalidArgumentError(
         absl::StrCat("num_labels: ", e.num_labels(), ", but ", labels.size(), " label names"));
   }
-  absl::StatusOr<int64_t> ffn =
-      UniformFfn(e, family == HfFamily::kDistilBert ? "hidden_dim" : "intermediate_size");
-  if (!ffn.ok()) return ffn.status();
   const std::string act = e.activation() == models::Activation::kGelu       ? "gelu"
                           : e.activation() == models::Activation::kGeluTanh ? "gelu_new"
                                                                     : "relu";
@@ -320,16 +306,15 @@ absl::StatusOr<std::string> HfConfigJson(const models::EncoderConfig& e,
   j["label2id"] = label2id;
   j["vocab_size"] = e.vocab_size();
   j["max_position_embeddings"] = e.max_positions();
-  // padless writes its pruning record as transformers does: layers that lost heads only.
-  const json padless = json::parse(e.ToJson());
-  if (padless.contains("pruned_heads")) j["pruned_heads"] = padless["pruned_heads"];
+  // No pruned_heads, and the original FFN width: the config of the full-width form (full_width.h),
+  // the one that transformers 5 loads.
   if (family == HfFamily::kDistilBert) {
     j.update({{"architectures", {"DistilBertForSequenceClassification"}},
               {"model_type", "distilbert"},
               {"dim", e.hidden()},
               {"n_layers", e.layers()},
               {"n_heads", e.heads()},
-              {"hidden_dim", *ffn},
+              {"hidden_dim", e.ffn()},
               {"activation", act},
               {"dropout", e.dropout()},
               {"attention_dropout", e.attention_dropout()},
@@ -345,7 +330,7 @@ absl::StatusOr<std::string> HfConfigJson(const models::EncoderConfig& e,
             {"hidden_size", e.hidden()},
             {"num_hidden_layers", e.layers()},
             {"num_attention_heads", e.heads()},
-            {"intermediate_size", *ffn},
+            {"intermediate_size", e.ffn()},
             {"hidden_act", act},
             {"hidden_dropout_prob", e.dropout()},
             {"attention_probs_dropout_prob", e.attention_dropout()},

@@ -13,9 +13,11 @@
 #include "absl/strings/strip.h"
 #include "padless/base/directory.h"
 #include "padless/base/file_kind.h"
+#include "padless/model_files/full_width.h"
 #include "padless/model_files/safetensors.h"
 #include "padless/base/atomic_file_writer.h"
 #include "padless/base/read_file.h"
+#include "modernbert_hf.h"
 
 namespace padless::model_files {
 
@@ -94,11 +96,19 @@ std::vector<NameMapping> DistilBertTable(const HfConfig& c, const std::string& p
 }
 
 std::vector<NameMapping> NameTable(const HfConfig& c, const std::string& prefix) {
+  if (c.family == HfFamily::kModernBert) {
+    std::vector<NameMapping> t;
+    for (const internal::ModernBertName& n : internal::ModernBertNames(c.encoder, prefix)) {
+      t.push_back({n.padless, {n.hf}, static_cast<NameMapping::Kind>(n.kind)});
+    }
+    return t;
+  }
   return c.family == HfFamily::kDistilBert ? DistilBertTable(c, prefix) : BertTable(c, prefix);
 }
 
 // The prefix a *ForSequenceClassification checkpoint puts before the encoder's names.
 std::string FamilyPrefix(HfFamily f) {
+  if (f == HfFamily::kModernBert) return "model.";
   return f == HfFamily::kDistilBert ? "distilbert." : f == HfFamily::kBert ? "bert." : "roberta.";
 }
 
@@ -277,7 +287,11 @@ absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t 
   absl::Status s = src.Open(dir);
   if (!s.ok()) return s;
   std::string prefix = FamilyPrefix(out.hf.family);
-  if (!src.Contains(prefix + "embeddings.word_embeddings.weight")) prefix.clear();
+  const bool modernbert = out.hf.family == HfFamily::kModernBert;
+  if (!src.Contains(prefix + (modernbert ? "embeddings.tok_embeddings.weight"
+                                         : "embeddings.word_embeddings.weight"))) {
+    prefix.clear();
+  }
   try {
     out.model = models::EncoderClassifier(out.hf.encoder);
     s = LoadTable(src, NameTable(out.hf, prefix), dir, out);
@@ -287,25 +301,38 @@ absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t 
   }
   if (!s.ok()) return s;
   out.model->eval();
+  if (modernbert) return out;  // exported unpruned (modernbert_hf.h): no zero units to drop
+  // A pruned model's export (full_width.h) holds its removed units as zeros: run it pruned again.
+  absl::StatusOr<models::EncoderClassifier> narrow = DropZeroUnits(out.model);
+  if (!narrow.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": ", narrow.status().message()));
+  }
+  out.model = *narrow;
+  out.hf.encoder = out.model->config();
   return out;
 }
 
 absl::Status ExportHuggingFace(models::EncoderClassifier& model, const std::vector<std::string>& labels,
                                const std::string& dir) {
+  // The config.json of a pruned BERT-family model is its full-width form's (a pruned ModernBERT is
+  // refused here), and the weights go out at full width, removed units zero: what transformers 5
+  // loads.
   absl::StatusOr<std::string> json = HfConfigJson(model->config(), labels);
   if (!json.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(dir, ": cannot export as a Hugging Face model: ", json.status().message()));
   }
+  absl::StatusOr<models::EncoderClassifier> full = FullWidthModel(model);
+  if (!full.ok()) return full.status();
   HfConfig hf;
-  hf.encoder = model->config();
+  hf.encoder = (*full)->config();
   hf.family = ExportFamily(hf.encoder);
-  auto params = model->named_parameters();
+  auto params = (*full)->named_parameters();
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   for (const NameMapping& m : NameTable(hf, FamilyPrefix(hf.family))) {
     const at::Tensor* p = params.find(m.padless);
     if (p == nullptr) continue;
-    // Thirds of the fused QKV rows: Q, K, V, each as wide as this layer's (maybe pruned) heads.
+    // Thirds of the fused QKV rows: Q, K, V.
     const std::vector<at::Tensor> parts = p->detach().chunk(static_cast<int64_t>(m.hf.size()), 0);
     for (size_t i = 0; i < m.hf.size(); ++i) tensors.emplace_back(m.hf[i], parts[i].to(at::kFloat));
   }

@@ -20,23 +20,32 @@ EncoderClassifierImpl::EncoderClassifierImpl(const EncoderConfig& config) : conf
   const int64_t h = config.hidden();
   auto normal = [](std::vector<int64_t> shape) { return at::randn(shape) * 0.02; };
   word_embeddings_ = register_parameter("word_embeddings", normal({config.vocab_size(), h}));
-  position_embeddings_ =
-      register_parameter("position_embeddings", normal({config.max_positions(), h}));
+  // ModernBERT's positions are rotary (rotary.h): no table.
+  if (!config.modernbert()) {
+    position_embeddings_ =
+        register_parameter("position_embeddings", normal({config.max_positions(), h}));
+  }
   if (config.type_vocab_size() > 0) {
     type_embeddings_ = register_parameter("type_embeddings", normal({config.type_vocab_size(), h}));
   }
-  embedding_norm_weight_ = register_parameter("embedding_norm_weight", at::ones({h}));
-  embedding_norm_bias_ = register_parameter("embedding_norm_bias", at::zeros({h}));
+  // A LayerNorm's bias exists unless norm_bias is off (ModernBERT).
+  const auto norm = [&](const char* name, at::Tensor& weight, at::Tensor& bias) {
+    weight = register_parameter(absl::StrCat(name, "_weight"), at::ones({h}));
+    if (config.norm_bias()) bias = register_parameter(absl::StrCat(name, "_bias"), at::zeros({h}));
+  };
+  norm("embedding_norm", embedding_norm_weight_, embedding_norm_bias_);
   for (int64_t i = 0; i < config.layers(); ++i) {
     layers_.push_back(register_module(absl::StrCat("layer", i), EncoderLayer(config, i)));
   }
-  if (config.pre_ln()) {
-    final_norm_weight_ = register_parameter("final_norm_weight", at::ones({h}));
-    final_norm_bias_ = register_parameter("final_norm_bias", at::zeros({h}));
-  }
+  if (config.pre_ln()) norm("final_norm", final_norm_weight_, final_norm_bias_);
   if (config.classifier_hidden() != ClassifierHidden::kNone) {
     head_dense_weight_ = register_parameter("head_dense_weight", normal({h, h}));
-    head_dense_bias_ = register_parameter("head_dense_bias", at::zeros({h}));
+    if (config.classifier_bias()) {
+      head_dense_bias_ = register_parameter("head_dense_bias", at::zeros({h}));
+    }
+  }
+  if (config.classifier_hidden() == ClassifierHidden::kGeluNorm) {
+    norm("head_norm", head_norm_weight_, head_norm_bias_);
   }
   head_weight_ = register_parameter("head_weight", normal({config.num_labels(), h}));
   head_bias_ = register_parameter("head_bias", at::zeros({config.num_labels()}));
@@ -50,6 +59,7 @@ LayerSpec EncoderClassifierImpl::Spec() const {
   s.attention_dropout = is_training() ? config_.attention_dropout() : 0.0;
   s.pre_ln = config_.pre_ln();
   s.activation = config_.activation();
+  s.modernbert = config_.modernbert();
   s.lean = runtime_.activation_memory == ActivationMemory::kLean ||
            (runtime_.activation_memory == ActivationMemory::kAuto &&
             runtime_.checkpoint != CheckpointPolicy::None());
@@ -103,6 +113,9 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
     if (b.layout == Layout::kVarlen && runtime_.attention == AttentionBackend::kDense) {
       return AttentionBackend::kVarlenReference;
     }
+    if (config_.modernbert() && runtime_.attention == AttentionBackend::kVarlenEfficient) {
+      return AttentionBackend::kVarlenGrouped;  // no windowed kernel (windowed_attention.h)
+    }
     return runtime_.attention;
   }
   if (b.layout == Layout::kPadded) return AttentionBackend::kDense;
@@ -112,12 +125,23 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
   const bool half_autocast = at::autocast::is_autocast_enabled(at::kCUDA) &&
                              at::autocast::get_autocast_dtype(at::kCUDA) != at::kFloat;
   if (cuda && (half_weights || half_autocast)) return AttentionBackend::kVarlenFlash;
-  if (cuda && b.layout == Layout::kVarlen) return AttentionBackend::kVarlenEfficient;
+  // Sliding windows have no memory-efficient varlen kernel (windowed_attention.h).
+  if (cuda && b.layout == Layout::kVarlen) {
+    return config_.modernbert() ? AttentionBackend::kVarlenGrouped
+                                : AttentionBackend::kVarlenEfficient;
+  }
   return b.layout == Layout::kPacked ? AttentionBackend::kDense : AttentionBackend::kVarlenGrouped;
 }
 
 at::Tensor EncoderClassifierImpl::Embed(const at::Tensor& ids, const at::Tensor& positions,
                                         const at::Tensor& types) {
+  if (config_.modernbert()) {
+    // Word embeddings and their LayerNorm alone: positions are rotary, in the layers.
+    const at::Tensor x = at::layer_norm(at::embedding(word_embeddings_, ids.to(at::kInt)),
+                                        {config_.hidden()}, embedding_norm_weight_,
+                                        embedding_norm_bias_, config_.layer_norm_eps());
+    return at::dropout(x, is_training() ? config_.dropout() : 0.0, is_training());
+  }
   // 32-bit indices: the embeddings' backward radix-sorts every bit of its index type, so int64
   // indices cost 16 sort passes a step and int32 ones 8 (LibTorch 2.11, H200 trace).
   const at::Tensor shifted =
@@ -148,7 +172,8 @@ at::Tensor EncoderClassifierImpl::RunLayers(at::Tensor x, const AttentionContext
   };
   // Varlen batches go through the fused layer (fused_layer.h): in training with its hand-written
   // backward, in inference (no autograd) as a forward alone.
-  if (!runtime_.fused_layers || !FusedLayerSupported(x, spec, ctx)) {
+  // ModernBERT's layers have no fused form yet: the generic ones run them.
+  if (!runtime_.fused_layers || spec.modernbert || !FusedLayerSupported(x, spec, ctx)) {
     return keep(RunGenericLayers(std::move(x), spec, ctx));
   }
   // The inference forward applies no dropout: a training-mode model without grad (dropout on,
@@ -172,12 +197,14 @@ at::Tensor EncoderClassifierImpl::RunGenericLayers(at::Tensor x, const LayerSpec
                                                    const AttentionContext& ctx) {
   const bool recompute_possible = at::GradMode::is_enabled();
   if (spec.lean) x = ToResidualStream(x);
+  LayerSpec layer_spec = spec;
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
+    layer_spec.window = config_.attention_window(i);
     if (recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers())) {
-      x = CheckpointedLayerForward(x, w, spec, ctx, runtime_.checkpoint.scope);
+      x = CheckpointedLayerForward(x, w, layer_spec, ctx, runtime_.checkpoint.scope);
     } else {
-      x = EncoderLayerForward(x, w, spec, ctx);
+      x = EncoderLayerForward(x, w, layer_spec, ctx);
     }
   }
   return x;
@@ -241,6 +268,13 @@ at::Tensor EncoderClassifierImpl::RunFusedInferenceLayers(at::Tensor x, const La
 }
 
 void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype, bool fp8_weights) {
+  if (config_.modernbert()) {
+    // Its layers run the generic path, which reads the parameters themselves.
+    inference_weights_.clear();
+    inference_fp8_.clear();
+    inference_int8_.clear();
+    return;
+  }
   inference_weights_ = FusedComputeWeights(LayerWeights(), dtype);
   inference_dtype_ = dtype;
   inference_fp8_.clear();
@@ -249,6 +283,9 @@ void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype, bool fp8_weig
 }
 
 absl::Status EncoderClassifierImpl::PrepareInt8Inference() {
+  if (config_.modernbert()) {
+    return absl::UnimplementedError("int8 inference: ModernBERT layers have no int8 path yet");
+  }
   PrepareInference(at::kFloat);
   absl::StatusOr<std::vector<Int8LayerWeights>> packed = PackInt8InferenceWeights(LayerWeights());
   if (!packed.ok()) return packed.status();
@@ -263,6 +300,13 @@ void EncoderClassifierImpl::train(bool on) {
     inference_fp8_.clear();
     inference_int8_.clear();
   }
+}
+
+void EncoderClassifierImpl::AddRotaryTables(AttentionContext& ctx,
+                                            const at::Tensor& positions) const {
+  if (!config_.modernbert()) return;
+  ctx.rotary_global = BuildRotaryTable(positions, config_.head_dim(), config_.global_rope_theta());
+  ctx.rotary_local = BuildRotaryTable(positions, config_.head_dim(), config_.local_rope_theta());
 }
 
 at::Tensor EncoderClassifierImpl::FinishTokens(const at::Tensor& h, at::ScalarType dtype) {
@@ -373,6 +417,7 @@ at::Tensor EncoderClassifierImpl::Encode(const Batch& b) {
   if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, n, pooling, ctx);
     PrepareHostPlan(ctx);
+    AddRotaryTables(ctx, in.positions);
     const at::Tensor x = Embed(in.ids, in.positions, in.types);
     // [CLS] pooling keeps one row per sequence, and FinishTokens works row by row: finishing the
     // kept rows alone gives the same values without casting every token (forward and backward).
@@ -394,6 +439,7 @@ at::Tensor EncoderClassifierImpl::EncodeDense(const Batch& b, AttentionContext& 
     positions = at::arange(b.input_ids.size(1), b.input_ids.options()).expand_as(b.input_ids);
   }
   at::Tensor x = Embed(b.input_ids, positions, b.token_type_ids);
+  AddRotaryTables(ctx, positions);
   if (b.layout == Layout::kPadded) {
     ctx.mask = b.attention_mask.to(at::kBool).unsqueeze(1).unsqueeze(1);  // [B, 1, 1, L]
     at::Tensor h = FinishTokens(RunLayers(x, ctx), x.scalar_type());
@@ -424,6 +470,11 @@ at::Tensor EncoderClassifierImpl::forward(const Batch& b) {
     case ClassifierHidden::kRelu:
       pooled = at::relu(at::linear(pooled, head_dense_weight_, head_dense_bias_));
       break;
+    case ClassifierHidden::kGeluNorm:  // ModernBERT's head
+      pooled = at::layer_norm(at::gelu(at::linear(pooled, head_dense_weight_, head_dense_bias_)),
+                              {config_.hidden()}, head_norm_weight_, head_norm_bias_,
+                              config_.layer_norm_eps());
+      break;
     case ClassifierHidden::kNone:
       break;
   }
@@ -431,7 +482,7 @@ at::Tensor EncoderClassifierImpl::forward(const Batch& b) {
   return at::linear(pooled, head_weight_, head_bias_);
 }
 
-at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
+at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b, bool layers_dtype) {
   const AttentionBackend backend = ResolveBackend(b);
   AttentionContext ctx;
   ctx.backend = backend;
@@ -439,8 +490,10 @@ at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
   if (IsVarlen(backend)) {
     const VarlenInputs in = ToVarlen(b, NumSequences(b), Pooling::kCls, ctx);
     PrepareHostPlan(ctx);
+    AddRotaryTables(ctx, in.positions);
     const at::Tensor x = Embed(in.ids, in.positions, in.types);
-    return FinishTokens(RunLayers(x, ctx), x.scalar_type());
+    const at::Tensor h = RunLayers(x, ctx);
+    return FinishTokens(h, layers_dtype ? h.scalar_type() : x.scalar_type());
   }
   at::Tensor positions = b.position_ids;
   if (!positions.defined()) {
@@ -454,7 +507,9 @@ at::Tensor EncoderClassifierImpl::EncodeTokens(const Batch& b) {
     ctx.mask = (b.segment_ids.unsqueeze(2) == b.segment_ids.unsqueeze(1)).unsqueeze(1);
   }
   const at::Tensor x = Embed(b.input_ids, positions, b.token_type_ids);
-  const at::Tensor h = FinishTokens(RunLayers(x, ctx), x.scalar_type());
+  AddRotaryTables(ctx, positions);
+  const at::Tensor layers = RunLayers(x, ctx);
+  const at::Tensor h = FinishTokens(layers, layers_dtype ? layers.scalar_type() : x.scalar_type());
   return h.reshape({-1, h.size(2)}).index_select(0, index);
 }
 

@@ -18,8 +18,19 @@ constexpr base::EnumName<Pooling> kPoolings[] = {{"cls", Pooling::kCls}, {"mean"
 constexpr base::EnumName<ClassifierHidden> kClassifierHiddens[] = {
     {"none", ClassifierHidden::kNone},
     {"tanh", ClassifierHidden::kTanh},
-    {"relu", ClassifierHidden::kRelu}};
+    {"relu", ClassifierHidden::kRelu},
+    {"gelu_norm", ClassifierHidden::kGeluNorm}};
+constexpr base::EnumName<Architecture> kArchitectures[] = {
+    {"bert", Architecture::kBert}, {"modernbert", Architecture::kModernBert}};
 }  // namespace
+
+absl::StatusOr<Architecture> ParseArchitecture(const std::string& name) {
+  return base::ParseEnum("architecture", name, kArchitectures);
+}
+
+std::string ArchitectureName(Architecture a) {
+  return std::string(base::EnumToName(a, kArchitectures));
+}
 
 absl::StatusOr<Activation> ParseActivation(const std::string& name) {
   return base::ParseEnum("activation", name, kActivations);
@@ -53,12 +64,38 @@ EncoderConfig EncoderConfig::Base() {
   return EncoderConfig().hidden(768).layers(12).heads(12).ffn(3072).max_positions(512);
 }
 
+EncoderConfig EncoderConfig::ModernBertBase() {
+  return EncoderConfig()
+      .architecture(Architecture::kModernBert)
+      .vocab_size(50368)
+      .hidden(768)
+      .layers(22)
+      .heads(12)
+      .ffn(1152)
+      .max_positions(8192)
+      .type_vocab_size(0)
+      .pre_ln(true)
+      .layer_norm_eps(1e-5)
+      .dropout(0.0)
+      .attention_dropout(0.0)
+      .classifier_hidden(ClassifierHidden::kGeluNorm)
+      .attention_bias(false)
+      .mlp_bias(false)
+      .norm_bias(false)
+      .classifier_bias(false);
+}
+
 absl::StatusOr<EncoderConfig> EncoderConfig::Preset(const std::string& name) {
   if (name == "tiny") return Tiny();
   if (name == "small") return Small();
   if (name == "base") return Base();
   return absl::InvalidArgumentError(
       absl::StrCat("preset: unknown '", name, "' (expected tiny, small or base)"));
+}
+
+int64_t EncoderConfig::attention_window(int64_t layer) const {
+  if (!modernbert() || layer % global_attn_every_n_layers_ == 0) return -1;
+  return local_attention_ / 2;
 }
 
 int64_t EncoderConfig::heads_in_layer(int64_t layer) const {
@@ -140,6 +177,83 @@ absl::Status ValidatePruning(const EncoderConfig& c) {
                                                      ffn[layer], " neurons, not in [1, ffn ",
                                                      c.ffn(), "]"));
     }
+  }
+  return absl::OkStatus();
+}
+
+// The fields of the other architecture keep their defaults; a ModernBERT model has no learned
+// positions or token types and is pre-LN.
+absl::Status ValidateArchitecture(const EncoderConfig& c) {
+  if (!c.modernbert()) {
+    for (const auto& [field, on] : {std::pair<const char*, bool>{"attention_bias",
+                                                                 c.attention_bias()},
+                                    {"mlp_bias", c.mlp_bias()},
+                                    {"norm_bias", c.norm_bias()}}) {
+      if (!on) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": only modernbert layers can leave out biases"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (!c.pre_ln()) return absl::InvalidArgumentError("pre_ln: a modernbert model is pre-LN");
+  if (c.type_vocab_size() != 0 || c.position_offset() != 0) {
+    return absl::InvalidArgumentError(
+        "type_vocab_size, position_offset: a modernbert model has neither (0 and 0)");
+  }
+  if (c.head_dim() % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("heads: rotary embeddings need an even head_dim, got ", c.head_dim()));
+  }
+  if (c.local_attention() < 0 || c.global_attn_every_n_layers() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("local_attention, global_attn_every_n_layers: must be >= 0 and >= 1, got ",
+                     c.local_attention(), " and ", c.global_attn_every_n_layers()));
+  }
+  if (!(c.global_rope_theta() > 0.0 && c.local_rope_theta() > 0.0)) {
+    return absl::InvalidArgumentError("global_rope_theta, local_rope_theta: must be positive");
+  }
+  return absl::OkStatus();
+}
+
+// The ModernBERT fields of a config object into `c`; each optional, but of the right type.
+absl::Status ReadModernBert(const nlohmann::json& j, EncoderConfig* c) {
+  if (j.contains("architecture")) {
+    if (!j["architecture"].is_string()) {
+      return absl::InvalidArgumentError("field 'architecture' must be a string");
+    }
+    absl::StatusOr<Architecture> a = ParseArchitecture(j["architecture"].get<std::string>());
+    if (!a.ok()) return a.status();
+    c->architecture(*a);
+  }
+  for (const char* field : {"global_rope_theta", "local_rope_theta"}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_number()) {
+      return absl::InvalidArgumentError(absl::StrCat("field '", field, "' must be a number"));
+    }
+    const double v = j[field].get<double>();
+    field == std::string("global_rope_theta") ? c->global_rope_theta(v) : c->local_rope_theta(v);
+  }
+  for (const char* field : {"local_attention", "global_attn_every_n_layers"}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_number_integer()) {
+      return absl::InvalidArgumentError(absl::StrCat("field '", field, "' must be an integer"));
+    }
+    const int64_t v = j[field].get<int64_t>();
+    field == std::string("local_attention") ? c->local_attention(v)
+                                            : c->global_attn_every_n_layers(v);
+  }
+  using Setter = EncoderConfig& (EncoderConfig::*)(const bool&);
+  for (const auto& [field, set] :
+       {std::pair<const char*, Setter>{"attention_bias", &EncoderConfig::attention_bias},
+        {"mlp_bias", &EncoderConfig::mlp_bias},
+        {"norm_bias", &EncoderConfig::norm_bias},
+        {"classifier_bias", &EncoderConfig::classifier_bias}}) {
+    if (!j.contains(field)) continue;
+    if (!j[field].is_boolean()) {
+      return absl::InvalidArgumentError(absl::StrCat("field '", field, "' must be a boolean"));
+    }
+    (c->*set)(j[field].get<bool>());
   }
   return absl::OkStatus();
 }
@@ -227,6 +341,8 @@ absl::Status EncoderConfig::Validate() const {
   if (!(layer_norm_eps_ > 0.0)) {
     return absl::InvalidArgumentError("layer_norm_eps: must be positive");
   }
+  absl::Status architecture = ValidateArchitecture(*this);
+  if (!architecture.ok()) return architecture;
   return ValidatePruning(*this);
 }
 
@@ -253,6 +369,17 @@ std::string EncoderConfig::ToJson() const {
   }
   if (!heads.empty()) j["pruned_heads"] = heads;
   if (!layer_ffn_.empty()) j["layer_ffn"] = layer_ffn_;
+  if (modernbert()) {
+    j.update({{"architecture", ArchitectureName(architecture_)},
+              {"global_rope_theta", global_rope_theta_},
+              {"local_rope_theta", local_rope_theta_},
+              {"local_attention", local_attention_},
+              {"global_attn_every_n_layers", global_attn_every_n_layers_},
+              {"attention_bias", attention_bias_},
+              {"mlp_bias", mlp_bias_},
+              {"norm_bias", norm_bias_}});
+  }
+  if (!classifier_bias_) j["classifier_bias"] = false;
   return j.dump(2);
 }
 
@@ -321,6 +448,8 @@ absl::StatusOr<EncoderConfig> EncoderConfig::FromJson(const std::string& json,
       c.pooling_ = *p;
     }
   }
+  absl::Status modern = ReadModernBert(j, &c);
+  if (!modern.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", modern.message()));
   absl::Status pruning = ReadPruning(j, &c);
   if (!pruning.ok())
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pruning.message()));

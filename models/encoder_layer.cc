@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "modernbert_layer.h"
+
 namespace padless::models {
 
 namespace {
@@ -13,18 +15,6 @@ namespace {
 // LayerNorm with the weight at index `weight` and its bias right after it.
 at::Tensor Norm(const at::Tensor& t, at::TensorList w, int weight, const LayerSpec& spec) {
   return at::layer_norm(t, {t.size(-1)}, w[weight], w[weight + 1], spec.eps);
-}
-
-// stream + branch. Under autocast both are in the autocast dtype; adding them there would round
-// the sum before the fp32 LayerNorm that follows (autocast runs layer_norm in fp32 anyway), so
-// the sum is taken in fp32: one rounding per block (ToResidualStream) instead of two. Without
-// autocast the dtypes are the model's and the sum stays in them.
-at::Tensor ResidualAdd(const at::Tensor& stream, const at::Tensor& branch) {
-  if (stream.scalar_type() == at::kFloat ||
-      !at::autocast::is_autocast_enabled(stream.device().type())) {
-    return stream + branch;
-  }
-  return stream.to(at::kFloat) + branch;  // the branch is promoted inside the add
 }
 
 // linear(gelu(pre), w, b) that keeps only `pre` for backward and recomputes gelu(pre) there.
@@ -86,6 +76,18 @@ at::Tensor Stream(const at::Tensor& t, const LayerSpec& spec) {
 
 }  // namespace
 
+// stream + branch. Under autocast both are in the autocast dtype; adding them there would round
+// the sum before the fp32 LayerNorm that follows (autocast runs layer_norm in fp32 anyway), so
+// the sum is taken in fp32: one rounding per block (ToResidualStream) instead of two. Without
+// autocast the dtypes are the model's and the sum stays in them.
+at::Tensor ResidualAdd(const at::Tensor& stream, const at::Tensor& branch) {
+  if (stream.scalar_type() == at::kFloat ||
+      !at::autocast::is_autocast_enabled(stream.device().type())) {
+    return stream + branch;
+  }
+  return stream.to(at::kFloat) + branch;  // the branch is promoted inside the add
+}
+
 at::Tensor ToResidualStream(const at::Tensor& t) {
   const c10::DeviceType device = t.device().type();
   if (t.scalar_type() != at::kFloat || !at::autocast::is_autocast_enabled(device)) return t;
@@ -94,6 +96,7 @@ at::Tensor ToResidualStream(const at::Tensor& t) {
 
 at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
                                  const AttentionContext& ctx) {
+  if (spec.modernbert) return internal::ModernBertAttentionBlock(x, w, spec, ctx);
   const int64_t heads = w[kQkvWeight].size(0) / (3 * spec.head_dim);
   at::Tensor qkv =
       at::linear(spec.pre_ln ? Norm(x, w, kAttnNormWeight, spec) : x, w[kQkvWeight], w[kQkvBias]);
@@ -116,6 +119,7 @@ at::Tensor AttentionBlockForward(const at::Tensor& x, at::TensorList w, const La
 }
 
 at::Tensor FfnBlockForward(const at::Tensor& h, at::TensorList w, const LayerSpec& spec) {
+  if (spec.modernbert) return internal::ModernBertFfnBlock(h, w, spec);
   at::Tensor f = at::linear(spec.pre_ln ? Norm(h, w, kFfnNormWeight, spec) : h, w[kFfnInWeight],
                             w[kFfnInBias]);
   f = ActivateThenLinear(f, spec, w[kFfnOutWeight], w[kFfnOutBias]);
@@ -130,6 +134,13 @@ at::Tensor EncoderLayerForward(const at::Tensor& x, at::TensorList w, const Laye
 }
 
 EncoderLayerImpl::EncoderLayerImpl(const EncoderConfig& c, int64_t index) {
+  if (c.modernbert()) {
+    // Undefined tensors (biases left out, layer 0's attention norm) keep their slot, unregistered.
+    for (internal::NamedInit& w : internal::ModernBertLayerInit(c, index)) {
+      weights_.push_back(w.init.defined() ? register_parameter(w.name, w.init) : at::Tensor());
+    }
+    return;
+  }
   const int64_t h = c.hidden();
   const int64_t a = c.heads_in_layer(index) * c.head_dim();  // the attention width
   const int64_t f = c.ffn_in_layer(index);

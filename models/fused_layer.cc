@@ -11,10 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "fused_attention.h"
 #include "inference_gemms.h"
 #include "layer_call.h"
 #include "layer_gemms.h"
 #include "padless/cuda/kernels/bias_grad.h"
+#include "padless/cuda/kernels/cudnn_attention.h"
 #include "padless/cuda/kernels/gemm_epilogue.h"
 #include "padless/cuda/kernels/residual_layer_norm.h"
 #include "padless/models/autocast.h"
@@ -130,15 +132,9 @@ void FfnIn(const LayerGemms& gemms, Activation activation, Activations* a) {
 
 void AttendForward(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx,
                    double dropout_p, Activations* a) {
-  if (ctx.backend == AttentionBackend::kVarlenFlash) {
-    std::tie(a->attended, a->lse, a->flash_rng, a->flash_unused, std::ignore) =
-        at::_flash_attention_forward(qkv[0], qkv[1], qkv[2], ctx.cu_seqlens, ctx.cu_seqlens,
-                                     ctx.max_seqlen, ctx.max_seqlen, dropout_p,
-                                     /*is_causal=*/false, /*return_debug_mask=*/false);
-    return;
-  }
-  // The reference runs without dropout (FusedLayerSupported).
-  a->attended = Attend(qkv[0], qkv[1], qkv[2], ctx, 0.0).view(qkv[0].sizes());
+  internal::KeptAttention k = internal::FusedAttentionForward(qkv, ctx, dropout_p);
+  std::tie(a->attended, a->lse, a->flash_rng, a->flash_unused) =
+      std::tie(k.attended, k.lse, k.rng, k.unused);
 }
 
 // dq, dk, dv, each [T, H].
@@ -146,20 +142,8 @@ std::array<at::Tensor, 3> AttendBackward(const at::Tensor& grad, const Activatio
                                          const AttentionContext& ctx, const LayerSpec& spec) {
   const int64_t tokens = a.x.size(0);
   std::vector<at::Tensor> qkv = a.qkv.view({tokens, 3, -1, spec.head_dim}).unbind(1);
-  std::array<at::Tensor, 3> d;
-  if (ctx.backend == AttentionBackend::kVarlenFlash) {
-    std::tie(d[0], d[1], d[2]) = at::_flash_attention_backward(
-        grad, qkv[0], qkv[1], qkv[2], a.attended, a.lse, ctx.cu_seqlens, ctx.cu_seqlens,
-        ctx.max_seqlen, ctx.max_seqlen, spec.attention_dropout, /*is_causal=*/false, a.flash_rng,
-        a.flash_unused);
-  } else {
-    at::AutoGradMode grad_on(true);
-    std::vector<at::Tensor> in;
-    for (const at::Tensor& t : qkv) in.push_back(t.detach().requires_grad_(true));
-    at::Tensor out = Attend(in[0], in[1], in[2], ctx, 0.0).view(grad.sizes());
-    std::vector<at::Tensor> g = torch::autograd::grad({out}, in, {grad});
-    for (int i = 0; i < 3; ++i) d[i] = g[i];
-  }
+  std::array<at::Tensor, 3> d = internal::FusedAttentionBackward(
+      grad, qkv, {a.attended, a.lse, a.flash_rng, a.flash_unused}, ctx, spec.attention_dropout);
   for (at::Tensor& t : d) t = t.reshape({tokens, -1});  // heads x head_dim: narrower when pruned
   return d;
 }
@@ -482,6 +466,8 @@ bool FusedLayerSupported(const at::Tensor& x, const LayerSpec& spec, const Atten
   switch (ctx.backend) {
     case AttentionBackend::kVarlenFlash:
       return x.is_cuda() && IsHalf(FusedComputeDtype(x));
+    case AttentionBackend::kVarlenCudnn:
+      return x.is_cuda() && FusedComputeDtype(x) == at::kBFloat16 && cuda::CudnnAttentionBuilt();
     case AttentionBackend::kVarlenReference:
     case AttentionBackend::kVarlenGrouped:
       return spec.attention_dropout == 0.0;

@@ -1,5 +1,8 @@
 #include "layer_call.h"
 
+#include <string>
+#include <utility>
+
 namespace padless::models::internal {
 
 void SaveLayerCall(torch::autograd::AutogradContext* actx, const LayerSpec& spec,
@@ -12,6 +15,15 @@ void SaveLayerCall(torch::autograd::AutogradContext* actx, const LayerSpec& spec
   d["pre_ln"] = spec.pre_ln;
   d["lean"] = spec.lean;
   d["activation"] = static_cast<int64_t>(spec.activation);
+  d["modernbert"] = spec.modernbert;
+  d["window"] = spec.window;
+  const std::pair<const char*, const RotaryTable*> tables[] = {{"rotary_global", &ctx.rotary_global},
+                                                               {"rotary_local", &ctx.rotary_local}};
+  for (const auto& [name, table] : tables) {
+    if (!table->defined()) continue;
+    d[std::string(name) + "_cos"] = table->cos;
+    d[std::string(name) + "_sin"] = table->sin;
+  }
   d["backend"] = static_cast<int64_t>(ctx.backend);
   if (ctx.mask.defined()) d["mask"] = ctx.mask;
   if (ctx.cu_seqlens.defined()) d["cu_seqlens"] = ctx.cu_seqlens;
@@ -29,6 +41,8 @@ LayerSpec LoadLayerSpec(torch::autograd::AutogradContext* actx) {
   spec.pre_ln = d["pre_ln"].toBool();
   spec.lean = d["lean"].toBool();
   spec.activation = static_cast<Activation>(d["activation"].toInt());
+  spec.modernbert = d["modernbert"].toBool();
+  spec.window = d["window"].toInt();
   return spec;
 }
 
@@ -40,6 +54,13 @@ AttentionContext LoadAttentionContext(torch::autograd::AutogradContext* actx) {
   if (d.count("cu_seqlens")) ctx.cu_seqlens = d["cu_seqlens"].toTensor();
   ctx.max_seqlen = d["max_seqlen"].toInt();
   ctx.host_offsets = d["host_offsets"].toIntVector();
+  for (const auto& [name, table] : {std::pair<std::string, RotaryTable*>{"rotary_global",
+                                                                         &ctx.rotary_global},
+                                    {"rotary_local", &ctx.rotary_local}}) {
+    if (!d.count(name + "_cos")) continue;
+    table->cos = d[name + "_cos"].toTensor();
+    table->sin = d[name + "_sin"].toTensor();
+  }
   // The groups are a pure function of the offsets: planned again rather than saved as tensors.
   if (ctx.backend == AttentionBackend::kVarlenGrouped) {
     ctx.groups = BuildPaddedGroups(ctx.host_offsets, ctx.cu_seqlens.device());

@@ -40,13 +40,25 @@ at::Tensor RunScope(CheckpointScope scope, const at::Tensor& x, at::TensorList w
   return EncoderLayerForward(x, weights, spec, ctx);
 }
 
+// The layer's weight list from its defined tensors and the slots they fill (`slots`: the list's
+// length, then each defined tensor's index): autograd functions take defined tensors only, and a
+// ModernBERT layer's list has undefined ones (biases it has not).
+std::vector<at::Tensor> FullWeights(at::TensorList defined, const std::vector<int64_t>& slots) {
+  std::vector<at::Tensor> full(slots.at(0));
+  for (size_t i = 0; i < defined.size(); ++i) full[slots.at(i + 1)] = defined[i];
+  return full;
+}
+
 class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
  public:
-  // Variables seen by autograd: x, then every tensor of `weights`. The rest is context.
+  // Variables seen by autograd: x, then every defined tensor of the layer's weights. The rest is
+  // context.
   static at::Tensor forward(torch::autograd::AutogradContext* actx, const at::Tensor& x,
                             const at::TensorList& weights, const LayerSpec* spec,
-                            const AttentionContext* ctx, int64_t scope) {
+                            const AttentionContext* ctx, int64_t scope,
+                            const std::vector<int64_t>& slots) {
     actx->saved_data["scope"] = scope;
+    actx->saved_data["slots"] = slots;
     const at::Device device = x.device();
     SaveForwardRng(actx, CaptureRng(device));
     const c10::DeviceType dt = device.type();
@@ -56,7 +68,8 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
     std::vector<at::Tensor> saved = {x};
     saved.insert(saved.end(), weights.begin(), weights.end());
     actx->save_for_backward(saved);
-    return RunScope(static_cast<CheckpointScope>(scope), x, weights, *spec, *ctx);
+    return RunScope(static_cast<CheckpointScope>(scope), x, FullWeights(weights, slots), *spec,
+                    *ctx);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* actx,
@@ -80,12 +93,13 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
       AutocastGuard autocast(device.type(),
                              static_cast<c10::ScalarType>(d["autocast_dtype"].toInt()),
                              d["autocast"].toBool());
-      out = RunScope(static_cast<CheckpointScope>(d["scope"].toInt()), x, weights, spec, ctx);
+      out = RunScope(static_cast<CheckpointScope>(d["scope"].toInt()), x,
+                     FullWeights(weights, d["slots"].toIntVector()), spec, ctx);
     }
     RestoreRng(stash, device);
 
     // Gradients for x and for the weights that require them; undefined for the others and for
-    // the three non-tensor arguments (spec, ctx, scope).
+    // the four non-tensor arguments (spec, ctx, scope, slots).
     std::vector<at::Tensor> wrt = {x};
     std::vector<size_t> wrt_index = {0};
     for (size_t i = 0; i < weights.size(); ++i) {
@@ -100,7 +114,7 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
       grads = torch::autograd::grad({out}, wrt, {grad_outputs[0]}, /*retain_graph=*/false,
                                     /*create_graph=*/false, /*allow_unused=*/true);
     }
-    torch::autograd::variable_list result(1 + weights.size() + 3);
+    torch::autograd::variable_list result(1 + weights.size() + 4);
     for (size_t i = 0; i < wrt_index.size(); ++i) result[wrt_index[i]] = grads[i];
     return result;
   }
@@ -111,8 +125,16 @@ class LayerCheckpoint : public torch::autograd::Function<LayerCheckpoint> {
 at::Tensor CheckpointedLayerForward(const at::Tensor& x, at::TensorList weights,
                                     const LayerSpec& spec, const AttentionContext& ctx,
                                     CheckpointScope scope) {
+  std::vector<at::Tensor> defined;
+  std::vector<int64_t> slots = {static_cast<int64_t>(weights.size())};
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (!weights[i].defined()) continue;
+    defined.push_back(weights[i]);
+    slots.push_back(static_cast<int64_t>(i));
+  }
   auto checkpointed = [&](const at::Tensor& input) {
-    return LayerCheckpoint::apply(input, weights, &spec, &ctx, static_cast<int64_t>(scope));
+    return LayerCheckpoint::apply(input, at::TensorList(defined), &spec, &ctx,
+                                  static_cast<int64_t>(scope), slots);
   };
   switch (scope) {
     case CheckpointScope::kLayer:

@@ -72,14 +72,13 @@ at::Tensor ZeroEmptyRows(const at::Tensor& pooled, const at::Tensor& lengths) {
 }
 
 absl::StatusOr<at::Tensor> Mean(const at::Tensor& hidden, const at::Tensor& cu) {
-  // The fused kernel returns its input's dtype, so half inputs go to fp32 first.
-  return cuda::SegmentPool(hidden.to(PooledType(hidden)), cu, cuda::PoolMode::kMean);
+  // Half rows are read as they are and summed in fp32 by the kernel, which writes fp32: no fp32
+  // copy of the whole [T, H] state.
+  return cuda::SegmentPool(hidden, cu, cuda::PoolMode::kMean, PooledType(hidden));
 }
 
 absl::StatusOr<at::Tensor> Cls(const at::Tensor& hidden, const at::Tensor& cu) {
-  absl::StatusOr<at::Tensor> first = cuda::SegmentPool(hidden, cu, cuda::PoolMode::kCls);
-  if (!first.ok()) return first.status();
-  return first->to(PooledType(hidden));
+  return cuda::SegmentPool(hidden, cu, cuda::PoolMode::kCls, PooledType(hidden));
 }
 
 at::Tensor LastToken(const at::Tensor& hidden, const at::Tensor& cu) {

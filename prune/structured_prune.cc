@@ -116,6 +116,10 @@ absl::StatusOr<models::EncoderConfig> PrunedConfig(const models::EncoderConfig& 
 absl::StatusOr<models::EncoderClassifier> PruneModel(models::EncoderClassifier& model,
                                                      const PrunePlan& plan) {
   const models::EncoderConfig& config = model->config();
+  if (config.modernbert()) {
+    // Its layers' weight lists differ (GeGLU's value and gate rows, optional biases).
+    return absl::UnimplementedError("prune: ModernBERT models cannot be pruned yet (issue 45)");
+  }
   absl::StatusOr<models::EncoderConfig> pruned_config = PrunedConfig(config, plan);
   if (!pruned_config.ok()) return pruned_config.status();
   const at::Tensor any = model->parameters().front();

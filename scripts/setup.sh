@@ -4,7 +4,8 @@
 #   scripts/setup.sh [build-dir]        (default: build)
 # Environment: PADLESS_JOBS (parallel build jobs, default nproc), PADLESS_CMAKE_ARGS (extra -D...),
 # PADLESS_TARGETS (build only these targets; default all), PADLESS_SKIP_PY_TEST_DEPS=1 (no pip
-# install of the Python packages the tokenizer parity tests use).
+# install of the Python packages the tokenizer parity tests use), PADLESS_CUDNN_FRONTEND=1 (fetch
+# the cuDNN frontend headers for the cuDNN attention backend; step 2d).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -84,6 +85,15 @@ if ! python3 -c 'import transformers, safetensors' 2>/dev/null; then
          transformers safetensors || step "warning: transformers not installed"
 fi
 "$root/scripts/fetch_minilm.sh" >/dev/null || step "warning: all-MiniLM-L6-v2 not unpacked"
+
+# 2d. Opt-in (PADLESS_CUDNN_FRONTEND=1): the header-only cuDNN frontend for the cuDNN attention
+#     backend (cmake/PadlessCudnnAttention.cmake), unpacked into a cache; a fresh configure then
+#     finds it through PADLESS_CUDNN_FRONTEND_DIR. Off by default: CI's builds stay as they are.
+if [[ ${PADLESS_CUDNN_FRONTEND:-0} == 1 ]]; then
+  step "cuDNN frontend headers"
+  PADLESS_CUDNN_FRONTEND_DIR=$("$root/scripts/fetch_cudnn_frontend.sh")
+  export PADLESS_CUDNN_FRONTEND_DIR
+fi
 
 # 3. Configure (once) and build (incrementally).
 if [[ ! -f $build/build.ninja ]]; then

@@ -50,17 +50,39 @@ at::Tensor CopyToPinnedHost(const at::Tensor& t) {
   return host;
 }
 
+// A graph replay of the batch whose sequences belong to `owners`; nullopt when there are no
+// graphs or none holds the batch.
+std::optional<GraphedForward::Result> Replay(GraphedForward* graphs, const batching::Batch& batch,
+                                             const std::vector<SequenceOwner>& owners) {
+  if (graphs == nullptr) return std::nullopt;
+  std::vector<int64_t> lengths;
+  lengths.reserve(owners.size());
+  for (const SequenceOwner& o : owners) lengths.push_back(o.tokens);
+  return graphs->Run(batch, lengths);
+}
+
 }  // namespace
 
+GraphedForward::Forward DeviceWorker::CapturableForward(models::EncoderClassifierImpl* model,
+                                                        const EmbeddingHead* embedding,
+                                                        c10::DeviceType device,
+                                                        models::AmpMode amp) {
+  if (embedding == nullptr) {
+    return [model, device, amp](const batching::Batch& batch) {
+      BatchScores s = ScoreBatch(*model, batch, device, amp);
+      return std::vector<at::Tensor>{std::move(s.logits), std::move(s.probabilities)};
+    };
+  }
+  return [model, head = *embedding, device, amp](const batching::Batch& batch) {
+    return std::vector<at::Tensor>{
+        EmbedBatch(*model, batch, head, device, amp, /*token_states=*/false).embeddings};
+  };
+}
+
 BatchScores DeviceWorker::Score(const batching::Batch& batch, ScoredBatch* out) {
-  if (graphs_ != nullptr) {
-    std::vector<int64_t> lengths;
-    lengths.reserve(out->owners.size());
-    for (const SequenceOwner& o : out->owners) lengths.push_back(o.tokens);
-    if (std::optional<GraphedForward::Result> r = graphs_->Run(batch, lengths)) {
-      out->graphed = true;
-      return *std::move(r);
-    }
+  if (std::optional<GraphedForward::Result> r = Replay(graphs_.get(), batch, out->owners)) {
+    out->graphed = true;
+    return BatchScores{(*r)[0], (*r)[1]};  // CapturableForward's order
   }
   return ScoreBatch(*model_, batch, device_.type(), amp_);
 }
@@ -69,6 +91,13 @@ void DeviceWorker::Embed(const batching::Batch& batch, ScoredBatch* out) {
   bool token_states = false;
   for (const SequenceOwner& o : out->owners) {
     token_states = token_states || o.state->requests[o.index].token_embeddings;
+  }
+  if (!token_states) {
+    if (std::optional<GraphedForward::Result> r = Replay(graphs_.get(), batch, out->owners)) {
+      out->graphed = true;
+      out->embeddings = (*r)[0];
+      return;
+    }
   }
   BatchEmbeddings e = EmbedBatch(*model_, batch, *embedding_, device_.type(), amp_, token_states);
   out->embeddings = std::move(e.embeddings);

@@ -5,7 +5,8 @@
 // is launched while the device still runs this one. On the CPU the same code runs synchronously.
 // Small batches replay a CUDA graph instead when the engine captured them (graphed_forward.h).
 // An embedding engine's worker runs the encoder and its EmbeddingHead instead of the classifier
-// head, and copies back embeddings (and token vectors when a sequence of the batch asks).
+// head, and copies back embeddings (and token vectors when a sequence of the batch asks: such a
+// batch runs eagerly, the graphs hold no [T, hidden] output).
 #ifndef PADLESS_SERVE_DEVICE_WORKER_H_
 #define PADLESS_SERVE_DEVICE_WORKER_H_
 
@@ -35,6 +36,13 @@ class DeviceWorker {
                WorkQueue<FormedBatch>* input, Emit emit);
   ~DeviceWorker();  // Join()
   void Join();
+
+  // The forward the engine's CUDA graphs capture, the one this worker's eager path runs: the
+  // classifier's ScoreBatch ({logits, probabilities}) or, with `embedding` (copied into the
+  // forward), EmbedBatch without token vectors ({embeddings}).
+  static GraphedForward::Forward CapturableForward(models::EncoderClassifierImpl* model,
+                                                   const EmbeddingHead* embedding,
+                                                   c10::DeviceType device, models::AmpMode amp);
 
  private:
   void Run();

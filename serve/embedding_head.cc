@@ -124,7 +124,8 @@ BatchEmbeddings EmbedBatch(models::EncoderClassifierImpl& model, const batching:
     if (head.cls_rows_only && !token_states) {
       pooled = model.Encode(batch);
     } else {
-      const at::Tensor tokens = model.EncodeTokens(batch);
+      // In the layers' dtype: the pooling accumulates in fp32 itself.
+      const at::Tensor tokens = model.EncodeTokens(batch, /*layers_dtype=*/true);
       absl::StatusOr<at::Tensor> p =
           models::PoolSequences(tokens, batch.cu_seqlens, head.info.pooling);
       TORCH_CHECK(p.ok(), "pooling: ", std::string(p.status().message()));

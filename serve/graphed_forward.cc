@@ -24,9 +24,10 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GraphedForward>> GraphedForward::Capture(
-    models::EncoderClassifierImpl* model, c10::Device device, const Options& options) {
-  std::unique_ptr<GraphedForward> g(new GraphedForward(model, options.amp));
+absl::StatusOr<std::unique_ptr<GraphedForward>> GraphedForward::Capture(const Forward& forward,
+                                                                        c10::Device device,
+                                                                        const Options& options) {
+  std::unique_ptr<GraphedForward> g(new GraphedForward());
   int64_t tokens = kSmallestBucket;
   try {
     const c10::cuda::CUDAGuard device_guard(device);
@@ -36,8 +37,8 @@ absl::StatusOr<std::unique_ptr<GraphedForward>> GraphedForward::Capture(
     // results are copied out before the next replay.
     const Pool pool = at::cuda::graph_pool_handle();
     for (; tokens <= options.max_tokens; tokens *= 2) {
-      g->buckets_.push_back(g->MakeBucket(tokens, options.max_len, device));
-      g->CaptureBucket(g->buckets_.back(), pool);
+      g->buckets_.push_back(MakeBucket(tokens, options.max_len, device));
+      CaptureBucket(forward, g->buckets_.back(), pool);
       if (tokens > options.max_batch_tokens) break;  // holds every batch already
     }
     c10::cuda::getCurrentCUDAStream().synchronize();
@@ -51,7 +52,7 @@ absl::StatusOr<std::unique_ptr<GraphedForward>> GraphedForward::Capture(
 }
 
 GraphedForward::Bucket GraphedForward::MakeBucket(int64_t tokens, int64_t max_len,
-                                                  c10::Device device) const {
+                                                  c10::Device device) {
   Bucket b;
   b.tokens = tokens;
   b.max_seqlen = std::min(max_len, tokens);
@@ -77,13 +78,13 @@ batching::Batch GraphedForward::StaticBatch(const Bucket& bucket) {
   return batch;
 }
 
-void GraphedForward::CaptureBucket(Bucket& bucket, Pool pool) {
+void GraphedForward::CaptureBucket(const Forward& forward, Bucket& bucket, Pool pool) {
   const batching::Batch batch = StaticBatch(bucket);
-  for (int i = 0; i < 2; ++i) ScoreBatch(*model_, batch, c10::kCUDA, amp_);
+  for (int i = 0; i < 2; ++i) forward(batch);
   bucket.graph = std::make_unique<at::cuda::CUDAGraph>();
   // Thread-local capture: other threads of the process may use CUDA meanwhile.
   bucket.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
-  bucket.out = ScoreBatch(*model_, batch, c10::kCUDA, amp_);
+  bucket.out = forward(batch);
   bucket.graph->capture_end();
 }
 
@@ -119,7 +120,10 @@ std::optional<GraphedForward::Result> GraphedForward::Run(const batching::Batch&
   bucket->positions.narrow(0, 0, tokens).copy_(batch.position_ids, /*non_blocking=*/true);
   bucket->cu_seqlens.copy_(CuSeqlens(*bucket, lengths, tokens), /*non_blocking=*/true);
   bucket->graph->replay();
-  return Result{bucket->out.logits.narrow(0, 0, n), bucket->out.probabilities.narrow(0, 0, n)};
+  Result rows;
+  rows.reserve(bucket->out.size());
+  for (const at::Tensor& t : bucket->out) rows.push_back(t.narrow(0, 0, n));
+  return rows;
 }
 
 std::vector<int64_t> GraphedForward::BucketTokens() const {

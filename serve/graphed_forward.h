@@ -13,8 +13,9 @@
 //   - sequence slots after the absorbers are empty sequences starting at B - 1, so pooling reads
 //     in bounds; attention is block-diagonal and every other op works row by row, so neither
 //     changes the real rows;
-//   - the forward, the fp32 cast and the softmax are captured for every slot, and the batch's
-//     first n rows are its results.
+//   - the forward it is given is captured for every slot (a classifier's logits, fp32 cast and
+//     softmax; an embedding model's encoder, segment pooling over the bucket's cu_seqlens and
+//     Dense modules), and the first n rows of each of its outputs are the batch's results.
 // The results match the eager forward within the GEMMs' reordering (cuBLAS may choose other
 // kernels for B rows than for T rows); tests/serve/graphed_forward_test.cc holds them to that.
 // Only batches without token types (single texts, not pairs) run here.
@@ -29,16 +30,14 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "batch_scores.h"
 #include "padless/batching/batch.h"
-#include "padless/models/autocast.h"
-#include "padless/models/encoder.h"
 
 namespace padless::serve::internal {
 
@@ -50,18 +49,22 @@ class GraphedForward {
     int64_t max_tokens = 4096;
     int64_t max_batch_tokens = 16384;
     int64_t max_len = 512;  // the engine's longest sequence: the buckets' max_seqlen at most
-    models::AmpMode amp = models::AmpMode::kBf16;
   };
-  // A batch's results, [n, C] fp32 on the device: views into the graph's outputs, valid until the
-  // next Run. Copy them out on the current stream before then.
-  using Result = BatchScores;
+  // What is captured: the engine's forward of a device batch (its head included, under its
+  // autocast and in inference mode, without a host sync), returning tensors whose rows are the
+  // batch's sequences, [num_sequences, ...] each. The model and weights it uses must outlive the
+  // graphs, at the same addresses.
+  using Forward = std::function<std::vector<at::Tensor>(const batching::Batch&)>;
+  // A batch's results: the first n rows of each of the forward's outputs, views into the graph's
+  // outputs, valid until the next Run. Copy them out on the current stream before then.
+  using Result = std::vector<at::Tensor>;
 
-  // Captures one graph per bucket on a side stream of `device`, after two eager warm-up forwards
-  // each (lazy cuBLAS and flash set-up must not happen inside a capture). `model` must be in eval
-  // mode with PrepareInference done, and outlive this object. Internal error when a forward cannot
-  // be captured (a host sync, a pageable copy).
-  static absl::StatusOr<std::unique_ptr<GraphedForward>> Capture(
-      models::EncoderClassifierImpl* model, c10::Device device, const Options& options);
+  // Captures `forward` once per bucket on a side stream of `device`, after two eager warm-up
+  // forwards each (lazy cuBLAS and flash set-up must not happen inside a capture); `forward` is
+  // not kept. Internal error when a forward cannot be captured (a host sync, a pageable copy).
+  static absl::StatusOr<std::unique_ptr<GraphedForward>> Capture(const Forward& forward,
+                                                                 c10::Device device,
+                                                                 const Options& options);
 
   // Replays the smallest bucket that holds `batch` (kVarlen, on the device, no token types) whose
   // sequences have `lengths` tokens; nullopt when no bucket holds it (run it eagerly then).
@@ -77,23 +80,20 @@ class GraphedForward {
     int64_t capacity = 0;    // real sequences at most
     int64_t slots = 0;       // sequences computed: capacity plus enough absorbers for B tokens
     at::Tensor ids, positions, cu_seqlens;  // static inputs: [B] int64, [B] int64, [slots+1] int32
-    Result out;                             // static outputs, [slots, C]
+    std::vector<at::Tensor> out;            // static outputs, [slots, ...] each
     std::unique_ptr<at::cuda::CUDAGraph> graph;
   };
 
-  GraphedForward(models::EncoderClassifierImpl* model, models::AmpMode amp)
-      : model_(model), amp_(amp) {}
-  Bucket MakeBucket(int64_t tokens, int64_t max_len, c10::Device device) const;
+  GraphedForward() = default;
+  static Bucket MakeBucket(int64_t tokens, int64_t max_len, c10::Device device);
   using Pool = decltype(at::cuda::graph_pool_handle());
-  void CaptureBucket(Bucket& bucket, Pool pool);
+  static void CaptureBucket(const Forward& forward, Bucket& bucket, Pool pool);
   // The bucket's static inputs as the model's batch.
   static batching::Batch StaticBatch(const Bucket& bucket);
   // The bucket's cu_seqlens for real sequences of `lengths` (T tokens in all), in pinned memory.
   static at::Tensor CuSeqlens(const Bucket& bucket, absl::Span<const int64_t> lengths,
                               int64_t real_tokens);
 
-  models::EncoderClassifierImpl* model_;
-  const models::AmpMode amp_;
   std::vector<Bucket> buckets_;
 };
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "batch_former.h"
 #include "completion.h"
+#include "cpu_host_setup.h"
 #include "device_worker.h"
 #include "embedding_head.h"
 #include "engine_counters.h"
@@ -181,18 +182,26 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Build(
         absl::StrCat("inference engine: preparing the model: ", e.what_without_backtrace()));
   }
   std::unique_ptr<internal::GraphedForward> graphs;
-  // The graphs capture the classifier's forward; an embedding engine runs every batch eagerly.
-  if (options.cuda_graph_max_tokens > 0 && kind != ModelKind::kEmbedding) {
+  // The graphs capture the kind's forward: the classifier's scores, or the encoder with the
+  // embedding head (requests for token vectors run eagerly).
+  if (options.cuda_graph_max_tokens > 0) {
     internal::GraphedForward::Options g;
     g.max_tokens = options.cuda_graph_max_tokens;
     g.max_batch_tokens = options.max_batch_tokens;
     g.max_len = options.max_len;
-    g.amp = options.amp;
     absl::StatusOr<std::unique_ptr<internal::GraphedForward>> captured =
-        internal::GraphedForward::Capture(model.model.get(), options.device, g);
+        internal::GraphedForward::Capture(
+            internal::DeviceWorker::CapturableForward(
+                model.model.get(), embedding.has_value() ? &*embedding : nullptr,
+                options.device.type(), options.amp),
+            options.device, g);
     if (!captured.ok()) return captured.status();
     graphs = *std::move(captured);
   }
+  // Before the engine's threads start: glibc keeps freed activations for the next forward, and
+  // the loading thread's OpenMP pool goes (cpu_host_setup.h; together 25-30% of a 2-core CPU
+  // forward).
+  if (options.device.is_cpu()) internal::PrepareHostForCpuEngine();
   auto impl = std::make_unique<Impl>(std::move(model), options, kind, std::move(embedding));
   impl->Start(std::move(graphs));
   return std::unique_ptr<InferenceEngine>(new InferenceEngine(std::move(impl)));

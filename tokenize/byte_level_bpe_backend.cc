@@ -11,6 +11,7 @@
 #include "byte_level_pre_tokenizer.h"
 #include "code_points.h"
 #include "hf_export.h"
+#include "nfc_normalizer.h"
 
 namespace padless::tokenize::internal {
 namespace {
@@ -96,10 +97,18 @@ ByteLevelBpeBackend::ByteLevelBpeBackend(ByteLevelBpeSpec spec)
                              Merge{static_cast<int32_t>(rank), m->second});
   }
   for (size_t i = 0; i < spec_.added_tokens.size(); ++i) {
-    const std::string& content = spec_.added_tokens[i].content;
-    if (!content.empty()) added_.emplace_back(DecodeUtf8(content), i);
+    const AddedToken& token = spec_.added_tokens[i];
+    if (token.content.empty()) continue;
+    std::u32string content = DecodeUtf8(token.content);
+    if (!spec_.nfc || !token.normalized) {
+      raw_added_.emplace_back(std::move(content), i);
+      continue;
+    }
+    NfcNormalize(&content);  // tokenizers matches a normalized token's normalized content
+    normalized_added_.emplace_back(std::move(content), i);
   }
-  LongestFirst(&added_);
+  LongestFirst(&raw_added_);
+  LongestFirst(&normalized_added_);
 }
 
 absl::Status ByteLevelBpeBackend::Encode(absl::string_view text, std::vector<int32_t>* ids) const {
@@ -115,48 +124,73 @@ absl::Status ByteLevelBpeBackend::EncodeWithOffsets(absl::string_view text,
   return absl::OkStatus();
 }
 
+struct ByteLevelBpeBackend::Output {
+  std::vector<int32_t>* ids;
+  std::vector<ByteSpan>* spans;    // null without offsets
+  std::vector<EdgeSpaces>* edges;  // the spaces at the ends of each token, for trim_offsets
+};
+
 void ByteLevelBpeBackend::EncodeText(absl::string_view text, std::vector<int32_t>* ids,
                                      std::vector<ByteSpan>* spans) const {
   ids->clear();
-  // The spaces at the ends of each token, for the post-processor's trim_offsets.
   std::vector<EdgeSpaces> edge_spaces;
-  std::vector<EdgeSpaces>* edges = spans != nullptr && spec_.trim_offsets ? &edge_spaces : nullptr;
+  Output out{ids, spans, spans != nullptr && spec_.trim_offsets ? &edge_spaces : nullptr};
   std::vector<ByteSpan> alignment;  // the bytes of each character, only for offsets
   const std::u32string chars =
       spans != nullptr ? DecodeUtf8(text, 0, &alignment) : DecodeUtf8(text);
-  const std::u32string_view all(chars);
+  EncodePiece(chars, spans != nullptr ? alignment.data() : nullptr, raw_added_, spec_.nfc, &out);
+  if (out.edges != nullptr) {
+    TrimByteLevelOffsets(alignment, edge_spaces, spec_.trim_add_prefix_space, spans);
+  }
+}
+
+void ByteLevelBpeBackend::EncodePiece(std::u32string_view text, const ByteSpan* alignment,
+                                      const AddedList& tokens, bool normalize, Output* out) const {
   std::vector<Segment> segments;
   size_t cursor = 0;  // the end of the last text segment, where a matched token starts
   SplitAtAddedTokens(
-      all, added_,
+      text, tokens,
       [&](std::u32string_view s) {
         segments.push_back({s, -1});
-        cursor = static_cast<size_t>(s.data() - all.data()) + s.size();
+        cursor = static_cast<size_t>(s.data() - text.data()) + s.size();
       },
       [&](size_t token) {
-        const auto index = static_cast<int64_t>(added_[token].second);
-        segments.push_back({{}, index, cursor, cursor + added_[token].first.size()});
+        const auto index = static_cast<int64_t>(tokens[token].second);
+        segments.push_back({{}, index, cursor, cursor + tokens[token].first.size()});
       });
-  StripAroundAddedTokens(spec_.added_tokens, all.data(), &segments);
+  StripAroundAddedTokens(spec_.added_tokens, text.data(), &segments);
   for (const Segment& s : segments) {
-    if (s.added_token < 0) {
-      const size_t first_id = ids->size();
-      EncodeSegment(s.text,
-                    spans != nullptr ? alignment.data() + (s.text.data() - all.data()) : nullptr,
-                    ids, spans);
-      // The Encoding's token of a model piece is the piece itself.
-      for (size_t i = first_id; edges != nullptr && i < ids->size(); ++i) {
-        edges->push_back(CountEdgeSpaces(DecodeUtf8(spec_.pieces[(*ids)[i]])));
+    if (s.added_token >= 0) {
+      out->ids->push_back(spec_.added_tokens[s.added_token].id);
+      if (out->spans != nullptr) {
+        out->spans->push_back(Cover(alignment[s.begin], alignment[s.end - 1]));
+      }
+      // The Encoding's token of an added token is the text it matched, stripped whitespace
+      // included.
+      if (out->edges != nullptr) {
+        out->edges->push_back(CountEdgeSpaces(text.substr(s.begin, s.end - s.begin)));
       }
       continue;
     }
-    ids->push_back(spec_.added_tokens[s.added_token].id);
-    if (spans != nullptr) spans->push_back(Cover(alignment[s.begin], alignment[s.end - 1]));
-    // That of an added token is the text it matched, stripped whitespace included.
-    if (edges != nullptr) edges->push_back(CountEdgeSpaces(all.substr(s.begin, s.end - s.begin)));
-  }
-  if (edges != nullptr) {
-    TrimByteLevelOffsets(alignment, edge_spaces, spec_.trim_add_prefix_space, spans);
+    const ByteSpan* piece_alignment =
+        alignment != nullptr ? alignment + (s.text.data() - text.data()) : nullptr;
+    if (normalize) {
+      std::u32string normalized(s.text);
+      std::vector<ByteSpan> normalized_alignment;
+      if (piece_alignment != nullptr) {
+        normalized_alignment.assign(piece_alignment, piece_alignment + s.text.size());
+      }
+      NfcNormalize(&normalized, piece_alignment != nullptr ? &normalized_alignment : nullptr);
+      EncodePiece(normalized, piece_alignment != nullptr ? normalized_alignment.data() : nullptr,
+                  normalized_added_, /*normalize=*/false, out);
+      continue;
+    }
+    const size_t first_id = out->ids->size();
+    EncodeSegment(s.text, piece_alignment, out->ids, out->spans);
+    // The Encoding's token of a model piece is the piece itself.
+    for (size_t i = first_id; out->edges != nullptr && i < out->ids->size(); ++i) {
+      out->edges->push_back(CountEdgeSpaces(DecodeUtf8(spec_.pieces[(*out->ids)[i]])));
+    }
   }
 }
 

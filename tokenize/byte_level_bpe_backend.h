@@ -33,6 +33,10 @@ struct ByteLevelBpeSpec : HfTokenizerSpec {
   bool fuse_unk = false;
   bool ignore_merges = false;     // a word that is a piece is that piece, whatever the merges
   bool add_prefix_space = false;  // the ByteLevel pre-tokenizer's
+  bool nfc = false;               // normalizer NFC (ModernBERT's), else none
+  // RoBERTa's <s> a </s></s> b </s>, or BERT's [CLS] a [SEP] b [SEP] when the post_processor is
+  // a TemplateProcessing of that shape (ModernBERT's).
+  TemplateStyle template_style = TemplateStyle::kRoberta;
   // The post-processor's offset trimming (RobertaProcessing or ByteLevel; none for
   // TemplateProcessing or no post-processor) and the add_prefix_space it trims with.
   bool trim_offsets = false;
@@ -44,7 +48,7 @@ class ByteLevelBpeBackend : public HfTokenizerJsonBackend<ByteLevelBpeSpec> {
   explicit ByteLevelBpeBackend(ByteLevelBpeSpec spec);
 
   std::string name() const override { return "byte-level BPE (tokenizer.json)"; }
-  TemplateStyle template_style() const override { return TemplateStyle::kRoberta; }
+  TemplateStyle template_style() const override { return spec_.template_style; }
   absl::Status Encode(absl::string_view text, std::vector<int32_t>* ids) const override;
   absl::Status EncodeWithOffsets(absl::string_view text, std::vector<int32_t>* ids,
                                  std::vector<ByteSpan>* spans) const override;
@@ -56,10 +60,19 @@ class ByteLevelBpeBackend : public HfTokenizerJsonBackend<ByteLevelBpeSpec> {
     int32_t rank;
     int32_t merged_id;
   };
+  // Added tokens as (content, index in spec_.added_tokens), longest first.
+  using AddedList = std::vector<std::pair<std::u32string, size_t>>;
+  struct Output;  // ids, and with offsets their spans and edge spaces (in the .cc)
+
   // Encode and EncodeWithOffsets are one path, so that their ids cannot differ; `spans` (may be
   // null) receives each id's bytes in `text`, trimmed as the post-processor trims them.
   void EncodeText(absl::string_view text, std::vector<int32_t>* ids,
                   std::vector<ByteSpan>* spans) const;
+  // tokenizers' extract_and_normalize: `text` split at `tokens`; each piece between them is
+  // encoded, or with `normalize` first NFC'd and split again at the normalized tokens.
+  // `alignment` (null without offsets) holds the original bytes of each character of `text`.
+  void EncodePiece(std::u32string_view text, const ByteSpan* alignment, const AddedList& tokens,
+                   bool normalize, Output* out) const;
   // A segment of text between added tokens: prefix space, GPT-2 split, BPE per word. `alignment`
   // (null without `spans`) holds the original bytes of each character of `text`.
   void EncodeSegment(std::u32string_view text, const ByteSpan* alignment, std::vector<int32_t>* ids,
@@ -81,9 +94,11 @@ class ByteLevelBpeBackend : public HfTokenizerJsonBackend<ByteLevelBpeSpec> {
 
   int32_t model_unk_ = -1;                       // the id of model.unk_token, -1 without one
   absl::flat_hash_map<uint64_t, Merge> merges_;  // by PairKey(left id, right id)
-  // Added tokens as (content, index in spec_.added_tokens), longest first, all matched in the
-  // raw text (there is no normalizer to tell raw from normalized ones).
-  std::vector<std::pair<std::u32string, size_t>> added_;
+  // Without a normalizer every added token is matched in the raw text (raw_added_). With NFC,
+  // as in tokenizers, those of normalized false are matched in the raw text, and the others
+  // (their content NFC'd) in the normalized pieces between them (normalized_added_).
+  AddedList raw_added_;
+  AddedList normalized_added_;
 };
 
 }  // namespace padless::tokenize::internal

@@ -45,9 +45,19 @@ nlohmann::json WordPieceConfig(const WordPieceSpec& spec) {
   return config;
 }
 
+// RoBERTa's map, or for BERT-framed files (ModernBERT's) the plain one: no bos and eos.
+nlohmann::json BpeSpecialTokensMap(const ByteLevelBpeSpec& spec) {
+  return spec.template_style == TemplateStyle::kBert
+             ? SpecialTokensMap(spec.pieces, spec.special_ids)
+             : RobertaSpecialTokensMap(spec);
+}
+
 nlohmann::json ByteLevelBpeConfig(const ByteLevelBpeSpec& spec) {
-  nlohmann::json config = RobertaSpecialTokensMap(spec);
-  config["tokenizer_class"] = "RobertaTokenizer";
+  nlohmann::json config = BpeSpecialTokensMap(spec);
+  // A BERT-framed file (ModernBERT's) is taken as it is, template and normalizer included, as
+  // ModernBERT's own tokenizer_config.json asks; RobertaTokenizer would frame it as RoBERTa.
+  config["tokenizer_class"] =
+      spec.template_style == TemplateStyle::kBert ? "PreTrainedTokenizerFast" : "RobertaTokenizer";
   config["add_prefix_space"] = spec.add_prefix_space;
   config["clean_up_tokenization_spaces"] = false;
   config["model_max_length"] = 512;
@@ -88,7 +98,7 @@ absl::Status WriteByteLevelBpeHfFiles(const ByteLevelBpeSpec& spec, const std::s
             {"vocab.json", vocab.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)},
             {"merges.txt", merges},
             {"tokenizer_config.json", ByteLevelBpeConfig(spec).dump(2) + "\n"},
-            {"special_tokens_map.json", RobertaSpecialTokensMap(spec).dump(2) + "\n"}});
+            {"special_tokens_map.json", BpeSpecialTokensMap(spec).dump(2) + "\n"}});
 }
 
 }  // namespace padless::tokenize::internal

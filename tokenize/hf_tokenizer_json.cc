@@ -426,13 +426,26 @@ absl::Status ParseBpeModel(const json& model, const std::string& origin, ByteLev
   return ParseMerges(model, origin, spec);
 }
 
-// normalizer none, pre_tokenizer ByteLevel with GPT-2's split, decoder ByteLevel or none.
+// BERT's framing ([CLS] a [SEP] b [SEP], ModernBERT's) for a TemplateProcessing whose pair has
+// BERT's five items; RoBERTa's otherwise.
+TemplateStyle BpeTemplateStyle(const json& root) {
+  const json* p = Child(root, "post_processor");
+  const json* pair =
+      p != nullptr && TypeOf(*p) == "TemplateProcessing" ? Child(*p, "pair") : nullptr;
+  return pair != nullptr && pair->is_array() && pair->size() == 5 ? TemplateStyle::kBert
+                                                                  : TemplateStyle::kRoberta;
+}
+
+// normalizer none or NFC, pre_tokenizer ByteLevel with GPT-2's split, decoder ByteLevel or none.
 absl::Status ParseByteLevelComponents(const json& root, const std::string& origin,
                                       ByteLevelBpeSpec* spec) {
   if (const json* n = Child(root, "normalizer"); n != nullptr) {
-    return absl::UnimplementedError(absl::StrCat(origin, ": normalizer.type '", TypeOf(*n),
-                                                 "' is not supported with a BPE model (only "
-                                                 "none)"));
+    if (TypeOf(*n) != "NFC") {
+      return absl::UnimplementedError(absl::StrCat(origin, ": normalizer.type '", TypeOf(*n),
+                                                   "' is not supported with a BPE model (only "
+                                                   "NFC or none)"));
+    }
+    spec->nfc = true;
   }
   const json* p = Child(root, "pre_tokenizer");
   if (p == nullptr || TypeOf(*p) != "ByteLevel") {
@@ -472,8 +485,12 @@ absl::StatusOr<std::unique_ptr<TokenizerBackend>> BuildByteLevelBpe(const json& 
   if (s.ok()) s = ParseAddedTokens(root, origin, &spec);
   if (s.ok()) s = ParseByteLevelComponents(root, origin, &spec);
   if (s.ok()) {
-    s = ParseSpecialIds(root, origin, TemplateStyle::kRoberta, spec.pieces,
-                        spec.unk_token.value_or("<unk>"), &spec.special_ids);
+    // ModernBERT's [CLS] [SEP] [PAD] [MASK] [UNK] by name with BERT's template, RoBERTa's
+    // <s> </s> <pad> <mask> <unk> otherwise.
+    spec.template_style = BpeTemplateStyle(root);
+    const bool bert = spec.template_style == TemplateStyle::kBert;
+    s = ParseSpecialIds(root, origin, spec.template_style, spec.pieces,
+                        spec.unk_token.value_or(bert ? "[UNK]" : "<unk>"), &spec.special_ids);
   }
   if (!s.ok()) return s;
   return std::unique_ptr<TokenizerBackend>(std::make_unique<ByteLevelBpeBackend>(std::move(spec)));

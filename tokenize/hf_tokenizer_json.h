@@ -6,11 +6,15 @@
 // - BPE (byte_level_bpe_backend.h; RoBERTa, GPT-2 style ByteLevelBPETokenizer): merges as
 //   "a b" strings or [a, b] pairs, dropout null, continuing_subword_prefix / end_of_word_suffix
 //   null or "", byte_fallback false, unk_token, fuse_unk and ignore_merges honoured; normalizer
-//   none, pre_tokenizer ByteLevel with use_regex true (add_prefix_space either way), decoder
-//   ByteLevel or none, post_processor RobertaProcessing, TemplateProcessing (in RoBERTa's
-//   <s> $A </s> / <s> $A </s> </s> $B </s> shape), ByteLevel or none. <s> is cls, </s> sep,
-//   <pad> pad (or padding.pad_id), <unk> (or model.unk_token) unk, <mask> mask; padless always
-//   frames texts with <s> ... </s>, also when the file's post_processor would not.
+//   none or NFC (nfc_normalizer.h), pre_tokenizer ByteLevel with use_regex true (add_prefix_space
+//   either way), decoder ByteLevel or none, post_processor RobertaProcessing, TemplateProcessing
+//   (in RoBERTa's <s> $A </s> / <s> $A </s> </s> $B </s> shape), ByteLevel or none. <s> is cls,
+//   </s> sep, <pad> pad (or padding.pad_id), <unk> (or model.unk_token) unk, <mask> mask; padless
+//   always frames texts with <s> ... </s>, also when the file's post_processor would not.
+//   ModernBERT's (OLMo-derived) file instead has a TemplateProcessing in BERT's shape, [CLS] $A
+//   [SEP] / [CLS] $A [SEP] $B:1 [SEP]:1: then the special tokens are
+//   [CLS] [SEP] [PAD] [MASK] and [UNK] (or model.unk_token), found by name as for WordPiece, and
+//   texts and pairs are framed as BERT frames them, token types 0 and 1.
 // Both: added_tokens (single_word is not supported) are matched in the text before
 // pre-tokenization, as tokenizers does. The `truncation` and `padding` strategies of the file
 // are ignored: padless truncates with EncodeOptions and pads in its batches. Every other

@@ -70,13 +70,17 @@ absl::StatusOr<PairKeep> PlanPair(int64_t first_length, int64_t second_length, i
           "need to remove ", remove, " tokens to truncate the pair but the second sequence has ", b,
           "; choose another truncation than only_second, e.g. longest_first or only_first"));
     case PairTruncation::kLongestFirst: {
-      // Closed form of Hugging Face's loop `if len(a) > len(b): a.pop() else: b.pop()`: the longer
-      // segment shrinks alone until it meets the shorter one; from then on both shrink in turn,
-      // the second first, which leaves the first with the odd token.
-      const int64_t target = a + b - remove;
-      if (a > b && a - remove >= b) return PairKeep{a - remove, b};
-      if (b >= a && b - remove >= a) return PairKeep{a, b - remove};
-      return PairKeep{target - target / 2, target / 2};
+      // Hugging Face tokenizers' rule (utils/truncation.rs), which its fast tokenizers, TEI and
+      // transformers 5 apply: the shorter segment stays whole when it fits in half the budget
+      // and the longer one takes the rest; otherwise each gets half, the longer one (the second
+      // on ties) the odd token. (Python's old slow-tokenizer loop gave the odd token to the
+      // first segment and could leave the longer one shorter.)
+      const int64_t target = std::max<int64_t>(budget, 0);
+      const bool swap = a > b;
+      const int64_t shorter = swap ? b : a;
+      if (2 * shorter <= target) return swap ? PairKeep{target - b, b} : PairKeep{a, target - a};
+      const int64_t half = target / 2, rest = target - target / 2;
+      return swap ? PairKeep{rest, half} : PairKeep{half, rest};
     }
   }
   return PairKeep{a, b};

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -39,16 +40,21 @@ absl::StatusOr<StepMemory> Probe(models::EncoderClassifier& model, FusedAdamW& o
 
 // Dense attention (padded and packed rows, and the per-sequence reference path)
 // materialises the s x s scores; only the flash and memory-efficient kernels on CUDA keep memory
-// linear in the sequence length.
+// linear in the sequence length. ModernBERT's sliding windows have no memory-efficient varlen
+// kernel: without flash its varlen rows take the grouped path (EncoderClassifierImpl::
+// ResolveBackend), whose window masks are s x s.
 bool StoresScores(const models::EncoderClassifier& model, Layout layout, models::AmpMode amp,
                   const c10::Device& device) {
   const models::AttentionBackend backend = model->runtime().attention;
-  if (backend == models::AttentionBackend::kVarlenFlash || backend == models::AttentionBackend::kVarlenEfficient)
+  const bool windows = model->config().modernbert();
+  if (backend == models::AttentionBackend::kVarlenEfficient) return windows;
+  if (backend == models::AttentionBackend::kVarlenFlash || backend == models::AttentionBackend::kVarlenCudnn)
     return false;
   if (backend != models::AttentionBackend::kAuto || !device.is_cuda()) return true;
   // Auto on a GPU: flash for packed and varlen rows under autocast, memory-efficient attention
-  // for varlen rows without it.
-  return !(layout == Layout::kVarlen || (layout != Layout::kPadded && amp != models::AmpMode::kOff));
+  // (BERT) or the grouped path (ModernBERT) for varlen rows without it.
+  if (layout == Layout::kVarlen) return amp == models::AmpMode::kOff && windows;
+  return !(layout != Layout::kPadded && amp != models::AmpMode::kOff);
 }
 
 bool UsesTokenBudget(const batching::PlannerOptions& plan) {
@@ -139,27 +145,33 @@ using ProbeFn = std::function<absl::StatusOr<cuda::LadderStep>(int64_t b, int64_
 // does not.
 struct FullRowSteps {
   std::optional<cuda::LadderStep> fits, previous, over;
+  // A step that ran out of memory before any full row was measured to fit: "b x s".
+  std::string out_of_memory;
 };
 
-// Stage 1: small shapes that separate the per-token and per-token*length terms of the fit.
-absl::Status ProbeSmallShapes(const ProbeFn& probe, const MemoryPlan& out,
-                              const c10::Device& device, FullRowSteps& steps) {
+// Stage 1: small shapes that separate the terms of the fit, then one and two full rows. The two
+// shorter shapes have different b*s (len/2, len) and b*s^2, so that with the one-row step they
+// determine all three terms even when two full rows do not fit (a budget that holds one long
+// document, issue 45). A step that does not fit ends the stage: nothing larger is tried (on a GPU
+// capped at the budget, it would only run out of memory).
+absl::Status ProbeSmallShapes(const ProbeFn& probe, const MemoryPlan& out, FullRowSteps& steps) {
   const int64_t len = out.row_len;
-  const std::pair<int64_t, int64_t> shapes[] = {{4, len / 4}, {2, len / 2}, {1, len}, {2, len}};
+  const std::pair<int64_t, int64_t> shapes[] = {{2, len / 4}, {2, len / 2}, {1, len}, {2, len}};
   for (const auto& [b, s] : shapes) {
     absl::StatusOr<cuda::LadderStep> m = probe(b, s);
-    if (m.ok() && m->oom) {
-      m = absl::ResourceExhaustedError(absl::StrCat("memory probe: out of memory on a step of ", b,
-                                                    " x ", s, " tokens on ", device.str()));
-    }
     if (!m.ok()) return m.status();
-    if (s != len) continue;
-    if (m->peak_bytes > out.target_bytes) {
-      if (!steps.over) steps.over = *m;
-    } else {
-      steps.previous = steps.fits;
-      steps.fits = *m;
+    if (m->oom && s != len) {
+      steps.out_of_memory = absl::StrCat(b, " x ", s);
+      return absl::OkStatus();
     }
+    if (s != len) continue;
+    if (m->oom || m->peak_bytes > out.target_bytes) {
+      steps.over = *m;
+      if (m->oom && !steps.fits) steps.out_of_memory = absl::StrCat(b, " x ", s);
+      return absl::OkStatus();
+    }
+    steps.previous = steps.fits;
+    steps.fits = *m;
   }
   return absl::OkStatus();
 }
@@ -180,10 +192,9 @@ absl::Status ClimbLadder(const ProbeFn& probe, const MemoryPlan& out, FullRowSte
 }
 
 // Both stages, on `model` itself; the meter's peak is reset afterwards.
-absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(models::EncoderClassifier& model,
-                                                           const MemoryPlanOptions& options,
-                                                           const c10::Device& device,
-                                                           MemoryPlan& out) {
+absl::StatusOr<FullRowSteps> ProbeSteps(models::EncoderClassifier& model,
+                                        const MemoryPlanOptions& options, const c10::Device& device,
+                                        MemoryPlan& out) {
   cuda::MemoryMeter meter(device);
   FullRowSteps steps;
   absl::Status status;
@@ -201,7 +212,7 @@ absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(models::EncoderClassi
       // allocator's rounding) does, not only its allocations.
       return cuda::LadderStep{b, std::max(m->peak_allocated_bytes, m->peak_reserved_bytes), m->oom};
     };
-    status = ProbeSmallShapes(probe, out, device, steps);
+    status = ProbeSmallShapes(probe, out, steps);
     if (status.ok()) status = ClimbLadder(probe, out, steps);
     opt.ZeroGrad();
     meter.EmptyCache();
@@ -212,21 +223,37 @@ absl::StatusOr<std::optional<cuda::LadderStep>> ProbeSteps(models::EncoderClassi
         absl::StrCat("memory probe on ", device.str(), ": ", e.what_without_backtrace()));
   }
   if (!status.ok()) return status;
-  return steps.fits;
+  return steps;
 }
 
-absl::Status BudgetTooSmall(const MemoryPlan& out, const MemoryPlanOptions& options) {
-  const double one_row = out.model.Predict(1, out.row_len) / (1 - options.safety_margin);
-  return absl::FailedPreconditionError(
-      absl::StrFormat("memory budget %s is too small: one row of %d tokens needs at least %s "
-                      "(fixed cost "
-                      "%s for weights, gradients and optimizer state, plus that row's "
-                      "activations and the "
-                      "%.0f%% safety margin)",
-                      cuda::FormatBytes(options.budget_bytes), out.row_len,
-                      cuda::FormatBytes(static_cast<int64_t>(std::ceil(one_row))),
-                      cuda::FormatBytes(static_cast<int64_t>(out.model.fixed_bytes())),
-                      100 * options.safety_margin));
+// The error of a budget that cannot hold one row of row_len tokens (a long document, at 8192
+// tokens, may need more than a small GPU holds): what that row needs, from its measured step and
+// the fit of all steps, or, where a step ran out of memory under the capped allocator, that it
+// needs more than the budget, with the shorter steps' estimate when they determine one.
+absl::Status BudgetTooSmall(const MemoryPlan& out, const MemoryPlanOptions& options,
+                            const FullRowSteps& steps) {
+  const absl::StatusOr<cuda::MemoryModel> fit = cuda::MemoryModel::Fit(out.samples, out.quadratic);
+  double one_row = 0;  // the peak of a step of one row, as measured or fitted
+  if (steps.over && !steps.over->oom && steps.over->rows == 1) one_row = steps.over->peak_bytes;
+  if (fit.ok()) one_row = std::max(one_row, fit->Predict(1, out.row_len));
+  const std::string with_margin =
+      cuda::FormatBytes(static_cast<int64_t>(std::ceil(one_row / (1 - options.safety_margin))));
+  if (!steps.out_of_memory.empty()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "memory budget %s is too small: one row of %d tokens needs more than that (a training "
+        "step of %s tokens ran out of memory under it)%s",
+        cuda::FormatBytes(options.budget_bytes), out.row_len, steps.out_of_memory,
+        fit.ok() ? absl::StrCat("; the probe steps' fit puts one row at about ", with_margin,
+                                " with the safety margin")
+                 : ""));
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "memory budget %s is too small: one row of %d tokens needs at least %s (fixed cost %s for "
+      "weights, gradients and optimizer state, plus that row's activations and the %.0f%% "
+      "safety margin)",
+      cuda::FormatBytes(options.budget_bytes), out.row_len, with_margin,
+      cuda::FormatBytes(static_cast<int64_t>(fit.ok() ? fit->fixed_bytes() : 0)),
+      100 * options.safety_margin));
 }
 
 }  // namespace
@@ -238,16 +265,16 @@ absl::StatusOr<MemoryPlan> PlanForMemoryBudget(models::EncoderClassifier& model,
   absl::StatusOr<MemoryPlan> out = StartPlan(model, plan, options, device);
   if (!out.ok()) return out.status();
   const models::internal::RngState rng = models::internal::CaptureRng(device);
-  absl::StatusOr<std::optional<cuda::LadderStep>> fits = ProbeSteps(model, options, device, *out);
+  absl::StatusOr<FullRowSteps> steps = ProbeSteps(model, options, device, *out);
   models::internal::RestoreRng(rng, device);
-  if (!fits.ok()) return fits.status();
+  if (!steps.ok()) return steps.status();
+  if (!steps->fits) return BudgetTooSmall(*out, options, *steps);
 
   absl::StatusOr<cuda::MemoryModel> fit = Fit(out->samples, out->quadratic);
   if (!fit.ok()) return fit.status();
   out->model = *fit;
-  if (!fits->has_value()) return BudgetTooSmall(*out, options);
-  const int64_t rows = (*fits)->rows;
-  out->measured_peak_bytes = (*fits)->peak_bytes;  // measured: the largest probe that fit
+  const int64_t rows = steps->fits->rows;
+  out->measured_peak_bytes = steps->fits->peak_bytes;  // measured: the largest probe that fit
   if (UsesTokenBudget(plan) || (plan.sampler() == Sampler::kPacked && plan.max_tokens() > 0)) {
     // A token budget of whole rows of `len`: its worst batch is the measured one (shorter rows
     // cost no more per token).

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -159,20 +161,40 @@ absl::StatusOr<BudgetCheck> CheckOnePlan(models::EncoderClassifier& model,
   return check;
 }
 
+// The check of a length no row of which fits, after a shorter one planned: the planner's refusal,
+// reported rather than ending the checks.
+BudgetCheck NoRowFits(const MemorySweepConfig& sc, int64_t len, const absl::Status& refusal) {
+  BudgetCheck check;
+  check.config = sc.Name();
+  check.seq_len = len;
+  check.no_row_fits = true;
+  check.ok = true;
+  check.why = std::string(refusal.message());
+  return check;
+}
+
 absl::StatusOr<int64_t> CheckEveryPlan(const MemorySweepOptions& options, int64_t budget_bytes,
                                        const c10::Device& device, cuda::MemoryMeter& meter,
                                        const std::function<void(const BudgetCheck&)>& on_check) {
   const models::EncoderConfig config = SweepModelConfig(options);
   models::EncoderClassifier model(config);
+  std::vector<int64_t> lens = options.lens;
+  std::sort(lens.begin(), lens.end());
   int64_t failures = 0;
   for (models::AmpMode amp : options.amps) {
     for (const models::CheckpointPolicy& policy : options.policies) {
       for (bool varlen : options.varlens) {
         const MemorySweepConfig sc{amp, policy, varlen};
-        for (int64_t len : options.lens) {
+        bool planned = false;  // a shorter length of this configuration had a plan
+        for (int64_t len : lens) {
           absl::StatusOr<BudgetCheck> check =
               CheckOnePlan(model, config, sc, len, budget_bytes, device, meter, options.quiet);
+          if (!check.ok() && planned &&
+              check.status().code() == absl::StatusCode::kFailedPrecondition) {
+            check = NoRowFits(sc, len, check.status());
+          }
           if (!check.ok()) return check.status();
+          planned = true;
           failures += check->ok ? 0 : 1;
           if (on_check) on_check(*check);
         }

@@ -21,6 +21,7 @@
 #include "padless/corpus/batch_encoder.h"
 #include "padless/corpus/corpus_split.h"
 #include "padless/eval/sharded_evaluation.h"
+#include "padless/model_files/hf_config.h"
 #include "padless/model_files/hf_weights.h"
 #include "padless/model_files/model_io.h"
 #include "padless/models/encoder_config.h"
@@ -50,7 +51,9 @@ absl::StatusOr<batching::PlannerOptions> PlanOf(const TrainJobOptions& o) {
 absl::StatusOr<models::EncoderConfig> BaseConfig(const TrainJobOptions& o) {
   absl::StatusOr<models::EncoderConfig> preset = models::EncoderConfig::Preset(PresetName(o));
   if (!preset.ok()) return preset.status();
-  return preset->max_positions(std::max<int64_t>(512, o.max_len))
+  // Learned position tables grow to max_len (a new model reads what it is trained on); a
+  // preset's own limit (8192 for ModernBERT) is never cut to a shorter max_len.
+  return preset->max_positions(std::max(preset->max_positions(), o.max_len))
       .dropout(o.dropout)
       .attention_dropout(o.dropout);
 }
@@ -165,6 +168,29 @@ std::string Shape(const models::EncoderConfig& c) {
   return absl::StrFormat("%s, pruned to %d of %d heads and %d of %d FFN neurons", shape,
                          c.total_heads(), c.layers() * c.heads(), c.total_ffn(),
                          c.layers() * c.ffn());
+}
+
+// A max_len beyond the init_from model's position limit, refused from its config.json alone,
+// before the corpus is tokenized at that length: the model cannot read the tokens past its limit,
+// and cutting max_len silently would train on other texts than those asked for.
+absl::Status CheckMaxLenFitsInitFrom(const TrainJobOptions& o) {
+  if (o.init_from.empty()) return absl::OkStatus();
+  const std::string path = base::JoinPath(o.init_from, model_files::kConfigFile);
+  absl::StatusOr<std::string> json = base::ReadFile(path);
+  if (!json.ok()) return json.status();
+  absl::StatusOr<models::EncoderConfig> config = models::EncoderConfig::FromJson(*json, path);
+  if (InitFromHuggingFace(o)) {
+    absl::StatusOr<model_files::HfConfig> hf = model_files::ParseHfConfig(*json, path);
+    if (!hf.ok()) return hf.status();
+    config = hf->encoder;
+  }
+  if (!config.ok()) return config.status();
+  const int64_t limit = config->max_sequence_length();
+  if (o.max_len <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--max-len ", o.max_len, " is longer than the --init-from model reads: ", path, " has ",
+      limit, " positions (max_positions ", config->max_positions(), " less position_offset ",
+      config->position_offset(), "); give --max-len ", limit, " or less"));
 }
 
 // The init_from model's config, checked against the options' preset and the tokenizer.
@@ -442,6 +468,8 @@ absl::StatusOr<TrainJobResult> TrainAndSave(const TrainJobOptions& o, models::En
 // (one line each), so a log shows who tokenized.
 absl::StatusOr<TrainJobResult> RunOnThisRank(const TrainJobOptions& o, bool say_cache) {
   const distributed::DataParallel& dp = o.train.data_parallel();
+  // Every rank checks (the same options, the same answer), so none waits on a rank that failed.
+  if (absl::Status s = CheckMaxLenFitsInitFrom(o); !s.ok()) return s;
   // The other ranks take the tokenizer that rank 0 resolved (or trained), and a token cache of
   // the fingerprint of the one it opened or built.
   if (dp.rank() != 0) {

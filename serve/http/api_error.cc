@@ -29,13 +29,19 @@ ApiError MalformedBody(absl::string_view why) {
 ApiError WrongShape(absl::string_view why) {
   return {422, ErrorType::kValidation, std::string(why)};
 }
-ApiError EmptyText(absl::string_view why) {
-  return {422, ErrorType::kValidation, std::string(why)};
-}
+ApiError EmptyText(absl::string_view why) { return {400, ErrorType::kEmpty, std::string(why)}; }
 ApiError UnsupportedMediaType(absl::string_view why) {
   return {415, ErrorType::kValidation, std::string(why)};
 }
 ApiError TooLarge(absl::string_view why) { return {413, ErrorType::kValidation, std::string(why)}; }
+ApiError TooManyInputs(size_t size, size_t max_client_batch_size) {
+  return {
+      422, ErrorType::kValidation,
+      absl::StrCat("batch size ", size, " > maximum allowed batch size ", max_client_batch_size)};
+}
+ApiError InvalidInput(absl::string_view why) {
+  return {422, ErrorType::kValidation, std::string(why)};
+}
 ApiError NotFound(absl::string_view method, absl::string_view path) {
   return {404, ErrorType::kValidation, absl::StrCat("no route ", method, " ", path)};
 }
@@ -56,7 +62,7 @@ ApiError FromEngineStatus(const absl::Status& status) {
     case absl::StatusCode::kCancelled:
       return {503, ErrorType::kUnhealthy, message};
     case absl::StatusCode::kInvalidArgument:
-      return {413, ErrorType::kValidation, message};
+      return InvalidInput(message);
     default:
       return {424, ErrorType::kBackend, message};
   }

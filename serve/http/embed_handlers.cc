@@ -63,7 +63,7 @@ void HttpServer::HandleEmbed(const HttpRequest& req, Reply reply) {
       request.inputs,
       {request.truncate.value_or(options_.auto_truncate), request.truncation_direction,
        request.prompt_name, /*token_embeddings=*/false, /*prompts=*/true},
-      model);
+      model, engine_->model().tokenizer);
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(ErrorResponse(*e));
   std::vector<EngineRequest>& engine_requests = std::get<0>(requests);
   const int64_t chars = CharactersOf(engine_requests);
@@ -92,7 +92,7 @@ void HttpServer::HandleEmbedAll(const HttpRequest& req, Reply reply) {
       request.inputs,
       {request.truncate.value_or(options_.auto_truncate), request.truncation_direction,
        request.prompt_name, /*token_embeddings=*/true, /*prompts=*/true},
-      model);
+      model, engine_->model().tokenizer);
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(ErrorResponse(*e));
   SubmitThenAnswer(std::move(std::get<0>(requests)), reply,
                    [this, width = model.hidden_size](Results results) -> HttpResponse {
@@ -121,7 +121,7 @@ void HttpServer::HandleSimilarity(const HttpRequest& req, Reply reply) {
       inputs,
       {request.truncate.value_or(options_.auto_truncate), request.truncation_direction,
        request.prompt_name, /*token_embeddings=*/false, /*prompts=*/true},
-      *engine_->embedding_info());
+      *engine_->embedding_info(), engine_->model().tokenizer);
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(ErrorResponse(*e));
   SubmitThenAnswer(std::move(std::get<0>(requests)), reply,
                    [this](Results results) -> HttpResponse {

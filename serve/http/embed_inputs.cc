@@ -1,9 +1,9 @@
 #include "embed_inputs.h"
 
 #include <cstdint>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "padless/serve/http/token_decode.h"
 
 namespace padless::serve::http {
 namespace {
@@ -25,11 +25,28 @@ std::variant<std::string, ApiError> PromptText(const std::optional<std::string>&
   return it->second;
 }
 
+// The ids of one input as int32, or 422 naming the first one outside the vocabulary.
+std::variant<std::vector<int32_t>, ApiError> CheckedIds(const std::vector<uint32_t>& ids,
+                                                        size_t input,
+                                                        const tokenize::Tokenizer& tokenizer) {
+  const uint32_t vocab = static_cast<uint32_t>(tokenizer.vocab_size());
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (uint32_t id : ids) {
+    if (id >= vocab) {
+      return Invalid(absl::StrCat("input ", input, ": token id ", id,
+                                  " is outside the vocabulary [0, ", vocab, ")"));
+    }
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::variant<std::vector<EngineRequest>, ApiError> EmbedEngineRequests(
     const std::vector<EmbedInput>& inputs, const EmbedInputOptions& options,
-    const EmbeddingInfo& model) {
+    const EmbeddingInfo& model, const tokenize::Tokenizer& tokenizer) {
   std::variant<std::string, ApiError> prompt =
       options.prompts ? PromptText(options.prompt_name, model) : std::string();
   if (ApiError* e = std::get_if<ApiError>(&prompt)) return *e;
@@ -45,12 +62,18 @@ std::variant<std::vector<EngineRequest>, ApiError> EmbedEngineRequests(
       r.text = prefix + inputs[i].text;
       continue;
     }
-    for (uint32_t id : *inputs[i].ids) {
-      if (id > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
-        return Invalid(absl::StrCat("input ", i, ": token id ", id, " is out of range"));
-      }
-      r.ids.push_back(static_cast<int32_t>(id));
+    auto ids = CheckedIds(*inputs[i].ids, i, tokenizer);
+    if (ApiError* e = std::get_if<ApiError>(&ids)) return *e;
+    if (prefix.empty()) {
+      r.ids = std::get<std::vector<int32_t>>(std::move(ids));
+      continue;
     }
+    // A prompt: the ids' text without special tokens after it, encoded as a text ([CLS] ... [SEP]).
+    absl::StatusOr<std::string> text =
+        DecodeTokenIds(tokenizer, std::get<std::vector<int32_t>>(ids),
+                       /*skip_special_tokens=*/true);
+    if (!text.ok()) return Invalid(absl::StrCat("input ", i, ": ", text.status().message()));
+    r.text = prefix + *text;
   }
   return out;
 }

@@ -147,7 +147,8 @@ void HttpConnection::OnReadError(const error_code& ec) {
   const EventServerOptions& options = core_->options();
   if (ec == beast_http::error::body_limit) {
     return AbortWith(
-        TooLarge(absl::StrCat("the body is over the limit of ", options.body_limit, " bytes")));
+        TooLarge(absl::StrCat("Failed to buffer the request body: length limit exceeded (",
+                              options.body_limit, " bytes)")));
   }
   if (ec == beast_http::error::header_limit || ec == beast_http::error::buffer_overflow) {
     return AbortWith({431, ErrorType::kValidation,
@@ -210,6 +211,7 @@ void HttpConnection::Write(HttpResponse response, std::string transport_error) {
   const bool handled = state_ == State::kHandling;
   state_ = State::kWriting;
   transport_error_ = std::move(transport_error);
+  note_ = std::move(response.note);
   // The transport's own errors close the connection: what follows in the stream (the rest of an
   // oversized body, a request cut short) cannot be parsed.
   keep_alive_ = handled && exchange_.keep_alive && !core_->draining();
@@ -352,6 +354,7 @@ void HttpConnection::ObserveAnswer(bool delivered) {
   answer.answer_time = now - exchange_.complete;
   answer.peer = absl::StrCat(peer_.address().to_string(), ":", peer_.port());
   answer.error = transport_error_;
+  answer.note = note_;
   answer.delivered = delivered;
   core_->Observe(answer);
 }

@@ -125,6 +125,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   uint64_t sequence_ = 0;                 // the request being answered (Answer's check)
   Exchange exchange_;
   std::string transport_error_;  // of the answer being written
+  LogNote note_;                 // of the answer being written
   bool keep_alive_ = false;      // after the answer being written
 };
 

@@ -113,16 +113,27 @@ bool HttpServer::RouteModel(const HttpRequest& request, Reply& reply) {
 }
 
 void HttpServer::SubmitThenAnswer(std::vector<EngineRequest> requests, Reply reply, Answer answer) {
+  const auto inputs = static_cast<int64_t>(requests.size());
   absl::StatusOr<RequestHandle> submitted = engine_->Submit(requests);
-  if (!submitted.ok()) return reply->Send(ErrorResponse(FromEngineStatus(submitted.status())));
-  metrics_.RecordInputs(static_cast<int64_t>(requests.size()));
+  if (!submitted.ok()) {
+    HttpResponse refused = ErrorResponse(FromEngineStatus(submitted.status()));
+    refused.note.inputs = inputs;
+    return reply->Send(std::move(refused));
+  }
+  metrics_.RecordInputs(inputs);
   // The handle lives until the answer is built; OnDone's callback holds it and is dropped once it
   // has run, so nothing keeps the handle alive past that.
   auto handle = std::make_shared<RequestHandle>(*std::move(submitted));
   RequestHandle* h = handle.get();
-  h->OnDone([handle, reply, answer = std::move(answer)]() mutable {
-    reply->Defer([handle = std::move(handle), answer = std::move(answer)]() mutable {
-      return answer(handle->Wait());
+  h->OnDone([handle, reply, answer = std::move(answer), inputs]() mutable {
+    reply->Defer([handle = std::move(handle), answer = std::move(answer), inputs]() mutable {
+      Results results = handle->Wait();
+      int64_t tokens = 0;
+      for (const absl::StatusOr<EngineResult>& r : results) tokens += r.ok() ? r->tokens : 0;
+      HttpResponse response = answer(std::move(results));
+      response.note.inputs = inputs;
+      response.note.tokens = tokens;
+      return response;
     });
   });
 }
@@ -132,6 +143,7 @@ HttpResponse HttpServer::ErrorResponse(const ApiError& error) const {
   HttpResponse response;
   response.status = error.status;
   response.body = error.ToJson();
+  response.note.error = error.message;
   return response;
 }
 
@@ -156,7 +168,7 @@ std::optional<ApiError> HttpServer::WrongKind(ModelKind kind, absl::string_view 
 
 HttpResponse HttpServer::Health() const {
   if (std::optional<ApiError> e = NotServing()) return ErrorResponse(*e);
-  return HttpResponse{200, "application/json", "", {}};
+  return HttpResponse{200, "application/json", "", {}, {}};
 }
 
 HttpResponse HttpServer::Info() const {

@@ -1,5 +1,6 @@
 // HttpServer's lifecycle (Bind, Start, SetEngine, Drain) and the one log line and the metrics of
-// each answered request, which the transport reports once the response is written.
+// each answered request, which the transport reports once the response is written (with the
+// handler's LogNote: the inputs, the model tokens, the error message).
 #include <chrono>
 #include <string>
 #include <utility>
@@ -74,12 +75,16 @@ void HttpServer::LogAnswer(const AnsweredRequest& answer) {
   metrics_.RecordRequest(RouteLabel(answer.path), answer.status, seconds);
   const LogLevel level = LevelForStatus(answer.status);
   if (log_ == nullptr || !log_->enabled(level)) return;
-  std::string line = absl::StrFormat(
-      "%s %s %d %.1fms in=%dB out=%dB peer=%s", Printable(answer.method), Printable(answer.path),
-      answer.status, seconds * 1e3, answer.request_bytes, answer.response_bytes, answer.peer);
+  std::string line =
+      absl::StrFormat("%s %s %d %.1fms in=%dB out=%dB inputs=%d", Printable(answer.method),
+                      Printable(answer.path), answer.status, seconds * 1e3, answer.request_bytes,
+                      answer.response_bytes, answer.note.inputs);
+  if (answer.note.tokens >= 0) absl::StrAppend(&line, " tokens=", answer.note.tokens);
+  absl::StrAppend(&line, " peer=", answer.peer);
   if (!answer.delivered) absl::StrAppend(&line, " undelivered");
-  if (!answer.error.empty() && log_->enabled(LogLevel::kDebug)) {
-    absl::StrAppend(&line, " error=\"", Printable(answer.error), "\"");
+  const std::string& error = answer.error.empty() ? answer.note.error : answer.error;
+  if (!error.empty() && log_->enabled(LogLevel::kDebug)) {
+    absl::StrAppend(&line, " error=\"", Printable(error), "\"");
   }
   log_->Write(level, line);
 }

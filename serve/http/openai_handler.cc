@@ -34,7 +34,8 @@ void HttpServer::HandleOpenAiEmbeddings(const HttpRequest& req, Reply reply) {
   // that an OpenAI client cannot ask for otherwise, so none is used here either.
   auto requests = EmbedEngineRequests(
       request.inputs,
-      {options_.auto_truncate, std::nullopt, std::nullopt, false, /*prompts=*/false}, model);
+      {options_.auto_truncate, std::nullopt, std::nullopt, false, /*prompts=*/false}, model,
+      engine_->model().tokenizer);
   if (ApiError* e = std::get_if<ApiError>(&requests)) return reply->Send(error_response(*e));
   SubmitThenAnswer(
       std::move(std::get<0>(requests)), reply,

@@ -112,9 +112,7 @@ PredictParse ParseDocument(const json& body, const PredictLimits& limits) {
   result.error = ParseInputs(*inputs, &result.request);
   if (!result.error) result.error = ParseOptions(body, &result.request);
   if (!result.error && result.request.inputs.size() > limits.max_client_batch_size) {
-    result.error =
-        TooLarge(absl::StrCat("batch size ", result.request.inputs.size(),
-                              " > maximum allowed batch size ", limits.max_client_batch_size));
+    result.error = TooManyInputs(result.request.inputs.size(), limits.max_client_batch_size);
   }
   // After the batch size, as TEI checks it before it encodes (and so finds empty texts).
   if (!result.error) result.error = FindEmptyText(result.request);

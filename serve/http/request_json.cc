@@ -194,8 +194,7 @@ std::optional<ApiError> FindEmptyEmbedInput(const std::vector<EmbedInput>& input
 
 std::optional<ApiError> CheckBatchSize(size_t size, const PredictLimits& limits) {
   if (size <= limits.max_client_batch_size) return std::nullopt;
-  return TooLarge(absl::StrCat("batch size ", size, " > maximum allowed batch size ",
-                               limits.max_client_batch_size));
+  return TooManyInputs(size, limits.max_client_batch_size);
 }
 
 }  // namespace padless::serve::http

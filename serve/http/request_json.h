@@ -62,15 +62,13 @@ bool ReadStrings(const nlohmann::json& value, std::vector<std::string>* strings)
 // lists of token ids. `field` is "inputs" or "input", for the messages.
 std::optional<ApiError> ReadEmbedInputs(const nlohmann::json& value, absl::string_view field,
                                         std::vector<EmbedInput>* inputs, bool* batch);
-// The first empty input (a "" text or a list of no ids) as an EmptyText error (422; TEI answers
-// 400 Empty, issue 44 asks for 422 as /predict answers), naming the batch element.
+// The first empty input (a "" text or a list of no ids) as an EmptyText error (400 Empty, as TEI
+// answers it), naming the batch element.
 std::optional<ApiError> FindEmptyEmbedInput(const std::vector<EmbedInput>& inputs, bool batch,
                                             absl::string_view field);
 
-// TEI's client batch check, with its message "batch size N > maximum allowed batch size M".
-// TooLarge (413), as /predict answers it (predict_request.cc). TEI answered this Validation error
-// with 413 up to v1.8.x; from v1.9.0 (PR #818, router/src/http/server.rs) every Validation error
-// is 422. This function is where the new routes would follow (/predict has its own check).
+// TEI's client batch check, with its message "batch size N > maximum allowed batch size M": 422
+// Validation (TooManyInputs), as TEI answers it from v1.9.0 (PR #818; 413 up to v1.8.x).
 std::optional<ApiError> CheckBatchSize(size_t size, const PredictLimits& limits);
 
 }  // namespace padless::serve::http

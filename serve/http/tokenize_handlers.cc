@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "padless/serve/http/decode_api.h"
 #include "padless/serve/http/http_server.h"
+#include "padless/serve/http/token_decode.h"
 #include "padless/serve/http/tokenize_api.h"
 
 namespace padless::serve::http {
@@ -31,37 +32,6 @@ std::variant<std::string, ApiError> TokenizePrompt(const std::optional<std::stri
                     absl::StrCat("prompt_name `", chosen, "` is not one of the model's prompts")};
   }
   return it->second;
-}
-
-bool IsSpecial(const tokenize::SpecialIds& special, int32_t id) {
-  return id == special.cls || id == special.sep || id == special.pad || id == special.mask;
-}
-
-// TEI decodes with skip_special_tokens; without it, the special tokens' pieces stay in the text,
-// between the decoded runs of ordinary tokens.
-absl::StatusOr<std::string> DecodeIds(const tokenize::Tokenizer& tokenizer,
-                                      const std::vector<int32_t>& ids, bool skip_special) {
-  if (skip_special) return tokenizer.Decode(ids);
-  std::string text;
-  std::vector<int32_t> run;
-  const auto flush = [&]() -> absl::Status {
-    if (run.empty()) return absl::OkStatus();
-    absl::StatusOr<std::string> part = tokenizer.Decode(run);
-    if (!part.ok()) return part.status();
-    absl::StrAppend(&text, text.empty() ? "" : " ", *part);
-    run.clear();
-    return absl::OkStatus();
-  };
-  for (int32_t id : ids) {
-    if (!IsSpecial(tokenizer.special_ids(), id)) {
-      run.push_back(id);
-      continue;
-    }
-    if (absl::Status s = flush(); !s.ok()) return s;
-    absl::StrAppend(&text, text.empty() ? "" : " ", tokenizer.IdToPiece(id));
-  }
-  if (absl::Status s = flush(); !s.ok()) return s;
-  return text;
 }
 
 }  // namespace
@@ -88,6 +58,9 @@ void HttpServer::HandleTokenize(const HttpRequest& req, Reply reply) {
   }
   HttpResponse response;
   response.body = TokenizeResponseJson(answer);
+  response.note.inputs = static_cast<int64_t>(answer.size());
+  response.note.tokens = 0;
+  for (const std::vector<TokenPiece>& pieces : answer) response.note.tokens += pieces.size();
   reply->Send(std::move(response));
 }
 
@@ -96,20 +69,23 @@ void HttpServer::HandleDecode(const HttpRequest& req, Reply reply) {
   if (!parsed.ok()) return reply->Send(ErrorResponse(*parsed.error));
   const tokenize::Tokenizer& tokenizer = engine_->model().tokenizer;
   std::vector<std::string> texts;
+  LogNote note{static_cast<int64_t>(parsed.request.ids.size()), 0, ""};
   for (const std::vector<uint32_t>& ids : parsed.request.ids) {
+    note.tokens += static_cast<int64_t>(ids.size());
     std::vector<int32_t> signed_ids;
     for (uint32_t id : ids) {
       if (id >= static_cast<uint32_t>(tokenizer.vocab_size())) {
-        return reply->Send(ErrorResponse({422, ErrorType::kTokenizer,
-                                          absl::StrCat("token id ", id,
-                                                       " is outside the "
-                                                       "vocabulary of ",
-                                                       tokenizer.vocab_size())}));
+        HttpResponse error =
+            ErrorResponse({422, ErrorType::kTokenizer,
+                           absl::StrCat("token id ", id, " is outside the vocabulary of ",
+                                        tokenizer.vocab_size())});
+        error.note.inputs = note.inputs;
+        return reply->Send(std::move(error));
       }
       signed_ids.push_back(static_cast<int32_t>(id));
     }
     absl::StatusOr<std::string> text =
-        DecodeIds(tokenizer, signed_ids, parsed.request.skip_special_tokens);
+        DecodeTokenIds(tokenizer, signed_ids, parsed.request.skip_special_tokens);
     if (!text.ok()) {
       return reply->Send(
           ErrorResponse({422, ErrorType::kTokenizer, std::string(text.status().message())}));
@@ -118,6 +94,7 @@ void HttpServer::HandleDecode(const HttpRequest& req, Reply reply) {
   }
   HttpResponse response;
   response.body = DecodeResponseJson(texts);
+  response.note = std::move(note);
   reply->Send(std::move(response));
 }
 

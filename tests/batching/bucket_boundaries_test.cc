@@ -79,6 +79,77 @@ TEST(OptimalBoundariesTest, KAtLeastDistinctLengthsMeansNoPadding) {
   EXPECT_EQ(BucketPadding(lengths, *b), 0);
 }
 
+// The textbook O(k * V^2) DP (smallest optimal split on ties), the reference of the faster one.
+Boundaries QuadraticDpBoundaries(const std::vector<int64_t>& lengths, int k) {
+  std::vector<int64_t> values(lengths), counts;
+  std::sort(values.begin(), values.end());
+  std::vector<int64_t> distinct;
+  for (int64_t l : values) {
+    if (distinct.empty() || distinct.back() != l) {
+      distinct.push_back(l);
+      counts.push_back(0);
+    }
+    ++counts.back();
+  }
+  const int v = static_cast<int>(distinct.size()), buckets = std::min(k, v);
+  std::vector<int64_t> count(v + 1, 0), sum(v + 1, 0);
+  for (int i = 0; i < v; ++i) {
+    count[i + 1] = count[i] + counts[i];
+    sum[i + 1] = sum[i] + counts[i] * distinct[i];
+  }
+  auto cost = [&](int i, int j) {
+    return distinct[j] * (count[j + 1] - count[i]) - (sum[j + 1] - sum[i]);
+  };
+  const int64_t inf = std::numeric_limits<int64_t>::max() / 4;
+  std::vector<std::vector<int64_t>> dp(buckets, std::vector<int64_t>(v, inf));
+  std::vector<std::vector<int>> arg(buckets, std::vector<int>(v, 0));
+  for (int j = 0; j < v; ++j) dp[0][j] = cost(0, j);
+  for (int b = 1; b < buckets; ++b) {
+    for (int j = b; j < v; ++j) {
+      for (int i = b; i <= j; ++i) {
+        const int64_t c = dp[b - 1][i - 1] + cost(i, j);
+        if (c < dp[b][j]) {
+          dp[b][j] = c;
+          arg[b][j] = i;
+        }
+      }
+    }
+  }
+  Boundaries out(buckets);
+  for (int b = buckets - 1, j = v - 1; b >= 0; --b) {
+    out[b] = distinct[j];
+    if (b > 0) j = arg[b][j] - 1;
+  }
+  return out;
+}
+
+TEST(OptimalBoundariesTest, EqualsTheQuadraticDpSplitForSplit) {
+  std::mt19937_64 rng(19);
+  for (int trial = 0; trial < 40; ++trial) {
+    // Few distinct lengths (many ties) to a few hundred.
+    const int64_t max = trial % 2 ? 12 : 700;
+    std::vector<int64_t> lengths(1 + rng() % 900);
+    for (auto& l : lengths) l = 1 + static_cast<int64_t>(rng() % max);
+    const int k = 1 + static_cast<int>(rng() % 17);
+    absl::StatusOr<Boundaries> b = OptimalBoundaries(lengths, k);
+    ASSERT_TRUE(b.ok()) << b.status();
+    EXPECT_EQ(*b, QuadraticDpBoundaries(lengths, k)) << "trial " << trial;
+  }
+}
+
+// Long documents (issue 45): every length up to 8192 present, 16 buckets (the `buckets` strategy).
+// The quadratic DP took seconds here (16 x 8192^2 / 2 steps); this one takes milliseconds.
+TEST(OptimalBoundariesTest, EveryLengthUpTo8192IsFastAndBeatsQuantiles) {
+  std::vector<int64_t> lengths = testing::RandomLengths(20000, 5, 8192);
+  for (int64_t l = 1; l <= 8192; ++l) lengths.push_back(l);
+  absl::StatusOr<Boundaries> opt = OptimalBoundaries(lengths, 16);
+  absl::StatusOr<Boundaries> quant = QuantileBoundaries(lengths, 16);
+  ASSERT_TRUE(opt.ok() && quant.ok());
+  EXPECT_EQ(opt->size(), 16u);
+  EXPECT_EQ(opt->back(), 8192);
+  EXPECT_LE(BucketPadding(lengths, *opt), BucketPadding(lengths, *quant));
+}
+
 TEST(QuantileBoundariesTest, EqualCounts) {
   std::vector<int64_t> lengths;
   for (int64_t i = 1; i <= 100; ++i) lengths.push_back(i);

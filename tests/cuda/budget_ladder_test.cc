@@ -102,6 +102,38 @@ TEST(BudgetLadderTest, AdjacentBoundsStopWithoutMeasuring) {
   EXPECT_EQ(c.calls, 0);
 }
 
+// Rows of 8192 tokens (issue 45): each row is a large share of the target, and the climb starts
+// from one fitting row with no earlier step (the planner's small probes hold only shorter rows).
+// Flash varlen in bf16, ModernBERT-base-like: 2.4 GiB fixed, about 1 GiB per 8192-token row.
+TEST(BudgetLadderTest, LongRowsClimbFromOneFittingRow) {
+  Curve c{[](int64_t rows) { return 2458 * kMiB + rows * 1000 * kMiB; }};
+  auto r = ClimbToTarget(c.Measure(), kTarget, c.At(1), std::nullopt, std::nullopt, 9);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectGoodChoice(*r, c.peak, 200);
+  EXPECT_GE(r->best.rows, 30);
+  EXPECT_LE(c.calls, 6);
+  // The same rows, on a device that runs out of memory at 20 of them.
+  Curve small{[](int64_t rows) { return rows > 20 ? -1 : 2458 * kMiB + rows * 1000 * kMiB; }};
+  auto capped = ClimbToTarget(small.Measure(), kTarget, small.At(1), std::nullopt, std::nullopt, 9);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_FALSE(capped->best.oom);
+  EXPECT_LE(capped->best.rows, 20);
+  EXPECT_GE(capped->best.rows, 18);
+}
+
+// A budget that holds one long document but not two: one row, and nothing left to measure whether
+// the second row was measured over the target or ran out of memory.
+TEST(BudgetLadderTest, OneLongRowFitsTwoDoNot) {
+  Curve c{[](int64_t rows) { return 2458 * kMiB + rows * 30 * 1024 * kMiB; }};
+  for (const LadderStep& over : {c.At(2), LadderStep{2, 0, /*oom=*/true}}) {
+    c.calls = 0;
+    auto r = ClimbToTarget(c.Measure(), kTarget, c.At(1), std::nullopt, over, 100);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->best.rows, 1);
+    EXPECT_EQ(c.calls, 0);
+  }
+}
+
 TEST(BudgetLadderTest, BadStartAndMeasureErrorsAreReturned) {
   Curve c{[](int64_t rows) { return rows * kMiB; }};
   EXPECT_EQ(

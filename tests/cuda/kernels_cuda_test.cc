@@ -116,6 +116,31 @@ TEST_F(CudaKernelTest, SegmentPoolMatchesReference) {
   }
 }
 
+// Half hidden states pooled straight into fp32 by the kernel (no fp32 copy first): bit for bit
+// the pooling of their fp32 copy (the same fp32 sums in the same order), aligned or not.
+TEST_F(CudaKernelTest, SegmentPoolIntoFloatEqualsPoolingTheFloatCopy) {
+  const std::vector<int32_t> lengths = RandomLengths(13, 90, 11);
+  const at::Tensor cu = CuSeqlens(lengths).to(gpu_);
+  const int64_t total = Total(lengths);
+  at::manual_seed(35);
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    for (int64_t hidden : {int64_t{768}, int64_t{36}}) {
+      for (int64_t offset : {0, 1}) {
+        const at::Tensor storage = at::randn({total * hidden + offset}, gpu_).to(dtype);
+        const at::Tensor x = storage.narrow(0, offset, total * hidden).view({total, hidden});
+        for (PoolMode mode : {PoolMode::kMean, PoolMode::kCls}) {
+          PoisonFreeMemory(gpu_, kCasePoisonBytes);
+          auto got = SegmentPool(x, cu, mode, at::kFloat);
+          auto want = SegmentPool(x.to(at::kFloat), cu, mode);
+          ASSERT_TRUE(got.ok() && want.ok()) << got.status();
+          ASSERT_EQ(got->scalar_type(), at::kFloat);
+          EXPECT_TRUE(at::equal(*got, *want)) << hidden << " " << offset;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(CudaKernelTest, GradientsMatchReference) {
   const std::vector<int32_t> lengths = RandomLengths(8, 70, 9);
   const at::Tensor cu = CuSeqlens(lengths).to(gpu_);

@@ -73,6 +73,78 @@ TEST(MemoryModelTest, DropsNegativeQuadraticTerm) {
   EXPECT_NEAR(model->per_token_bytes() / kLinearTruth.per_token_bytes(), 1.0, 0.03);
 }
 
+// ---- Lengths to 8192 (issue 45), the ladder of `padless profile-memory`.
+
+const int64_t kLongLens[] = {64, 128, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
+
+// Samples at kLongLens up to `longest`, batches 1, 2 and 8, with multiplicative noise.
+std::vector<MemorySample> LongSynthetic(const MemoryModel& truth, double noise, uint32_t seed,
+                                        int64_t longest) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> jitter(-noise, noise);
+  std::vector<MemorySample> out;
+  for (int64_t len : kLongLens) {
+    if (len > longest) continue;
+    for (int64_t batch : {1, 2, 8}) {
+      out.push_back(
+          {batch, len, static_cast<int64_t>(truth.Predict(batch, len) * (1.0 + jitter(rng)))});
+    }
+  }
+  return out;
+}
+
+// ModernBERT-base-like, bf16: 2.4 GiB fixed, 0.12 MB per token; padded dense attention keeps 22
+// layers x 12 heads x 2 bytes of scores per token per key, flash varlen none.
+const MemoryModel kLongPadded(2.4 * kGiB, 0.12e6, 22 * 12 * 2);
+const MemoryModel kLongVarlen(2.4 * kGiB, 0.12e6, 0);
+
+TEST(MemoryModelTest, FitHoldsOnHeldOutLengthsTo8192) {
+  for (const MemoryModel& truth : {kLongPadded, kLongVarlen}) {
+    auto report = FitWithHeldOutLengths(LongSynthetic(truth, 0.02, 6, 8192), {384, 1536, 6144},
+                                        /*quadratic=*/true);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->held_out.size(), 9u);
+    EXPECT_LT(report->max_relative_error, 0.05);
+    EXPECT_GE(report->model.per_token_seq_bytes(), 0.0);
+  }
+}
+
+// Fitted on lengths to 4096 only, the model predicts 8192: the s^2 term (padded layouts) and the
+// linear one (flash varlen: fitted without the s^2 term, as the planner does) both extrapolate.
+// Leaving the s^2 term out on padded data would promise 8192-token rows a fraction of their
+// memory, which is why the planner keeps it wherever the attention stores scores.
+TEST(MemoryModelTest, FitToLength4096PredictsLength8192) {
+  auto padded = MemoryModel::Fit(LongSynthetic(kLongPadded, 0.01, 7, 4096), /*quadratic=*/true);
+  auto varlen = MemoryModel::Fit(LongSynthetic(kLongVarlen, 0.01, 8, 4096), /*quadratic=*/false);
+  auto linear_on_padded =
+      MemoryModel::Fit(LongSynthetic(kLongPadded, 0.0, 9, 4096), /*quadratic=*/false);
+  ASSERT_TRUE(padded.ok() && varlen.ok() && linear_on_padded.ok());
+  for (int64_t batch : {1, 4}) {
+    const MemorySample at8192_padded{batch, 8192,
+                                     static_cast<int64_t>(kLongPadded.Predict(batch, 8192))};
+    const MemorySample at8192_varlen{batch, 8192,
+                                     static_cast<int64_t>(kLongVarlen.Predict(batch, 8192))};
+    EXPECT_LT(padded->RelativeError(at8192_padded), 0.05) << batch;
+    EXPECT_LT(varlen->RelativeError(at8192_varlen), 0.03) << batch;
+    EXPECT_LT(linear_on_padded->Predict(batch, 8192), 0.8 * at8192_padded.peak_bytes) << batch;
+  }
+}
+
+// One 8192-token row fits a budget of 1.5 rows, two do not; below one row no full row does.
+TEST(MemoryBudgetTest, OneRowOf8192Tokens) {
+  for (const MemoryModel& truth : {kLongPadded, kLongVarlen}) {
+    const double one_row = truth.Predict(1, 8192);
+    const MemoryBudget room_for_one(
+        truth, static_cast<int64_t>(truth.fixed_bytes() + 1.5 * (one_row - truth.fixed_bytes())));
+    EXPECT_EQ(room_for_one.MaxBatch(8192), 1);
+    EXPECT_GE(room_for_one.MaxTokens(8192), 8192);
+    EXPECT_LT(room_for_one.MaxTokens(8192), 2 * 8192);
+    const MemoryBudget too_small(truth, static_cast<int64_t>(0.99 * one_row));
+    EXPECT_EQ(too_small.MaxBatch(8192), 0);
+    EXPECT_LT(too_small.MaxTokens(8192), 8192);  // fewer tokens than one full row
+  }
+}
+
 TEST(MemoryModelTest, RejectsDegenerateInput) {
   EXPECT_FALSE(MemoryModel::Fit({}, false).ok());
   EXPECT_FALSE(MemoryModel::Fit({{1, 0, 5}, {2, 4, 6}}, false).ok());

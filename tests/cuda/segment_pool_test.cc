@@ -82,10 +82,36 @@ TEST(SegmentPoolTest, ClsGradientGoesToFirstTokens) {
   EXPECT_TRUE(at::equal(x.grad(), expected));
 }
 
+// A half hidden state pooled straight into fp32 equals pooling its fp32 copy, and the gradient
+// goes back in the half dtype.
+TEST(SegmentPoolTest, HalfPoolsIntoFloatAsItsFloatCopy) {
+  const std::vector<int32_t> lengths = {3, 0, 1, 5};
+  const at::Tensor cu = CuSeqlens(lengths);
+  at::manual_seed(25);
+  const at::Tensor x = at::randn({9, 6}).to(at::kBFloat16);
+  for (PoolMode mode : {PoolMode::kMean, PoolMode::kCls}) {
+    auto pooled = SegmentPool(x, cu, mode, at::kFloat);
+    auto want = SegmentPool(x.to(at::kFloat), cu, mode);
+    ASSERT_TRUE(pooled.ok() && want.ok()) << pooled.status();
+    EXPECT_EQ(pooled->scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::equal(*pooled, *want));
+  }
+  const at::Tensor leaf = x.clone().requires_grad_();
+  auto pooled = SegmentPool(leaf, cu, PoolMode::kMean, at::kFloat);
+  ASSERT_TRUE(pooled.ok());
+  pooled->sum().backward();
+  EXPECT_EQ(leaf.grad().scalar_type(), at::kBFloat16);
+  EXPECT_EQ(leaf.grad()[0][0].item<float>(), static_cast<float>(c10::BFloat16(1.0f / 3)));
+}
+
 TEST(SegmentPoolTest, RejectsBadArguments) {
   EXPECT_FALSE(SegmentPool(at::zeros({4}), CuSeqlens({4}), PoolMode::kMean).ok());
   EXPECT_FALSE(SegmentPool(at::zeros({4, 2}, at::kLong), CuSeqlens({4}), PoolMode::kMean).ok());
   EXPECT_FALSE(SegmentPool(at::zeros({4, 2}), CuSeqlens({3}), PoolMode::kMean).ok());
+  // Into fp32 or the input's own dtype only.
+  EXPECT_FALSE(
+      SegmentPool(at::zeros({4, 2}, at::kBFloat16), CuSeqlens({4}), PoolMode::kMean, at::kHalf)
+          .ok());
 }
 
 }  // namespace

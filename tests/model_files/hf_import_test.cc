@@ -171,7 +171,6 @@ TEST_F(HfImportTest, UnrepresentableConfigsNameTheField) {
   const nlohmann::json good = Config();
   const std::vector<std::pair<std::pair<std::string, nlohmann::json>, std::string>> cases = {
       {{"model_type", "deberta-v2"}, "'model_type'"},
-      {{"model_type", "modernbert"}, "rotary"},
       {{"model_type", "albert"}, "shared"},
       {{"model_type", "gpt2"}, "supported: bert"},
       {{"position_embedding_type", "relative_key"}, "'position_embedding_type'"},

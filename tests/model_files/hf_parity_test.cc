@@ -9,9 +9,9 @@
 // rewrites them; with Python present they are also checked against the fresh reference). Every
 // comparison is also run on a poisoned model (layer 0's Q and K weights swapped), which must fail
 // it.
-// Pruned exports (issue 27) carry config.json's pruned_heads, which transformers 4.x applies at
-// init (prune_heads) before the smaller weights load; transformers 5 dropped pruned_heads and
-// refuses those weights (a size mismatch), so there, and without Python, the golden files stand in.
+// Pruned exports (issues 27 and 45) are written at full width, removed heads and FFN neurons as
+// zeros (model_files/full_width.h), which transformers 5 loads; padless drops the zeros again when
+// it imports transformers' copy.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -46,16 +46,6 @@ const std::string kReferenceScript =
 bool HavePython() {
   static const bool have = std::getenv("PADLESS_NO_PYTHON") == nullptr &&
                            std::system("python3 -c 'import transformers' >/dev/null 2>&1") == 0;
-  return have;
-}
-
-// Whether Python's transformers still prunes heads from config.json (4.x; 5 removed it).
-bool HavePruningPython() {
-  static const bool have =
-      HavePython() && std::system(
-                          "python3 -c 'import transformers as t; "
-                          "assert hasattr(t.PreTrainedModel, \"prune_heads\")' "
-                          ">/dev/null 2>&1") == 0;
   return have;
 }
 
@@ -256,8 +246,8 @@ TEST(HfParityTest, RandomModelsMatchTransformers) {
 }
 
 // The RoBERTa and DistilBERT shapes, and a BERT one of the same size, pruned: layer 0 loses heads 1
-// and 3, layer 2 three of four, every FFN keeps 80 of its 128 neurons (one width for all layers:
-// what Hugging Face's intermediate_size can hold).
+// and 3, layer 2 three of four; the FFNs keep 80, 112 and 48 of their 128 neurons (widths that
+// differ per layer: the full-width form holds them in one intermediate_size).
 std::vector<Shape> PrunedShapes() {
   const std::vector<Shape> shapes = RandomShapes();
   const models::EncoderConfig bert =
@@ -265,28 +255,30 @@ std::vector<Shape> PrunedShapes() {
   std::vector<Shape> out;
   for (const Shape& s : {Shape{"pruned_bert", bert}, Shape{"pruned_roberta", shapes[1].config},
                          Shape{"pruned_distilbert", shapes[2].config}}) {
-    out.push_back(
-        {s.name,
-         models::EncoderConfig(s.config).pruned_heads({{1, 3}, {}, {0, 1, 2}}).layer_ffn({80, 80, 80})});
+    out.push_back({s.name, models::EncoderConfig(s.config)
+                               .pruned_heads({{1, 3}, {}, {0, 1, 2}})
+                               .layer_ffn({80, 112, 48})});
   }
   return out;
 }
 
-// transformers loads padless's pruned export and gives its hidden states, logits and
-// probabilities (what `padless predict` prints) within 1e-4; padless imports transformers' own
-// save_pretrained copy of it (when a transformers 4.x ran) with the pruning record.
+// transformers (AutoModelForSequenceClassification) loads padless's pruned export with every
+// weight and gives the pruned padless model's logits and probabilities (what `padless predict`
+// prints) within 1e-4; padless imports transformers' own save_pretrained copy of it as the pruned
+// model it was (its config, pruning record included) with the same hidden states and logits.
 TEST(HfParityTest, PrunedExportsMatchTransformers) {
   for (const Shape& shape : PrunedShapes()) {
     SCOPED_TRACE(shape.name);
-    Exported e = ExportWithReference(shape, 20270127, HavePruningPython());
+    Exported e = ExportWithReference(shape, 20270127, HavePython());
     ASSERT_TRUE(e.imported.ok()) << e.imported.status();
-    EXPECT_EQ(e.imported->hf.encoder.pruned_heads(), shape.config.pruned_heads());
-    EXPECT_EQ(e.imported->hf.encoder.ffn_in_layer(2), 80);
+    EXPECT_EQ(e.imported->hf.encoder.ToJson(), shape.config.ToJson());
     ExpectParity(e.imported->model, e.ids, e.ref, /*base=*/false);
     at::NoGradGuard no_grad;
-    const at::Tensor probabilities = at::softmax(e.source->forward(MakeVarlen(e.ids)), -1);
+    const at::Tensor logits = e.source->forward(MakeVarlen(e.ids));
+    const at::Tensor probabilities = at::softmax(logits, -1);
     ASSERT_EQ(e.ref.second.size(), e.ids.tokens.size());
     for (size_t i = 0; i < e.ids.tokens.size(); ++i) {
+      EXPECT_LT(RelativeError(logits[i], e.ref.second[i]), 1e-4) << i;
       const at::Tensor want = at::softmax(e.ref.second[i], -1);
       EXPECT_LT((probabilities[i] - want).abs().max().item<double>(), 1e-4) << i;
     }

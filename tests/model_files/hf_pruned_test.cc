@@ -1,14 +1,18 @@
-// Hugging Face interop of pruned models (issue 27): a model with fewer heads in some layers (a
-// different count per layer) and a uniformly narrower FFN exports with config.json's
-// `pruned_heads` and a reduced intermediate_size, with the pruned weight shapes, and imports back
-// with the pruning record, identical parameters and identical logits (BERT, RoBERTa and
-// DistilBERT; RoBERTa also through `padless export-hf` and LoadModelDir). FFN widths that differ
-// between layers cannot be exported, and a damaged `pruned_heads` in a Hugging Face config.json is
-// an error naming the file and the field. (transformers' view of these exports: hf_parity_test.cc.)
+// Hugging Face interop of pruned models (issues 27 and 45): a model with fewer heads in some
+// layers (a different count per layer) and FFN widths that differ per layer exports at full width
+// (full_width.h): no `pruned_heads`, the original intermediate_size, the removed heads' Q, K, V
+// rows and output-projection columns and the removed neurons' FFN rows and columns zero. It imports
+// back pruned, with the pruning record, identical parameters and identical logits (BERT, RoBERTa
+// and DistilBERT; RoBERTa also through `padless export-hf` and LoadModelDir). FullWidthModel and
+// DropZeroUnits on their own; the smaller form transformers 4.x wrote (`pruned_heads`) still
+// imports, and a damaged `pruned_heads` is an error naming the file and the field.
+// (transformers' view of these exports: hf_parity_test.cc.)
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "batch_factory.h"
 #include "padless/corpus/label_map.h"
+#include "padless/model_files/full_width.h"
 #include "padless/model_files/hf_weights.h"
 #include "padless/model_files/model_io.h"
 #include "padless/model_files/safetensors.h"
@@ -31,7 +36,8 @@ using models::testing::MakePacked;
 using models::testing::MakePadded;
 using models::testing::MakeVarlen;
 
-// Layer 0 loses heads 1 and 3, layer 1 none, layer 2 three of four; every FFN keeps 40 of 64.
+// Layer 0 loses heads 1 and 3, layer 1 none, layer 2 three of four; the FFNs keep 40, 64 and 48
+// of their 64 neurons.
 models::EncoderConfig PrunedBert() {
   return models::EncoderConfig()
       .vocab_size(60)
@@ -45,7 +51,7 @@ models::EncoderConfig PrunedBert() {
       .attention_dropout(0)
       .classifier_hidden(models::ClassifierHidden::kTanh)
       .pruned_heads({{1, 3}, {}, {0, 1, 2}})
-      .layer_ffn({40, 40, 40});
+      .layer_ffn({40, 64, 48});
 }
 
 models::EncoderConfig PrunedRoberta() {
@@ -56,8 +62,9 @@ models::EncoderConfig PrunedDistilBert() {
   return PrunedBert().type_vocab_size(0).classifier_hidden(models::ClassifierHidden::kRelu);
 }
 
-// What Hugging Face's format keeps of `c`: the heads record, one FFN width and no per-layer list.
-models::EncoderConfig AsHuggingFaceKeepsIt(models::EncoderConfig c) {
+// What transformers 4.x's pruned checkpoints keep of `c` (one FFN width for every layer): the
+// heads record, that width as intermediate_size and no per-layer list.
+models::EncoderConfig AsTransformers4KeepsIt(models::EncoderConfig c) {
   return c.ffn(c.ffn_in_layer(0)).layer_ffn({});
 }
 
@@ -122,25 +129,39 @@ TEST(HfPrunedTest, RoundTripKeepsPruningParametersAndLogits) {
     models::EncoderClassifier model = RandomPrunedModel(c.config);
     const std::string dir = FreshDir(c.name);
     ASSERT_TRUE(ExportHuggingFace(model, {"a", "b", "c"}, dir).ok());
-    // transformers' convention: only the layers that lost heads, keyed by the layer index.
+    // The full-width form: what transformers 5 builds from the config alone.
     const nlohmann::json config = ReadJson(dir + "/config.json");
-    EXPECT_EQ(config["pruned_heads"], nlohmann::json::parse(R"({"0": [1, 3], "2": [0, 1, 2]})"));
-    EXPECT_EQ(config[c.ffn_field], 40);
+    EXPECT_FALSE(config.contains("pruned_heads"));
+    EXPECT_EQ(config[c.ffn_field], 64);
     absl::StatusOr<SafetensorsFile> weights = SafetensorsFile::Open(dir + "/model.safetensors");
     ASSERT_TRUE(weights.ok()) << weights.status();
-    auto shape = [&](const std::string& module, const char* part) {
-      return weights->Tensor(c.layer0 + module + "." + part, true)->sizes().vec();
+    auto tensor = [&](const std::string& module, const char* part) {
+      return *weights->Tensor(c.layer0 + module + "." + part, true);
     };
-    // Layer 0 keeps two heads of width 8: Q, K and V are [16, 32], the output projection [32, 16].
-    EXPECT_EQ(shape(c.query, "weight"), (std::vector<int64_t>{16, 32}));
-    EXPECT_EQ(shape(c.query, "bias"), (std::vector<int64_t>{16}));
-    EXPECT_EQ(shape(c.attention_out, "weight"), (std::vector<int64_t>{32, 16}));
-    EXPECT_EQ(shape(c.ffn_in, "weight"), (std::vector<int64_t>{40, 32}));
+    // Layer 0 keeps heads 0 and 2 (width 8) and 40 neurons: Q's rows 8-15 and 24-31 are zero and
+    // rows 0-7 and 16-23 hold padless's two heads; the output projection's columns likewise.
+    const at::Tensor query = tensor(c.query, "weight"), out = tensor(c.attention_out, "weight");
+    EXPECT_EQ(query.sizes().vec(), (std::vector<int64_t>{32, 32}));
+    EXPECT_EQ(out.sizes().vec(), (std::vector<int64_t>{32, 32}));
+    const at::Tensor qkv = model->LayerWeights()[0][models::kQkvWeight];
+    const at::Tensor attended = model->LayerWeights()[0][models::kOutWeight];
+    for (int64_t removed : {1, 3}) {
+      EXPECT_EQ(query.narrow(0, removed * 8, 8).count_nonzero().item<int64_t>(), 0);
+      const at::Tensor bias = tensor(c.query, "bias").narrow(0, removed * 8, 8);
+      EXPECT_EQ(bias.count_nonzero().item<int64_t>(), 0);
+      EXPECT_EQ(out.narrow(1, removed * 8, 8).count_nonzero().item<int64_t>(), 0);
+    }
+    EXPECT_TRUE(query.narrow(0, 16, 8).equal(qkv.narrow(0, 8, 8)));
+    EXPECT_TRUE(out.narrow(1, 16, 8).equal(attended.narrow(1, 8, 8)));
+    const at::Tensor ffn_in = tensor(c.ffn_in, "weight");
+    EXPECT_EQ(ffn_in.sizes().vec(), (std::vector<int64_t>{64, 32}));
+    EXPECT_EQ(ffn_in.narrow(0, 40, 24).count_nonzero().item<int64_t>(), 0);
+    EXPECT_TRUE(ffn_in.narrow(0, 0, 40).equal(model->LayerWeights()[0][models::kFfnInWeight]));
 
     absl::StatusOr<ImportedModel> back = ImportHuggingFace(dir);
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_TRUE(back->head_loaded);
-    EXPECT_EQ(back->hf.encoder.ToJson(), AsHuggingFaceKeepsIt(c.config).ToJson());
+    EXPECT_EQ(back->hf.encoder.ToJson(), c.config.ToJson());
     EXPECT_EQ(back->hf.encoder.kept_heads(2), (std::vector<int64_t>{3}));
     ExpectSameModel(back->model, model);
   }
@@ -167,27 +188,190 @@ TEST(HfPrunedTest, ExportHfCommandRoundTrip) {
   ExpectSameModel(loaded->model, model);
 }
 
-TEST(HfPrunedTest, PerLayerFfnWidthsCannotBeExported) {
-  for (const models::EncoderConfig& config :
-       {PrunedBert().layer_ffn({40, 64, 48}), PrunedDistilBert().layer_ffn({40, 64, 48})}) {
-    models::EncoderClassifier model(config);
-    const std::string dir = FreshDir("ffn");
-    const absl::Status s = ExportHuggingFace(model, {"a", "b", "c"}, dir);
-    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-    const bool distil = config.type_vocab_size() == 0;
-    for (const char* part : {"layer_ffn", "cannot represent per-layer FFN widths",
-                             distil ? "hidden_dim" : "intermediate_size", "layer 0: 40",
-                             "layer 1: 64", "layer 2: 48"}) {
-      EXPECT_TRUE(absl::StrContains(s.message(), part)) << s << " lacks " << part;
+// Logits of `a` and `b` on padded, packed and varlen batches agree within fp32 rounding: what
+// removing a unit whose weights are zero may change (GEMMs of another width).
+void ExpectSameLogits(models::EncoderClassifier& a, models::EncoderClassifier& b) {
+  const models::testing::Sequences s =
+      models::testing::RandomSequences(6, 6, 1, 20, a->config().vocab_size(), 3);
+  at::NoGradGuard no_grad;
+  for (const batching::Batch& batch : {MakePadded(s), MakeVarlen(s), MakePacked(s, 24)}) {
+    EXPECT_TRUE(at::allclose(a->forward(batch), b->forward(batch), 1e-5, 1e-5));
+  }
+}
+
+// The widening itself: every kept head at its original index, the kept neurons first, zeros where
+// units were removed, everything else as it was; the same logits.
+TEST(HfPrunedTest, FullWidthModelZeroesTheRemovedUnits) {
+  for (const models::EncoderConfig& config : {PrunedBert(), PrunedDistilBert()}) {
+    models::EncoderClassifier pruned = RandomPrunedModel(config);
+    absl::StatusOr<models::EncoderClassifier> full = FullWidthModel(pruned);
+    ASSERT_TRUE(full.ok()) << full.status();
+    EXPECT_EQ((*full)->config().ToJson(),
+              models::EncoderConfig(config).pruned_heads({}).layer_ffn({}).ToJson());
+    auto narrow_params = pruned->named_parameters();
+    for (const auto& p : (*full)->named_parameters()) {
+      if (p.key().rfind("layer", 0) == 0) continue;  // compared below
+      EXPECT_TRUE(p.value().equal(narrow_params[p.key()])) << p.key();
     }
-    EXPECT_NE(::access(dir.c_str(), F_OK), 0) << "nothing is written";
+    using namespace models;  // the LayerWeight names
+    for (int64_t l = 0; l < config.layers(); ++l) {
+      SCOPED_TRACE(l);
+      const at::TensorList w = pruned->LayerWeights()[l], wide = (*full)->LayerWeights()[l];
+      const std::vector<int64_t> kept = config.kept_heads(l);
+      const int64_t heads_now = config.heads_in_layer(l);
+      for (int64_t h = 0; h < 4; ++h) {
+        const auto it = std::find(kept.begin(), kept.end(), h);
+        const bool removed = it == kept.end();
+        const int64_t k = it - kept.begin();           // its place among the pruned layer's heads
+        for (int64_t block = 0; block < 3; ++block) {  // Q, K, V
+          for (int weight : {kQkvWeight, kQkvBias}) {
+            const at::Tensor got = wide[weight].narrow(0, (block * 4 + h) * 8, 8);
+            EXPECT_TRUE(removed ? got.count_nonzero().item<int64_t>() == 0
+                                : got.equal(w[weight].narrow(0, (block * heads_now + k) * 8, 8)))
+                << "head " << h << " block " << block;
+          }
+        }
+        const at::Tensor columns = wide[kOutWeight].narrow(1, h * 8, 8);
+        EXPECT_TRUE(removed ? columns.count_nonzero().item<int64_t>() == 0
+                            : columns.equal(w[kOutWeight].narrow(1, k * 8, 8)));
+      }
+      const int64_t n = config.ffn_in_layer(l);
+      EXPECT_TRUE(wide[kFfnInWeight].narrow(0, 0, n).equal(w[kFfnInWeight]));
+      EXPECT_TRUE(wide[kFfnInBias].narrow(0, 0, n).equal(w[kFfnInBias]));
+      EXPECT_TRUE(wide[kFfnOutWeight].narrow(1, 0, n).equal(w[kFfnOutWeight]));
+      EXPECT_EQ(wide[kFfnInWeight].narrow(0, n, 64 - n).count_nonzero().item<int64_t>(), 0);
+      EXPECT_EQ(wide[kFfnInBias].narrow(0, n, 64 - n).count_nonzero().item<int64_t>(), 0);
+      EXPECT_EQ(wide[kFfnOutWeight].narrow(1, n, 64 - n).count_nonzero().item<int64_t>(), 0);
+      for (int weight :
+           {kOutBias, kAttnNormWeight, kAttnNormBias, kFfnOutBias, kFfnNormWeight, kFfnNormBias}) {
+        EXPECT_TRUE(wide[weight].equal(w[weight])) << weight;
+      }
+    }
+    ExpectSameLogits(*full, pruned);
+    absl::StatusOr<models::EncoderClassifier> back = DropZeroUnits(*full);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ((*back)->config().ToJson(), config.ToJson());
+    ExpectSameModel(*back, pruned);
+  }
+  models::EncoderClassifier whole = RandomPrunedModel(PrunedBert().pruned_heads({}).layer_ffn({}));
+  EXPECT_EQ(FullWidthModel(whole)->ptr(), whole.ptr()) << "an unpruned model is exported as it is";
+}
+
+// Zeroes head `h` of `layer` (of `heads` heads of width 8 in that layer): its Q, K, V rows and
+// biases and its output-projection columns.
+void ZeroHead(models::EncoderClassifier& model, int64_t layer, int64_t h, int64_t heads) {
+  using namespace models;
+  const at::TensorList w = model->LayerWeights()[layer];
+  at::NoGradGuard no_grad;
+  for (int64_t block = 0; block < 3; ++block) {
+    w[kQkvWeight].narrow(0, (block * heads + h) * 8, 8).zero_();
+    w[kQkvBias].narrow(0, (block * heads + h) * 8, 8).zero_();
+  }
+  w[kOutWeight].narrow(1, h * 8, 8).zero_();
+}
+
+// A checkpoint's all-zero units go, whatever wrote them; a unit with any nonzero (or NaN) weight
+// stays, and every layer keeps a head.
+TEST(HfPrunedTest, DropZeroUnitsRemovesOnlyAllZeroUnits) {
+  models::EncoderClassifier model = RandomPrunedModel(PrunedBert().pruned_heads({}).layer_ffn({}));
+  EXPECT_EQ(DropZeroUnits(model)->ptr(), model.ptr()) << "nothing zero: the model as it is";
+  using namespace models;
+  ZeroHead(model, 1, 2, 4);
+  for (int64_t h = 0; h < 4; ++h) ZeroHead(model, 2, h, 4);  // a layer of zero heads keeps head 0
+  ZeroHead(model, 0, 1, 4);
+  ZeroHead(model, 0, 3, 4);
+  {
+    at::NoGradGuard no_grad;
+    const at::TensorList w0 = model->LayerWeights()[0];
+    w0[kOutWeight][5][3 * 8 + 2] = 0.5;  // head 3 of layer 0 still writes to the output
+    w0[kQkvBias][2 * 32 + 8] = NAN;      // head 1's V bias: NaN is not zero
+    for (int64_t neuron : {5, 60}) {
+      w0[kFfnInWeight][neuron].zero_();
+      w0[kFfnInBias][neuron].zero_();
+      w0[kFfnOutWeight].select(1, neuron).zero_();
+    }
+    const at::TensorList w1 = model->LayerWeights()[1];
+    w1[kFfnInWeight][7].zero_();  // its bias and FFN-out column are not: it stays
+  }
+  absl::StatusOr<models::EncoderClassifier> dropped = DropZeroUnits(model);
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  const EncoderConfig& c = (*dropped)->config();
+  EXPECT_EQ(c.pruned_heads(), (std::vector<std::vector<int64_t>>{{}, {2}, {1, 2, 3}}));
+  EXPECT_EQ(c.layer_ffn(), (std::vector<int64_t>{62, 64, 64}));
+  EXPECT_TRUE((*dropped)->LayerWeights()[0][kFfnInWeight][5].equal(
+      model->LayerWeights()[0][kFfnInWeight][6]));
+  {
+    at::NoGradGuard no_grad;  // the NaN out again, to compare outputs
+    model->LayerWeights()[0][kQkvBias][2 * 32 + 8] = 0;
+    (*dropped)->LayerWeights()[0][kQkvBias][2 * 32 + 8] = 0;
+  }
+  ExpectSameLogits(*dropped, model);
+}
+
+// transformers 4.x's pruned form of `model` (uniform FFN width) in `dir`: config.json with
+// `pruned_heads` and the kept width, Q, K, V and output projections holding the kept heads only.
+void WriteTransformers4Form(models::EncoderClassifier& model, const std::string& dir) {
+  ASSERT_TRUE(ExportHuggingFace(model, {"a", "b", "c"}, dir).ok());
+  const models::EncoderConfig& c = model->config();
+  nlohmann::json config = ReadJson(dir + "/config.json");
+  config["pruned_heads"] = nlohmann::json::parse(c.ToJson())["pruned_heads"];
+  config[c.type_vocab_size() == 0 ? "hidden_dim" : "intermediate_size"] = c.ffn_in_layer(0);
+  std::ofstream(dir + "/config.json") << config.dump();
+  absl::StatusOr<SafetensorsFile> full = SafetensorsFile::Open(dir + "/model.safetensors");
+  ASSERT_TRUE(full.ok()) << full.status();
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (const auto& entry : full->entries()) {
+    const std::string& name = entry.first;
+    at::Tensor t = *full->Tensor(name, true);
+    const size_t pos = name.find("layer.");
+    if (pos != std::string::npos) {
+      const int64_t layer = std::stoll(name.substr(pos + 6));
+      const std::string part = name.substr(name.find('.', pos + 6) + 1);
+      std::vector<int64_t> rows;
+      for (int64_t h : c.kept_heads(layer)) {
+        for (int64_t d = 0; d < c.head_dim(); ++d) rows.push_back(h * c.head_dim() + d);
+      }
+      const at::Tensor heads = at::tensor(rows, at::kLong);
+      bool qkv = false;
+      for (const char* module :
+           {"attention.self.", "attention.q_lin.", "attention.k_lin.", "attention.v_lin."}) {
+        qkv = qkv || absl::StartsWith(part, module);
+      }
+      if (qkv) {
+        t = t.index_select(0, heads);
+      } else if (part == "attention.output.dense.weight" || part == "attention.out_lin.weight") {
+        t = t.index_select(1, heads);
+      } else if (absl::StartsWith(part, "intermediate.dense.") ||
+                 absl::StartsWith(part, "ffn.lin1.")) {
+        t = t.narrow(0, 0, c.ffn_in_layer(layer));
+      } else if (part == "output.dense.weight" || part == "ffn.lin2.weight") {
+        t = t.narrow(1, 0, c.ffn_in_layer(layer));
+      }
+    }
+    tensors.emplace_back(name, t.contiguous());
+  }
+  ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", tensors).ok());
+}
+
+// A pruned checkpoint in transformers 4.x's form imports with its smaller weights, as it was.
+TEST(HfPrunedTest, Transformers4PrunedFormImports) {
+  for (const models::EncoderConfig& config :
+       {PrunedBert().layer_ffn({40, 40, 40}), PrunedRoberta().layer_ffn({40, 40, 40}),
+        PrunedDistilBert().layer_ffn({40, 40, 40})}) {
+    models::EncoderClassifier model = RandomPrunedModel(config);
+    const std::string dir = FreshDir("transformers4");
+    ASSERT_NO_FATAL_FAILURE(WriteTransformers4Form(model, dir));
+    absl::StatusOr<ImportedModel> back = ImportHuggingFace(dir);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->hf.encoder.ToJson(), AsTransformers4KeepsIt(config).ToJson());
+    ExpectSameModel(back->model, model);
   }
 }
 
 TEST(HfPrunedTest, DamagedPrunedHeadsNameTheFileAndField) {
-  models::EncoderClassifier model = RandomPrunedModel(PrunedBert());
+  models::EncoderClassifier model = RandomPrunedModel(PrunedBert().layer_ffn({40, 40, 40}));
   const std::string dir = FreshDir("damaged");
-  ASSERT_TRUE(ExportHuggingFace(model, {"a", "b", "c"}, dir).ok());
+  ASSERT_NO_FATAL_FAILURE(WriteTransformers4Form(model, dir));
   const nlohmann::json good = ReadJson(dir + "/config.json");
   auto import_with = [&](const nlohmann::json& pruned_heads) {
     nlohmann::json c = good;

@@ -4,12 +4,14 @@
 #include "padless/models/attention_groups.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "padless/models/attention.h"
@@ -182,6 +184,46 @@ TEST(GroupedAttentionTest, FirstTokensEqualTheReferenceAndEmptySequencesGiveZero
   // A context planned for another batch is refused, not misread.
   EXPECT_THROW(AttendFirstTokens(grouped.q.narrow(0, 0, 3), grouped.k, grouped.v, grouped.ctx),
                c10::Error);
+}
+
+// Inference on the CPU (no autograd: each group as batched matrix products instead of SDPA), on
+// q, k, v as views of one QKV tensor as the fused layer makes them, against the per-sequence
+// reference, in double and in float.
+TEST(GroupedAttentionTest, InferenceByMatmulEqualsTheReference) {
+  const c10::NoGradGuard no_grad;
+  std::vector<int64_t> offsets = {0};
+  for (const int64_t l : kMixedLengths) offsets.push_back(offsets.back() + l);
+  AttentionContext ref, grouped;
+  for (AttentionContext* c : {&ref, &grouped}) {
+    c->cu_seqlens = at::tensor(offsets, at::kInt);
+    c->max_seqlen = *std::max_element(kMixedLengths.begin(), kMixedLengths.end());
+  }
+  ref.backend = AttentionBackend::kVarlenReference;
+  grouped.backend = AttentionBackend::kVarlenGrouped;
+  PrepareHostPlan(ref);
+  PrepareHostPlan(grouped);
+  ASSERT_GT(grouped.groups.groups.size(), 1u) << "the test needs several groups";
+  std::vector<int64_t> first;  // each sequence's first row (an empty one's query is any row)
+  for (size_t i = 0; i + 1 < offsets.size(); ++i) {
+    first.push_back(std::min(offsets[i], offsets.back() - 1));
+  }
+  const at::Tensor first_rows = at::tensor(first, at::kLong);
+  at::manual_seed(5);
+  for (const auto& [dtype, tolerance] : {std::pair{at::kDouble, 1e-12}, std::pair{at::kFloat, 1e-5}}) {
+    // Larger scores than randn's, so that the softmax is far from uniform.
+    const at::Tensor qkv = at::randn({offsets.back(), 3 * 3 * 8}, dtype) * 2;
+    const std::vector<at::Tensor> p = qkv.view({offsets.back(), 3, 3, 8}).unbind(1);
+    const at::Tensor expected = Attend(p[0], p[1], p[2], ref, 0.0);
+    const at::Tensor got = Attend(p[0], p[1], p[2], grouped, 0.0);
+    ASSERT_EQ(got.sizes(), expected.sizes());
+    EXPECT_LE((got - expected).abs().max().item<double>(), tolerance) << dtype;
+    const at::Tensor q1 = p[0].index_select(0, first_rows);
+    const at::Tensor first_got = AttendFirstTokens(q1, p[1], p[2], grouped);
+    EXPECT_LE((first_got - AttendFirstTokens(q1, p[1], p[2], ref)).abs().max().item<double>(),
+              tolerance)
+        << dtype;
+    EXPECT_EQ(first_got[2].abs().max().item<double>(), 0.0);
+  }
 }
 
 TEST(GroupedAttentionTest, AllEmptyBatchGivesZeroRows) {

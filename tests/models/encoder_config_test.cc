@@ -129,3 +129,60 @@ TEST(EncoderConfigTest, DamagedPruningRecordIsAClearError) {
 
 }  // namespace
 }  // namespace padless::models
+
+namespace padless::models {
+namespace {
+
+// ModernBERT's fields (issue 45) round-trip; a BERT config's JSON does not carry them, and a
+// config without them (every model directory before them) is BERT.
+TEST(EncoderConfigTest, ModernBertFieldsRoundTrip) {
+  const EncoderConfig c = EncoderConfig::ModernBertBase()
+                              .local_attention(64)
+                              .global_attn_every_n_layers(2)
+                              .local_rope_theta(500.0)
+                              .norm_bias(true)
+                              .pooling(Pooling::kMean);
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate();
+  absl::StatusOr<EncoderConfig> back = EncoderConfig::FromJson(c.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToJson(), c.ToJson());
+  EXPECT_TRUE(back->modernbert());
+  EXPECT_EQ(back->local_attention(), 64);
+  EXPECT_EQ(back->local_rope_theta(), 500.0);
+  EXPECT_FALSE(back->attention_bias());
+  EXPECT_TRUE(back->norm_bias());
+  EXPECT_EQ(back->classifier_hidden(), ClassifierHidden::kGeluNorm);
+  EXPECT_EQ(back->attention_window(0), -1);
+  EXPECT_EQ(back->attention_window(1), 32);
+  EXPECT_EQ(back->attention_window(2), -1);
+  EXPECT_EQ(EncoderConfig::Base().attention_window(1), -1);
+  EXPECT_EQ(EncoderConfig::Base().ToJson().find("architecture"), std::string::npos);
+  absl::StatusOr<EncoderConfig> old = EncoderConfig::FromJson(R"({"hidden": 64, "heads": 4})");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_FALSE(old->modernbert());
+  EXPECT_TRUE(old->attention_bias() && old->mlp_bias() && old->norm_bias() &&
+              old->classifier_bias());
+}
+
+TEST(EncoderConfigTest, ModernBertValidationNamesTheField) {
+  const auto message = [](const EncoderConfig& c) { return std::string(c.Validate().message()); };
+  EXPECT_NE(message(EncoderConfig().mlp_bias(false)).find("mlp_bias"), std::string::npos);
+  EXPECT_NE(message(EncoderConfig::ModernBertBase().pre_ln(false)).find("pre_ln"),
+            std::string::npos);
+  EXPECT_NE(message(EncoderConfig::ModernBertBase().type_vocab_size(2)).find("type_vocab_size"),
+            std::string::npos);
+  EXPECT_NE(message(EncoderConfig::ModernBertBase().hidden(36).heads(12)).find("head_dim"),
+            std::string::npos);
+  EXPECT_NE(message(EncoderConfig::ModernBertBase().global_attn_every_n_layers(0))
+                .find("global_attn_every_n_layers"),
+            std::string::npos);
+  for (const char* bad : {R"({"architecture": "gpt"})", R"({"architecture": 1})",
+                          R"({"norm_bias": "no"})", R"({"local_attention": 1.5})"}) {
+    absl::StatusOr<EncoderConfig> c = EncoderConfig::FromJson(bad, "dir/config.json");
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(std::string(c.status().message()).find("dir/config.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace padless::models

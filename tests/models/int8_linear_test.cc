@@ -3,7 +3,11 @@
 #include "padless/models/int8_linear.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/quantized/PackedParams.h>
 #include <gtest/gtest.h>
+
+#include <optional>
 
 #include "absl/status/status.h"
 
@@ -34,6 +38,45 @@ TEST(Int8LinearTest, CloseToTheFp32Product) {
   ASSERT_TRUE(nb.ok()) << nb.status();
   EXPECT_LT(RelErr(nb->Apply(x), want - b), 0.06);
   EXPECT_LT(RelErr(nb->Apply(x.to(at::kBFloat16)), want - b), 0.06);
+}
+
+// PyTorch's dynamic int8 linear (quantized::linear_dynamic, the op of quantize_dynamic's modules)
+// over the same per-channel int8 weight: what Int8Linear::Apply must give bit for bit, whichever
+// way it finds the input's range.
+at::Tensor ReferenceDynamicLinear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const at::Tensor amax = std::get<0>(w.abs().max(1));
+  const at::Tensor scales = at::where(amax > 0, amax / 127.0, at::ones_like(amax)).to(at::kDouble);
+  const at::Tensor qw =
+      at::quantize_per_channel(w, scales, at::zeros({w.size(0)}, at::kLong), 0, at::kQInt8);
+  using Packed = c10::intrusive_ptr<LinearPackedParamsBase>;
+  const Packed packed = c10::Dispatcher::singleton()
+                            .findSchemaOrThrow("quantized::linear_prepack", "")
+                            .typed<Packed(at::Tensor, std::optional<at::Tensor>)>()
+                            .call(qw, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt);
+  return c10::Dispatcher::singleton()
+      .findSchemaOrThrow("quantized::linear_dynamic", "")
+      .typed<at::Tensor(at::Tensor, const Packed&, bool)>()
+      .call(x, packed, /*reduce_range=*/false);
+}
+
+TEST(Int8LinearTest, EqualsPyTorchsDynamicLinearBitForBit) {
+  at::manual_seed(22);
+  const at::Tensor w = at::randn({40, 96}) * 0.05;
+  const at::Tensor b = at::randn({40});
+  for (const at::Tensor& bias : {b, at::Tensor()}) {
+    absl::StatusOr<Int8Linear> q = Int8Linear::Pack(w, bias);
+    ASSERT_TRUE(q.ok()) << q.status();
+    // Mixed signs, all positive (the range is widened to 0), all zero (a degenerate range), one
+    // row, and many rows (several threads).
+    for (const at::Tensor& x : {at::randn({29, 96}) * 3, at::rand({7, 96}) + 0.5,
+                                at::zeros({5, 96}), at::randn({1, 96}), at::randn({1031, 96})}) {
+      const at::Tensor want = ReferenceDynamicLinear(x, w, bias);
+      const at::Tensor got = q->Apply(x);
+      EXPECT_TRUE(at::equal(got, want)) << x.sizes() << " bias " << bias.defined() << ": "
+                                        << (got - want).abs().max().item<double>();
+    }
+    EXPECT_EQ(q->Apply(at::zeros({0, 96})).sizes(), (at::IntArrayRef{0, 40}));
+  }
 }
 
 TEST(Int8LinearTest, BrokenArgumentsAreStatuses) {

@@ -1,6 +1,8 @@
 #include "padless/tokenize/truncation.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -46,25 +48,29 @@ TEST(PlanSingleTest, TableOfCases) {
   }
 }
 
-// Hugging Face's truncate_sequences loop for longest_first, verbatim in C++.
-PairKeep HuggingFaceLongestFirst(int64_t a, int64_t b, int64_t budget) {
-  for (int64_t remove = a + b - budget; remove > 0; --remove) {
-    if (a > b) {
-      --a;
-    } else {
-      --b;
-    }
+// Hugging Face tokenizers' longest_first (tokenizers/src/utils/truncation.rs), step for step in
+// C++; checked against the Python package for lengths 0-13 and budgets 0-29 when written.
+PairKeep TokenizersLongestFirst(int64_t a, int64_t b, int64_t budget) {
+  if (a + b <= budget) return {a, b};
+  int64_t n1 = a, n2 = b;
+  const bool swap = n1 > n2;
+  if (swap) std::swap(n1, n2);
+  n2 = n1 > budget ? n1 : std::max(n1, budget - n1);
+  if (n1 + n2 > budget) {
+    n1 = budget / 2;
+    n2 = n1 + budget % 2;
   }
-  return {a, b};
+  if (swap) std::swap(n1, n2);
+  return {n1, n2};
 }
 
-TEST(PlanPairTest, LongestFirstMatchesHuggingFaceLoopExhaustively) {
+TEST(PlanPairTest, LongestFirstMatchesTokenizersExhaustively) {
   for (int64_t a = 0; a <= 24; ++a) {
     for (int64_t b = 0; b <= 24; ++b) {
       for (int64_t budget = 0; budget <= 50; ++budget) {
         absl::StatusOr<PairKeep> keep = PlanPair(a, b, budget, PairTruncation::kLongestFirst);
         ASSERT_TRUE(keep.ok()) << keep.status();
-        const PairKeep want = HuggingFaceLongestFirst(a, b, budget);
+        const PairKeep want = TokenizersLongestFirst(a, b, budget);
         ASSERT_EQ(keep->first, want.first) << a << " " << b << " " << budget;
         ASSERT_EQ(keep->second, want.second) << a << " " << b << " " << budget;
       }
@@ -88,7 +94,12 @@ TEST(PlanPairTest, TableOfCases) {
       {"fits", 3, 4, 7, PairTruncation::kLongestFirst, true, 3, 4},
       {"longest_first longer first", 10, 2, 6, PairTruncation::kLongestFirst, true, 4, 2},
       {"longest_first longer second", 2, 10, 6, PairTruncation::kLongestFirst, true, 2, 4},
-      {"longest_first tie trims second first", 5, 5, 7, PairTruncation::kLongestFirst, true, 4, 3},
+      {"longest_first tie gives the second the odd token", 5, 5, 7, PairTruncation::kLongestFirst,
+       true, 3, 4},
+      {"longest_first longer first takes the odd token", 10, 8, 7, PairTruncation::kLongestFirst,
+       true, 4, 3},
+      {"longest_first halves once the shorter exceeds half", 10, 4, 7,
+       PairTruncation::kLongestFirst, true, 4, 3},
       {"longest_first both shrink", 10, 8, 6, PairTruncation::kLongestFirst, true, 3, 3},
       {"longest_first empty second", 10, 0, 4, PairTruncation::kLongestFirst, true, 4, 0},
       {"longest_first empty first", 0, 10, 4, PairTruncation::kLongestFirst, true, 0, 4},

@@ -8,12 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "padless/batching/collator.h"
 #include "padless/cuda/memory/memory_meter.h"
+#include "padless/train/memory_probe.h"
 #include "padless/train/optimizer.h"
 #include "padless/train/trainer.h"
 
@@ -212,6 +215,122 @@ TEST_F(MemoryPlanningTest, TrainerAppliesThePlanAndStaysWithinTheBudget) {
   absl::StatusOr<TrainResult> r_off = off.Train(FullRows(16), nullptr);
   ASSERT_TRUE(r_off.ok()) << r_off.status();
   EXPECT_FALSE(r_off->memory_plan.has_value());
+}
+
+// ---- Long documents (issue 45): a model of 8192 positions, documents of 8192 tokens.
+
+constexpr int64_t kLongLen = 8192;
+
+// Small enough that a step over 8192 tokens takes a fraction of a second on one CPU thread (the
+// attention's cost is per head).
+models::EncoderConfig LongConfig() {
+  return models::EncoderConfig()
+      .vocab_size(300)
+      .hidden(32)
+      .layers(1)
+      .heads(1)
+      .ffn(64)
+      .max_positions(kLongLen)
+      .num_labels(2)
+      .dropout(0.0)
+      .attention_dropout(0.0);
+}
+
+// `long_docs` documents of exactly 8192 tokens among `short_texts` texts of 40 to 400 tokens.
+corpus::TokenizedCorpus LongDocuments(int long_docs, int short_texts) {
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<int32_t> tok(5, 299);
+  std::uniform_int_distribution<int64_t> short_len(40, 400);
+  corpus::TokenizedCorpus c;
+  for (int i = 0; i < long_docs + short_texts; ++i) {
+    std::vector<int32_t> ids(
+        static_cast<size_t>(i % 4 == 0 && i / 4 < long_docs ? kLongLen : short_len(rng)));
+    for (int32_t& t : ids) t = tok(rng);
+    c.Add(ids, {}, static_cast<int64_t>(rng() % 2));
+  }
+  return c;
+}
+
+// Per-op autograd, whose CPU attention is ATen's flash kernel: memory linear in the length. (The
+// fused layer's CPU forward computes attention by matmul today, s x s scores: 256 MiB per head and
+// layer at 8192 tokens, which the budget would hold too, only slowly.)
+models::ModelRuntime LongRuntime() {
+  models::ModelRuntime runtime;
+  runtime.fused_layers = false;
+  return runtime;
+}
+
+batching::PlannerOptions LongVarlenPlan() {
+  return batching::PlannerOptions()
+      .sampler(batching::Sampler::kPacked)
+      .packed_layout(batching::Layout::kVarlen)
+      .max_tokens(kLongLen)
+      .max_len(kLongLen);
+}
+
+// The peak of a training step of one 8192-token document (warm-up first), the unit the budgets
+// below are given in.
+int64_t OneDocumentPeak(models::EncoderClassifier& model, cuda::MemoryMeter& meter) {
+  model->set_runtime(LongRuntime());
+  absl::StatusOr<batching::Batch> batch =
+      SyntheticTrainingBatch(batching::Layout::kVarlen, 1, kLongLen, model->config(), c10::kCPU);
+  EXPECT_TRUE(batch.ok()) << batch.status();
+  if (!batch.ok()) return 0;
+  std::vector<at::Tensor> params = model->parameters();
+  FusedAdamW opt(params, std::vector<bool>(params.size(), true), AdamWOptions{});
+  absl::StatusOr<StepMemory> m =
+      MeasureTrainingStep(model, opt, *batch, models::AmpMode::kOff, 0.0, meter, c10::kCPU);
+  EXPECT_TRUE(m.ok()) << m.status();
+  meter.ResetPeak();
+  return m.ok() ? m->peak_allocated_bytes : 0;
+}
+
+// A budget that holds one 8192-token document but not two: the plan is batches of one document
+// (short texts packed up to 8192 tokens), and a whole epoch of them stays within the budget.
+TEST_F(MemoryPlanningTest, LongDocumentsTrainInBatchesOfOneDocumentWithinTheBudget) {
+  models::EncoderClassifier model(LongConfig());
+  const int64_t one_doc = OneDocumentPeak(model, meter_);
+  ASSERT_GT(one_doc, 0);
+  const int64_t budget = static_cast<int64_t>(1.4 * one_doc / 0.95);
+  Trainer trainer(model,
+                  TrainConfig()
+                      .progress(false)
+                      .epochs(1)
+                      .loader_workers(0)
+                      .runtime(LongRuntime())
+                      .memory_budget_bytes(budget),
+                  LongVarlenPlan().max_tokens(4 * kLongLen), c10::kCPU);
+  absl::StatusOr<TrainResult> r = trainer.Train(LongDocuments(3, 24), nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->memory_plan.has_value());
+  EXPECT_EQ(r->memory_plan->max_tokens, kLongLen) << r->memory_plan->Summary();
+  EXPECT_EQ(r->memory_plan->row_len, kLongLen);
+  EXPECT_GE(r->steps, 4);  // three documents alone, then the short texts: one epoch
+  EXPECT_LE(r->peak_allocated_bytes, budget) << r->memory_plan->Summary();
+  std::printf("long documents: %s; run peak %lld of budget %lld (%.1f%%)\n",
+              r->memory_plan->Summary().c_str(), static_cast<long long>(r->peak_allocated_bytes),
+              static_cast<long long>(budget), 100.0 * r->peak_allocated_bytes / budget);
+}
+
+// A budget below one document's step: the error names the length and what one row needs.
+TEST_F(MemoryPlanningTest, BudgetTooSmallForOneLongDocumentNamesTheLengthAndTheNeed) {
+  models::EncoderClassifier model(LongConfig());
+  const int64_t one_doc = OneDocumentPeak(model, meter_);
+  ASSERT_GT(one_doc, 0);
+  MemoryPlanOptions o;
+  o.budget_bytes = static_cast<int64_t>(0.8 * one_doc);
+  absl::StatusOr<MemoryPlan> plan = PlanForMemoryBudget(model, LongVarlenPlan(), o, c10::kCPU);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string m(plan.status().message());
+  EXPECT_NE(m.find("is too small: one row of 8192 tokens needs at least "), std::string::npos) << m;
+  // What it names is at least the measured step with the 5% margin (to the three digits shown).
+  double mib = 0;
+  const size_t at = m.find("needs at least ");
+  ASSERT_NE(at, std::string::npos) << m;
+  ASSERT_EQ(std::sscanf(m.c_str() + at, "needs at least %lf MiB", &mib), 1) << m;
+  EXPECT_GE(mib * 1.001, one_doc / 0.95 / (1 << 20)) << m;
+  EXPECT_GT(mib * (1 << 20), static_cast<double>(o.budget_bytes)) << m;
 }
 
 }  // namespace

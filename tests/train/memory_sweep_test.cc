@@ -102,6 +102,28 @@ TEST_F(MemorySweepTest, BudgetCheckJudgesEveryPlanAsItIsKnown) {
   EXPECT_TRUE(c.ok) << c.peak_allocated_bytes << " of " << kBudget << " (" << 100 * c.used << "%)";
 }
 
+// Issue 45: a budget that holds short rows but not one long row (the long inputs a default sweep
+// reaches): the long length is reported, with the planner's message naming it, and the check goes
+// on, rather than ending every check with an error.
+TEST_F(MemorySweepTest, ALengthNoRowOfWhichFitsIsReportedNotAnError) {
+  MemorySweepOptions o = TinyOptions();
+  o.lens = {2048, 16};  // checked shortest first
+  o.varlens = {true};
+  std::vector<BudgetCheck> checks;
+  absl::StatusOr<int64_t> failures = CheckMemoryBudgetPlans(
+      o, int64_t{20} << 20, c10::kCPU, meter_, [&](const BudgetCheck& c) { checks.push_back(c); });
+  ASSERT_TRUE(failures.ok()) << failures.status();
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[0].seq_len, 16);
+  EXPECT_FALSE(checks[0].no_row_fits);
+  EXPECT_GE(checks[0].rows, 1);
+  EXPECT_EQ(checks[1].seq_len, 2048);
+  EXPECT_TRUE(checks[1].no_row_fits);
+  EXPECT_TRUE(checks[1].ok);
+  EXPECT_EQ(checks[1].rows, 0);
+  EXPECT_NE(checks[1].why.find("one row of 2048 tokens needs"), std::string::npos) << checks[1].why;
+}
+
 TEST_F(MemorySweepTest, BudgetBelowTheFixedCostEndsTheCheckWithAnError) {
   MemorySweepOptions o = TinyOptions();
   o.lens = {64};

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "padless/model_files/model_io.h"
+#include "padless/models/encoder_config.h"
 #include "padless/train/training_defaults.h"
 #include "padless/tokenize/special_tokens.h"
 
@@ -203,6 +204,41 @@ TEST(TrainJobTest, DataProblemsNameTheFile) {
       SmallJob(::testing::TempDir() + "/missing.tsv", ::testing::TempDir() + "/train_job_missing"));
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("missing.tsv"));
+}
+
+// Issue 45: --max-len up to the model's position limit. A preset grows its position table to
+// max_len (8192 here, ModernBERT's limit); an --init-from model's limit is checked from its
+// config.json before the data is read or tokenized, for padless and Hugging Face directories.
+TEST(TrainJobTest, MaxLenIsCheckedAgainstTheInitFromModelsPositions) {
+  TrainJobOptions preset = SmallJob("x.tsv", "/nonexistent/out");
+  preset.max_len = 8192;
+  preset.max_tokens = 8192;
+  EXPECT_TRUE(ValidateTrainJobOptions(preset).ok());
+
+  const std::string padless_dir = ::testing::TempDir() + "/max_len_padless_model";
+  const std::string hf_dir = ::testing::TempDir() + "/max_len_hf_model";
+  for (const std::string& dir : {padless_dir, hf_dir}) ::mkdir(dir.c_str(), 0755);
+  std::ofstream(padless_dir + "/config.json")
+      << models::EncoderConfig::Tiny().vocab_size(50).max_positions(512).ToJson();
+  std::ofstream(hf_dir + "/config.json")
+      << R"({"model_type": "roberta", "architectures": ["RobertaForSequenceClassification"],
+             "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 1,
+             "num_attention_heads": 2, "intermediate_size": 64,
+             "max_position_embeddings": 514, "type_vocab_size": 1, "pad_token_id": 1,
+             "hidden_act": "gelu", "layer_norm_eps": 1e-5})";
+  for (const std::string& dir : {padless_dir, hf_dir}) {
+    TrainJobOptions job = SmallJob(::testing::TempDir() + "/not_read.tsv", "/nonexistent/out");
+    job.init_from = dir;
+    job.max_len = 8192;
+    job.max_tokens = 8192;
+    const absl::Status s = RunTrainJob(job).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << dir;
+    EXPECT_THAT(s.message(),
+                HasSubstr("--max-len 8192 is longer than the --init-from model reads"));
+    EXPECT_THAT(s.message(), HasSubstr("512 positions"));
+    EXPECT_THAT(s.message(), HasSubstr("give --max-len 512 or less"));
+    EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("not_read.tsv")));
+  }
 }
 
 }  // namespace

@@ -26,9 +26,10 @@ cudaError_t LaunchPadRows(const void* packed, void* padded, const int32_t* cu_se
 cudaError_t LaunchFirstRows(const void* in, void* out, const int32_t* cu_seqlens, int64_t batch,
                             int64_t row_bytes, cudaStream_t stream);
 
-// out[b, :] = mean of in[cu[b]:cu[b+1], :] accumulated in fp32; zeros for empty sequences.
+// out[b, :] = mean of in[cu[b]:cu[b+1], :] accumulated in fp32; zeros for empty sequences. `out`
+// is of `type`, or fp32 when `float_out`.
 cudaError_t LaunchSegmentMean(const void* in, void* out, const int32_t* cu_seqlens, int64_t batch,
-                              int64_t hidden, FloatType type, cudaStream_t stream);
+                              int64_t hidden, FloatType type, bool float_out, cudaStream_t stream);
 
 // For every token t < total: sequence_ids[t] = b and position_ids[t] = t - cu[b], where b holds t.
 // Either output may be null.

@@ -1,6 +1,7 @@
 // Mean pooling of packed hidden states per sequence: one block per (sequence, column tile); the
 // 8 warps of a block stride over the sequence's tokens with 16-byte loads and reduce in shared
-// memory. Accumulation is fp32 for every input type.
+// memory. Accumulation is fp32 for every input type; the output is the input's type or fp32 (a
+// half hidden state pooled into fp32 vectors without an fp32 copy of the whole state first).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -16,8 +17,8 @@ namespace {
 constexpr int kLanes = 32;
 constexpr int kWarps = 8;
 
-template <typename T, int kVec>
-__global__ void SegmentMeanKernel(const T* __restrict__ in, T* __restrict__ out,
+template <typename T, typename TOut, int kVec>
+__global__ void SegmentMeanKernel(const T* __restrict__ in, TOut* __restrict__ out,
                                   const int32_t* __restrict__ cu, int64_t hidden) {
   __shared__ float partial[kWarps][kLanes * kVec];
   const int64_t b = blockIdx.y;
@@ -39,49 +40,58 @@ __global__ void SegmentMeanKernel(const T* __restrict__ in, T* __restrict__ out,
   __syncthreads();
   if (threadIdx.y != 0 || col >= hidden) return;
   const float scale = end > begin ? 1.f / static_cast<float>(end - begin) : 0.f;
-  Pack<T, kVec> result;
+  Pack<TOut, kVec> result;
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     float sum = 0.f;
     for (int w = 0; w < kWarps; ++w) sum += partial[w][threadIdx.x * kVec + k];
-    result.v[k] = FromFloat<T>(sum * scale);
+    result.v[k] = FromFloat<TOut>(sum * scale);
   }
-  *reinterpret_cast<Pack<T, kVec>*>(out + b * hidden + col) = result;
+  *reinterpret_cast<Pack<TOut, kVec>*>(out + b * hidden + col) = result;
 }
 
-template <typename T>
+template <typename T, typename TOut>
 cudaError_t Launch(const void* in, void* out, const int32_t* cu, int64_t batch, int64_t hidden,
                    cudaStream_t stream) {
+  // 16-byte loads; the stores are as wide as kWide outputs (32 bytes for bf16 in, fp32 out).
   constexpr int kWide = 16 / sizeof(T);
   const dim3 block(kLanes, kWarps);
   const bool aligned = hidden % kWide == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
+                       reinterpret_cast<uintptr_t>(out) % alignof(Pack<TOut, kWide>) == 0;
+  const auto* src = static_cast<const T*>(in);
+  auto* dst = static_cast<TOut*>(out);
   if (aligned) {
     const dim3 grid(static_cast<unsigned>((hidden / kWide + kLanes - 1) / kLanes),
                     static_cast<unsigned>(batch));
-    SegmentMeanKernel<T, kWide>
-        <<<grid, block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), cu, hidden);
+    SegmentMeanKernel<T, TOut, kWide><<<grid, block, 0, stream>>>(src, dst, cu, hidden);
   } else {
     const dim3 grid(static_cast<unsigned>((hidden + kLanes - 1) / kLanes),
                     static_cast<unsigned>(batch));
-    SegmentMeanKernel<T, 1>
-        <<<grid, block, 0, stream>>>(static_cast<const T*>(in), static_cast<T*>(out), cu, hidden);
+    SegmentMeanKernel<T, TOut, 1><<<grid, block, 0, stream>>>(src, dst, cu, hidden);
   }
   return cudaGetLastError();
+}
+
+// The input's type, or fp32 when `float_out`.
+template <typename T>
+cudaError_t LaunchInto(const void* in, void* out, const int32_t* cu, int64_t batch, int64_t hidden,
+                       bool float_out, cudaStream_t stream) {
+  return float_out ? Launch<T, float>(in, out, cu, batch, hidden, stream)
+                   : Launch<T, T>(in, out, cu, batch, hidden, stream);
 }
 
 }  // namespace
 
 cudaError_t LaunchSegmentMean(const void* in, void* out, const int32_t* cu_seqlens, int64_t batch,
-                              int64_t hidden, FloatType type, cudaStream_t stream) {
+                              int64_t hidden, FloatType type, bool float_out, cudaStream_t stream) {
   if (batch == 0 || hidden == 0) return cudaSuccess;
   switch (type) {
     case FloatType::kFloat32:
-      return Launch<float>(in, out, cu_seqlens, batch, hidden, stream);
+      return Launch<float, float>(in, out, cu_seqlens, batch, hidden, stream);
     case FloatType::kBFloat16:
-      return Launch<__nv_bfloat16>(in, out, cu_seqlens, batch, hidden, stream);
+      return LaunchInto<__nv_bfloat16>(in, out, cu_seqlens, batch, hidden, float_out, stream);
     case FloatType::kFloat16:
-      return Launch<__half>(in, out, cu_seqlens, batch, hidden, stream);
+      return LaunchInto<__half>(in, out, cu_seqlens, batch, hidden, float_out, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -56,11 +56,16 @@ TEST(ApiErrorTest, TeiShapeAndStatuses) {
   EXPECT_EQ(json::parse(FromEngineStatus(absl::ResourceExhaustedError("x")).ToJson())["error_type"],
             "Overloaded");
   EXPECT_EQ(FromEngineStatus(absl::UnavailableError("down")).status, 503);
-  EXPECT_EQ(FromEngineStatus(absl::InvalidArgumentError("too long")).status, 413);
+  EXPECT_EQ(FromEngineStatus(absl::InvalidArgumentError("too long")).status, 422);  // TEI >= 1.9
   EXPECT_EQ(MalformedBody("x").status, 400);
   EXPECT_EQ(WrongShape("x").status, 422);
-  EXPECT_EQ(EmptyText("x").status, 422);
-  EXPECT_EQ(ErrorTypeName(EmptyText("x").type), "Validation");
+  EXPECT_EQ(EmptyText("x").status, 400);  // TEI's Empty
+  EXPECT_EQ(ErrorTypeName(EmptyText("x").type), "Empty");
+  EXPECT_EQ(TooManyInputs(3, 2).status, 422);  // TEI's Validation, 413 before v1.9.0
+  EXPECT_EQ(TooManyInputs(3, 2).message, "batch size 3 > maximum allowed batch size 2");
+  EXPECT_EQ(ErrorTypeName(TooManyInputs(3, 2).type), "Validation");
+  EXPECT_EQ(TooLarge("x").status, 413);
+  EXPECT_EQ(InvalidInput("x").status, 422);
   EXPECT_EQ(UnsupportedMediaType("x").status, 415);
   EXPECT_EQ(ErrorTypeName(UnsupportedMediaType("x").type), "Validation");
   EXPECT_EQ(NotFound("GET", "/x").status, 404);

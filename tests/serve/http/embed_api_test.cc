@@ -150,7 +150,7 @@ TEST(EmbedRequestTest, WrongShapeIs422) {
   EXPECT_EQ(ParseEmbed(R"({})").error->message, "missing field `inputs`");
 }
 
-TEST(EmbedRequestTest, EmptyInputsAre422) {
+TEST(EmbedRequestTest, EmptyInputsAre400Empty) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"inputs": ""})", "`inputs` cannot be empty: the text is empty"},
       {R"({"inputs": []})", "`inputs` cannot be empty: the list of token ids is empty"},
@@ -160,18 +160,18 @@ TEST(EmbedRequestTest, EmptyInputsAre422) {
   for (const auto& [body, message] : cases) {
     const EmbedParse p = ParseEmbed(body);
     ASSERT_FALSE(p.ok()) << body;
-    EXPECT_EQ(p.error->status, 422) << body;
-    EXPECT_EQ(p.error->type, ErrorType::kValidation) << body;
+    EXPECT_EQ(p.error->status, 400) << body;
+    EXPECT_EQ(p.error->type, ErrorType::kEmpty) << body;
     EXPECT_NE(p.error->message.find(message), std::string::npos)
         << body << ": " << p.error->message;
   }
   EXPECT_EQ(EmbedStatus(R"({"inputs": " "})"), 200);  // blank is not empty
 }
 
-TEST(EmbedRequestTest, BatchOverTheClientLimitIs413) {
-  EXPECT_EQ(EmbedStatus(R"({"inputs": ["a", "b", "c"]})", 2), 413);
+TEST(EmbedRequestTest, BatchOverTheClientLimitIs422) {
+  EXPECT_EQ(EmbedStatus(R"({"inputs": ["a", "b", "c"]})", 2), 422);
   EXPECT_EQ(EmbedStatus(R"({"inputs": ["a", "b"]})", 2), 200);
-  EXPECT_EQ(EmbedAllStatus(R"({"inputs": [[1], [2], [3]]})", 2), 413);
+  EXPECT_EQ(EmbedAllStatus(R"({"inputs": [[1], [2], [3]]})", 2), 422);
   // A single list of ids is one input, however long.
   EXPECT_EQ(EmbedStatus(R"({"inputs": [1, 2, 3]})", 1), 200);
   EXPECT_EQ(ParseEmbed(R"({"inputs": ["a", "b", ""]})", 2).error->message,
@@ -189,7 +189,7 @@ TEST(EmbedAllRequestTest, SharesTheFieldsButIgnoresNormalizeAndDimensions) {
   EXPECT_EQ(p.request.truncation_direction, TruncationDirection::kLeft);
   EXPECT_EQ(p.request.prompt_name, "passage");
   EXPECT_FALSE(p.request.dimensions.has_value());
-  EXPECT_EQ(EmbedAllStatus(R"({"inputs": ""})"), 422);
+  EXPECT_EQ(EmbedAllStatus(R"({"inputs": ""})"), 400);
   EXPECT_EQ(EmbedAllStatus(R"({"inputs": "x", "truncation_direction": 0})"), 422);
 }
 

@@ -101,6 +101,60 @@ TEST_F(EmbeddingRoutesTest, EmbedAnswersEachInputsVector) {
   r = server_->Post("/embed", {{"inputs", a}, {"prompt_name", "query"}});
   EXPECT_EQ(r->status, 422) << r->body;  // the model has no prompts
   r = server_->Post("/embed", {{"inputs", ""}});
+  EXPECT_EQ(r->status, 400) << r->body;  // TEI's Empty
+}
+
+// The engine's vector of token ids used as given, the first (or last) max_len of them.
+std::vector<float> ExpectedOfIds(InferenceEngine& engine, std::vector<int32_t> ids, bool keep_first) {
+  EngineRequest r;
+  r.ids = std::move(ids);
+  r.truncation = keep_first ? tokenize::Truncation::kHead : tokenize::Truncation::kTail;
+  std::vector<float> v = (*engine.Run(absl::MakeConstSpan(&r, 1)))[0]->embedding;
+  EXPECT_TRUE(FinishEmbedding(v, true, 0).ok());
+  return v;
+}
+
+// Token-id inputs as TEI reads them (embed_inputs.h): the ids are the model input, special tokens
+// only where the client put them; more than max_len are cut from the end truncation_direction
+// names, or refused with 422 under truncate false; an id outside the vocabulary is 422.
+TEST_F(EmbeddingRoutesTest, TokenIdInputsAsTeiReadsThem) {
+  const tokenize::Tokenizer& tokenizer = reference_->model().tokenizer;
+  const std::string a = testing::Words(5, 1);
+  const std::vector<int32_t> pieces = *tokenizer.EncodePieces(a);
+  std::vector<int32_t> ids = {tokenizer.special_ids().cls};
+  ids.insert(ids.end(), pieces.begin(), pieces.end());
+  ids.push_back(tokenizer.special_ids().sep);
+  httplib::Result r = server_->Post("/embed", {{"inputs", ids}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  ExpectVector(json::parse(r->body)[0], Expected(*reference_, a, true, 0));  // [CLS] a [SEP]
+  // Without [CLS]/[SEP] nothing adds them: another input, another vector.
+  const std::vector<int32_t> bare(ids.begin() + 1, ids.end() - 1);
+  r = server_->Post("/embed", {{"inputs", bare}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  ExpectVector(json::parse(r->body)[0], ExpectedOfIds(*reference_, bare, true));
+
+  const std::vector<int32_t> long_ids = *tokenizer.EncodePieces(testing::Words(60, 3));
+  ASSERT_GT(long_ids.size(), 32u);  // the model's max_len
+  r = server_->Post("/embed", {{"inputs", long_ids}, {"truncate", false}});
+  EXPECT_EQ(r->status, 422) << r->body;
+  EXPECT_EQ(json::parse(r->body)["error_type"], "Validation") << r->body;
+  r = server_->Post("/embed", {{"inputs", long_ids}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::vector<int32_t> first(long_ids.begin(), long_ids.begin() + 32);
+  ExpectVector(json::parse(r->body)[0], ExpectedOfIds(*reference_, first, true));
+  r = server_->Post("/embed", {{"inputs", long_ids}, {"truncation_direction", "Left"}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::vector<int32_t> last(long_ids.end() - 32, long_ids.end());
+  ExpectVector(json::parse(r->body)[0], ExpectedOfIds(*reference_, last, true));
+
+  const int32_t unknown = tokenizer.vocab_size();
+  r = server_->Post("/embed", {{"inputs", json::array({json(ids), json::array({5, unknown})})}});
+  EXPECT_EQ(r->status, 422) << r->body;
+  EXPECT_EQ(json::parse(r->body)["error_type"], "Validation") << r->body;
+  r = server_->Post("/v1/embeddings", {{"input", {5, unknown}}});
+  EXPECT_EQ(r->status, 422) << r->body;
+  EXPECT_EQ(json::parse(r->body)["code"], 422) << r->body;
+  r = server_->Post("/embed_all", {{"inputs", {5, unknown}}});
   EXPECT_EQ(r->status, 422) << r->body;
 }
 
@@ -224,7 +278,7 @@ TEST(RerankRoutesTest, RerankSortsByScoreAndRootRoutesThere) {
   ASSERT_EQ(raw->status, 200) << raw->body;
   EXPECT_EQ(server.Post("/embed", {{"inputs", "good film"}})->status, 400);
   EXPECT_EQ(server.Post("/rerank", {{"query", "good film"}, {"texts", json::array()}})->status,
-            422);
+            400);
 }
 
 }  // namespace

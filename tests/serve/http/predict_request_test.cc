@@ -103,9 +103,9 @@ TEST(PredictRequestTest, EscapesParse) {
   EXPECT_EQ(p.request.inputs[1].pair, std::string(1, '\0'));
 }
 
-// Issue 44: "" alone, in a pair (either side) or anywhere in a batch is refused with 422 and
-// TEI's Validation error, naming where it is.
-TEST(PredictRequestTest, EmptyTextIs422) {
+// "" alone, in a pair (either side) or anywhere in a batch is refused with TEI's 400 Empty error,
+// naming where it is.
+TEST(PredictRequestTest, EmptyTextIs400Empty) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"inputs": ""})", "`inputs` cannot be empty: the text is empty"},
       {R"({"inputs": [""]})", "`inputs` cannot be empty: the text is empty"},
@@ -120,23 +120,23 @@ TEST(PredictRequestTest, EmptyTextIs422) {
   for (const auto& [body, message] : cases) {
     const PredictParse p = Parse(body);
     ASSERT_FALSE(p.ok()) << body;
-    EXPECT_EQ(p.error->status, 422) << body;
-    EXPECT_EQ(p.error->type, ErrorType::kValidation) << body;
+    EXPECT_EQ(p.error->status, 400) << body;
+    EXPECT_EQ(p.error->type, ErrorType::kEmpty) << body;
     EXPECT_NE(p.error->message.find(message), std::string::npos)
         << body << ": " << p.error->message;
   }
   // The batch size is checked first, as TEI does; the options too (they are part of the shape).
-  EXPECT_EQ(StatusOf(R"({"inputs": [["a"], ["b"], [""]]})", 2), 413);
+  EXPECT_EQ(StatusOf(R"({"inputs": [["a"], ["b"], [""]]})", 2), 422);
   EXPECT_EQ(Parse(R"({"inputs": "", "truncate": 1})").error->message,
             "`truncate` must be a boolean or null");
   EXPECT_EQ(StatusOf(R"({"inputs": [["a"], [" "], ["\u0000"]]})"), 200);
 }
 
-TEST(PredictRequestTest, BatchOverTheClientLimitIs413) {
+TEST(PredictRequestTest, BatchOverTheClientLimitIs422) {
   std::string body = R"({"inputs": [)";
   for (int i = 0; i < 33; ++i) body += std::string(i ? "," : "") + R"(["t"])";
   body += "]}";
-  EXPECT_EQ(StatusOf(body, 32), 413);
+  EXPECT_EQ(StatusOf(body, 32), 422);  // TEI's Validation since v1.9.0 (413 before)
   EXPECT_EQ(StatusOf(body, 33), 200);
   const PredictParse p = Parse(body, 32);
   EXPECT_NE(p.error->message.find("batch size 33 > maximum allowed batch size 32"),

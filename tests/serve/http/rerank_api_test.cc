@@ -63,18 +63,19 @@ TEST(RerankRequestTest, BrokenBodies) {
 TEST(RerankRequestTest, EmptyTextsAndBatchLimit) {
   RerankParse p = ParseRerank(R"({"query": "q", "texts": []})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
+  EXPECT_EQ(p.error->type, ErrorType::kEmpty);
   EXPECT_EQ(p.error->message, "`texts` cannot be empty");  // TEI's message
   p = ParseRerank(R"({"query": "", "texts": ["a"]})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_EQ(p.error->message, "`query` cannot be empty");
   p = ParseRerank(R"({"query": "q", "texts": ["a", ""]})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_NE(p.error->message.find("element 1 is empty"), std::string::npos) << p.error->message;
-  EXPECT_EQ(RerankStatus(R"({"query": "q", "texts": ["a", "b", "c"]})", 2), 413);
-  EXPECT_EQ(RerankStatus(R"({"query": "", "texts": ["a", "b", "c"]})", 2), 413);  // TEI's order
+  EXPECT_EQ(RerankStatus(R"({"query": "q", "texts": ["a", "b", "c"]})", 2), 422);
+  EXPECT_EQ(RerankStatus(R"({"query": "", "texts": ["a", "b", "c"]})", 2), 422);  // TEI's order
   EXPECT_EQ(RerankStatus(R"({"query": "q", "texts": ["a", "b"]})", 2), 200);
 }
 

@@ -169,6 +169,12 @@ TEST(ServeTest, EveryRouteAnswers) {
     EXPECT_NE(metrics.find(family), std::string::npos) << family << "\n" << metrics;
   }
   EXPECT_NE(server.log().find("POST /predict 200"), std::string::npos) << server.log();
+  // The request log counts each request's inputs and the model tokens they became (the batch of
+  // three above; a GET carries none).
+  const std::string log = server.log();
+  EXPECT_TRUE(log.find("inputs=3 tokens=") != std::string::npos) << log;
+  EXPECT_TRUE(log.find("GET /health 200") != std::string::npos) << log;
+  EXPECT_NE(log.find("inputs=0 peer="), std::string::npos) << log;
 }
 
 TEST(ServeTest, ErrorsHaveTeiStatusesAndBodies) {
@@ -185,16 +191,20 @@ TEST(ServeTest, ErrorsHaveTeiStatusesAndBodies) {
   EXPECT_EQ(Post(client, "/predict", R"({"text": "x"})")->status, 422);
   httplib::Result r =
       Post(client, "/predict", R"({"inputs": [["a"], ["b"], ["c"], ["d"], ["e"]]})");
-  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(r->status, 422);  // TEI's Validation since v1.9.0 (413 before)
   EXPECT_EQ(ErrorBody(r)["error_type"], "Validation");
+  EXPECT_EQ(ErrorBody(r)["error"], "batch size 5 > maximum allowed batch size 4");
   const std::string long_text = Words(200, 1);  // far over the model's 32 positions
-  EXPECT_EQ(
-      Post(client, "/predict", json{{"inputs", long_text}, {"truncate", false}}.dump())->status,
-      413);
+  r = Post(client, "/predict", json{{"inputs", long_text}, {"truncate", false}}.dump());
+  EXPECT_EQ(r->status, 422);
+  EXPECT_EQ(ErrorBody(r)["error_type"], "Validation");
   EXPECT_EQ(Post(client, "/predict", json{{"inputs", long_text}}.dump())->status, 200);
   r = Post(client, "/predict", json{{"inputs", std::string(70000, 'a')}}.dump());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);  // over --body-limit 65536
+  EXPECT_EQ(ErrorBody(r)["error_type"], "Validation");
+  EXPECT_NE(ErrorBody(r)["error"].get<std::string>().find("length limit exceeded"),
+            std::string::npos);
   r = client.Get("/nope");
   EXPECT_EQ(r->status, 404);
   ErrorBody(r);
@@ -206,10 +216,14 @@ TEST(ServeTest, ErrorsHaveTeiStatusesAndBodies) {
   const std::string metrics = MetricsWith(client, "route=\"other\",status=\"404\"");
   EXPECT_NE(metrics.find("padless_errors_total{type=\"Validation\"}"), std::string::npos);
   EXPECT_NE(metrics.find("route=\"other\",status=\"404\""), std::string::npos) << metrics;
+  // At --log-level debug a refused request's line carries its error message.
+  EXPECT_NE(server.log().find("error=\"batch size 5 > maximum allowed batch size 4\""),
+            std::string::npos)
+      << server.log();
 }
 
-// Issue 44: an empty text is 422; a body whose Content-Type is absent or not JSON is 415 on both
-// POST routes, before the body is parsed; both with TEI's error body.
+// An empty text is 400 Empty (TEI's); a body whose Content-Type is absent or not JSON is 415 on
+// both POST routes, before the body is parsed; both with TEI's error body.
 TEST(ServeTest, EmptyTextsAndBodiesThatAreNotJsonByTypeAreRefused) {
   ServerProcess server;
   StartServer(server);
@@ -221,9 +235,9 @@ TEST(ServeTest, EmptyTextsAndBodiesThatAreNotJsonByTypeAreRefused) {
     for (const char* path : {"/predict", "/"}) {
       const httplib::Result r = Post(client, path, body);
       ASSERT_TRUE(r) << path << " " << body;
-      EXPECT_EQ(r->status, 422) << path << " " << body << " " << r->body;
+      EXPECT_EQ(r->status, 400) << path << " " << body << " " << r->body;
       const json error = ErrorBody(r);
-      EXPECT_EQ(error["error_type"], "Validation") << r->body;
+      EXPECT_EQ(error["error_type"], "Empty") << r->body;
       EXPECT_NE(error["error"].get<std::string>().find("empty"), std::string::npos) << r->body;
     }
   }
@@ -271,7 +285,7 @@ TEST(ServeTest, EmptyTextsAndBodiesThatAreNotJsonByTypeAreRefused) {
   EXPECT_EQ(client.Get("/health")->status, 200);  // still serving
   const std::string metrics = MetricsWith(client, "route=\"/predict\",status=\"415\"");
   EXPECT_NE(metrics.find("route=\"/predict\",status=\"415\""), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("route=\"/\",status=\"422\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("route=\"/\",status=\"400\""), std::string::npos) << metrics;
 }
 
 TEST(ServeTest, KeepAliveServesManyRequestsOnOneConnection) {

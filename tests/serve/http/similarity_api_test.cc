@@ -74,17 +74,17 @@ TEST(SimilarityRequestTest, BrokenBodies) {
 TEST(SimilarityRequestTest, EmptySentencesAndBatchLimit) {
   SimilarityParse p = ParseSimilarity(R"({"inputs": {"source_sentence": "s", "sentences": []}})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_EQ(p.error->message, "`inputs.sentences` cannot be empty");  // TEI's message
-  EXPECT_EQ(SimilarityStatus(R"({"inputs": {"source_sentence": "", "sentences": ["a"]}})"), 422);
+  EXPECT_EQ(SimilarityStatus(R"({"inputs": {"source_sentence": "", "sentences": ["a"]}})"), 400);
   p = ParseSimilarity(R"({"inputs": {"source_sentence": "s", "sentences": ["a", ""]}})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_NE(p.error->message.find("element 1"), std::string::npos) << p.error->message;
   // The source sentence counts toward max_client_batch_size, as TEI counts it.
   p = ParseSimilarity(R"({"inputs": {"source_sentence": "s", "sentences": ["a", "b"]}})", 2);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 413);
+  EXPECT_EQ(p.error->status, 422);
   EXPECT_EQ(p.error->message, "batch size 3 > maximum allowed batch size 2");
   EXPECT_EQ(SimilarityStatus(R"({"inputs": {"source_sentence": "s", "sentences": ["a"]}})", 2),
             200);

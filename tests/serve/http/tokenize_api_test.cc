@@ -60,14 +60,14 @@ TEST(TokenizeRequestTest, BrokenBodies) {
   }
   TokenizeParse p = ParseTokenize(R"({"inputs": []})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_EQ(p.error->message, "`inputs` cannot be empty");  // TEI's message
-  EXPECT_EQ(TokenizeStatus(R"({"inputs": ""})"), 422);
+  EXPECT_EQ(TokenizeStatus(R"({"inputs": ""})"), 400);
   p = ParseTokenize(R"({"inputs": ["a", ""]})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_NE(p.error->message.find("batch element 1"), std::string::npos) << p.error->message;
-  EXPECT_EQ(TokenizeStatus(R"({"inputs": ["a", "b", "c"]})", 2), 413);
+  EXPECT_EQ(TokenizeStatus(R"({"inputs": ["a", "b", "c"]})", 2), 422);
   EXPECT_EQ(TokenizeStatus(R"({"inputs": ["a", "b"]})", 2), 200);
 }
 
@@ -120,13 +120,13 @@ TEST(DecodeRequestTest, BrokenBodies) {
   // As in TEI, [] is one empty list of ids, and [[]] a batch holding one.
   DecodeParse p = ParseDecode(R"({"ids": []})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_EQ(p.error->message, "`input_ids` cannot be empty");  // TEI's message
   p = ParseDecode(R"({"ids": [[1], []]})");
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error->status, 422);
+  EXPECT_EQ(p.error->status, 400);
   EXPECT_NE(p.error->message.find("batch element 1"), std::string::npos) << p.error->message;
-  EXPECT_EQ(DecodeStatus(R"({"ids": [[1], [2], [3]]})", 2), 413);
+  EXPECT_EQ(DecodeStatus(R"({"ids": [[1], [2], [3]]})", 2), 422);
   EXPECT_EQ(DecodeStatus(R"({"ids": [1, 2, 3]})", 1), 200);  // one list, however long
 }
 

@@ -3,10 +3,10 @@
 // RoBERTa and XLM-RoBERTa (positions start at pad_token_id + 1), DistilBERT (no token types,
 // dense + ReLU head). Anything else is an error that names the config field that makes it
 // unrepresentable (model_type, position_embedding_type, embedding_size, ...).
-// Pruned models (issue 27) map to transformers 4.x's `pruned_heads` ({"layer": [original head
-// indices removed]}, applied by from_pretrained before the smaller weights load; transformers 5
-// dropped it) and a reduced intermediate_size: one FFN width for every layer, so a model whose
-// layers' FFN widths differ cannot be exported.
+// Pruned models: config.json's `pruned_heads` ({"layer": [original head indices removed]}, what
+// transformers 4.x writes after prune_heads; transformers 5 dropped it) is read into
+// EncoderConfig::pruned_heads. Exports never write it: a pruned model goes out in its full-width
+// form (full_width.h, issue 45), which transformers 4.x and 5.x both load.
 #ifndef PADLESS_MODEL_FILES_HF_CONFIG_H_
 #define PADLESS_MODEL_FILES_HF_CONFIG_H_
 
@@ -18,7 +18,9 @@
 
 namespace padless::model_files {
 
-enum class HfFamily { kBert, kRoberta, kXlmRoberta, kDistilBert };
+// kModernBert: transformers' ModernBERT (modernbert_hf.h), an EncoderConfig of architecture
+// kModernBert.
+enum class HfFamily { kBert, kRoberta, kXlmRoberta, kDistilBert, kModernBert };
 
 struct HfConfig {
   HfFamily family = HfFamily::kBert;
@@ -33,8 +35,9 @@ struct HfConfig {
 absl::StatusOr<HfConfig> ParseHfConfig(const std::string& json, const std::string& origin);
 
 // config.json for `config` as family's *ForSequenceClassification, with id2label/label2id from
-// `labels` (config.num_labels() of them). Errors name the EncoderConfig field that Hugging Face
-// cannot represent (pre_ln, pooling, classifier_hidden, layer_ffn when the widths differ).
+// `labels` (config.num_labels() of them). A pruned config's full-width form: no pruned_heads, and
+// intermediate_size (hidden_dim) is config.ffn(). Errors name the EncoderConfig field that Hugging
+// Face cannot represent (pre_ln, pooling, classifier_hidden).
 absl::StatusOr<std::string> HfConfigJson(const models::EncoderConfig& config,
                                          const std::vector<std::string>& labels);
 

@@ -3,8 +3,10 @@
 // model.safetensors.index.json) loaded into an EncoderClassifier, and an EncoderClassifier
 // written back as config.json plus model.safetensors that transformers'
 // AutoModelForSequenceClassification loads. One name table (hf_checkpoint.cc) serves both
-// directions; Q, K and V are concatenated into padless's fused QKV weight and split on export
-// (in a pruned layer each is the kept heads' rows, [heads_in_layer * head_dim, hidden]).
+// directions; Q, K and V are concatenated into padless's fused QKV weight and split on export.
+// A pruned model is exported at full width with its removed heads and FFN neurons zero, and such
+// zero units are dropped again on import (full_width.h); a transformers 4.x checkpoint with
+// config.json's `pruned_heads` imports with its smaller weights.
 // pytorch_model.bin is refused (a pickle: it trusts lengths from the file) with a conversion hint.
 // Errors name the file and the tensor or config field.
 #ifndef PADLESS_MODEL_FILES_HF_WEIGHTS_H_
@@ -43,10 +45,13 @@ struct ImportedModel {
 };
 
 // Loads `dir` on the CPU in fp32, eval mode. `num_labels` > 0 asks for that many labels (a new
-// head unless the checkpoint's has that many); 0 keeps the checkpoint's count.
+// head unless the checkpoint's has that many); 0 keeps the checkpoint's count. Heads and FFN
+// neurons whose weights are all zero are left out (DropZeroUnits): the model, and hf.encoder,
+// come back pruned, with the same outputs.
 absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t num_labels = 0);
 
-// Writes config.json and model.safetensors of `model` into `dir` (created), labels in id order.
+// Writes config.json and model.safetensors of `model` into `dir` (created), labels in id order;
+// a pruned model as its FullWidthModel (no `pruned_heads`, the original intermediate_size).
 absl::Status ExportHuggingFace(models::EncoderClassifier& model, const std::vector<std::string>& labels,
                                const std::string& dir);
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "padless/models/attention_groups.h"
+#include "padless/models/rotary.h"
 
 namespace padless::models {
 
@@ -23,6 +24,7 @@ enum class AttentionBackend {
   kVarlenEfficient,  // memory-efficient attention with cu_seqlens; CUDA, fp32 too (no autocast)
   kVarlenReference,  // the varlen semantics as one SDPA call per sequence; for tests
   kVarlenGrouped,    // one SDPA call per group of similar lengths (attention_groups.h); CPU
+  kVarlenCudnn,      // cuDNN's fused attention (cuda/kernels' cudnn_attention.h); CUDA sm90, bf16
 };
 
 absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name);
@@ -45,6 +47,10 @@ struct AttentionContext {
   PaddedGroups groups;
   // kDense on CUDA: whether SDPA may pick cuDNN attention (ModelRuntime::dense_attention_cudnn).
   bool dense_cudnn = false;
+  // ModernBERT: the tokens' rotary tables for the global layers' theta and the sliding-window
+  // layers' (in the tokens' layout); undefined for models with learned positions.
+  RotaryTable rotary_global;
+  RotaryTable rotary_local;
 
   bool varlen() const { return backend != AttentionBackend::kDense; }
 };
@@ -63,8 +69,8 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 // layout: q [n, heads, head_dim] holds the n first tokens' queries (in cu_seqlens' order), k and v
 // [T, heads, head_dim] every token's. Result [n, heads * head_dim], equal to Attend's rows of the
 // first tokens. What a classifier's last layer needs under [CLS] pooling, whose other rows feed
-// nothing. kVarlenFlash (one query per sequence against cu_seqlens' keys), kVarlenReference
-// (ctx.host_offsets) or kVarlenGrouped (ctx.groups); empty sequences give zeros.
+// nothing. kVarlenFlash and kVarlenCudnn (one query per sequence against cu_seqlens' keys),
+// kVarlenReference (ctx.host_offsets) or kVarlenGrouped (ctx.groups); empty sequences give zeros.
 at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const AttentionContext& ctx);
 

@@ -33,8 +33,11 @@ class EncoderClassifierImpl : public torch::nn::Module {
   at::Tensor Encode(const batching::Batch& batch);
   // The last layer's output for every real token [T, hidden], sequence after sequence in the
   // batch's order (padding left out): for comparing hidden states with other implementations and
-  // for token-level features. Padded batches take a host sync.
-  at::Tensor EncodeTokens(const batching::Batch& batch);
+  // for token-level features. Padded batches take a host sync. In the embeddings' dtype (fp32
+  // under autocast), or with `layers_dtype` in the dtype the layers computed in (bf16 under bf16
+  // autocast), for callers that accumulate in fp32 themselves (sentence pooling): no fp32 copy of
+  // every token's vector.
+  at::Tensor EncodeTokens(const batching::Batch& batch, bool layers_dtype = false);
 
   // Checks what would otherwise fail deep inside ATen (or assert on the GPU): sequences longer
   // than max_positions, missing tensors for the layout. Host-side only, no device sync.
@@ -94,6 +97,8 @@ class EncoderClassifierImpl : public torch::nn::Module {
   // The layers' per-token output in `dtype` (the embeddings'), with the final LayerNorm of pre-LN
   // models. Works row by row, so it may run on selected rows only.
   at::Tensor FinishTokens(const at::Tensor& h, at::ScalarType dtype);
+  // ModernBERT: the rotary tables of the tokens' `positions` into ctx (nothing for BERT).
+  void AddRotaryTables(AttentionContext& ctx, const at::Tensor& positions) const;
   // Encode on the dense backend: padded rows with a padding mask, packed rows block-diagonal.
   at::Tensor EncodeDense(const batching::Batch& b, AttentionContext& ctx, int64_t n);
   LayerSpec Spec() const;
@@ -101,15 +106,17 @@ class EncoderClassifierImpl : public torch::nn::Module {
   EncoderConfig config_;
   ModelRuntime runtime_;
   at::Tensor word_embeddings_;
-  at::Tensor position_embeddings_;
+  at::Tensor position_embeddings_;  // undefined for ModernBERT (rotary positions)
   at::Tensor type_embeddings_;  // undefined when type_vocab_size is 0
   at::Tensor embedding_norm_weight_;
-  at::Tensor embedding_norm_bias_;
+  at::Tensor embedding_norm_bias_;  // LayerNorm biases: undefined without norm_bias
   std::vector<EncoderLayer> layers_;
   at::Tensor final_norm_weight_;  // pre-LN only
   at::Tensor final_norm_bias_;
-  at::Tensor head_dense_weight_;  // classifier_hidden tanh or relu only
-  at::Tensor head_dense_bias_;
+  at::Tensor head_dense_weight_;  // classifier_hidden tanh, relu or gelu_norm only
+  at::Tensor head_dense_bias_;   // undefined without classifier_bias
+  at::Tensor head_norm_weight_;  // classifier_hidden gelu_norm only
+  at::Tensor head_norm_bias_;
   at::Tensor head_weight_;
   at::Tensor head_bias_;
   // PrepareInference's compute-dtype copies, per layer (empty when not prepared).

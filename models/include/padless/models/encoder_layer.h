@@ -31,9 +31,16 @@ struct LayerSpec {
   // Saves memory, costs a few elementwise passes per block (about 6% of a BERT-base step on the
   // H200); EncoderClassifier turns it on when it checkpoints (ActivationMemory::kAuto).
   bool lean = true;
+  // ModernBERT's layer (EncoderConfig::architecture) instead of BERT's: same weight order, see
+  // modernbert_layer.h. `window`: this layer's attention half window (-1: global attention), which
+  // also picks the rotary table (AttentionContext::rotary_local or rotary_global).
+  bool modernbert = false;
+  int64_t window = -1;
 };
 
-// Order of the tensors in the weight list of EncoderLayerForward.
+// Order of the tensors in the weight list of EncoderLayerForward. A ModernBERT layer keeps the
+// order, with undefined tensors for the biases its config leaves out and for layer 0's attention
+// norm (an identity); its FFN-in weight holds 2 x ffn rows (GeGLU's value, then gate).
 enum LayerWeight : int {
   kQkvWeight,
   kQkvBias,
@@ -68,6 +75,8 @@ at::Tensor FfnBlockForward(const at::Tensor& h, at::TensorList weights, const La
 // LayerNorms inside a block still run in fp32 (see ResidualAdd in encoder_layer.cc), so the
 // stream is rounded once per block, not once per op.
 at::Tensor ToResidualStream(const at::Tensor& t);
+// stream + branch, summed in fp32 under autocast (one rounding per block, by ToResidualStream).
+at::Tensor ResidualAdd(const at::Tensor& stream, const at::Tensor& branch);
 
 class EncoderLayerImpl : public torch::nn::Module {
  public:

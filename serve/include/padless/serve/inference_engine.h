@@ -209,6 +209,9 @@ class InferenceEngine {
   // options.pooling): a plain Hugging Face encoder is never served as a classifier.
   static absl::StatusOr<std::unique_ptr<InferenceEngine>> Load(const std::string& model_dir,
                                                                EngineOptions options = {});
+  // A CPU engine (Load or Create) also sets two process-wide things, once: glibc's malloc keeps
+  // freed blocks up to 256 MiB for reuse (the process stays at its high-water mark), and the
+  // calling thread's OpenMP threads are released (serve/cpu_host_setup.h says why).
   // Serves an already loaded model (moved in) as it is: an embedding model with
   // options.pooling, else a reranker (one label) or a classifier. A caller that loads with
   // model_files::LoadModelDir checks the head itself (model_files::RequireTrainedHead).

@@ -1,7 +1,8 @@
 // Truncation plans for single texts and text pairs, computed on lengths only, so they are cheap,
 // exactly testable without a model, and shared by the tokenizer and overflow windowing.
-// Pair strategies follow Hugging Face's semantics (tokens are removed from the end of a segment;
-// longest_first removes one token at a time from the longer segment, the second one on ties).
+// Pair strategies follow Hugging Face tokenizers' semantics (tokens are removed from the end of a
+// segment; longest_first keeps a shorter segment that fits in half the budget whole, else halves
+// the budget, the longer segment, or the second on ties, taking the odd token).
 #ifndef PADLESS_TOKENIZE_TRUNCATION_H_
 #define PADLESS_TOKENIZE_TRUNCATION_H_
 
@@ -22,7 +23,7 @@ enum class Truncation {
 };
 
 enum class PairTruncation {
-  kLongestFirst,  // remove from the longer segment, token by token
+  kLongestFirst,  // remove from the longer segment (tokenizers' rule, see above)
   kOnlyFirst,     // remove only from the first segment; error when it is too short
   kOnlySecond,    // remove only from the second segment; error when it is too short
 };

@@ -72,9 +72,12 @@ struct MemoryPlan {
 // it is moved, with a learning rate of 0, so its weights are unchanged; the default RNG streams are
 // restored afterwards, and so is the meter's peak (reset), so a caller reports its own steps. The
 // peaks come from cuda::MemoryMeter: the caching allocator on CUDA, the counting allocator on the
-// CPU (install it before building the model, or weights are not counted). Errors: a budget that
-// cannot hold one row of `row_len` tokens (FailedPrecondition, naming the minimum), invalid options
-// (InvalidArgument), torch failures (Internal).
+// CPU (install it before building the model, or weights are not counted). A budget that holds one
+// row of `row_len` tokens but not two (one long document, e.g. 8192 tokens) plans batches of one
+// row. Errors: a budget that cannot hold one row of `row_len` tokens (FailedPrecondition, naming
+// the length and what that row needs: measured, or, when its step ran out of memory under the
+// capped allocator, more than the budget), invalid options (InvalidArgument), torch failures
+// (Internal).
 absl::StatusOr<MemoryPlan> PlanForMemoryBudget(models::EncoderClassifier& model,
                                                const batching::PlannerOptions& plan,
                                                const MemoryPlanOptions& options,

@@ -72,13 +72,22 @@ struct BudgetCheck {
   double used = 0;                   // peak_allocated_bytes / budget
   bool over_budget = false;          // oom, or the peak above the budget
   bool ok = false;                   // within the budget and using >= kMinBudgetUse of it
+  // The planner found that one row of seq_len does not fit the budget, where a shorter length of
+  // the same configuration did (long rows of dense attention: 8192 tokens of s x s scores may
+  // need more than the device holds). Nothing is run; the planner's refusal is the right answer,
+  // so the check is `ok`. `why` is its message.
+  bool no_row_fits = false;
+  std::string why;
 };
 
 // For every configuration and length of `options` (batches and max_tokens are not used): the plan
 // `padless train --memory-budget` makes (probe ladder and choice of PlanForMemoryBudget, on a fresh
 // model), then a training step of the planned batch measured as training runs it (a fresh
-// optimizer, after the plan). `on_check` is called with each result as it is known. Returns how
-// many plans failed (not `ok`); errors of planning or measuring end the checks.
+// optimizer, after the plan), the lengths in increasing order. `on_check` is called with each
+// result as it is known. Returns how many plans failed (not `ok`); errors of planning or measuring
+// end the checks, and so does a budget too small for the shortest length of a configuration (below
+// the model's fixed cost, it holds no step at all); a longer length that no row fits is a
+// `no_row_fits` check.
 absl::StatusOr<int64_t> CheckMemoryBudgetPlans(
     const MemorySweepOptions& options, int64_t budget_bytes, const c10::Device& device,
     cuda::MemoryMeter& meter, const std::function<void(const BudgetCheck&)>& on_check);

@@ -2,13 +2,18 @@
 // text-embeddings-inference (TEI), so that TEI clients read them unchanged:
 //   {"error": "<message>", "error_type": "<ErrorType>"}
 // TEI serializes its ErrorType enum by variant name ("Validation", "Overloaded", ...), and maps
-// Validation to 413 (a batch or a text over a limit), Tokenizer to 422, Empty to 400, Overloaded to
-// 429, Backend to 424 and Unhealthy to 503. Bodies that are not JSON get 400 and JSON of the wrong
-// shape 422, as TEI's JSON extractor answers them; a body whose Content-Type is not JSON gets 415
-// before it is parsed, as that extractor refuses it (json_content_type.h).
+// (router/src/http/server.rs, `impl From<&ErrorType> for StatusCode`) Validation to 422 (too many
+// inputs, a text over max_input_length with truncate false; 413 before v1.9.0, PR #818), Tokenizer
+// to 422, Empty to 400, Overloaded to 429, Backend to 424 and Unhealthy to 503. Bodies that are not
+// JSON get 400 and JSON of the wrong shape 422, as TEI's JSON extractor (axum's Json) answers them;
+// a body whose Content-Type is not JSON gets 415 before it is parsed, and a body over the limit
+// 413, as axum refuses them (json_content_type.h). axum writes those four as plain text; padless
+// keeps its JSON shape for them too, with axum's messages, so that a client reads every error one
+// way.
 #ifndef PADLESS_SERVE_HTTP_API_ERROR_H_
 #define PADLESS_SERVE_HTTP_API_ERROR_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
@@ -33,22 +38,29 @@ struct ApiError {
 ApiError MalformedBody(absl::string_view why);
 // JSON, but not a predict request (wrong type, missing field, bad pair): 422.
 ApiError WrongShape(absl::string_view why);
-// A text (or either text of a pair) is empty: 422 Validation, as issue 44 asks. TEI itself answers
-// an empty text ("`inputs` cannot be empty") with 400 and error_type Empty since v1.8.3 (413
-// Validation before), and a pair only when both texts are empty; this function decides ours.
+// An empty input (a text, a list of ids, a batch): 400 Empty, as TEI answers "`inputs` cannot be
+// empty" (since v1.8.3, PR #413). TEI refuses a pair only when both texts are empty; padless
+// refuses either side empty (predict_request.h).
 ApiError EmptyText(absl::string_view why);
 // The body's Content-Type is absent or not JSON: 415 (json_content_type.h).
 ApiError UnsupportedMediaType(absl::string_view why);
-// Over a size limit (the body, the client batch, a text with truncate false): 413.
+// The body is over --body-limit: 413, as axum's DefaultBodyLimit answers it.
 ApiError TooLarge(absl::string_view why);
+// More inputs than max_client_batch_size: 422 Validation with TEI's message
+// ("batch size N > maximum allowed batch size M").
+ApiError TooManyInputs(size_t size, size_t max_client_batch_size);
+// An input TEI's validation refuses (an input over max_input_length with truncate false, a token
+// id outside the vocabulary, an unknown prompt): 422 Validation.
+ApiError InvalidInput(absl::string_view why);
 ApiError NotFound(absl::string_view method, absl::string_view path);          // 404
 ApiError MethodNotAllowed(absl::string_view method, absl::string_view path);  // 405
 ApiError Unavailable(absl::string_view why);                                  // 503
 ApiError Internal(absl::string_view why);                                     // 500
 
 // An InferenceEngine status as TEI would answer it: ResourceExhausted 429 (queue full),
-// Unavailable 503 (shut down or draining), InvalidArgument 413 (a text longer than max_len with
-// truncate false: TEI's Validation), Cancelled 503, anything else 424 (the backend failed).
+// Unavailable 503 (shut down or draining), InvalidArgument 422 (a text longer than max_len with
+// truncate false, an id outside the vocabulary: TEI's Validation), Cancelled 503, anything else 424
+// (the backend failed).
 ApiError FromEngineStatus(const absl::Status& status);
 
 }  // namespace padless::serve::http

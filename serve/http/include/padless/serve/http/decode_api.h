@@ -26,9 +26,9 @@ struct DecodeRequest {
 
 // The request, or its error: 400 for a body that is not JSON (or not UTF-8, or too deep), 422 for
 // JSON of the wrong shape (a missing `ids`, an id that is not an integer from 0 to 2^32 - 1, a
-// list mixing ids and lists, `skip_special_tokens` null), 413 for more lists than
-// max_client_batch_size, then 422 for an empty list of ids ("`input_ids` cannot be empty", TEI's
-// message; TEI answers it 400 Empty, issue 44 asks for 422). As in TEI, `[]` is one empty list,
+// list mixing ids and lists, `skip_special_tokens` null), 422 for more lists than
+// max_client_batch_size, then 400 Empty for an empty list of ids ("`input_ids` cannot be empty",
+// TEI's message and status). As in TEI, `[]` is one empty list,
 // not an empty batch.
 struct DecodeParse {
   DecodeRequest request;

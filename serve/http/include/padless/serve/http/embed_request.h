@@ -47,9 +47,8 @@ struct EmbedRequest {
 // The request, or its error: 400 for a body that is not JSON (or not UTF-8, or nested deeper
 // than kMaxJsonDepth), 422 for JSON of the wrong shape (a missing `inputs`, a number, an id that
 // is not a u32, `normalize` null, `dimensions` 0 or negative, an unknown truncation_direction),
-// 413 for a batch over max_client_batch_size (request_json.h, CheckBatchSize), then 422 for an
-// empty input ("" or [], alone or in a batch, and an empty batch: TEI answers these 400 Empty;
-// issue 44 asks for 422, as /predict answers). The Content-Type is the server's to check before.
+// 422 for a batch over max_client_batch_size (request_json.h, CheckBatchSize), then 400 Empty for
+// an empty input ("" or [], alone or in a batch, and an empty batch), as TEI answers them. The Content-Type is the server's to check before.
 struct EmbedParse {
   EmbedRequest request;
   std::optional<ApiError> error;

@@ -77,6 +77,7 @@ struct AnsweredRequest {
   std::string peer;        // the client's "address:port"
   std::string error;       // the message of an error the transport answered itself; else empty
   bool delivered = false;  // false: the client left, or did not read, before the response was out
+  LogNote note;            // the handler's HttpResponse::note (empty for the transport's answers)
 };
 
 // Called on an I/O thread once per answered request, after its response was written (or failed

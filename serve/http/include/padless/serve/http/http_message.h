@@ -5,6 +5,7 @@
 #ifndef PADLESS_SERVE_HTTP_HTTP_MESSAGE_H_
 #define PADLESS_SERVE_HTTP_HTTP_MESSAGE_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -21,11 +22,19 @@ struct HttpRequest {
   std::string body;
 };
 
+// What the request log says of an answer besides the transport's facts; never sent.
+struct LogNote {
+  int64_t inputs = 0;   // the inputs the request carried (texts, pairs, lists of ids)
+  int64_t tokens = -1;  // the model input tokens they became; -1: none counted
+  std::string error;    // an error answer's message (logged at debug)
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  // more headers (TEI's x-compute-*)
+  LogNote note;  // for the request log only
 };
 
 // The way back to the connection a request came on. Thread-safe. Exactly one of Send or Defer is

@@ -52,7 +52,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                    // 0: a free port, chosen by the kernel
   size_t body_limit = 2'000'000;      // bytes; TEI's --payload-limit default
-  size_t max_client_batch_size = 32;  // inputs per request (413 above)
+  size_t max_client_batch_size = 32;  // inputs per request (422 above)
   // The event loop's threads: they parse, route and write; JSON bodies of many vectors are built
   // on them too. A connection costs memory, not a thread.
   int io_threads = 2;

@@ -50,8 +50,8 @@ struct OpenAiEmbeddingsRequest {
 // The request, or its error (an ApiError as the other routes', for OpenAiErrorJson): 400 for a
 // body that is not JSON (or not UTF-8, or too deep), 422 for JSON of the wrong shape (a missing
 // `input`, an id that is not a u32, `model` not a string, an unknown `encoding_format`,
-// `dimensions` 0 or negative), 413 for a batch over max_client_batch_size, then 422 for an empty
-// input ("", [], [[]] or an empty batch; TEI answers 400 Empty, issue 44 asks for 422).
+// `dimensions` 0 or negative), 422 for a batch over max_client_batch_size, then 400 Empty for an
+// empty input ("", [], [[]] or an empty batch), as TEI answers them.
 struct OpenAiEmbeddingsParse {
   OpenAiEmbeddingsRequest request;
   std::optional<ApiError> error;

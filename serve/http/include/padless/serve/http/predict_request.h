@@ -45,8 +45,8 @@ inline constexpr int kMaxJsonDepth = 16;
 // The request, or its error: 400 for a body that is not JSON (or not UTF-8, or nested deeper than
 // kMaxJsonDepth), 422 for JSON of the wrong shape (including an empty batch and
 // truncation_direction Left, which padless does not do: it keeps a long text's head and tail),
-// 413 for a batch over max_client_batch_size (TEI's Validation error), then 422 for an empty
-// text: "" alone, either text of a pair, or any of a batch (api_error.h, EmptyText). The
+// 422 for a batch over max_client_batch_size (TEI's Validation error), then 400 Empty for an
+// empty text: "" alone, either text of a pair, or any of a batch (api_error.h, EmptyText). The
 // Content-Type is the server's to check before (json_content_type.h).
 struct PredictParse {
   PredictRequest request;

@@ -32,9 +32,9 @@ struct RerankRequest {
 
 // The request, or its error: 400 for a body that is not JSON (or not UTF-8, or too deep), 422 for
 // JSON of the wrong shape (a missing or non-string `query`, `texts` not a list of strings,
-// `raw_scores` null), 422 for an empty `texts` ("`texts` cannot be empty": TEI answers 400 Empty;
-// issue 44 asks for 422), 413 for more texts than max_client_batch_size (each text is one pair),
-// then 422 for an empty query or text: padless refuses a pair with an empty side, as /predict
+// `raw_scores` null), 400 Empty for an empty `texts` ("`texts` cannot be empty", as TEI),
+// 422 for more texts than max_client_batch_size (each text is one pair),
+// then 400 Empty for an empty query or text: padless refuses a pair with an empty side, as /predict
 // does (TEI only refuses a pair whose two sides are empty).
 struct RerankParse {
   RerankRequest request;

@@ -1,7 +1,10 @@
 // The server's log: one line per answered request and a few lifecycle lines, on stderr, each
 // written whole (one fwrite under a lock) so that lines from the handler threads never interleave:
-//   2026-05-01T12:00:00.123Z info  POST /predict 200 3.1ms in=812B out=96B inputs=1
+//   2026-05-01T12:00:00.123Z info  POST /predict 200 3.1ms in=812B out=96B inputs=1 tokens=9
 //   peer=127.0.0.1:5012
+// inputs: the texts, pairs or lists of ids the request carried (0 for a request refused before its
+// inputs were read, and for GET routes); tokens: the model input tokens they became, special
+// tokens included (the engine's count; /tokenize's and /decode's ids), absent where none were.
 // A request's level follows its status: 5xx error, 4xx warn, else info; lines below the level
 // set with --log-level are not written. debug adds the error message of a failed request.
 #ifndef PADLESS_SERVE_HTTP_SERVER_LOG_H_

@@ -35,10 +35,10 @@ struct SimilarityRequest {
 
 // The request, or its error: 400 for a body that is not JSON (or not UTF-8, or too deep), 422 for
 // JSON of the wrong shape (`inputs` not an object with a string `source_sentence` and a list of
-// strings `sentences`, `parameters` not an object or null, a bad option in it), 422 for an empty
-// `sentences` ("`inputs.sentences` cannot be empty": TEI answers 400 Empty; issue 44 asks for
-// 422), 413 when the sentences and the source sentence are more than max_client_batch_size (TEI
-// counts the source sentence), then 422 for an empty text.
+// strings `sentences`, `parameters` not an object or null, a bad option in it), 400 Empty for
+// an empty `sentences` ("`inputs.sentences` cannot be empty", as TEI), 422 when the sentences and
+// the source sentence are more than max_client_batch_size (TEI counts the source sentence), then
+// 400 Empty for an empty text.
 struct SimilarityParse {
   SimilarityRequest request;
   std::optional<ApiError> error;

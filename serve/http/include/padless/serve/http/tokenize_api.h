@@ -33,8 +33,8 @@ struct TokenizeRequest {
 
 // The request, or its error: 400 for a body that is not JSON (or not UTF-8, or too deep), 422 for
 // JSON of the wrong shape (`inputs` not a string or a list of strings, `add_special_tokens` null),
-// 422 for an empty batch, 413 for a batch over max_client_batch_size, then 422 for an empty text
-// (TEI answers the empty cases 400 Empty; issue 44 asks for 422).
+// 400 Empty for an empty batch, 422 for a batch over max_client_batch_size, then 400 Empty for an
+// empty text, as TEI answers them.
 struct TokenizeParse {
   TokenizeRequest request;
   std::optional<ApiError> error;

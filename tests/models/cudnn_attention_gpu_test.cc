@@ -1,0 +1,340 @@
+// GPU only (skips without a CUDA device of sm90+, or in a build without PADLESS_CUDNN_ATTENTION):
+// cuDNN's fused varlen attention (kVarlenCudnn) against the FA2 path and a float64 reference, with
+// 1-token and empty sequences; batch independence; dropout's determinism, rate, and the same mask
+// in forward and backward; the encoder with the backend, fused layers on and off.
+//
+// Tolerances: bf16 inputs, fp32 accumulation, bf16 outputs. Outputs (|out| <= max |v| ~ 3) within
+// 3e-2 absolute of float64 and the gradients within 3e-2 of the largest reference gradient; in
+// both, no worse than twice FA2's own error plus a bf16 step, so a wrong kernel (cuDNN has shipped
+// all-zero ragged dk) cannot pass while FA2 is accurate.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "batch_factory.h"
+#include "gpu_test_util.h"
+#include "padless/cuda/kernels/cudnn_attention.h"
+#include "padless/models/attention.h"
+#include "padless/models/autocast.h"
+#include "padless/models/encoder.h"
+
+namespace padless::models {
+namespace {
+
+using testing::ChangeRuntime;
+using testing::GpuTestConfig;
+using testing::HasCuda;
+
+constexpr int64_t kHeads = 4;
+constexpr int64_t kHeadDim = 64;
+
+bool CanRun() {
+  return HasCuda() && cuda::CudnnAttentionBuilt() &&
+         at::cuda::getCurrentDeviceProperties()->major >= 9;
+}
+#define SKIP_UNLESS_CUDNN() \
+  if (!CanRun()) GTEST_SKIP() << "no sm90 CUDA device or no cuDNN attention in this build"
+
+at::Tensor CuSeqlens(const std::vector<int64_t>& lengths) {
+  std::vector<int32_t> cu = {0};
+  for (int64_t l : lengths) cu.push_back(cu.back() + static_cast<int32_t>(l));
+  return at::tensor(cu, at::kInt).to(at::kCUDA);
+}
+
+AttentionContext Context(const std::vector<int64_t>& lengths, AttentionBackend backend) {
+  AttentionContext ctx;
+  ctx.backend = backend;
+  ctx.cu_seqlens = CuSeqlens(lengths);
+  ctx.max_seqlen = std::max<int64_t>(1, *std::max_element(lengths.begin(), lengths.end()));
+  return ctx;
+}
+
+int64_t Total(const std::vector<int64_t>& lengths) {
+  int64_t t = 0;
+  for (int64_t l : lengths) t += l;
+  return t;
+}
+
+// q, k, v as the layer has them: the thirds of one [T, 3, heads, head_dim] projection (rows 3 x
+// heads x head_dim apart), bf16.
+std::vector<at::Tensor> RandomQkv(int64_t tokens, uint64_t seed) {
+  at::manual_seed(seed);
+  const at::Tensor qkv = at::randn({tokens, 3, kHeads, kHeadDim}, at::kCUDA).to(at::kBFloat16);
+  return qkv.unbind(1);
+}
+
+struct AttentionResult {
+  at::Tensor out, dq, dk, dv;  // float64
+};
+
+AttentionResult WithGrads(const std::vector<at::Tensor>& qkv, const at::Tensor& d_out,
+                          const std::function<at::Tensor(const std::vector<at::Tensor>&)>& attend) {
+  std::vector<at::Tensor> in;
+  for (const at::Tensor& t : qkv) in.push_back(t.detach().requires_grad_(true));
+  const at::Tensor out = attend(in);
+  const std::vector<at::Tensor> g =
+      torch::autograd::grad({out}, in, {d_out.to(out.scalar_type()).view(out.sizes())});
+  return {out.detach().to(at::kDouble).view({-1, kHeads, kHeadDim}), g[0].to(at::kDouble),
+          g[1].to(at::kDouble), g[2].to(at::kDouble)};
+}
+
+// Float64 attention, one sequence at a time (empty sequences have no rows).
+AttentionResult Reference(const std::vector<at::Tensor>& qkv, const at::Tensor& d_out,
+                          const std::vector<int64_t>& lengths) {
+  std::vector<at::Tensor> q64;
+  for (const at::Tensor& t : qkv) q64.push_back(t.to(at::kDouble));
+  return WithGrads(q64, d_out.to(at::kDouble), [&](const std::vector<at::Tensor>& in) {
+    std::vector<at::Tensor> outs;
+    int64_t start = 0;
+    for (int64_t len : lengths) {
+      if (len == 0) continue;
+      const auto heads_first = [&](const at::Tensor& t) {
+        return t.narrow(0, start, len).transpose(0, 1).unsqueeze(0);
+      };
+      outs.push_back(at::scaled_dot_product_attention(heads_first(in[0]), heads_first(in[1]),
+                                                      heads_first(in[2]))
+                         .squeeze(0)
+                         .transpose(0, 1));
+      start += len;
+    }
+    return at::cat(outs, 0);
+  });
+}
+
+AttentionResult ThroughAttend(const std::vector<at::Tensor>& qkv, const at::Tensor& d_out,
+                              const AttentionContext& ctx) {
+  return WithGrads(qkv, d_out, [&](const std::vector<at::Tensor>& in) {
+    return Attend(in[0], in[1], in[2], ctx, /*dropout_p=*/0.0);
+  });
+}
+
+double LargestDifference(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+TEST(CudnnAttentionTest, ShapeBucketsAreOneOrOneAndAHalfPowersOfTwo) {
+  const std::vector<int64_t> n = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 25, 33, 300, 512, 513};
+  const std::vector<int64_t> want = {1, 2, 3, 4, 6, 6, 8, 8, 12, 16, 24, 32, 48, 384, 512, 768};
+  for (size_t i = 0; i < n.size(); ++i) EXPECT_EQ(cuda::CudnnShapeBucket(n[i]), want[i]) << n[i];
+}
+
+TEST(CudnnAttentionTest, TokenBoundsAreBucketsInWholeTiles) {
+  const std::vector<int64_t> n = {0, 1, 64, 65, 100, 150, 700, 65230};
+  const std::vector<int64_t> want = {64, 64, 64, 128, 128, 192, 768, 65536};
+  for (size_t i = 0; i < n.size(); ++i) EXPECT_EQ(cuda::CudnnTokenBound(n[i]), want[i]) << n[i];
+}
+
+TEST(CudnnAttentionTest, GradientsMirrorTheThirdsOfOneProjection) {
+  using Offsets = std::array<int64_t, 3>;
+  // [T, 3, 4, 64]: rows of 768 elements, q, k, v 256 apart, wherever the projection starts.
+  EXPECT_EQ(cuda::MirroredGradientOffsets({0, 256, 512}, 768, 256), Offsets({0, 256, 512}));
+  EXPECT_EQ(cuda::MirroredGradientOffsets({1000, 1256, 1512}, 768, 256), Offsets({0, 256, 512}));
+  EXPECT_EQ(cuda::MirroredGradientOffsets({512, 0, 256}, 768, 256), Offsets({512, 0, 256}));
+  // With room between them (a [T, 3, 4, 64] slice of wider rows).
+  EXPECT_EQ(cuda::MirroredGradientOffsets({0, 300, 600}, 1024, 256), Offsets({0, 300, 600}));
+  // The same tensor twice, overlapping rows, or rows past the stride: one buffer each.
+  EXPECT_FALSE(cuda::MirroredGradientOffsets({0, 0, 512}, 768, 256).has_value());
+  EXPECT_FALSE(cuda::MirroredGradientOffsets({0, 200, 512}, 768, 256).has_value());
+  EXPECT_FALSE(cuda::MirroredGradientOffsets({0, 256, 600}, 768, 256).has_value());
+  EXPECT_FALSE(cuda::MirroredGradientOffsets({0, 256, 512}, 768, 0).has_value());
+}
+
+TEST(CudnnAttentionTest, MatchesFlashAndFloat64OnMixedLengths) {
+  SKIP_UNLESS_CUDNN();
+  const std::vector<int64_t> lengths = {1, 0, 37, 128, 5, 0, 300, 64, 1, 250};
+  const std::vector<at::Tensor> qkv = RandomQkv(Total(lengths), 1);
+  const at::Tensor d_out = at::randn({Total(lengths), kHeads * kHeadDim}, at::kCUDA);
+  const AttentionResult ref = Reference(qkv, d_out, lengths);
+  const AttentionResult flash =
+      ThroughAttend(qkv, d_out, Context(lengths, AttentionBackend::kVarlenFlash));
+  const AttentionResult cudnn =
+      ThroughAttend(qkv, d_out, Context(lengths, AttentionBackend::kVarlenCudnn));
+  const std::vector<std::pair<const char*, at::Tensor AttentionResult::*>> parts = {
+      {"out", &AttentionResult::out},
+      {"dq", &AttentionResult::dq},
+      {"dk", &AttentionResult::dk},
+      {"dv", &AttentionResult::dv}};
+  for (const auto& [name, part] : parts) {
+    const double scale = name == std::string("out") ? 1.0 : (ref.*part).abs().max().item<double>();
+    const double cudnn_err = LargestDifference(cudnn.*part, ref.*part);
+    const double flash_err = LargestDifference(flash.*part, ref.*part);
+    EXPECT_LE(cudnn_err, 3e-2 * scale) << name << " (FA2's error " << flash_err << ")";
+    EXPECT_LE(cudnn_err, 2 * flash_err + 8e-3 * scale) << name << " (FA2's " << flash_err << ")";
+    EXPECT_GT((cudnn.*part).abs().max().item<double>(), 0.1 * scale) << name << " vanished";
+  }
+}
+
+TEST(CudnnAttentionTest, FirstTokensMatchTheFullAttentionRows) {
+  SKIP_UNLESS_CUDNN();
+  const std::vector<int64_t> lengths = {3, 0, 77, 1, 200};
+  const std::vector<at::Tensor> qkv = RandomQkv(Total(lengths), 2);
+  const AttentionContext ctx = Context(lengths, AttentionBackend::kVarlenCudnn);
+  const at::Tensor full = Attend(qkv[0], qkv[1], qkv[2], ctx, 0.0);
+  const at::Tensor first_rows =
+      ctx.cu_seqlens.narrow(0, 0, 5).to(at::kLong).clamp_max(Total(lengths) - 1);
+  const at::Tensor first =
+      AttendFirstTokens(qkv[0].index_select(0, first_rows), qkv[1], qkv[2], ctx);
+  for (int64_t i : {0, 2, 3, 4}) {
+    EXPECT_LE(LargestDifference(first[i].to(at::kFloat),
+                                full[first_rows[i].item<int64_t>()].to(at::kFloat)),
+              1e-2)
+        << i;
+  }
+  EXPECT_EQ(first[1].abs().max().item<float>(), 0.f);  // the empty sequence
+}
+
+// cuDNN writes each gradient in its input's layout: for the thirds of one projection, the thirds
+// of one gradient buffer; for separate tensors (here q and k the same one), buffers of their own.
+TEST(CudnnAttentionTest, GradientsHaveTheLayoutsOfTheirInputs) {
+  SKIP_UNLESS_CUDNN();
+  const std::vector<int64_t> lengths = {7, 0, 20};
+  const std::vector<at::Tensor> qkv = RandomQkv(Total(lengths), 5);
+  const cuda::VarlenSequences seqs{CuSeqlens(lengths), CuSeqlens(lengths), 20, 20};
+  const cuda::CudnnAttentionForward f =
+      cuda::CudnnVarlenAttention(qkv[0], qkv[1], qkv[2], seqs, 0.0, /*save_stats=*/true);
+  const at::Tensor d_out = at::randn_like(f.out);
+  const cuda::CudnnAttentionGrads g =
+      cuda::CudnnVarlenAttentionBackward(d_out, qkv[0], qkv[1], qkv[2], f, seqs, 0.0);
+  for (const at::Tensor& d : {g.dq, g.dk, g.dv}) {
+    EXPECT_EQ(d.strides(), qkv[0].strides());
+    EXPECT_TRUE(d.is_alias_of(g.dq));
+  }
+  EXPECT_EQ(g.dk.storage_offset() - g.dq.storage_offset(), kHeads * kHeadDim);
+  EXPECT_EQ(g.dv.storage_offset() - g.dq.storage_offset(), 2 * kHeads * kHeadDim);
+  const cuda::CudnnAttentionGrads same =
+      cuda::CudnnVarlenAttentionBackward(d_out, qkv[0], qkv[0], qkv[2], f, seqs, 0.0);
+  EXPECT_FALSE(same.dq.is_alias_of(same.dk));
+  EXPECT_EQ(same.dk.strides(), qkv[0].strides());
+}
+
+// A sequence's attention does not depend on its batch-mates (nor on the graph bucket that their
+// count and lengths choose).
+TEST(CudnnAttentionTest, ResultsDoNotDependOnBatchMates) {
+  SKIP_UNLESS_CUDNN();
+  const std::vector<int64_t> alone = {90, 17};
+  const std::vector<int64_t> crowd = {5, 90, 17, 400, 0, 33, 7, 1, 64};
+  const std::vector<at::Tensor> big = RandomQkv(Total(crowd), 3);
+  // `alone` is crowd's sequences 1 and 2: tokens 5 .. 112.
+  std::vector<at::Tensor> small;
+  for (const at::Tensor& t : big) small.push_back(t.narrow(0, 5, 107));
+  const at::Tensor d_out = at::randn({Total(crowd), kHeads * kHeadDim}, at::kCUDA);
+  const AttentionResult a = ThroughAttend(small, d_out.narrow(0, 5, 107).contiguous(),
+                                          Context(alone, AttentionBackend::kVarlenCudnn));
+  const AttentionResult c =
+      ThroughAttend(big, d_out, Context(crowd, AttentionBackend::kVarlenCudnn));
+  EXPECT_LE(LargestDifference(a.out, c.out.narrow(0, 5, 107)), 4e-3);
+  EXPECT_LE(LargestDifference(a.dq, c.dq.narrow(0, 5, 107)),
+            4e-3 * a.dq.abs().max().item<double>());
+  EXPECT_LE(LargestDifference(a.dk, c.dk.narrow(0, 5, 107)),
+            4e-3 * a.dk.abs().max().item<double>());
+  EXPECT_LE(LargestDifference(a.dv, c.dv.narrow(0, 5, 107)),
+            4e-3 * a.dv.abs().max().item<double>());
+}
+
+// Dropout made visible: with q = k = 0 every probability of a sequence of length L is 1/L, and
+// with v_j the j-th unit vector, out_i[j] = mask_ij / (L (1 - p)): the forward's mask itself.
+// Then dv_j = sum_i out_i[j] dO_i must hold if the backward drops what the forward dropped.
+TEST(CudnnAttentionTest, DropoutRateDeterminismAndTheSameMaskInBackward) {
+  SKIP_UNLESS_CUDNN();
+  const std::vector<int64_t> lengths = {64, 40, 17, 1};
+  const int64_t tokens = Total(lengths);
+  const double p = 0.25;
+  const at::Tensor zeros = at::zeros({tokens, kHeads, kHeadDim}, at::kCUDA).to(at::kBFloat16);
+  std::vector<at::Tensor> one_hot;
+  for (int64_t len : lengths) {
+    one_hot.push_back(
+        at::eye(len, kHeadDim, at::kCUDA).unsqueeze(1).expand({len, kHeads, kHeadDim}));
+  }
+  const at::Tensor v = at::cat(one_hot, 0).to(at::kBFloat16).contiguous();
+  const cuda::VarlenSequences seqs{CuSeqlens(lengths), CuSeqlens(lengths), 64, 64};
+  at::manual_seed(7);
+  const at::Tensor d_out = at::randn({tokens, kHeads, kHeadDim}, at::kCUDA).to(at::kBFloat16);
+  auto run = [&](uint64_t seed) {
+    at::manual_seed(seed);
+    cuda::CudnnAttentionForward f = cuda::CudnnVarlenAttention(zeros, zeros, v, seqs, p, true);
+    cuda::CudnnAttentionGrads g =
+        cuda::CudnnVarlenAttentionBackward(d_out, zeros, zeros, v, f, seqs, p);
+    return std::make_pair(f, g);
+  };
+  const auto [f1, g1] = run(11);
+  const auto [f2, g2] = run(11);
+  const auto [f3, g3] = run(12);
+  EXPECT_TRUE(at::equal(f1.out, f2.out));
+  EXPECT_TRUE(at::equal(g1.dq, g2.dq) && at::equal(g1.dk, g2.dk) && at::equal(g1.dv, g2.dv));
+  EXPECT_FALSE(at::equal(f1.out, f3.out));
+
+  int64_t kept = 0, total = 0, start = 0;
+  for (int64_t len : lengths) {
+    const at::Tensor out = f1.out.narrow(0, start, len).to(at::kDouble);  // [L, heads, d]
+    const at::Tensor probs = out.narrow(2, 0, len);                       // [L, heads, L]
+    const double keep_value = 1.0 / (len * (1.0 - p));
+    // Columns past the sequence's own keys (none when it has head_dim of them) stay zero.
+    if (len < kHeadDim) {
+      EXPECT_EQ(out.narrow(2, len, kHeadDim - len).abs().max().item<double>(), 0.0) << len;
+    }
+    const at::Tensor is_kept = probs > 0.5 * keep_value;
+    EXPECT_LE((probs - is_kept.to(at::kDouble) * keep_value).abs().max().item<double>(),
+              1e-2 * keep_value)
+        << len;
+    kept += is_kept.sum().item<int64_t>();
+    total += probs.numel();
+    // dv_j = sum_i P_dropped[i, j] dO_i, per head: [heads, L, L]^T x [heads, L, d].
+    const at::Tensor p_dropped = probs.permute({1, 0, 2});
+    const at::Tensor d_o = d_out.narrow(0, start, len).to(at::kDouble).transpose(0, 1);
+    const at::Tensor dv_expected = at::matmul(p_dropped.transpose(1, 2), d_o).transpose(0, 1);
+    const at::Tensor dv = g1.dv.narrow(0, start, len).to(at::kDouble);
+    EXPECT_LE(LargestDifference(dv, dv_expected),
+              2e-2 * dv_expected.abs().max().item<double>() + 1e-3)
+        << len;
+    start += len;
+  }
+  const double rate = 1.0 - static_cast<double>(kept) / static_cast<double>(total);
+  const double sigma = std::sqrt(p * (1 - p) / static_cast<double>(total));
+  EXPECT_NEAR(rate, p, 5 * sigma) << kept << " of " << total << " kept";
+}
+
+// The encoder with kVarlenCudnn against kVarlenFlash (bf16 autocast, no dropout), with the fused
+// layers (cuDNN's forward and backward called by the layer) and without (the autograd function).
+TEST(CudnnAttentionTest, EncoderMatchesFlash) {
+  SKIP_UNLESS_CUDNN();
+  for (bool fused : {true, false}) {
+    at::manual_seed(41);
+    EncoderClassifier model(GpuTestConfig(0.0));
+    model->to(at::Device(at::kCUDA));
+    model->train();
+    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = fused; });
+    const batching::Batch b =
+        testing::ToDevice(testing::MakeVarlen(testing::RandomSequences(5, 24, 1, 300, 1000, 2)),
+                          at::Device(at::kCUDA));
+    AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
+    auto run = [&](AttentionBackend backend) {
+      ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = backend; });
+      model->zero_grad(/*set_to_none=*/true);
+      const at::Tensor logits = model->forward(b);
+      ClassificationLoss(logits, b.labels).backward();
+      std::vector<at::Tensor> r = {logits.detach().to(at::kFloat)};
+      for (const at::Tensor& p : model->parameters()) r.push_back(p.grad().to(at::kFloat));
+      return r;
+    };
+    const std::vector<at::Tensor> flash = run(AttentionBackend::kVarlenFlash);
+    const std::vector<at::Tensor> cudnn = run(AttentionBackend::kVarlenCudnn);
+    ASSERT_EQ(flash.size(), cudnn.size());
+    for (size_t i = 0; i < flash.size(); ++i) {
+      const double scale = std::max(1e-3, flash[i].abs().max().item<double>());
+      EXPECT_LE(LargestDifference(flash[i], cudnn[i]), 5e-2 * scale)
+          << "fused " << fused << ", tensor " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace padless::models
