@@ -154,7 +154,8 @@ internal::SdpaPointers CommonPointers(const at::Tensor& q, const at::Tensor& k, 
 // One gradient in the layout of its input t: [T, heads, head_dim] with t's token-row stride, at
 // `offset` elements into `buffer` (rows of that stride).
 at::Tensor GradientView(const at::Tensor& buffer, const at::Tensor& t, int64_t offset) {
-  return buffer.as_strided(t.sizes(), {t.stride(0), t.size(2), 1}, buffer.storage_offset() + offset);
+  return buffer.as_strided(t.sizes(), {t.stride(0), t.size(2), 1},
+                           buffer.storage_offset() + offset);
 }
 
 // dq, dk, dv (uninitialised) in q's, k's and v's layouts (cuDNN writes each gradient with its
@@ -164,7 +165,9 @@ CudnnAttentionGrads AllocateGradients(const at::Tensor& q, const at::Tensor& k,
                                       const at::Tensor& v) {
   CudnnAttentionGrads g;
   const auto own_buffer = [](const at::Tensor& t) {
-    if (t.size(0) == 0 || t.stride(0) == t.size(1) * t.size(2)) return at::empty(t.sizes(), t.options());
+    if (t.size(0) == 0 || t.stride(0) == t.size(1) * t.size(2)) {
+      return at::empty(t.sizes(), t.options());
+    }
     return GradientView(at::empty({t.size(0), t.stride(0)}, t.options()), t, 0);
   };
   const bool one_projection = q.size(0) == k.size(0) && q.size(0) > 0 &&

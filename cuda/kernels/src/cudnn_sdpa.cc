@@ -148,10 +148,10 @@ Common AddCommon(Graph& g, const SdpaGraphKey& key) {
 }
 
 // The forward's cuDNN implementation. COMPOSITE (the fused flash-attention engine that every
-// dropout forward and every backward uses) unless PADLESS_CUDNN_SDPA_FORWARD=auto, which lets the
-// frontend pick: on cuDNN 9.15 to 9.21 it picks the newer UNIFIED engine for ragged forwards
-// without dropout, which died with "illegal instruction" on the IMDB shape (65230 tokens, 244
-// sequences) on cuDNN 9.19.
+// dropout forward before cuDNN 9.22 and every backward uses) unless
+// PADLESS_CUDNN_SDPA_FORWARD=auto, which lets the frontend pick: from cuDNN 9.15 on it picks the
+// newer UNIFIED engine for forwards without dropout (sdpa_support_surface.h), and such a forward
+// died with "illegal instruction" on the IMDB shape (65230 tokens, 244 sequences) on cuDNN 9.19.
 fe::AttentionImplementation_t ForwardImplementation() {
   static const bool automatic = [] {
     const char* v = std::getenv("PADLESS_CUDNN_SDPA_FORWARD");

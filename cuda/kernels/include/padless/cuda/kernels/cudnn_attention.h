@@ -9,6 +9,14 @@
 // (sequences, longest sequence, tokens; each rounded up to 1 or 1.5 times a power of two), heads,
 // head_dim, q/k/v row strides and dropout, and per thread; later calls in the same bucket only
 // run. Every call runs on the current stream, its workspace from the caching allocator.
+//
+// Two environment switches, read once per process, for checking cuDNN versions against each other
+// (src/cudnn_sdpa.h): PADLESS_CUDNN_SDPA_FORWARD=auto lets the cuDNN frontend pick the forward's
+// engine (default: the COMPOSITE fused-attention engine; AUTO picks the UNIFIED one from cuDNN
+// 9.15 on without dropout, and such a forward failed on cuDNN 9.19 with an illegal instruction on
+// IMDB's shape);
+// PADLESS_CUDNN_SDPA_RAGGED_WORKSPACE=1 sizes the backward's workspace by the packed tokens
+// (default: by batch x longest sequence, as LibTorch's own cuDNN varlen path does).
 #ifndef PADLESS_CUDA_KERNELS_CUDNN_ATTENTION_H_
 #define PADLESS_CUDA_KERNELS_CUDNN_ATTENTION_H_
 
