@@ -1,6 +1,7 @@
 #include "batch_factory.h"
 
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
@@ -150,6 +151,35 @@ Batch ToDevice(const Batch& b, const at::Device& device) {
     if (t->defined()) *t = t->to(device);
   }
   return out;
+}
+
+StepResult RunStep(EncoderClassifier& model, const Batch& b) {
+  model->zero_grad();
+  StepResult r;
+  r.logits = model->forward(b);
+  r.loss = ClassificationLoss(r.logits, b.labels);
+  r.loss.backward();
+  for (const auto& p : model->named_parameters()) {
+    r.grads.emplace_back(p.key(),
+                         p.value().grad().defined() ? p.value().grad().clone() : at::Tensor());
+  }
+  return r;
+}
+
+double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+void ExpectSameStep(const StepResult& a, const StepResult& b, double tol) {
+  ASSERT_EQ(a.logits.sizes(), b.logits.sizes());
+  EXPECT_LE(MaxDiff(a.logits, b.logits), tol);
+  EXPECT_LE(MaxDiff(a.loss, b.loss), tol);
+  ASSERT_EQ(a.grads.size(), b.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    ASSERT_TRUE(a.grads[i].second.defined()) << a.grads[i].first;
+    ASSERT_TRUE(b.grads[i].second.defined()) << b.grads[i].first;
+    EXPECT_LE(MaxDiff(a.grads[i].second, b.grads[i].second), tol) << a.grads[i].first;
+  }
 }
 
 }  // namespace padless::models::testing

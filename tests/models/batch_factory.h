@@ -5,6 +5,8 @@
 #define PADLESS_TESTS_MODELS_BATCH_FACTORY_H_
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "padless/batching/batch.h"
@@ -31,6 +33,23 @@ batching::Batch MakeVarlen(const Sequences& s);
 
 // Every defined tensor of `b` moved to `device` (tests do not depend on the loader).
 batching::Batch ToDevice(const batching::Batch& b, const at::Device& device);
+
+// One training step's results, to compare one layout or backend with another: the logits, the
+// classification loss and every parameter's gradient (undefined where it has none).
+struct StepResult {
+  at::Tensor logits;
+  at::Tensor loss;
+  std::vector<std::pair<std::string, at::Tensor>> grads;
+};
+
+// Zeroes the gradients, runs the forward on `b` and the classification loss's backward.
+StepResult RunStep(EncoderClassifier& model, const batching::Batch& b);
+
+// The largest absolute difference, computed in double.
+double MaxDiff(const at::Tensor& a, const at::Tensor& b);
+
+// Expects equal shapes and logits, loss and every gradient within `tol` (gtest assertions).
+void ExpectSameStep(const StepResult& a, const StepResult& b, double tol);
 
 // Applies `change` to a copy of `model`'s runtime and sets it: tests switch one setting at a time,
 // e.g. ChangeRuntime(model, [](ModelRuntime& r) { r.fused_layers = false; }).

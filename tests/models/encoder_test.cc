@@ -17,46 +17,15 @@ namespace padless::models {
 namespace {
 
 using testing::ChangeRuntime;
+using testing::ExpectSameStep;
 using testing::MakePacked;
 using testing::MakePadded;
 using testing::MakeVarlen;
+using testing::MaxDiff;
 using testing::RandomSequences;
+using testing::RunStep;
 using testing::Sequences;
-
-struct Result {
-  at::Tensor logits;
-  at::Tensor loss;
-  std::vector<std::pair<std::string, at::Tensor>> grads;
-};
-
-Result RunStep(EncoderClassifier& model, const batching::Batch& b) {
-  model->zero_grad();
-  Result r;
-  r.logits = model->forward(b);
-  r.loss = ClassificationLoss(r.logits, b.labels);
-  r.loss.backward();
-  for (const auto& p : model->named_parameters()) {
-    r.grads.emplace_back(p.key(),
-                         p.value().grad().defined() ? p.value().grad().clone() : at::Tensor());
-  }
-  return r;
-}
-
-double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
-void ExpectSame(const Result& a, const Result& b, double tol) {
-  ASSERT_EQ(a.logits.sizes(), b.logits.sizes());
-  EXPECT_LE(MaxDiff(a.logits, b.logits), tol);
-  EXPECT_LE(MaxDiff(a.loss, b.loss), tol);
-  ASSERT_EQ(a.grads.size(), b.grads.size());
-  for (size_t i = 0; i < a.grads.size(); ++i) {
-    ASSERT_TRUE(a.grads[i].second.defined()) << a.grads[i].first;
-    ASSERT_TRUE(b.grads[i].second.defined()) << b.grads[i].first;
-    EXPECT_LE(MaxDiff(a.grads[i].second, b.grads[i].second), tol) << a.grads[i].first;
-  }
-}
+using testing::StepResult;
 
 EncoderConfig SmallConfig(Pooling pooling, bool pre_ln) {
   return EncoderConfig()
@@ -82,7 +51,7 @@ TEST_P(LayoutEquivalenceTest, PackedAndVarlenMatchPadded) {
   model->train();
   const Sequences s = RandomSequences(/*seed=*/5, /*n=*/9, /*min_len=*/2, /*max_len=*/20, 50, 3);
 
-  const Result padded = RunStep(model, MakePadded(s));
+  const StepResult padded = RunStep(model, MakePadded(s));
   ASSERT_TRUE(std::isfinite(padded.loss.item<double>()));
 
   // Packed on CPU fp32 -> dense mask.
@@ -90,7 +59,7 @@ TEST_P(LayoutEquivalenceTest, PackedAndVarlenMatchPadded) {
   const batching::Batch packed = MakePacked(s, /*row_length=*/32);
   ASSERT_EQ(model->ResolveBackend(packed), AttentionBackend::kDense);
   ASSERT_LT(packed.input_ids.size(0), 9) << "rows must hold several sequences";
-  ExpectSame(padded, RunStep(model, packed), 1e-5);
+  ExpectSameStep(padded, RunStep(model, packed), 1e-5);
 
   // The varlen reference, from a flat batch, from packed rows and from padded rows.
   // The same for the grouped backend (the CPU's default for varlen batches).
@@ -98,9 +67,9 @@ TEST_P(LayoutEquivalenceTest, PackedAndVarlenMatchPadded) {
        {AttentionBackend::kVarlenReference, AttentionBackend::kVarlenGrouped}) {
     SCOPED_TRACE(AttentionBackendName(varlen));
     ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = varlen; });
-    ExpectSame(padded, RunStep(model, MakeVarlen(s)), 1e-5);
-    ExpectSame(padded, RunStep(model, packed), 1e-5);
-    ExpectSame(padded, RunStep(model, MakePadded(s)), 1e-5);
+    ExpectSameStep(padded, RunStep(model, MakeVarlen(s)), 1e-5);
+    ExpectSameStep(padded, RunStep(model, packed), 1e-5);
+    ExpectSameStep(padded, RunStep(model, MakePadded(s)), 1e-5);
   }
 }
 

@@ -18,11 +18,15 @@ namespace padless::models::modernbert_test {
 namespace {
 
 using testing::ChangeRuntime;
+using testing::ExpectSameStep;
 using testing::MakePacked;
 using testing::MakePadded;
 using testing::MakeVarlen;
+using testing::MaxDiff;
 using testing::RandomSequences;
+using testing::RunStep;
 using testing::Sequences;
+using testing::StepResult;
 
 EncoderConfig TinyModernBert(Pooling pooling = Pooling::kCls) {
   return EncoderConfig::ModernBertBase()
@@ -51,39 +55,7 @@ EncoderClassifier RandomModel(const EncoderConfig& config, uint64_t seed) {
   return model;
 }
 
-struct Step {
-  at::Tensor logits;
-  std::vector<std::pair<std::string, at::Tensor>> grads;
-};
-
-Step RunStep(EncoderClassifier& model, const batching::Batch& b) {
-  model->zero_grad();
-  Step r;
-  r.logits = model->forward(b);
-  ClassificationLoss(r.logits, b.labels).backward();
-  for (const auto& p : model->named_parameters()) {
-    r.grads.emplace_back(p.key(),
-                         p.value().grad().defined() ? p.value().grad().clone() : at::Tensor());
-  }
-  return r;
-}
-
-double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
-void ExpectSame(const Step& a, const Step& b, double tol) {
-  ASSERT_EQ(a.logits.sizes(), b.logits.sizes());
-  EXPECT_LE(MaxDiff(a.logits, b.logits), tol);
-  ASSERT_EQ(a.grads.size(), b.grads.size());
-  for (size_t i = 0; i < a.grads.size(); ++i) {
-    ASSERT_TRUE(a.grads[i].second.defined()) << a.grads[i].first;
-    ASSERT_TRUE(b.grads[i].second.defined()) << b.grads[i].first;
-    EXPECT_LE(MaxDiff(a.grads[i].second, b.grads[i].second), tol) << a.grads[i].first;
-  }
-}
-
-Step RunWith(EncoderClassifier& model, AttentionBackend backend, const batching::Batch& b) {
+StepResult RunWith(EncoderClassifier& model, AttentionBackend backend, const batching::Batch& b) {
   ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = backend; });
   return RunStep(model, b);
 }
@@ -95,12 +67,12 @@ class ModernBertLayoutTest : public ::testing::TestWithParam<Pooling> {};
 TEST_P(ModernBertLayoutTest, EveryLayoutAndBackendGivesTheSameStep) {
   EncoderClassifier model = RandomModel(TinyModernBert(GetParam()), 3);
   const Sequences s = RandomSequences(5, 7, 1, 40, 60, 3);
-  const Step want = RunWith(model, AttentionBackend::kVarlenReference, MakeVarlen(s));
-  ExpectSame(want, RunWith(model, AttentionBackend::kVarlenGrouped, MakeVarlen(s)), 1e-5);
-  ExpectSame(want, RunWith(model, AttentionBackend::kAuto, MakePadded(s)), 1e-5);
-  ExpectSame(want, RunWith(model, AttentionBackend::kAuto, MakePacked(s, 64)), 1e-5);
-  ExpectSame(want, RunWith(model, AttentionBackend::kVarlenReference, MakePacked(s, 64)), 1e-5);
-  ExpectSame(want, RunWith(model, AttentionBackend::kVarlenGrouped, MakePadded(s)), 1e-5);
+  const StepResult want = RunWith(model, AttentionBackend::kVarlenReference, MakeVarlen(s));
+  ExpectSameStep(want, RunWith(model, AttentionBackend::kVarlenGrouped, MakeVarlen(s)), 1e-5);
+  ExpectSameStep(want, RunWith(model, AttentionBackend::kAuto, MakePadded(s)), 1e-5);
+  ExpectSameStep(want, RunWith(model, AttentionBackend::kAuto, MakePacked(s, 64)), 1e-5);
+  ExpectSameStep(want, RunWith(model, AttentionBackend::kVarlenReference, MakePacked(s, 64)), 1e-5);
+  ExpectSameStep(want, RunWith(model, AttentionBackend::kVarlenGrouped, MakePadded(s)), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pooling, ModernBertLayoutTest,
@@ -143,12 +115,12 @@ TEST(ModernBertTest, CheckpointedStepsMatch) {
   EncoderClassifier model = RandomModel(TinyModernBert(), 6);
   model->train();  // dropout 0: deterministic, but the training paths
   const Sequences s = RandomSequences(8, 5, 1, 30, 60, 3);
-  const Step want = RunWith(model, AttentionBackend::kVarlenGrouped, MakeVarlen(s));
+  const StepResult want = RunWith(model, AttentionBackend::kVarlenGrouped, MakeVarlen(s));
   for (const char* policy : {"all", "attn", "ffn"}) {
     absl::StatusOr<CheckpointPolicy> p = CheckpointPolicy::Parse(policy);
     ASSERT_TRUE(p.ok()) << p.status();
     ChangeRuntime(model, [&](ModelRuntime& r) { r.checkpoint = *p; });
-    ExpectSame(want, RunStep(model, MakeVarlen(s)), 1e-6);
+    ExpectSameStep(want, RunStep(model, MakeVarlen(s)), 1e-6);
   }
 }
 
@@ -158,7 +130,7 @@ TEST(ModernBertTest, GradientsMatchFiniteDifferences) {
   model->to(at::kDouble);
   const Sequences s = RandomSequences(9, 3, 3, 12, 60, 3);
   const batching::Batch b = MakeVarlen(s);
-  const Step step = RunWith(model, AttentionBackend::kVarlenGrouped, b);
+  const StepResult step = RunWith(model, AttentionBackend::kVarlenGrouped, b);
   at::NoGradGuard no_grad;
   // The loss in fp64 (ClassificationLoss computes in fp32, too coarse for differences).
   const auto loss = [&] {
