@@ -14,7 +14,9 @@ Two phases on one server (started here with --padless/--model, or --url):
 Clients run in --procs processes (threads in each), so that reading ~250 KB of JSON vectors per
 batch does not make the client the bottleneck; client_cores says how many cores they used. Every
 --check-every-th answer is parsed and checked (one finite vector of one width per input). Prints
-one JSON line per phase.
+one JSON line per phase, with the server's own view of it from /metrics (histogram deltas over the
+phase: `server_p50_ms`/`server_p99_ms` from reading the request to writing the answer, and the
+device batches' tokens and times), which tells a tail of the server from one of the clients.
 
   python3 bench/serve/http_load.py --padless build/cli/padless --model ST_DIR --data IMDB.tsv \
       --device cuda --amp bf16 --max-batch-tokens 32768 --offline-jsonl embed.jsonl \
@@ -27,6 +29,7 @@ import json
 import math
 import multiprocessing
 import random
+import re
 import resource
 import threading
 import time
@@ -138,6 +141,59 @@ def worker_proc(cfg, index, queue):
     queue.put(out)
 
 
+def scrape_histograms(host, port):
+    """{(family, labels): {"le": [(bound, cumulative count)], "count": n}} from /metrics."""
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    except (OSError, http.client.HTTPException):
+        return {}
+    finally:
+        conn.close()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'(\w+)_bucket\{(?:(.*),)?le="([^"]+)"\} (\d+)$', line)
+        if m:
+            h = out.setdefault((m.group(1), m.group(2) or ""), {"le": []})
+            h["le"].append((float(m.group(3)), int(m.group(4))))
+    return out
+
+
+def histogram_quantile(before, after, q):
+    """The q-quantile of what a histogram saw between two scrapes, linear within its bucket (as
+    Prometheus' histogram_quantile), or None when it saw nothing."""
+    old = dict(before["le"]) if before else {}
+    cumulative = [(le, n - old.get(le, 0)) for le, n in after["le"]]
+    total = cumulative[-1][1] if cumulative else 0
+    if total == 0:
+        return None
+    rank, lower, below = q * total, 0.0, 0
+    for le, n in cumulative:
+        if n >= rank:
+            if math.isinf(le):
+                return lower  # past the last finite bound: report that bound
+            return lower + (le - lower) * (rank - below) / max(1, n - below)
+        lower, below = le, n
+    return lower
+
+
+def server_view(before, after, route):
+    """The phase as the server saw it: request latency and device batches (histogram deltas)."""
+    view = {}
+    wanted = {"server_request_ms": ("padless_http_request_duration_seconds", f'route="{route}"', 1e3),
+              "batch_tokens": ("padless_batch_tokens", "", 1),
+              "batch_device_ms": ("padless_batch_device_seconds", "", 1e3)}
+    for name, (family, labels, scale) in wanted.items():
+        h = after.get((family, labels))
+        if h is None:
+            continue
+        for q in (0.5, 0.99):
+            v = histogram_quantile(before.get((family, labels)), h, q)
+            view[f"{name}_p{int(q * 100)}"] = None if v is None else v * scale
+    return view
+
+
 def run_phase(args, server, texts, batch, connections, seconds, rate):
     """`connections` clients over args.procs processes; rate: total requests/s (0: closed loop)."""
     host, port = server.host_port
@@ -145,6 +201,7 @@ def run_phase(args, server, texts, batch, connections, seconds, rate):
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    metrics_before = scrape_histograms(host, port)
     start = time.time() + 0.5  # every process starts its clock together
     workers = []
     for i in range(procs):
@@ -160,6 +217,7 @@ def run_phase(args, server, texts, batch, connections, seconds, rate):
         w.join()
     wall = time.time() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seen = server_view(metrics_before, scrape_histograms(host, port), args.route)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     latencies = sorted(x for p in parts for x in p["latencies"])
     statuses = collections.Counter()
@@ -177,7 +235,7 @@ def run_phase(args, server, texts, batch, connections, seconds, rate):
             "statuses": {str(k): v for k, v in sorted(statuses.items())},
             "bad_answers": sum(len(p["bad"]) for p in parts),
             "bad_examples": sorted({b for p in parts for b in p["bad"]})[:3],
-            "client_cores": cpu / wall}
+            "client_cores": cpu / wall, **seen}
 
 
 def offline_rate(args):

@@ -19,6 +19,16 @@ void Scalar(std::string* out, absl::string_view name, absl::string_view type,
   absl::StrAppend(out, name, " ", value, "\n");
 }
 
+// The routes that run the model: their latency is what a client of the service waits for (the
+// GET routes and unknown paths would only dilute it).
+bool IsInferenceRoute(absl::string_view route) {
+  for (absl::string_view r : {"/predict", "/", "/rerank", "/embed", "/embed_all", "/similarity",
+                              "/v1/embeddings", "/embeddings"}) {
+    if (route == r) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics()
@@ -29,7 +39,7 @@ ServerMetrics::ServerMetrics()
 void ServerMetrics::RecordRequest(absl::string_view route, int status, double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   ++requests_[{std::string(route), status}];
-  if (route == "/predict" || route == "/") {
+  if (IsInferenceRoute(route)) {
     auto it = latency_.find(std::string(route));
     if (it == latency_.end()) it = latency_.emplace(std::string(route), LatencyBuckets()).first;
     it->second.Observe(seconds);

@@ -112,6 +112,8 @@ TEST(ServerMetricsTest, RendersEveryFamily) {
   m.RecordRequest("/predict", 200, 0.004);
   m.RecordRequest("/predict", 429, 0.001);
   m.RecordRequest("other", 404, 0);
+  m.RecordRequest("/v1/embeddings", 200, 0.003);
+  m.RecordRequest("/health", 200, 0.0001);
   m.RecordError(ErrorType::kOverloaded);
   m.RecordInputs(3);
   m.RecordBatch(3, 120, 0.002);
@@ -121,11 +123,14 @@ TEST(ServerMetricsTest, RendersEveryFamily) {
         "padless_http_requests_total{route=\"other\",status=\"404\"} 1",
         "padless_errors_total{type=\"Overloaded\"} 1",
         "padless_http_request_duration_seconds_count{route=\"/predict\"} 2",
+        "padless_http_request_duration_seconds_count{route=\"/v1/embeddings\"} 1",
         "padless_batch_size_count 1", "padless_batch_tokens_sum 120",
         "padless_predict_inputs_total 3", "padless_queue_size 2", "padless_engine_rejected_total 1",
         "padless_ready 1", "# TYPE padless_batch_tokens histogram"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
+  EXPECT_EQ(text.find("padless_http_request_duration_seconds_count{route=\"/health\"}"),
+            std::string::npos);
 }
 
 // The names come from base/enum_names.h tables; they are what flags, log lines, TEI clients and

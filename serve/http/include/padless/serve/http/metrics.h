@@ -1,6 +1,6 @@
 // The metrics of `padless serve`, rendered for GET /metrics in Prometheus' text format (0.0.4):
 //   padless_http_requests_total{route,status}        every answered request
-//   padless_http_request_duration_seconds{route}     latency of the predict routes
+//   padless_http_request_duration_seconds{route}     latency of the routes that run the model
 //   padless_errors_total{type}                       error answers by TEI error type
 //   padless_predict_inputs_total                     texts (and pairs) classified
 //   padless_batch_size / padless_batch_tokens         per device batch (the engine's observer)
@@ -54,7 +54,7 @@ class ServerMetrics {
 
   mutable std::mutex mu_;  // the maps below
   std::map<std::pair<std::string, int>, uint64_t> requests_;
-  std::map<std::string, Histogram> latency_;  // per predict route
+  std::map<std::string, Histogram> latency_;  // per route that runs the model
   std::map<std::string, uint64_t> errors_;
   std::atomic<int64_t> inputs_{0};
   Histogram batch_size_;
