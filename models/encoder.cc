@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "padless/models/embedding_norm.h"
 #include "padless/models/fused_layer.h"
+#include "modernbert_layer.h"
 #include "padless/models/recompute.h"
 
 namespace padless::models {
@@ -196,12 +197,19 @@ std::vector<at::TensorList> EncoderClassifierImpl::LayerWeights() const {
 at::Tensor EncoderClassifierImpl::RunGenericLayers(at::Tensor x, const LayerSpec& spec,
                                                    const AttentionContext& ctx) {
   const bool recompute_possible = at::GradMode::is_enabled();
+  // ModernBERT's int8 CPU inference (PrepareInt8Inference) runs here: its layers have no fused form.
+  const bool int8 = !inference_int8_.empty() && x.device().is_cpu() && !recompute_possible &&
+                    !is_training();
   if (spec.lean) x = ToResidualStream(x);
   LayerSpec layer_spec = spec;
   for (int64_t i = 0; i < num_layers(); ++i) {
     const std::vector<at::Tensor>& w = layers_[i]->weights();
     layer_spec.window = config_.attention_window(i);
-    if (recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers())) {
+    if (int8 && spec.modernbert) {
+      const Int8LayerWeights* gemms = &inference_int8_[i];
+      x = internal::ModernBertFfnBlock(
+          internal::ModernBertAttentionBlock(x, w, layer_spec, ctx, gemms), w, layer_spec, gemms);
+    } else if (recompute_possible && runtime_.checkpoint.Checkpoints(i, num_layers())) {
       x = CheckpointedLayerForward(x, w, layer_spec, ctx, runtime_.checkpoint.scope);
     } else {
       x = EncoderLayerForward(x, w, layer_spec, ctx);
@@ -283,11 +291,10 @@ void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype, bool fp8_weig
 }
 
 absl::Status EncoderClassifierImpl::PrepareInt8Inference() {
-  if (config_.modernbert()) {
-    return absl::UnimplementedError("int8 inference: ModernBERT layers have no int8 path yet");
-  }
   PrepareInference(at::kFloat);
-  absl::StatusOr<std::vector<Int8LayerWeights>> packed = PackInt8InferenceWeights(LayerWeights());
+  absl::StatusOr<std::vector<Int8LayerWeights>> packed =
+      config_.modernbert() ? internal::PackModernBertInt8(LayerWeights())
+                           : PackInt8InferenceWeights(LayerWeights());
   if (!packed.ok()) return packed.status();
   inference_int8_ = *std::move(packed);
   return absl::OkStatus();

@@ -23,14 +23,20 @@ at::Tensor Stream(const at::Tensor& t, const LayerSpec& spec) {
   return spec.lean ? ToResidualStream(t) : t;
 }
 
+// GEMM g of the layer: x @ W^T + b, with int8 weights when given.
+at::Tensor Gemm(const at::Tensor& x, at::TensorList w, LayerGemm g, const Int8LayerWeights* int8) {
+  if (int8 != nullptr) return (*int8)[g]->Apply(x);
+  return at::linear(x, w[kGemmWeight[g]], w[kGemmWeight[g] + 1]);
+}
+
 }  // namespace
 
 at::Tensor ModernBertAttentionBlock(const at::Tensor& x, at::TensorList w, const LayerSpec& spec,
-                                    const AttentionContext& ctx) {
+                                    const AttentionContext& ctx, const Int8LayerWeights* int8) {
   const int64_t heads = w[kQkvWeight].size(0) / (3 * spec.head_dim);
   const RotaryTable& table = spec.window >= 0 ? ctx.rotary_local : ctx.rotary_global;
   TORCH_CHECK(table.defined(), "ModernBERT layer: the attention context has no rotary table");
-  const at::Tensor qkv = at::linear(Norm(x, w, kAttnNormWeight, spec), w[kQkvWeight], w[kQkvBias]);
+  const at::Tensor qkv = Gemm(Norm(x, w, kAttnNormWeight, spec), w, kQkvGemm, int8);
   at::Tensor attended;
   if (ctx.varlen()) {
     // [T, 3H] -> three [T, heads, head_dim].
@@ -45,18 +51,33 @@ at::Tensor ModernBertAttentionBlock(const at::Tensor& x, at::TensorList w, const
                               parts[2].transpose(1, 2), ctx, spec.window, spec.attention_dropout);
   }
   // transformers' out_drop uses attention_dropout too.
-  const at::Tensor a = at::dropout(at::linear(attended, w[kOutWeight], w[kOutBias]),
-                                   spec.attention_dropout, spec.attention_dropout > 0);
+  const at::Tensor a = at::dropout(Gemm(attended, w, kOutGemm, int8), spec.attention_dropout,
+                                   spec.attention_dropout > 0);
   return Stream(ResidualAdd(x, a), spec);
 }
 
-at::Tensor ModernBertFfnBlock(const at::Tensor& h, at::TensorList w, const LayerSpec& spec) {
-  const at::Tensor in =
-      at::linear(Norm(h, w, kFfnNormWeight, spec), w[kFfnInWeight], w[kFfnInBias]);
+at::Tensor ModernBertFfnBlock(const at::Tensor& h, at::TensorList w, const LayerSpec& spec,
+                              const Int8LayerWeights* int8) {
+  const at::Tensor in = Gemm(Norm(h, w, kFfnNormWeight, spec), w, kFfnInGemm, int8);
   const auto value_gate = in.chunk(2, -1);
   at::Tensor f = Activate(value_gate[0], spec.activation) * value_gate[1];
   f = at::dropout(f, spec.dropout, spec.dropout > 0);
-  return Stream(ResidualAdd(h, at::linear(f, w[kFfnOutWeight], w[kFfnOutBias])), spec);
+  return Stream(ResidualAdd(h, Gemm(f, w, kFfnOutGemm, int8)), spec);
+}
+
+absl::StatusOr<std::vector<Int8LayerWeights>> PackModernBertInt8(
+    const std::vector<at::TensorList>& layers) {
+  std::vector<Int8LayerWeights> out;
+  out.reserve(layers.size());
+  for (at::TensorList w : layers) {
+    Int8LayerWeights& layer = out.emplace_back();
+    for (int g = 0; g < kFusedLayerGemms; ++g) {
+      absl::StatusOr<Int8Linear> packed = Int8Linear::Pack(w[kGemmWeight[g]], w[kGemmWeight[g] + 1]);
+      if (!packed.ok()) return packed.status();
+      layer[g] = *std::move(packed);
+    }
+  }
+  return out;
 }
 
 std::vector<NamedInit> ModernBertLayerInit(const EncoderConfig& c, int64_t index) {
