@@ -1,8 +1,32 @@
 #include "padless/models/rotary.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "padless/cuda/kernels/rotary.h"
 
 namespace padless::models {
+namespace {
+
+// One pass forward and one backward (the inverse rotation of the gradient) instead of the ATen
+// form's chain, whose autograd graph also keeps an fp32 copy of q and k per layer.
+class RotaryFunction : public torch::autograd::Function<RotaryFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& cos, const at::Tensor& sin) {
+    ctx->save_for_backward({cos, sin});
+    return cuda::RotaryEmbedding(x, cos, sin);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    return {cuda::RotaryEmbedding(grads[0], saved[0], saved[1], /*inverse=*/true), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+}  // namespace
 
 RotaryTable BuildRotaryTable(const at::Tensor& positions, int64_t head_dim, double theta) {
   const at::TensorOptions fp32 = positions.options().dtype(at::kFloat);
@@ -15,16 +39,12 @@ RotaryTable BuildRotaryTable(const at::Tensor& positions, int64_t head_dim, doub
 }
 
 at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTable& table) {
-  // fp32 at least (transformers' precision), fp64 for fp64 models.
-  const at::ScalarType compute = at::promote_types(x.scalar_type(), at::kFloat);
-  const at::Tensor xf = x.to(compute);
-  const int64_t half = x.size(-1) / 2;
-  // rotate_half: (-x2, x1).
-  const at::Tensor rotated = at::cat({-xf.narrow(-1, half, half), xf.narrow(-1, 0, half)}, -1);
-  // The table has no heads dimension: broadcast over it.
-  const at::Tensor cos = table.cos.unsqueeze(-2).to(compute);
-  const at::Tensor sin = table.sin.unsqueeze(-2).to(compute);
-  return (xf * cos + rotated * sin).to(x.scalar_type());
+  // [tokens..., heads, head_dim] as [T, heads, head_dim] (a view for the layers' q and k).
+  const int64_t head_dim = x.size(-1);
+  const at::Tensor flat = x.reshape({-1, x.size(-2), head_dim});
+  const at::Tensor rotated = RotaryFunction::apply(flat, table.cos.reshape({-1, head_dim}),
+                                                   table.sin.reshape({-1, head_dim}));
+  return rotated.view(x.sizes());
 }
 
 }  // namespace padless::models

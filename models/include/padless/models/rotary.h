@@ -24,7 +24,9 @@ struct RotaryTable {
 RotaryTable BuildRotaryTable(const at::Tensor& positions, int64_t head_dim, double theta);
 
 // x: [tokens..., heads, head_dim] whose leading dimensions are the table's ([T] varlen, [B, L]
-// dense). Returns the rotated x in x's dtype; differentiable (plain ATen ops).
+// dense). Returns the rotated x in x's dtype (contiguous); differentiable: cuda::RotaryEmbedding
+// forward and, for the backward, the inverse rotation (one kernel each on a GPU; the ATen formula
+// elsewhere).
 at::Tensor ApplyRotary(const at::Tensor& x, const RotaryTable& table);
 
 }  // namespace padless::models
