@@ -56,13 +56,14 @@ const Subcommand kExportHfCommand = {
     "export-hf",
     "write a trained model as a Hugging Face model directory",
     "padless export-hf --model DIR --out HFDIR\n"
-    "Writes HFDIR/config.json (BertForSequenceClassification, RobertaForSequenceClassification\n"
-    "or DistilBertForSequenceClassification, with id2label/label2id from the label map),\n"
-    "HFDIR/model.safetensors and the tokenizer files, for models fine-tuned from an imported\n"
-    "Hugging Face checkpoint (padless's own from-scratch heads have no Hugging Face equivalent).\n"
-    "A pruned model (padless prune) is written at its original width, its removed heads and FFN\n"
-    "neurons as zero weights, which transformers 4.x and 5.x both load with the same outputs;\n"
-    "padless drops the zeros again when it loads such a directory.\n",
+    "Writes HFDIR/config.json (BertForSequenceClassification, RobertaForSequenceClassification,\n"
+    "DistilBertForSequenceClassification or ModernBertForSequenceClassification, with\n"
+    "id2label/label2id from the label map), HFDIR/model.safetensors and the tokenizer files, for\n"
+    "models fine-tuned from an imported Hugging Face checkpoint (padless's own from-scratch heads\n"
+    "have no Hugging Face equivalent).\n"
+    "A pruned model (padless prune; ModernBERT too) is written at its original width, its removed\n"
+    "heads and FFN neurons as zero weights, which transformers 4.x and 5.x both load with the\n"
+    "same outputs; padless drops the zeros again when it loads such a directory.\n",
     {"model", "out"},
     RunExportHf};
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "padless/models/encoder_layer.h"
+#include "padless/models/unit_rows.h"
 
 namespace padless::model_files {
 
@@ -23,33 +24,21 @@ struct KeptUnits {
   std::vector<int64_t> neurons;
 };
 
-// Row (or column) indices of `heads` in `blocks` stacked blocks (QKV: 3) of `block_heads` heads of
-// `head_dim` rows each.
-at::Tensor HeadRows(const std::vector<int64_t>& heads, int64_t block_heads, int64_t head_dim,
-                    int64_t blocks) {
-  std::vector<int64_t> rows;
-  for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t h : heads) {
-      for (int64_t d = 0; d < head_dim; ++d) rows.push_back((b * block_heads + h) * head_dim + d);
-    }
-  }
-  return at::tensor(rows, at::kLong);
-}
-
-// The dimension and indices at which layer weight `k` of the narrow layer sits in the wide one;
-// an undefined index for the weights that pruning leaves whole (norms, output biases).
-std::pair<int64_t, at::Tensor> Placement(int k, const KeptUnits& kept, int64_t wide_heads,
-                                         int64_t head_dim) {
+// The dimension and indices at which layer weight `k` of the narrow layer sits in layer `layer`
+// of the wide model `wide`; an undefined index for the weights that pruning leaves whole (norms,
+// output biases).
+std::pair<int64_t, at::Tensor> Placement(int k, const KeptUnits& kept, const EncoderConfig& wide,
+                                         int64_t layer) {
   using namespace models;  // the LayerWeight names
   switch (k) {
     case kQkvWeight:
     case kQkvBias:
-      return {0, HeadRows(kept.heads, wide_heads, head_dim, 3)};
+      return {0, HeadRows(kept.heads, wide.heads_in_layer(layer), wide.head_dim(), 3)};
     case kOutWeight:
-      return {1, HeadRows(kept.heads, wide_heads, head_dim, 1)};
+      return {1, HeadRows(kept.heads, wide.heads_in_layer(layer), wide.head_dim(), 1)};
     case kFfnInWeight:
     case kFfnInBias:
-      return {0, at::tensor(kept.neurons, at::kLong)};
+      return {0, FfnInRows(kept.neurons, wide.ffn_in_layer(layer), GatedFfn(wide))};
     case kFfnOutWeight:
       return {1, at::tensor(kept.neurons, at::kLong)};
     default:
@@ -59,7 +48,8 @@ std::pair<int64_t, at::Tensor> Placement(int k, const KeptUnits& kept, int64_t w
 
 // A model of `config` holding `from`'s parameters: those outside the layers copied, the layers'
 // units moved between the wide form (zeros where no unit is kept) and the narrow one by `kept`.
-// `widen`: `config` is the wide form; else `from` is.
+// `widen`: `config` is the wide form; else `from` is. Weights a layer leaves out (undefined:
+// ModernBERT's absent biases and layer 0's attention norm) are skipped.
 EncoderClassifier Rebuild(EncoderClassifier& from, const EncoderConfig& config,
                           const std::vector<KeptUnits>& kept, bool widen) {
   const at::Tensor any = from->parameters().front();
@@ -79,7 +69,8 @@ EncoderClassifier Rebuild(EncoderClassifier& from, const EncoderConfig& config,
     for (int k = 0; k < models::kNumLayerWeights; ++k) {
       const at::Tensor& source = from_layers[l][k];
       const at::Tensor& target = to_layers[l][k];
-      auto [dim, index] = Placement(k, kept[l], wide.heads_in_layer(l), wide.head_dim());
+      if (!target.defined()) continue;
+      auto [dim, index] = Placement(k, kept[l], wide, l);
       if (!index.defined()) {
         target.copy_(source);
       } else if (widen) {
@@ -103,19 +94,21 @@ std::vector<bool> InUse(const at::Tensor& any_nonzero) {
 std::vector<bool> HeadsInUse(at::TensorList w, int64_t heads) {
   using namespace models;
   const int64_t hidden = w[kOutWeight].size(0);
-  const at::Tensor qkv = w[kQkvWeight].ne(0).reshape({3, heads, -1}).any(2).any(0);
-  const at::Tensor bias = w[kQkvBias].ne(0).reshape({3, heads, -1}).any(2).any(0);
-  const at::Tensor out = w[kOutWeight].ne(0).reshape({hidden, heads, -1}).any(2).any(0);
-  return InUse(qkv.logical_or(bias).logical_or(out));
+  at::Tensor in_use = w[kQkvWeight].ne(0).reshape({3, heads, -1}).any(2).any(0);
+  if (w[kQkvBias].defined()) {  // ModernBERT's is absent without attention_bias
+    in_use = in_use.logical_or(w[kQkvBias].ne(0).reshape({3, heads, -1}).any(2).any(0));
+  }
+  return InUse(in_use.logical_or(w[kOutWeight].ne(0).reshape({hidden, heads, -1}).any(2).any(0)));
 }
 
-std::vector<bool> NeuronsInUse(at::TensorList w) {
+// `gated`: the FFN-in rows are value rows, then gate rows (models::FfnInRows); a neuron is in use
+// when either of its rows is.
+std::vector<bool> NeuronsInUse(at::TensorList w, bool gated) {
   using namespace models;
-  return InUse(w[kFfnInWeight]
-                   .ne(0)
-                   .any(1)
-                   .logical_or(w[kFfnInBias].ne(0))
-                   .logical_or(w[kFfnOutWeight].ne(0).any(0)));
+  at::Tensor rows = w[kFfnInWeight].ne(0).any(1);
+  if (w[kFfnInBias].defined()) rows = rows.logical_or(w[kFfnInBias].ne(0));
+  const at::Tensor in = rows.reshape({gated ? 2 : 1, -1}).any(0);
+  return InUse(in.logical_or(w[kFfnOutWeight].ne(0).any(0)));
 }
 
 // The positions whose flag is set; the first position when none is (every layer keeps a unit).
@@ -133,10 +126,6 @@ std::vector<int64_t> Kept(const std::vector<bool>& in_use) {
 absl::StatusOr<EncoderClassifier> FullWidthModel(EncoderClassifier& model) {
   const EncoderConfig& c = model->config();
   if (!c.pruned()) return model;
-  if (c.modernbert()) {  // its FFN-in weight stacks value and gate rows: another layout
-    return absl::InvalidArgumentError(
-        "pruned_heads, layer_ffn: the full-width form is for BERT-family layers, not ModernBERT");
-  }
   std::vector<KeptUnits> kept(c.layers());
   for (int64_t l = 0; l < c.layers(); ++l) {
     kept[l].heads = c.kept_heads(l);
@@ -151,7 +140,6 @@ absl::StatusOr<EncoderClassifier> FullWidthModel(EncoderClassifier& model) {
 
 absl::StatusOr<EncoderClassifier> DropZeroUnits(EncoderClassifier& model) {
   const EncoderConfig& c = model->config();
-  if (c.modernbert()) return model;  // exported unpruned only (modernbert_hf.h)
   const std::vector<at::TensorList> layers = model->LayerWeights();
   std::vector<KeptUnits> kept(c.layers());
   std::vector<std::vector<int64_t>> removed(c.layers());
@@ -159,7 +147,7 @@ absl::StatusOr<EncoderClassifier> DropZeroUnits(EncoderClassifier& model) {
   bool dropped = false, heads_removed = false;
   for (int64_t l = 0; l < c.layers(); ++l) {
     kept[l].heads = Kept(HeadsInUse(layers[l], c.heads_in_layer(l)));
-    kept[l].neurons = Kept(NeuronsInUse(layers[l]));
+    kept[l].neurons = Kept(NeuronsInUse(layers[l], models::GatedFfn(c)));
     const std::vector<int64_t> original = c.kept_heads(l);
     if (!c.pruned_heads().empty()) removed[l] = c.pruned_heads()[l];
     for (size_t h = 0, k = 0; h < original.size(); ++h) {

@@ -301,7 +301,6 @@ absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t 
   }
   if (!s.ok()) return s;
   out.model->eval();
-  if (modernbert) return out;  // exported unpruned (modernbert_hf.h): no zero units to drop
   // A pruned model's export (full_width.h) holds its removed units as zeros: run it pruned again.
   absl::StatusOr<models::EncoderClassifier> narrow = DropZeroUnits(out.model);
   if (!narrow.ok()) {
@@ -314,9 +313,8 @@ absl::StatusOr<ImportedModel> ImportHuggingFace(const std::string& dir, int64_t 
 
 absl::Status ExportHuggingFace(models::EncoderClassifier& model, const std::vector<std::string>& labels,
                                const std::string& dir) {
-  // The config.json of a pruned BERT-family model is its full-width form's (a pruned ModernBERT is
-  // refused here), and the weights go out at full width, removed units zero: what transformers 5
-  // loads.
+  // The config.json of a pruned model is its full-width form's, and the weights go out at full
+  // width, removed units zero: what transformers 5 loads.
   absl::StatusOr<std::string> json = HfConfigJson(model->config(), labels);
   if (!json.ok()) {
     return absl::InvalidArgumentError(

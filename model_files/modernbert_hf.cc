@@ -173,11 +173,6 @@ absl::StatusOr<std::string> ModernBertConfigJson(const EncoderConfig& e,
     return absl::InvalidArgumentError(
         "classifier_hidden: ModernBertForSequenceClassification's head is gelu_norm");
   }
-  if (e.pruned()) {
-    return absl::InvalidArgumentError(
-        "pruned_heads, layer_ffn: pruned ModernBERT models cannot "
-        "be exported yet");
-  }
   if (static_cast<int64_t>(labels.size()) != e.num_labels()) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_labels: ", e.num_labels(), ", but ", labels.size(), " label names"));
@@ -190,6 +185,8 @@ absl::StatusOr<std::string> ModernBertConfigJson(const EncoderConfig& e,
   const std::string act = e.activation() == models::Activation::kGelu       ? "gelu"
                           : e.activation() == models::Activation::kGeluTanh ? "gelu_pytorch_tanh"
                                                                             : "relu";
+  // A pruned model's config is its full-width form's (full_width.h): the original heads and
+  // intermediate_size, no pruned_heads (transformers' ModernBERT has none).
   json j = {{"architectures", {"ModernBertForSequenceClassification"}},
             {"model_type", "modernbert"},
             {"id2label", id2label},

@@ -24,7 +24,7 @@ namespace padless::model_files::internal {
 absl::Status ParseModernBertConfig(const nlohmann::json& j, const std::string& origin, HfConfig& c);
 
 // config.json of ModernBertForSequenceClassification for `e` (a modernbert EncoderConfig), with
-// id2label/label2id from `labels`.
+// id2label/label2id from `labels`; for a pruned `e`, that of its full-width form (full_width.h).
 absl::StatusOr<std::string> ModernBertConfigJson(const models::EncoderConfig& e,
                                                  const std::vector<std::string>& labels);
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "padless/models/encoder_layer.h"
+#include "padless/models/unit_rows.h"
 
 namespace padless::prune {
 
@@ -52,20 +53,9 @@ absl::Status CheckPlan(const models::EncoderConfig& c, const PrunePlan& plan) {
   return absl::OkStatus();
 }
 
-// Row (or column, dim 1) indices of the kept heads in a [heads x head_dim] block, repeated for
-// `blocks` stacked blocks (QKV: 3).
-at::Tensor HeadRows(const std::vector<int64_t>& keep, int64_t heads, int64_t head_dim,
-                    int64_t blocks) {
-  std::vector<int64_t> rows;
-  for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t h : keep) {
-      for (int64_t d = 0; d < head_dim; ++d) rows.push_back((b * heads + h) * head_dim + d);
-    }
-  }
-  return at::tensor(rows, at::kLong);
-}
-
-// Layer `layer`'s weights with only the kept units, in LayerWeight order.
+// Layer `layer`'s weights with only the kept units, in LayerWeight order. A ModernBERT layer's
+// FFN-in weight keeps each kept neuron's value and gate rows; the weights it leaves out
+// (undefined: biases its config has not, layer 0's attention norm) stay undefined.
 std::vector<at::Tensor> PrunedLayer(at::TensorList w, const models::EncoderConfig& c, int64_t layer,
                                     const PrunePlan& plan) {
   using namespace models;  // the LayerWeight names
@@ -74,14 +64,19 @@ std::vector<at::Tensor> PrunedLayer(at::TensorList w, const models::EncoderConfi
       HeadRows(plan.keep_heads[layer], c.heads_in_layer(layer), c.head_dim(), 3).to(device);
   const at::Tensor attended =
       HeadRows(plan.keep_heads[layer], c.heads_in_layer(layer), c.head_dim(), 1).to(device);
-  const at::Tensor ffn = at::tensor(plan.keep_ffn[layer], at::kLong).to(device);
+  const at::Tensor ffn_in =
+      FfnInRows(plan.keep_ffn[layer], c.ffn_in_layer(layer), GatedFfn(c)).to(device);
+  const at::Tensor ffn_out = at::tensor(plan.keep_ffn[layer], at::kLong).to(device);
+  const auto select = [&](int k, int64_t dim, const at::Tensor& index) {
+    return w[k].defined() ? w[k].index_select(dim, index) : at::Tensor();
+  };
   std::vector<at::Tensor> out(w.begin(), w.end());
-  out[kQkvWeight] = w[kQkvWeight].index_select(0, qkv);
-  out[kQkvBias] = w[kQkvBias].index_select(0, qkv);
-  out[kOutWeight] = w[kOutWeight].index_select(1, attended);
-  out[kFfnInWeight] = w[kFfnInWeight].index_select(0, ffn);
-  out[kFfnInBias] = w[kFfnInBias].index_select(0, ffn);
-  out[kFfnOutWeight] = w[kFfnOutWeight].index_select(1, ffn);
+  out[kQkvWeight] = select(kQkvWeight, 0, qkv);
+  out[kQkvBias] = select(kQkvBias, 0, qkv);
+  out[kOutWeight] = select(kOutWeight, 1, attended);
+  out[kFfnInWeight] = select(kFfnInWeight, 0, ffn_in);
+  out[kFfnInBias] = select(kFfnInBias, 0, ffn_in);
+  out[kFfnOutWeight] = select(kFfnOutWeight, 1, ffn_out);
   return out;
 }
 
@@ -116,10 +111,6 @@ absl::StatusOr<models::EncoderConfig> PrunedConfig(const models::EncoderConfig& 
 absl::StatusOr<models::EncoderClassifier> PruneModel(models::EncoderClassifier& model,
                                                      const PrunePlan& plan) {
   const models::EncoderConfig& config = model->config();
-  if (config.modernbert()) {
-    // Its layers' weight lists differ (GeGLU's value and gate rows, optional biases).
-    return absl::UnimplementedError("prune: ModernBERT models cannot be pruned yet (issue 45)");
-  }
   absl::StatusOr<models::EncoderConfig> pruned_config = PrunedConfig(config, plan);
   if (!pruned_config.ok()) return pruned_config.status();
   const at::Tensor any = model->parameters().front();
@@ -139,7 +130,9 @@ absl::StatusOr<models::EncoderClassifier> PruneModel(models::EncoderClassifier& 
   const std::vector<at::TensorList> new_layers = pruned->LayerWeights();
   for (int64_t l = 0; l < config.layers(); ++l) {
     const std::vector<at::Tensor> sliced = PrunedLayer(old_layers[l], config, l, plan);
-    for (size_t k = 0; k < sliced.size(); ++k) new_layers[l][k].copy_(sliced[k]);
+    for (size_t k = 0; k < sliced.size(); ++k) {
+      if (sliced[k].defined()) new_layers[l][k].copy_(sliced[k]);
+    }
   }
   return pruned;
 }

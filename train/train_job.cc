@@ -193,6 +193,16 @@ absl::Status CheckMaxLenFitsInitFrom(const TrainJobOptions& o) {
       config->position_offset(), "); give --max-len ", limit, " or less"));
 }
 
+// Whether `t` is the init_from model's own tokenizer: read from that directory, or a copy of its
+// file (the --out directory of a run from it, resumed).
+bool IsInitFromsTokenizer(const TrainJobOptions& o, const ResolvedTokenizer& t) {
+  const std::string own = base::JoinPath(o.init_from, t.tokenizer.file_name());
+  if (t.path == own) return true;
+  if (t.path.empty()) return false;  // trained here
+  absl::StatusOr<std::string> resolved = base::ReadFile(t.path), original = base::ReadFile(own);
+  return resolved.ok() && original.ok() && *resolved == *original;
+}
+
 // The init_from model's config, checked against the options' preset and the tokenizer.
 absl::StatusOr<models::EncoderConfig> InitFromConfig(const TrainJobOptions& o,
                                              const ResolvedTokenizer& tokenizer) {
@@ -208,8 +218,12 @@ absl::StatusOr<models::EncoderConfig> InitFromConfig(const TrainJobOptions& o,
         "--preset ", o.preset, " (", Shape(*preset), ") does not match the --init-from model ",
         path, " (", Shape(*init), "); leave --preset out to continue from it"));
   }
+  // The model's own tokenizer may hold fewer pieces than the model has rows, as a Hugging Face
+  // import allows (ModernBERT rounds 50280 pieces up to 50368 rows), so that such a model
+  // fine-tunes and prunes again from its own directory; any other must match.
   const int64_t vocab = tokenizer.tokenizer.vocab_size();
-  if (init->vocab_size() != vocab) {
+  if (vocab > init->vocab_size() ||
+      (vocab < init->vocab_size() && !IsInitFromsTokenizer(o, tokenizer))) {
     return absl::InvalidArgumentError(
         absl::StrCat("--init-from model ", path, " has a vocabulary of ", init->vocab_size(),
                      " pieces but the tokenizer ", tokenizer.path, " has ", vocab,

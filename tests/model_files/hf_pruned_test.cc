@@ -5,7 +5,8 @@
 // back pruned, with the pruning record, identical parameters and identical logits (BERT, RoBERTa
 // and DistilBERT; RoBERTa also through `padless export-hf` and LoadModelDir). FullWidthModel and
 // DropZeroUnits on their own; the smaller form transformers 4.x wrote (`pruned_heads`) still
-// imports, and a damaged `pruned_heads` is an error naming the file and the field.
+// imports, and a damaged `pruned_heads` is an error naming the file and the field. ModernBERT's
+// GeGLU layers (value and gate rows, optional biases) widen and narrow the same way.
 // (transformers' view of these exports: hf_parity_test.cc.)
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -305,6 +306,69 @@ TEST(HfPrunedTest, DropZeroUnitsRemovesOnlyAllZeroUnits) {
     model->LayerWeights()[0][kQkvBias][2 * 32 + 8] = 0;
     (*dropped)->LayerWeights()[0][kQkvBias][2 * 32 + 8] = 0;
   }
+  ExpectSameLogits(*dropped, model);
+}
+
+// A ModernBERT of PrunedBert's sizes: every bias, or none (ModernBERT-base's default).
+models::EncoderConfig PrunedModernBert(bool biases) {
+  return models::EncoderConfig::ModernBertBase()
+      .vocab_size(60)
+      .hidden(32)
+      .heads(4)
+      .ffn(64)
+      .layers(3)
+      .max_positions(64)
+      .num_labels(3)
+      .local_attention(8)
+      .attention_bias(biases)
+      .mlp_bias(biases)
+      .norm_bias(biases)
+      .classifier_bias(biases)
+      .pruned_heads({{1, 3}, {}, {0, 1, 2}})
+      .layer_ffn({40, 64, 48});
+}
+
+// ModernBERT widens to zeros (a kept neuron's value row at n, its gate row at 64 + n) and narrows
+// back to the same model; the biases it has not stay absent. A neuron whose value row and output
+// column are zero but whose gate row is not stays: only all-zero units go.
+TEST(HfPrunedTest, ModernBertFullWidthAndBack) {
+  using namespace models;  // the LayerWeight names
+  for (bool biases : {true, false}) {
+    SCOPED_TRACE(biases ? "biases" : "no biases");
+    const EncoderConfig config = PrunedModernBert(biases);
+    models::EncoderClassifier pruned = RandomPrunedModel(config);
+    absl::StatusOr<models::EncoderClassifier> full = FullWidthModel(pruned);
+    ASSERT_TRUE(full.ok()) << full.status();
+    EXPECT_EQ((*full)->config().ToJson(),
+              EncoderConfig(config).pruned_heads({}).layer_ffn({}).ToJson());
+    const at::TensorList narrow = pruned->LayerWeights()[2], wide = (*full)->LayerWeights()[2];
+    EXPECT_TRUE(wide[kFfnInWeight].narrow(0, 0, 48).equal(narrow[kFfnInWeight].narrow(0, 0, 48)));
+    EXPECT_TRUE(wide[kFfnInWeight].narrow(0, 64, 48).equal(narrow[kFfnInWeight].narrow(0, 48, 48)));
+    EXPECT_EQ(wide[kFfnInWeight].narrow(0, 48, 16).count_nonzero().item<int64_t>(), 0);
+    EXPECT_EQ(wide[kFfnInWeight].narrow(0, 112, 16).count_nonzero().item<int64_t>(), 0);
+    EXPECT_EQ(wide[kFfnInBias].defined(), biases);
+    EXPECT_FALSE((*full)->LayerWeights()[0][kAttnNormWeight].defined());
+    ExpectSameLogits(*full, pruned);
+    absl::StatusOr<models::EncoderClassifier> back = DropZeroUnits(*full);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ((*back)->config().ToJson(), config.ToJson());
+    ExpectSameModel(*back, pruned);
+  }
+  models::EncoderClassifier model =
+      RandomPrunedModel(PrunedModernBert(false).pruned_heads({}).layer_ffn({}));
+  {
+    at::NoGradGuard no_grad;
+    const at::TensorList w = model->LayerWeights()[1];
+    for (int64_t row : {5, 9, 64 + 9}) w[kFfnInWeight][row].zero_();  // neuron 5's gate stays
+    for (int64_t neuron : {5, 9}) w[kFfnOutWeight].select(1, neuron).zero_();
+  }
+  absl::StatusOr<models::EncoderClassifier> dropped = DropZeroUnits(model);
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ((*dropped)->config().layer_ffn(), (std::vector<int64_t>{64, 63, 64}));
+  EXPECT_TRUE((*dropped)->config().pruned_heads().empty());
+  EXPECT_TRUE((*dropped)->LayerWeights()[1][kFfnInWeight][63 + 9].equal(
+      model->LayerWeights()[1][kFfnInWeight][64 + 10]))
+      << "neuron 10's gate row: the 10th kept neuron's";
   ExpectSameLogits(*dropped, model);
 }
 

@@ -9,6 +9,9 @@
 // boundaries if they could. Without Python's transformers the golden files in
 // data/modernbert_golden/ stand in (PADLESS_UPDATE_GOLDEN=1 rewrites them), and padless imports
 // its own export. A poisoned model (layer 0's Q and K swapped) must fail the comparison.
+// Pruned ModernBERTs (fewer heads and FFN neurons per layer) export at full width with the removed
+// units zero (model_files/full_width.h: transformers' ModernBERT has no pruned_heads), transformers
+// loads that with the pruned model's logits, and padless imports it back as the pruned model.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -24,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "batch_factory.h"
 #include "padless/model_files/hf_weights.h"
+#include "padless/model_files/safetensors.h"
 
 namespace padless::model_files::modernbert_parity {
 namespace {
@@ -259,6 +263,96 @@ TEST(ModernBertParityTest, UnrepresentableConfigsNameTheField) {
   EXPECT_EQ(hub->encoder.ToJson(), saved->encoder.ToJson());
   EXPECT_EQ(hub->encoder.global_attn_every_n_layers(), 2);
   EXPECT_EQ(hub->encoder.global_rope_theta(), 1000.0);
+}
+
+// Tiny's shapes pruned: layer 0 loses heads 1 and 3, layer 1 head 2, layer 2 three of four, layer
+// 3 none; the FFNs keep 64, 96, 32 and 48 of their 96 neurons. The gradient slices the reference
+// keeps (layer 1's first Q rows, layer 3's attention output row, layer 0's first FFN-in row) sit
+// at the same places in the narrow and the wide model.
+std::vector<Shape> PrunedShapes() {
+  std::vector<Shape> out;
+  for (const Shape& s : Shapes()) {
+    out.push_back({s.name == std::string("modernbert_cls") ? "pruned_modernbert_cls"
+                                                           : "pruned_modernbert_mean_biases",
+                   models::EncoderConfig(s.config)
+                       .pruned_heads({{1, 3}, {2}, {0, 1, 2}, {}})
+                       .layer_ffn({64, 96, 32, 48})});
+  }
+  return out;
+}
+
+// The export holds layer 0's removed heads (1 and 3) and layer 2's removed neurons (32 of 96) as
+// zeros, the kept ones as padless has them: value rows from 0, gate rows from 96.
+void ExpectFullWidthZeros(const std::string& dir, models::EncoderClassifier& pruned) {
+  const nlohmann::json config = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+  EXPECT_FALSE(config.contains("pruned_heads"));
+  EXPECT_EQ(config["num_attention_heads"], 4);
+  EXPECT_EQ(config["intermediate_size"], 96);
+  absl::StatusOr<SafetensorsFile> weights = SafetensorsFile::Open(dir + "/model.safetensors");
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  const at::Tensor qkv = *weights->Tensor("model.layers.0.attn.Wqkv.weight", true);
+  const at::Tensor out = *weights->Tensor("model.layers.0.attn.Wo.weight", true);
+  ASSERT_EQ(qkv.sizes().vec(), (std::vector<int64_t>{3 * 64, 64}));
+  for (int64_t block = 0; block < 3; ++block) {
+    for (int64_t removed : {1, 3}) {
+      EXPECT_EQ(qkv.narrow(0, (block * 4 + removed) * 16, 16).count_nonzero().item<int64_t>(), 0);
+    }
+  }
+  for (int64_t removed : {1, 3}) {
+    EXPECT_EQ(out.narrow(1, removed * 16, 16).count_nonzero().item<int64_t>(), 0);
+  }
+  const std::vector<at::TensorList> layers = pruned->LayerWeights();
+  const at::Tensor narrow_qkv = layers[0][models::kQkvWeight];
+  EXPECT_TRUE(qkv.narrow(0, 64 + 32, 16).equal(narrow_qkv.narrow(0, 32 + 16, 16)))
+      << "K of head 2: the second K head of the pruned layer";
+  const at::Tensor wi = *weights->Tensor("model.layers.2.mlp.Wi.weight", true);
+  const at::Tensor wo = *weights->Tensor("model.layers.2.mlp.Wo.weight", true);
+  ASSERT_EQ(wi.sizes().vec(), (std::vector<int64_t>{2 * 96, 64}));
+  const at::Tensor narrow_wi = layers[2][models::kFfnInWeight];
+  EXPECT_TRUE(wi.narrow(0, 0, 32).equal(narrow_wi.narrow(0, 0, 32)));
+  EXPECT_TRUE(wi.narrow(0, 96, 32).equal(narrow_wi.narrow(0, 32, 32)));
+  EXPECT_EQ(wi.narrow(0, 32, 64).count_nonzero().item<int64_t>(), 0);
+  EXPECT_EQ(wi.narrow(0, 128, 64).count_nonzero().item<int64_t>(), 0);
+  EXPECT_EQ(wo.narrow(1, 32, 64).count_nonzero().item<int64_t>(), 0);
+}
+
+TEST(ModernBertParityTest, PrunedExportMatchesTransformers) {
+  for (const Shape& shape : PrunedShapes()) {
+    SCOPED_TRACE(shape.name);
+    models::EncoderClassifier source = RandomModel(shape.config, 20270145);
+    const std::string written = TempDir(std::string(shape.name) + "_padless");
+    const absl::Status s = ExportHuggingFace(source, {"a", "b", "c"}, written);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_NO_FATAL_FAILURE(ExpectFullWidthZeros(written, source));
+    const Sequences ids = FixedIds(shape.config.vocab_size());
+    const std::string resaved = TempDir(std::string(shape.name) + "_transformers");
+    const bool python = HavePython();
+    const nlohmann::json ref = LoadReference(shape.name, written, ids, resaved, python);
+    // transformers' logits are the pruned padless model's.
+    {
+      at::NoGradGuard no_grad;
+      const at::Tensor logits = source->forward(MakeVarlen(ids));
+      ASSERT_EQ(ref["logits"].size(), ids.tokens.size());
+      for (size_t i = 0; i < ids.tokens.size(); ++i) {
+        EXPECT_LT(RelativeError(logits[i], Values(ref["logits"][i])), 1e-4) << i;
+      }
+    }
+    // Imported back (transformers' save_pretrained copy when Python ran): the narrow model again.
+    absl::StatusOr<ImportedModel> imported = ImportHuggingFace(python ? resaved : written);
+    ASSERT_TRUE(imported.ok()) << imported.status();
+    EXPECT_EQ(imported->hf.encoder.ToJson(), shape.config.ToJson());
+    auto want = source->named_parameters();
+    ASSERT_EQ(imported->model->named_parameters().size(), want.size());
+    for (const auto& p : imported->model->named_parameters()) {
+      EXPECT_TRUE(p.value().equal(want[p.key()])) << p.key();
+    }
+    {
+      at::NoGradGuard no_grad;
+      EXPECT_TRUE(imported->model->forward(MakePacked(ids, 64))
+                      .equal(source->forward(MakePacked(ids, 64))));
+    }
+    ExpectParity(imported->model, ids, ref);
+  }
 }
 
 }  // namespace

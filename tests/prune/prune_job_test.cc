@@ -1,7 +1,7 @@
 // The prune-and-fine-tune job (prune_job.h) end to end on the CPU with a tiny model: two rounds
 // reach the asked shares, every round's model directory loads, the report has a row per round,
 // the final model serves through TextClassifier with the probabilities that evaluation gives, and
-// bad options or data are errors that leave no output.
+// bad options or data are errors that leave no output; a ModernBERT model prunes as well.
 #include "padless/prune/prune_job.h"
 
 #include <gtest/gtest.h>
@@ -14,9 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "padless/corpus/label_map.h"
 #include "padless/model_files/model_io.h"
+#include "padless/prune/structured_prune.h"
 #include "padless/serve/text_classifier.h"
 #include "padless/train/train_job.h"
+#include "prune_test_util.h"
 #include "serve_fixtures.h"
 
 namespace padless::prune {
@@ -152,6 +155,36 @@ TEST_F(PruneJobTest, PrunedModelTrainsStopsAndResumes) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->config.pruned_heads(),
             model_files::LoadModelDir(options_.out, c10::Device(c10::kCPU))->config.pruned_heads());
+}
+
+// A ModernBERT model directory (issue 45; no biases, ModernBERT-base's default, and a vocabulary
+// rounded up past its tokenizer's, as ModernBERT's is) prunes, fine-tunes from its own directory
+// and loads as the pruned ModernBERT it is.
+TEST_F(PruneJobTest, ModernBertPrunesAndFineTunes) {
+  const std::string dir = serve::testing::ScratchDir("prune_job_modernbert");
+  const tokenize::Tokenizer tokenizer = serve::testing::SmallTokenizer();
+  at::manual_seed(45);
+  models::EncoderClassifier model(
+      testing::SmallModernBert(/*biases=*/false).vocab_size(tokenizer.vocab_size() + 8));
+  const corpus::LabelMap labels = *corpus::LabelMap::FromNames({"neg", "neutral", "pos"});
+  ASSERT_TRUE(model_files::SaveModelDir(dir, model, tokenizer, labels).ok());
+  options_.model = dir;
+  options_.heads = 0.5;
+  options_.ffn = 0.5;
+  options_.steps = 2;
+  absl::StatusOr<PruneJobResult> result = RunPruneJob(options_);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->rounds.size(), 2u);
+  EXPECT_EQ(result->rounds[1].heads_left, 4);
+  EXPECT_EQ(result->rounds[1].ffn_left, 64);
+  EXPECT_TRUE(result->rounds[1].dev_accuracy_tuned.has_value());
+  absl::StatusOr<model_files::LoadedModel> last =
+      model_files::LoadModelDir(options_.out, c10::Device(c10::kCPU));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_TRUE(last->config.modernbert());
+  EXPECT_TRUE(last->config.pruned());
+  EXPECT_EQ(last->config.total_heads(), 4);
+  EXPECT_LT(ParameterCount(last->model), ParameterCount(model));
 }
 
 TEST_F(PruneJobTest, BadOptionsAreErrorsBeforeAnyFile) {

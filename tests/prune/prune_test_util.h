@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "padless/models/encoder.h"
@@ -26,6 +27,39 @@ inline models::EncoderConfig SmallEncoder() {
       .num_labels(3)
       .dropout(0.0)
       .attention_dropout(0.0);
+}
+
+// SmallEncoder's sizes as a ModernBERT (GeGLU FFN-in of 2 x 64 rows, rotary positions): layer 0
+// global without an attention norm, layer 1 a +-4 window; every bias, or none (ModernBERT-base's
+// default).
+inline models::EncoderConfig SmallModernBert(bool biases) {
+  return models::EncoderConfig::ModernBertBase()
+      .vocab_size(50)
+      .hidden(32)
+      .layers(2)
+      .heads(4)
+      .ffn(64)
+      .max_positions(64)
+      .num_labels(3)
+      .local_attention(8)
+      .global_attn_every_n_layers(2)
+      .dropout(0.0)
+      .attention_dropout(0.0)
+      .attention_bias(biases)
+      .mlp_bias(biases)
+      .norm_bias(biases)
+      .classifier_bias(biases);
+}
+
+// Every parameter of `model` random (norm gains near 1; ModernBERT initialises its biases to
+// zero), so that a misplaced row or bias shows in the outputs.
+inline void RandomizeAll(models::EncoderClassifier& model) {
+  at::NoGradGuard no_grad;
+  for (auto& p : model->named_parameters()) {
+    const bool gain = p.key().find("norm_weight") != std::string::npos;
+    p.value().copy_(gain ? 1 + 0.1 * at::randn(p.value().sizes())
+                         : 0.1 * at::randn(p.value().sizes()));
+  }
 }
 
 // A model of `config` holding `model`'s parameters (same names and shapes), in eval mode.

@@ -2,7 +2,8 @@
 // model with those units masked, for every pooling and norm placement and every batch layout, on
 // the CPU (fp32 and the fused varlen layer) and, when there is one, the GPU (bf16 autocast, flash
 // attention, the fused layer); the config records the original indices across rounds; a pruned
-// model saves and loads; plans that do not fit are clear errors.
+// model saves and loads; plans that do not fit are clear errors. ModernBERT (GeGLU value and gate
+// rows, optional biases) prunes to its masked model's logits too.
 #include "padless/prune/structured_prune.h"
 
 #include <ATen/ATen.h>
@@ -175,6 +176,51 @@ TEST(StructuredPruneTest, PrunedModelDirSavesLoadsAndPredictsTheSame) {
   const batching::Batch batch = models::testing::MakeVarlen(s);
   at::NoGradGuard no_grad;
   EXPECT_TRUE(at::equal(loaded->model->forward(batch), (*pruned)->forward(batch)));
+}
+
+// ModernBERT (issue 45), with every bias and with none: the pruned model gives the masked model's
+// logits on packed varlen batches, and its GeGLU FFN-in keeps each kept neuron's value row and
+// gate row; the weights the config leaves out stay absent.
+TEST(StructuredPruneTest, ModernBertRemovalEqualsMasking) {
+  for (bool biases : {true, false}) {
+    SCOPED_TRACE(biases ? "biases" : "no biases");
+    at::manual_seed(45);
+    EncoderClassifier model(testing::SmallModernBert(biases));
+    testing::RandomizeAll(model);
+    model->eval();
+    EncoderClassifier masked = Masked(model, UnevenPlan());
+    absl::StatusOr<EncoderClassifier> pruned = PruneModel(model, UnevenPlan());
+    ASSERT_TRUE(pruned.ok()) << pruned.status();
+    EXPECT_TRUE((*pruned)->config().modernbert());
+    at::NoGradGuard no_grad;
+    for (Layout layout : {Layout::kVarlen, Layout::kPacked}) {
+      const batching::Batch batch = MakeBatch(layout, c10::Device(c10::kCPU));
+      const at::Tensor want = masked->forward(batch), got = (*pruned)->forward(batch);
+      EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
+    }
+    using namespace models;  // the LayerWeight names
+    const std::vector<at::TensorList> before = model->LayerWeights();
+    const std::vector<at::TensorList> after = (*pruned)->LayerWeights();
+    for (int64_t l = 0; l < 2; ++l) {
+      SCOPED_TRACE(l);
+      const std::vector<int64_t> keep = UnevenPlan().keep_ffn[l];
+      const int64_t n = static_cast<int64_t>(keep.size());
+      ASSERT_EQ(after[l][kFfnInWeight].size(0), 2 * n);
+      for (int64_t k : {int64_t{0}, n / 2, n - 1}) {
+        EXPECT_TRUE(after[l][kFfnInWeight][k].equal(before[l][kFfnInWeight][keep[k]]));
+        EXPECT_TRUE(after[l][kFfnInWeight][n + k].equal(before[l][kFfnInWeight][64 + keep[k]]));
+        if (biases) {
+          EXPECT_TRUE(after[l][kFfnInBias][n + k].equal(before[l][kFfnInBias][64 + keep[k]]));
+        }
+      }
+      for (int k : {kQkvBias, kOutBias, kFfnInBias, kFfnOutBias, kAttnNormBias, kFfnNormBias}) {
+        EXPECT_EQ(after[l][k].defined(), before[l][k].defined()) << k;
+      }
+    }
+    EXPECT_FALSE(after[0][kAttnNormWeight].defined()) << "layer 0's attention norm: an identity";
+    EXPECT_EQ(ParameterCount(model) - ParameterCount(*pruned),
+              (2 + 1) * 8 * (4 * 32 + (biases ? 3 : 0)) + (32 + 25) * (3 * 32 + (biases ? 2 : 0)));
+  }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Importance scores (unit_importance.h): the mask gradients read off the weight gradients equal
 // central finite differences of the loss in the mask (fp64, so the check is tight), through the
-// generic and the fused varlen layer and the padded layout; ScoreUnitImportance averages the
-// batches' magnitudes and leaves the model as it found it.
+// generic and the fused varlen layer and the padded layout, and for ModernBERT; ScoreUnitImportance
+// averages the batches' magnitudes and leaves the model as it found it.
 #include "padless/prune/unit_importance.h"
 
 #include <ATen/ATen.h>
@@ -48,9 +48,11 @@ double FiniteDifference(EncoderClassifier& model, const batching::Batch& batch, 
          (2 * kEps);
 }
 
-void ExpectMaskGradientsMatchFiniteDifferences(bool fused, bool varlen) {
+void ExpectMaskGradientsMatchFiniteDifferences(
+    bool fused, bool varlen, const models::EncoderConfig& config = SmallEncoder()) {
   at::manual_seed(7);
-  EncoderClassifier model(SmallEncoder());
+  EncoderClassifier model(config);
+  if (config.modernbert()) testing::RandomizeAll(model);  // its biases start at zero
   model->to(at::kDouble);
   model->eval();
   models::testing::ChangeRuntime(model, [&](models::ModelRuntime& r) { r.fused_layers = fused; });
@@ -88,6 +90,13 @@ TEST(UnitImportanceTest, MaskGradientsMatchFiniteDifferencesVarlenFused) {
 
 TEST(UnitImportanceTest, MaskGradientsMatchFiniteDifferencesPadded) {
   ExpectMaskGradientsMatchFiniteDifferences(/*fused=*/false, /*varlen=*/false);
+}
+
+// ModernBERT's GeGLU neuron feeds one FFN-out column too, and its head one group of output
+// columns: the same reading holds.
+TEST(UnitImportanceTest, MaskGradientsMatchFiniteDifferencesModernBert) {
+  ExpectMaskGradientsMatchFiniteDifferences(/*fused=*/false, /*varlen=*/true,
+                                            testing::SmallModernBert(/*biases=*/true));
 }
 
 TEST(UnitImportanceTest, NoGradientScoresZero) {

@@ -1,6 +1,7 @@
 // Applying a PrunePlan: a new, smaller model whose attention and FFN matrices hold only the kept
 // heads and neurons (the QKV rows and output-projection columns of each kept head, the FFN-in rows
-// and FFN-out columns of each kept neuron), every other parameter copied. Its config records what
+// and FFN-out columns of each kept neuron: for ModernBERT's GeGLU both its value and its gate row,
+// models/include/padless/models/unit_rows.h), every other parameter copied. Its config records what
 // is gone (EncoderConfig::pruned_heads by original head index, layer_ffn), so that the model
 // directory loads everywhere a model loads (training, evaluation, predict, serve, export-hf).
 //

@@ -23,7 +23,8 @@
 // the corpus cannot support that many; the job says so on stderr). Only this last case reads the
 // whole training file into memory.
 // init_from: the architecture comes from that model (a `preset` that differs is an error), its
-// vocabulary must match the tokenizer's, and only the classification head follows the new labels.
+// vocabulary must match the tokenizer's (its own tokenizer may have fewer pieces: ModernBERT rounds
+// its vocabulary up), and only the classification head follows the new labels.
 //
 // Errors. ValidateTrainJobOptions finds every problem of the options alone (InvalidArgument,
 // naming the option the way the padless CLI spells it, e.g. "--max-len must be >= 3"); RunTrainJob
