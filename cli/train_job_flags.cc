@@ -53,8 +53,8 @@ ABSL_FLAG(int64_t, patience, 0,
 ABSL_FLAG(int64_t, eval_every, 0, "train: optimizer steps between dev evaluations (0: per epoch)");
 ABSL_FLAG(std::string, init_from, "",
           "train: start from this trained padless model directory's weights, or from a Hugging "
-          "Face BERT/RoBERTa/XLM-R/DistilBERT directory (config.json + model.safetensors; "
-          "lr defaults to 3e-5 then)");
+          "Face BERT/RoBERTa/XLM-R/DistilBERT/ModernBERT directory (config.json + "
+          "model.safetensors; lr defaults to 3e-5 then)");
 ABSL_FLAG(bool, freeze_embeddings, false, "train: do not train the embeddings");
 ABSL_FLAG(int64_t, freeze_layers, 0, "train: freeze the first K encoder layers");
 ABSL_FLAG(int64_t, unfreeze_every, 0, "train: thaw one frozen layer every N epochs (0: never)");
