@@ -10,7 +10,8 @@ ABSL_FLAG(std::string, dev, "",
           "Labeled dev file: train's evaluation and early stopping, prune's accuracy per round");
 ABSL_FLAG(std::optional<double>, lr, std::nullopt,
           "Peak learning rate (AdamW) of train and of prune's fine-tuning (empty: by model "
-          "origin: tiny 5e-4, small 1e-4, base 5e-5 from scratch; 3e-5 when fine-tuning "
+          "origin: tiny 5e-4, small 1e-4, base 5e-5, modernbert-base 5e-5 from scratch; 3e-5 "
+          "when fine-tuning "
           "--init-from or a pruned model)");
 ABSL_FLAG(int64_t, max_len, 512, "Maximum sequence length in tokens, special tokens included");
 ABSL_FLAG(std::string, csv, "", "Also write the report as CSV to this path");

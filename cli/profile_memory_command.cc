@@ -34,7 +34,8 @@
 #include "path_checks.h"
 #include "subcommand.h"
 
-ABSL_FLAG(std::string, sweep_preset, "base", "profile-memory: encoder preset (tiny, small, base)");
+ABSL_FLAG(std::string, sweep_preset, "base",
+          "profile-memory: encoder preset (tiny, small, base, modernbert-base)");
 // To ModernBERT's position limit: the long inputs where memory per length matters most.
 ABSL_FLAG(std::string, sweep_seq_lens, "64,128,256,384,512,768,1024,1536,2048,3072,4096,6144,8192",
           "profile-memory: sequence lengths to measure (the preset's positions are raised to the "

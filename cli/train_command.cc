@@ -114,7 +114,7 @@ const Subcommand kTrainCommand = {
     "train",
     "train a transformer classifier on a labeled file",
     "usage: padless train --data FILE [--dev FILE | --dev-fraction F] --out DIR [--preset "
-    "tiny|small|base]\n  [--batching packed|varlen|buckets|padded|...] [--max-len N] [--max-tokens "
+    "tiny|small|base|modernbert-base]\n  [--batching packed|varlen|buckets|padded|...] [--max-len N] [--max-tokens "
     "N]"
     " [--amp off|bf16|fp16|fp8]\n  [--checkpoint none|all|every:K] [--epochs N] [--seed S] "
     "[--vocab-size N] [--metrics-json PATH]\n  [--memory-budget 40GiB]\n\nTrains a SentencePiece "
@@ -129,9 +129,9 @@ const Subcommand kTrainCommand = {
     "    the longest sequence, at most 16384, so short texts still get many optimizer steps per\n"
     "    epoch; the schedule line says how many.\n"
     "  epochs: 3, or more (at most 20) when 3 give fewer than 250 optimizer steps.\n"
-    "  learning rate and warmup: by model origin (tiny 5e-4, small 1e-4, base 5e-5 from scratch;\n"
-    "    3e-5 fine-tuning --init-from); a training loss still at chance level after 200 steps\n"
-    "    (and twice the warmup) is warned about.\n"
+    "  learning rate and warmup: by model origin (tiny 5e-4, small 1e-4, base 5e-5,\n"
+    "    modernbert-base 5e-5 from scratch; 3e-5 fine-tuning --init-from); a training loss still\n"
+    "    at chance level after 200 steps (and twice the warmup) is warned about.\n"
     "With a dev set (--dev or --dev-fraction) the saved model is the best dev evaluation's\n"
     "weights, not the last step's.",
     {"data",

@@ -30,8 +30,8 @@ ABSL_FLAG(std::string, token_cache, "",
 ABSL_FLAG(double, dev_fraction, 0.0,
           "train: hold out this share of --data as the dev set when --dev is not given");
 ABSL_FLAG(std::string, preset, "",
-          "train: encoder preset: tiny, small or base (default: tiny, or the --init-from model's; "
-          "a preset that differs from the --init-from model is an error)");
+          "train: encoder preset: tiny, small, base or modernbert-base (default: tiny, or the "
+          "--init-from model's; a preset that differs from the --init-from model is an error)");
 ABSL_FLAG(std::string, checkpoint, "none",
           "train: activation checkpointing: none, all, every:K, keep_last:K, selective, ffn or "
           "attn (the last three optionally /every:K or /keep_last:K)");
@@ -42,7 +42,7 @@ ABSL_FLAG(int64_t, max_steps, 0, "train: stop after this many optimizer steps (0
 ABSL_FLAG(double, weight_decay, 0.01, "train: AdamW weight decay");
 ABSL_FLAG(std::optional<double>, warmup, std::nullopt,
           "train: share of the steps spent warming up the learning rate (empty: by model "
-          "origin: tiny 0.06, small and base 0.1, --init-from 0.06)");
+          "origin: tiny 0.06, small, base and modernbert-base 0.1, --init-from 0.06)");
 ABSL_FLAG(std::string, lr_schedule, "linear",
           "train: decay after warmup: linear, cosine, constant");
 ABSL_FLAG(int64_t, grad_accum, 1, "train: batches per optimizer step");

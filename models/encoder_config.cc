@@ -89,8 +89,9 @@ absl::StatusOr<EncoderConfig> EncoderConfig::Preset(const std::string& name) {
   if (name == "tiny") return Tiny();
   if (name == "small") return Small();
   if (name == "base") return Base();
-  return absl::InvalidArgumentError(
-      absl::StrCat("preset: unknown '", name, "' (expected tiny, small or base)"));
+  if (name == "modernbert-base") return ModernBertBase();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "preset: unknown '", name, "' (expected tiny, small, base or modernbert-base)"));
 }
 
 int64_t EncoderConfig::attention_window(int64_t layer) const {

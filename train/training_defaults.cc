@@ -15,6 +15,7 @@ constexpr OptimizationDefaults kTable[] = {
     {"small", 1e-4, 0.10, "4 layers: between tiny and base (not measured)"},
     {"base", 5e-5, 0.10,
      "post-LN 12 layers from scratch learn at 5e-5, stay at chance at 1e-4 and 2e-4"},
+    {"modernbert-base", 5e-5, 0.10, "ModernBERT-base's 22 pre-LN layers: base's rate (not measured)"},
     {"pretrained" /* kPretrainedOrigin: a literal, for constant initialisation */, 3e-5, 0.06,
      "fine-tuning a pretrained encoder: BERT's 2e-5..5e-5"},
 };

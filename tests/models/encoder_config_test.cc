@@ -18,7 +18,7 @@ TEST(EncoderConfigTest, BaseIsBertBase) {
   EXPECT_EQ(c.heads(), 12);
   EXPECT_EQ(c.ffn(), 3072);
   EXPECT_TRUE(c.Validate().ok());
-  for (const char* name : {"tiny", "small", "base"}) {
+  for (const char* name : {"tiny", "small", "base", "modernbert-base"}) {
     ASSERT_TRUE(EncoderConfig::Preset(name).ok()) << name;
     EXPECT_TRUE(EncoderConfig::Preset(name)->Validate().ok()) << name;
   }

@@ -29,10 +29,10 @@ TEST(TrainingDefaultsTest, EveryPresetAndPretrainedHaveAnEntry) {
   EXPECT_GE(pretrained->lr, 2e-5);
   EXPECT_LE(pretrained->lr, 5e-5);
   EXPECT_LE(pretrained->warmup_fraction, 0.1);
-  EXPECT_EQ(OptimizationDefaultsTable().size(), 4u);
+  EXPECT_EQ(OptimizationDefaultsTable().size(), 5u);
   absl::Status unknown = DefaultOptimization("huge").status();
   EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(unknown.message().find("tiny, small, base, pretrained"), absl::string_view::npos)
+  EXPECT_NE(unknown.message().find("tiny, small, base, modernbert-base, pretrained"), absl::string_view::npos)
       << unknown;
 }
 

@@ -73,7 +73,7 @@ struct TrainJobOptions {
   int vocab_size = 16000;
 
   // Model.
-  std::string preset;     // tiny, small or base; empty: tiny, or the init_from model's
+  std::string preset;     // tiny, small, base, modernbert-base; empty: tiny, or init_from's
   std::string init_from;  // a trained model directory to continue from
   double dropout = 0.1;   // dropout and attention dropout of the model trained
 

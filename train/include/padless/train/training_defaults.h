@@ -36,7 +36,8 @@ struct OptimizationDefaults {
   absl::string_view basis;     // what the values rest on, for --help and logs
 };
 
-// Every entry: the presets trained from scratch (tiny, small, base), then kPretrainedOrigin.
+// Every entry: the presets trained from scratch (tiny, small, base, modernbert-base), then
+// kPretrainedOrigin.
 absl::Span<const OptimizationDefaults> OptimizationDefaultsTable();
 
 // The entry of `origin` (a preset name or kPretrainedOrigin); InvalidArgument naming the known
