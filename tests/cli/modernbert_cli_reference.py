@@ -10,9 +10,13 @@
       Loads DIR (padless export-hf's output) with AutoTokenizer and
       AutoModelForSequenceClassification in fp32 on the CPU, refusing any missing or unexpected
       weight, and writes {"ids": [...], "logits": [...], "probabilities": [...]} per text line.
+  --serve
+      Runs those argument lists from stdin in one process (tests/model_files/serve_jobs.py).
 """
 import argparse
 import json
+import os
+import sys
 
 import torch
 
@@ -61,7 +65,7 @@ def logits(a):
         json.dump(out, f)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("action", choices=["make", "logits"])
     ap.add_argument("--out", required=True)
@@ -69,9 +73,16 @@ def main():
     ap.add_argument("--seed", type=int, default=4545)
     ap.add_argument("--model")
     ap.add_argument("--texts")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     make(a) if a.action == "make" else logits(a)
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--serve"]:
+        import transformers  # noqa: F401 (imported before "ready": ready means it is there)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "model_files"))
+        from serve_jobs import serve
+        serve(main)
+    else:
+        main()

@@ -6,11 +6,11 @@
 // probabilities. With Python's transformers the directory is transformers' own (made from a fixed
 // seed by modernbert_cli_reference.py), and transformers loads padless's export and must give the
 // engine's logits within 1e-4; without it the directory is padless's export of a random
-// ModernBERT and the transformers steps are skipped.
+// ModernBERT and the transformers steps are skipped. The script runs in one worker process
+// (tests/model_files/python_worker.h), which imports torch and transformers once.
 #include <ATen/ATen.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,11 +25,14 @@
 #include "padless/model_files/hf_weights.h"
 #include "padless/models/encoder.h"
 #include "padless/serve/inference_engine.h"
+#include "python_worker.h"
 
 // A namespace of its own: the unity build compiles this file with the other CLI tests.
 namespace padless::cli::modernbert_cli_test {
 namespace {
 
+using model_files::testing::PythonWorkerReady;
+using model_files::testing::RunPythonJob;
 using testing::CliResult;
 using ::testing::HasSubstr;
 using testing::ReadFile;
@@ -41,10 +44,7 @@ const std::string kSource = PADLESS_SOURCE_DIR;
 const std::string kTokenizer = kSource + "/tests/tokenize/data/modernbert/tokenizer.json";
 const std::string kScript = kSource + "/tests/cli/modernbert_cli_reference.py";
 
-bool HaveTransformers() {
-  return std::getenv("PADLESS_NO_PYTHON") == nullptr &&
-         std::system("python3 -c 'import transformers' >/dev/null 2>&1") == 0;
-}
+bool HaveTransformers() { return PythonWorkerReady(kScript); }
 
 // padless's own ModernBERT directory, for machines without transformers: a random tiny model
 // exported by padless, with the tokenizer beside it.
@@ -105,9 +105,9 @@ TEST(ModernBertCliTest, TrainEvalPredictExportAndServe) {
   const std::string exported = scratch + "/exported";
   const bool python = HaveTransformers();
   if (python) {
-    const std::string make = absl::StrCat("python3 ", kScript, " make --out ", init,
-                                          " --tokenizer ", kTokenizer, " >/dev/null 2>&1");
-    ASSERT_EQ(std::system(make.c_str()), 0) << make;
+    const absl::Status made =
+        RunPythonJob(kScript, {"make", "--out", init, "--tokenizer", kTokenizer});
+    ASSERT_TRUE(made.ok()) << made;
   } else {
     ASSERT_NO_FATAL_FAILURE(WritePadlessModernBert(init));
   }
@@ -164,10 +164,9 @@ TEST(ModernBertCliTest, TrainEvalPredictExportAndServe) {
 
   if (!python) GTEST_SKIP() << "no Python transformers: the export was not loaded by it";
   const std::string reference = scratch + "/reference.json";
-  const std::string logits =
-      absl::StrCat("python3 ", kScript, " logits --model ", exported, " --texts ", texts, " --out ",
-                   reference, " >/dev/null 2>&1");
-  ASSERT_EQ(std::system(logits.c_str()), 0) << logits;
+  const absl::Status logits =
+      RunPythonJob(kScript, {"logits", "--model", exported, "--texts", texts, "--out", reference});
+  ASSERT_TRUE(logits.ok()) << logits;
   const nlohmann::json ref = nlohmann::json::parse(ReadFile(reference));
   ASSERT_EQ(ref["logits"].size(), kTexts.size());
   for (size_t i = 0; i < kTexts.size(); ++i) {

@@ -4,11 +4,11 @@
 // DistilBERT-shaped ones with random weights (generated here from a fixed seed, written as a
 // Hugging Face directory, loaded and re-saved by transformers, then imported from that copy), and
 // the real all-MiniLM-L6-v2 when its files are present.
-// The reference outputs come from tests/model_files/hf_reference.py when Python has transformers, and
-// from the golden files in tests/model_files/data/hf_golden/ otherwise (PADLESS_UPDATE_GOLDEN=1
-// rewrites them; with Python present they are also checked against the fresh reference). Every
-// comparison is also run on a poisoned model (layer 0's Q and K weights swapped), which must fail
-// it.
+// The reference outputs come from tests/model_files/hf_reference.py (one worker process for the
+// whole binary: python_worker.h) when Python has transformers, and from the golden files in
+// tests/model_files/data/hf_golden/ otherwise (PADLESS_UPDATE_GOLDEN=1 rewrites them; with Python
+// present they are also checked against the fresh reference). Every comparison is also run on a
+// poisoned model (layer 0's Q and K weights swapped), which must fail it.
 // Pruned exports (issues 27 and 45) are written at full width, removed heads and FFN neurons as
 // zeros (model_files/full_width.h), which transformers 5 loads; padless drops the zeros again when
 // it imports transformers' copy.
@@ -30,6 +30,7 @@
 #include "padless/model_files/model_io.h"
 #include "padless/model_files/safetensors.h"
 #include "padless/tokenize/tokenizer.h"
+#include "python_worker.h"
 
 namespace padless::model_files {
 namespace {
@@ -38,16 +39,14 @@ using models::testing::MakePacked;
 using models::testing::MakePadded;
 using models::testing::MakeVarlen;
 using models::testing::Sequences;
+using testing::PythonWorkerReady;
+using testing::RunPythonJob;
 
 const std::string kGoldenDir = std::string(PADLESS_SOURCE_DIR) + "/tests/model_files/data/hf_golden";
 const std::string kReferenceScript =
     std::string(PADLESS_SOURCE_DIR) + "/tests/model_files/hf_reference.py";
 
-bool HavePython() {
-  static const bool have = std::getenv("PADLESS_NO_PYTHON") == nullptr &&
-                           std::system("python3 -c 'import transformers' >/dev/null 2>&1") == 0;
-  return have;
-}
+bool HavePython() { return PythonWorkerReady(kReferenceScript); }
 
 std::string TempDir(const std::string& name) {
   const std::string d = absl::StrCat(::testing::TempDir(), "hf_parity_", ::getpid(), "_", name);
@@ -102,10 +101,11 @@ Reference LoadReference(const std::string& name, const std::string& dir, const S
   }
   const std::string ids = dir + "_ids.json", out = dir + "_reference.json";
   std::ofstream(ids) << nlohmann::json(s.tokens).dump();
-  const std::string cmd =
-      absl::StrCat("python3 ", kReferenceScript, " --model ", dir, " --ids ", ids, " --out ", out,
-                   base ? " --base" : "", resave.empty() ? "" : " --resave " + resave);
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::string> args = {"--model", dir, "--ids", ids, "--out", out};
+  if (base) args.push_back("--base");
+  if (!resave.empty()) args.insert(args.end(), {"--resave", resave});
+  const absl::Status job = RunPythonJob(kReferenceScript, args);
+  EXPECT_TRUE(job.ok()) << job;
   std::ifstream in(out);
   const nlohmann::json fresh = nlohmann::json::parse(in);
   if (std::getenv("PADLESS_UPDATE_GOLDEN") != nullptr) {

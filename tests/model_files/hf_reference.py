@@ -6,23 +6,27 @@ it with save_pretrained (the "saved by transformers" copy that padless then impo
 for every id sequence (run alone, no padding) the last hidden states, and the logits or, for a
 bare encoder (--base), the pooler output.
     hf_reference.py --model DIR --ids IDS.json --out OUT.json [--resave DIR2] [--base]
+    hf_reference.py --serve     (runs those argument lists from stdin: serve_jobs.py)
 """
 import argparse
 import json
+import sys
 
 import torch
 import transformers
 from transformers import AutoModel, AutoModelForSequenceClassification, PreTrainedModel
 
+from serve_jobs import serve
 
-def main():
+
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--ids", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--resave")
     ap.add_argument("--base", action="store_true")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     config = json.load(open(f"{a.model}/config.json"))
     if config.get("pruned_heads") and not hasattr(PreTrainedModel, "prune_heads"):
         # transformers 5 dropped pruned_heads: it would build full-width layers and refuse the
@@ -54,8 +58,9 @@ def main():
             # 7 significant digits: float32's precision, half the golden files' size.
             out["hidden"].append([float(f"{v:.7g}") for v in hidden[0].flatten().tolist()])
             out["second"].append([float(f"{v:.7g}") for v in second[0].tolist()])
-    json.dump(out, open(a.out, "w"), separators=(",", ":"))
+    with open(a.out, "w") as f:
+        json.dump(out, f, separators=(",", ":"))
 
 
 if __name__ == "__main__":
-    main()
+    serve(main) if sys.argv[1:] == ["--serve"] else main()

@@ -1,14 +1,15 @@
 // ModernBERT import and export parity with transformers (issue 45): a tiny random ModernBERT
 // (4 layers, hidden 64, 4 heads, intermediate 96, a +-4 window, global attention in layers 0 and
 // 3) made by padless from a fixed seed and exported with ExportHuggingFace; transformers
-// (tests/model_files/modernbert_reference.py, eager attention, fp32) loads that directory,
-// refusing any missing or unexpected tensor, computes the reference and re-saves it in its own
-// config form; padless imports transformers' copy and must give its logits, last hidden states
-// and loss gradients within 1e-4, on the varlen layout (grouped and reference attention), packed
-// rows and padded rows, for sequences of 1 to 40 tokens whose windows would cross sequence
-// boundaries if they could. Without Python's transformers the golden files in
-// data/modernbert_golden/ stand in (PADLESS_UPDATE_GOLDEN=1 rewrites them), and padless imports
-// its own export. A poisoned model (layer 0's Q and K swapped) must fail the comparison.
+// (tests/model_files/modernbert_reference.py, eager attention, fp32, in one worker process for the
+// whole binary: python_worker.h) loads that directory, refusing any missing or unexpected tensor,
+// computes the reference and re-saves it in its own config form; padless imports transformers'
+// copy and must give its logits, last hidden states and loss gradients within 1e-4, on the varlen
+// layout (grouped and reference attention), packed rows and padded rows, for sequences of 1 to 40
+// tokens whose windows would cross sequence boundaries if they could. Without Python's
+// transformers the golden files in data/modernbert_golden/ stand in (PADLESS_UPDATE_GOLDEN=1
+// rewrites them), and padless imports its own export. A poisoned model (layer 0's Q and K swapped)
+// must fail the comparison.
 // Pruned ModernBERTs (fewer heads and FFN neurons per layer) export at full width with the removed
 // units zero (model_files/full_width.h: transformers' ModernBERT has no pruned_heads), transformers
 // loads that with the pruned model's logits, and padless imports it back as the pruned model.
@@ -28,6 +29,7 @@
 #include "batch_factory.h"
 #include "padless/model_files/hf_weights.h"
 #include "padless/model_files/safetensors.h"
+#include "python_worker.h"
 
 namespace padless::model_files::modernbert_parity {
 namespace {
@@ -36,17 +38,15 @@ using models::testing::MakePacked;
 using models::testing::MakePadded;
 using models::testing::MakeVarlen;
 using models::testing::Sequences;
+using testing::PythonWorkerReady;
+using testing::RunPythonJob;
 
 const std::string kGoldenDir =
     std::string(PADLESS_SOURCE_DIR) + "/tests/model_files/data/modernbert_golden";
 const std::string kScript =
     std::string(PADLESS_SOURCE_DIR) + "/tests/model_files/modernbert_reference.py";
 
-bool HavePython() {
-  static const bool have = std::getenv("PADLESS_NO_PYTHON") == nullptr &&
-                           std::system("python3 -c 'import transformers' >/dev/null 2>&1") == 0;
-  return have;
-}
+bool HavePython() { return PythonWorkerReady(kScript); }
 
 std::string TempDir(const std::string& name) {
   const std::string d =
@@ -94,10 +94,9 @@ nlohmann::json LoadReference(const std::string& name, const std::string& dir, co
   }
   const std::string ids = dir + "_ids.json", out = dir + "_reference.json";
   std::ofstream(ids) << nlohmann::json({{"ids", s.tokens}, {"labels", s.labels}}).dump();
-  const std::string cmd =
-      absl::StrCat("python3 ", kScript, " --model ", dir, " --ids ", ids, " --out ", out,
-                   " --resave ", resave, " --hidden-of ", kHiddenOf);
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const absl::Status job = RunPythonJob(kScript, {"--model", dir, "--ids", ids, "--out", out,
+                                                  "--resave", resave, "--hidden-of", kHiddenOf});
+  EXPECT_TRUE(job.ok()) << job;
   std::ifstream in(out);
   const nlohmann::json fresh = nlohmann::json::parse(in);
   if (std::getenv("PADLESS_UPDATE_GOLDEN") != nullptr) std::ofstream(golden) << fresh.dump();

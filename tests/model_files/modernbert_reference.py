@@ -10,13 +10,17 @@ save_pretrained (transformers 5's config form, which padless then imports), and 
           file) with respect to the parameters GRADS names ("name": [first rows]).
     modernbert_reference.py --model DIR --ids IDS.json --out OUT.json [--resave DIR2]
       [--hidden-of 2,4]
+    modernbert_reference.py --serve     (runs those argument lists from stdin: serve_jobs.py)
 IDS.json: {"ids": [[...], ...], "labels": [...]}.
 """
 import argparse
 import json
+import sys
 
 import torch
 from transformers import AutoModelForSequenceClassification
+
+from serve_jobs import serve
 
 # Tensor name -> how many leading rows of its gradient to keep (0: all).
 GRADS = {
@@ -35,14 +39,14 @@ def rounded(values):
     return [float(f"{v:.7g}") for v in values]
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--ids", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--resave")
     ap.add_argument("--hidden-of", default="")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     model, info = AutoModelForSequenceClassification.from_pretrained(
         a.model, output_loading_info=True, dtype=torch.float32, attn_implementation="eager")
     bad = {k: v for k, v in info.items()
@@ -79,8 +83,9 @@ def main():
         g = params[name].grad
         g = g if rows == 0 else g[:rows]
         out["grads"][name] = rounded(g.flatten().tolist())
-    json.dump(out, open(a.out, "w"), separators=(",", ":"))
+    with open(a.out, "w") as f:
+        json.dump(out, f, separators=(",", ":"))
 
 
 if __name__ == "__main__":
-    main()
+    serve(main) if sys.argv[1:] == ["--serve"] else main()
