@@ -6,8 +6,8 @@
 // the real all-MiniLM-L6-v2 when its files are present.
 // The reference outputs come from tests/model_files/hf_reference.py (one worker process for the
 // whole binary: python_worker.h) when Python has transformers, and from the golden files in
-// tests/model_files/data/hf_golden/ otherwise (PADLESS_UPDATE_GOLDEN=1 rewrites them; with Python
-// present they are also checked against the fresh reference). Every comparison is also run on a
+// tests/model_files/data/hf_golden/ otherwise (PADLESS_UPDATE_GOLDEN=1 rewrites them from the
+// fresh reference; nothing compares them with it otherwise). Every comparison is also run on a
 // poisoned model (layer 0's Q and K weights swapped), which must fail it.
 // Pruned exports (issues 27 and 45) are written at full width, removed heads and FFN neurons as
 // zeros (model_files/full_width.h), which transformers 5 loads; padless drops the zeros again when
