@@ -292,9 +292,9 @@ void EncoderClassifierImpl::PrepareInference(at::ScalarType dtype, bool fp8_weig
 
 absl::Status EncoderClassifierImpl::PrepareInt8Inference() {
   PrepareInference(at::kFloat);
+  // ModernBERT's generic layers add every GEMM's bias in the GEMM (no fused LayerNorm follows).
   absl::StatusOr<std::vector<Int8LayerWeights>> packed =
-      config_.modernbert() ? internal::PackModernBertInt8(LayerWeights())
-                           : PackInt8InferenceWeights(LayerWeights());
+      PackInt8InferenceWeights(LayerWeights(), /*every_bias=*/config_.modernbert());
   if (!packed.ok()) return packed.status();
   inference_int8_ = *std::move(packed);
   return absl::OkStatus();

@@ -533,14 +533,15 @@ InferenceRows FusedEncoderLayerInfer(const InferenceRows& in, at::TensorList wei
 }
 
 absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(
-    const std::vector<at::TensorList>& layers) {
+    const std::vector<at::TensorList>& layers, bool every_bias) {
   std::vector<Int8LayerWeights> out;
   out.reserve(layers.size());
   for (at::TensorList w : layers) {
     Int8LayerWeights& layer = out.emplace_back();
     for (int g = 0; g < kFusedLayerGemms; ++g) {
       const int weight = internal::kGemmWeight[g];
-      const bool bias = internal::GemmAddsBias(static_cast<internal::LayerGemm>(g));
+      const bool bias =
+          every_bias || internal::GemmAddsBias(static_cast<internal::LayerGemm>(g));
       absl::StatusOr<Int8Linear> packed =
           Int8Linear::Pack(w[weight], bias ? w[weight + 1] : at::Tensor());
       if (!packed.ok()) return packed.status();

@@ -65,21 +65,6 @@ at::Tensor ModernBertFfnBlock(const at::Tensor& h, at::TensorList w, const Layer
   return Stream(ResidualAdd(h, Gemm(f, w, kFfnOutGemm, int8)), spec);
 }
 
-absl::StatusOr<std::vector<Int8LayerWeights>> PackModernBertInt8(
-    const std::vector<at::TensorList>& layers) {
-  std::vector<Int8LayerWeights> out;
-  out.reserve(layers.size());
-  for (at::TensorList w : layers) {
-    Int8LayerWeights& layer = out.emplace_back();
-    for (int g = 0; g < kFusedLayerGemms; ++g) {
-      absl::StatusOr<Int8Linear> packed = Int8Linear::Pack(w[kGemmWeight[g]], w[kGemmWeight[g] + 1]);
-      if (!packed.ok()) return packed.status();
-      layer[g] = *std::move(packed);
-    }
-  }
-  return out;
-}
-
 std::vector<NamedInit> ModernBertLayerInit(const EncoderConfig& c, int64_t index) {
   const int64_t h = c.hidden();
   const int64_t a = c.heads_in_layer(index) * c.head_dim();

@@ -4,8 +4,9 @@
 //   h   = x + dropout(Wo(attention(rotary(Wqkv(attn_norm(x))))))   attn_norm: identity in layer 0
 //   out = h + Wo'(dropout(act(value) * gate)),  value, gate = chunk(Wi(mlp_norm(h)), 2)
 // Attention is global or a +-spec.window sliding window (windowed_attention.h), with the rotary
-// table of its kind from the attention context. `int8` (CPU inference, PackModernBertInt8): the
-// four GEMMs run with int8 weights (Int8Linear, biases included), the rest in fp32.
+// table of its kind from the attention context. `int8` (CPU inference: PackInt8InferenceWeights
+// with every_bias): the four GEMMs run with int8 weights (Int8Linear, biases included), the rest
+// in fp32.
 #ifndef PADLESS_MODELS_MODERNBERT_LAYER_H_
 #define PADLESS_MODELS_MODERNBERT_LAYER_H_
 
@@ -27,12 +28,6 @@ at::Tensor ModernBertAttentionBlock(const at::Tensor& x, at::TensorList weights,
                                     const Int8LayerWeights* int8 = nullptr);
 at::Tensor ModernBertFfnBlock(const at::Tensor& h, at::TensorList weights, const LayerSpec& spec,
                               const Int8LayerWeights* int8 = nullptr);
-
-// Each layer's four GEMM weights with their biases (where the config has them) as int8, in GEMM
-// order. Unlike BERT's (PackInt8InferenceWeights) every GEMM adds its own bias: no fused
-// LayerNorm follows them. Int8Linear::Pack's errors.
-absl::StatusOr<std::vector<Int8LayerWeights>> PackModernBertInt8(
-    const std::vector<at::TensorList>& layers);
 
 // One weight of a layer: its parameter name and initial value (undefined: the layer has none).
 struct NamedInit {

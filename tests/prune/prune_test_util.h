@@ -15,10 +15,9 @@
 
 namespace padless::prune::testing {
 
-// Hidden 32, 2 layers of 4 heads (head_dim 8), FFN 64, 64 positions, 3 labels, no dropout.
-inline models::EncoderConfig SmallEncoder() {
-  return models::EncoderConfig()
-      .vocab_size(50)
+// `c` at hidden 32, 2 layers of 4 heads (head_dim 8), FFN 64, 64 positions, 3 labels, no dropout.
+inline models::EncoderConfig WithSmallSizes(models::EncoderConfig c) {
+  return c.vocab_size(50)
       .hidden(32)
       .layers(2)
       .heads(4)
@@ -29,22 +28,16 @@ inline models::EncoderConfig SmallEncoder() {
       .attention_dropout(0.0);
 }
 
-// SmallEncoder's sizes as a ModernBERT (GeGLU FFN-in of 2 x 64 rows, rotary positions): layer 0
+// A BERT-family encoder of those sizes.
+inline models::EncoderConfig SmallEncoder() { return WithSmallSizes(models::EncoderConfig()); }
+
+// The same sizes as a ModernBERT (GeGLU FFN-in of 2 x 64 rows, rotary positions): layer 0
 // global without an attention norm, layer 1 a +-4 window; every bias, or none (ModernBERT-base's
 // default).
 inline models::EncoderConfig SmallModernBert(bool biases) {
-  return models::EncoderConfig::ModernBertBase()
-      .vocab_size(50)
-      .hidden(32)
-      .layers(2)
-      .heads(4)
-      .ffn(64)
-      .max_positions(64)
-      .num_labels(3)
+  return WithSmallSizes(models::EncoderConfig::ModernBertBase())
       .local_attention(8)
       .global_attn_every_n_layers(2)
-      .dropout(0.0)
-      .attention_dropout(0.0)
       .attention_bias(biases)
       .mlp_bias(biases)
       .norm_bias(biases)

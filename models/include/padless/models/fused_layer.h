@@ -126,12 +126,14 @@ struct Fp8LayerWeights {
 std::vector<Fp8LayerWeights> QuantizeInferenceWeights(const std::vector<at::TensorList>& layers);
 
 // A layer's four GEMM weights as int8 for CPU inference (Int8Linear), in GEMM order; the QKV and
-// FFN-in GEMMs carry their biases (the other two biases are added by the LayerNorms that follow).
+// FFN-in GEMMs carry their biases (the other two biases are added by the LayerNorms that follow),
+// or every GEMM its own where no fused LayerNorm follows (ModernBERT's layers).
 using Int8LayerWeights = std::array<std::optional<Int8Linear>, kFusedLayerGemms>;
 
-// Each layer's Int8LayerWeights (CPU weights); Int8Linear::Pack's errors.
+// Each layer's Int8LayerWeights (CPU weights); `every_bias`: each GEMM carries its bias (an
+// undefined one stays out). Int8Linear::Pack's errors.
 absl::StatusOr<std::vector<Int8LayerWeights>> PackInt8InferenceWeights(
-    const std::vector<at::TensorList>& layers);
+    const std::vector<at::TensorList>& layers, bool every_bias = false);
 
 // A layer's input or output in inference: the compute-dtype rows and, when the FP8 GEMM that reads
 // them next was known as they were written, their FP8 copy (Fp8QuantizeRows of x, or
