@@ -78,6 +78,27 @@ def encode(tok, texts):
     return [e.ids for e in tok.encode_batch(texts)]
 
 
+def tokenized(args):
+    """(token ids, label ids) of --data's first --limit texts, as the anchors read them."""
+    texts, names = read_tsv(args.data, args.limit)
+    ids = encode(load_tokenizer(args.model, args.max_len), texts)
+    return ids, label_ids(names, args.model)
+
+
+def training_step(args, model, loss_of):
+    """One AdamW step on a batch (fused on CUDA, as padless's optimizer): loss_of(batch) under
+    autocast, backward, step."""
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-5, fused=args.device.startswith("cuda"))
+
+    def step(b):
+        with autocast(args.device, args.amp):
+            loss = loss_of(b)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
 def first_fit_batches(lengths, budget, seed):
     """Indices of sequences packed into batches of at most `budget` real tokens: sequences in a
     random order, each into the first batch with room, as padless's packer fills its steps (a

@@ -63,25 +63,12 @@ def padded_batch(seqs, labels, device, pad):
 
 
 def training_step(args, model):
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-5, fused=args.device.startswith("cuda"))
-
-    def step(b):
-        with bu.autocast(args.device, args.amp):
-            loss = model(input_ids=b["ids"], attention_mask=b["mask"], labels=b["labels"]).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return step
-
-
-def tokenized(args):
-    texts, names = bu.read_tsv(args.data, args.limit)
-    ids = bu.encode(bu.load_tokenizer(args.model, args.max_len), texts)
-    return ids, bu.label_ids(names, args.model)
+    return bu.training_step(args, model, lambda b: model(
+        input_ids=b["ids"], attention_mask=b["mask"], labels=b["labels"]).loss)
 
 
 def train(args):
-    ids, labels = tokenized(args)
+    ids, labels = bu.tokenized(args)
     model, impl = load_model(args)
     model.train()
     step, pad = training_step(args, model), pad_id(args.model)
@@ -96,7 +83,7 @@ def train(args):
 
 
 def memory(args):
-    ids, labels = tokenized(args)
+    ids, labels = bu.tokenized(args)
     model, impl = load_model(args)
     model.train()
     pad = pad_id(args.model)

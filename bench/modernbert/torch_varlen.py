@@ -222,26 +222,12 @@ def packed_batch(seqs, labels, device):
 
 
 def training_step(args, model):
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-5, fused=args.device.startswith("cuda"))
-
-    def step(b):
-        with bu.autocast(args.device, args.amp):
-            logits = model(b["ids"], b["packed"])
-            loss = F.cross_entropy(logits.float(), b["labels"])
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return step
-
-
-def tokenized(args):
-    texts, names = bu.read_tsv(args.data, args.limit)
-    ids = bu.encode(bu.load_tokenizer(args.model, args.max_len), texts)
-    return ids, bu.label_ids(names, args.model)
+    return bu.training_step(args, model, lambda b: F.cross_entropy(
+        model(b["ids"], b["packed"]).float(), b["labels"]))
 
 
 def train(args):
-    ids, labels = tokenized(args)
+    ids, labels = bu.tokenized(args)
     model = load_model(args.model).to(args.device).train()
     step = training_step(args, model)
     groups = bu.spread_sample(bu.first_fit_batches([len(s) for s in ids], args.budget, args.seed),
@@ -255,7 +241,7 @@ def train(args):
 
 
 def memory(args):
-    ids, labels = tokenized(args)
+    ids, labels = bu.tokenized(args)
     model = load_model(args.model).to(args.device).train()
     bu.memory_sweep(args, ids, labels, lambda s, l: packed_batch(s, l, args.device),
                     training_step(args, model), "torch_varlen",
@@ -297,7 +283,7 @@ def check(args):
     on CUDA), each text alone there and all packed into one batch here, so that a window or a
     rotary position leaking across sequences shows."""
     from transformers import AutoModelForSequenceClassification
-    ids, _ = tokenized(args)
+    ids, _ = bu.tokenized(args)
     impl = "eager" if args.device == "cpu" else "sdpa"
     ref = AutoModelForSequenceClassification.from_pretrained(args.model, attn_implementation=impl)
     ref = ref.to(args.device).eval()
