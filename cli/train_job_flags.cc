@@ -64,7 +64,9 @@ ABSL_FLAG(int64_t, checkpoint_every, 0,
 ABSL_FLAG(int64_t, keep_checkpoints, 2, "train: checkpoints to keep");
 ABSL_FLAG(std::string, attention, "auto",
           "train: attention backend: auto (from the batch layout), dense, flash, efficient, "
-          "grouped (CPU varlen by length groups) or reference");
+          "grouped (CPU varlen by length groups), reference, cudnn (cuDNN's fused attention, "
+          "sm90, where built) or fa3 (FlashAttention-3, sm90, where built; FA2 for the calls "
+          "with dropout)");
 ABSL_FLAG(std::string, layers, "fused",
           "train: encoder layer implementation for varlen batches: fused (one autograd function "
           "per layer with a hand-written backward; less memory, faster) or generic (per-op "

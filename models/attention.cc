@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cudnn_attention.h"
+#include "fa3_attention.h"
 #include "padless/base/enum_names.h"
 
 namespace padless::models {
@@ -29,7 +30,9 @@ constexpr base::EnumName<AttentionBackend> kAttentionBackends[] = {
     {"grouped", AttentionBackend::kVarlenGrouped},
     {"varlen_grouped", AttentionBackend::kVarlenGrouped},
     {"cudnn", AttentionBackend::kVarlenCudnn},
-    {"varlen_cudnn", AttentionBackend::kVarlenCudnn}};
+    {"varlen_cudnn", AttentionBackend::kVarlenCudnn},
+    {"fa3", AttentionBackend::kVarlenFa3},
+    {"varlen_fa3", AttentionBackend::kVarlenFa3}};
 }  // namespace
 
 absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name) {
@@ -43,7 +46,7 @@ std::string AttentionBackendName(AttentionBackend b) {
 bool IsVarlen(AttentionBackend b) {
   return b == AttentionBackend::kVarlenFlash || b == AttentionBackend::kVarlenEfficient ||
          b == AttentionBackend::kVarlenReference || b == AttentionBackend::kVarlenGrouped ||
-         b == AttentionBackend::kVarlenCudnn;
+         b == AttentionBackend::kVarlenCudnn || b == AttentionBackend::kVarlenFa3;
 }
 
 void PrepareHostPlan(AttentionContext& ctx) {
@@ -271,6 +274,9 @@ at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at:
       return FirstTokensGrouped(q, k, v, ctx);
     case AttentionBackend::kVarlenCudnn:
       return internal::FirstTokensCudnn(q, k, v, ctx);
+    case AttentionBackend::kVarlenFa3:
+      return internal::RunsFa3(q, 0.0) ? internal::FirstTokensFa3(q, k, v, ctx)
+                                       : FirstTokensFlash(q, k, v, ctx);
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:
     case AttentionBackend::kVarlenEfficient:
@@ -293,6 +299,9 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
       return AttendGrouped(q, k, v, ctx, dropout_p);
     case AttentionBackend::kVarlenCudnn:
       return internal::AttendCudnn(q, k, v, ctx, dropout_p);
+    case AttentionBackend::kVarlenFa3:
+      return internal::RunsFa3(q, dropout_p) ? internal::AttendFa3(q, k, v, ctx, /*window=*/-1)
+                                             : AttendFlash(q, k, v, ctx, dropout_p);
     case AttentionBackend::kAuto:
     case AttentionBackend::kDense:
       break;

@@ -7,13 +7,36 @@
 #include <tuple>
 
 #include "cudnn_attention.h"
+#include "fa3_attention.h"
+#include "padless/cuda/kernels/fa3_attention.h"
 
 namespace padless::models::internal {
+
+namespace {
+
+// kVarlenFa3's calls that FA3 runs (the others run FA2, as kVarlenFlash).
+bool Fa3Call(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx, double dropout_p) {
+  return ctx.backend == AttentionBackend::kVarlenFa3 && RunsFa3(qkv[0], dropout_p);
+}
+
+cuda::VarlenSequences Fa3Sequences(const AttentionContext& ctx) {
+  const at::Tensor cu = ctx.cu_seqlens.to(at::kInt).contiguous();
+  return {cu, cu, ctx.max_seqlen, ctx.max_seqlen};
+}
+
+}  // namespace
 
 KeptAttention FusedAttentionForward(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx,
                                     double dropout_p) {
   KeptAttention k;
-  if (ctx.backend == AttentionBackend::kVarlenFlash) {
+  if (Fa3Call(qkv, ctx, dropout_p)) {
+    cuda::Fa3Forward f = cuda::Fa3VarlenAttention(qkv[0], qkv[1], qkv[2], Fa3Sequences(ctx), {});
+    k.attended = std::move(f.out);
+    k.lse = std::move(f.lse);
+    return k;
+  }
+  if (ctx.backend == AttentionBackend::kVarlenFlash ||
+      ctx.backend == AttentionBackend::kVarlenFa3) {
     std::tie(k.attended, k.lse, k.rng, k.unused, std::ignore) =
         at::_flash_attention_forward(qkv[0], qkv[1], qkv[2], ctx.cu_seqlens, ctx.cu_seqlens,
                                      ctx.max_seqlen, ctx.max_seqlen, dropout_p,
@@ -38,7 +61,11 @@ std::array<at::Tensor, 3> FusedAttentionBackward(const at::Tensor& grad,
                                                  const KeptAttention& kept,
                                                  const AttentionContext& ctx, double dropout_p) {
   std::array<at::Tensor, 3> d;
-  if (ctx.backend == AttentionBackend::kVarlenFlash) {
+  if (Fa3Call(qkv, ctx, dropout_p)) {
+    d = cuda::Fa3VarlenAttentionBackward(grad, qkv[0], qkv[1], qkv[2], {kept.attended, kept.lse},
+                                         Fa3Sequences(ctx), {});
+  } else if (ctx.backend == AttentionBackend::kVarlenFlash ||
+             ctx.backend == AttentionBackend::kVarlenFa3) {
     std::tie(d[0], d[1], d[2]) = at::_flash_attention_backward(
         grad, qkv[0], qkv[1], qkv[2], kept.attended, kept.lse, ctx.cu_seqlens, ctx.cu_seqlens,
         ctx.max_seqlen, ctx.max_seqlen, dropout_p, /*is_causal=*/false, kept.rng, kept.unused);

@@ -465,6 +465,7 @@ bool FusedLayerSupported(const at::Tensor& x, const LayerSpec& spec, const Atten
   if (spec.pre_ln || x.dim() != 2) return false;
   switch (ctx.backend) {
     case AttentionBackend::kVarlenFlash:
+    case AttentionBackend::kVarlenFa3:  // FA3 where it runs, FA2 otherwise (fused_attention.cc)
       return x.is_cuda() && IsHalf(FusedComputeDtype(x));
     case AttentionBackend::kVarlenCudnn:
       return x.is_cuda() && FusedComputeDtype(x) == at::kBFloat16 && cuda::CudnnAttentionBuilt();

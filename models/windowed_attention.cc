@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "fa3_attention.h"
+
 namespace padless::models::internal {
 
 at::Tensor BandMask(int64_t length, int64_t window, const at::Device& device) {
@@ -104,6 +106,9 @@ at::Tensor AttendWindowed(const at::Tensor& q, const at::Tensor& k, const at::Te
   switch (ctx.backend) {
     case AttentionBackend::kVarlenFlash:
       return FlashWindowed(q, k, v, ctx, window, dropout_p);
+    case AttentionBackend::kVarlenFa3:
+      return RunsFa3(q, dropout_p) ? AttendFa3(q, k, v, ctx, window)
+                                   : FlashWindowed(q, k, v, ctx, window, dropout_p);
     case AttentionBackend::kVarlenReference:
       return ReferenceWindowed(q, k, v, ctx, window, dropout_p);
     case AttentionBackend::kVarlenGrouped:

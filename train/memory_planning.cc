@@ -17,8 +17,8 @@
 #include "padless/cuda/memory/budget_ladder.h"
 #include "padless/cuda/memory/memory_budget.h"
 #include "padless/cuda/memory/memory_meter.h"
-#include "padless/train/memory_probe.h"
 #include "padless/models/rng_state.h"
+#include "padless/train/memory_probe.h"
 
 namespace padless::train {
 namespace {
@@ -48,7 +48,9 @@ bool StoresScores(const models::EncoderClassifier& model, Layout layout, models:
   const models::AttentionBackend backend = model->runtime().attention;
   const bool windows = model->config().modernbert();
   if (backend == models::AttentionBackend::kVarlenEfficient) return windows;
-  if (backend == models::AttentionBackend::kVarlenFlash || backend == models::AttentionBackend::kVarlenCudnn)
+  if (backend == models::AttentionBackend::kVarlenFlash ||
+      backend == models::AttentionBackend::kVarlenCudnn ||
+      backend == models::AttentionBackend::kVarlenFa3)
     return false;
   if (backend != models::AttentionBackend::kAuto || !device.is_cuda()) return true;
   // Auto on a GPU: flash for packed and varlen rows under autocast, memory-efficient attention

@@ -1,13 +1,17 @@
-// cudnn_attention_bench: cuDNN's fused varlen attention (cuda::CudnnVarlenAttention, models'
-// kVarlenCudnn) against LibTorch's FlashAttention-2 (at::_flash_attention_forward/backward, the
-// kVarlenFlash path) on the same tensors: forward and backward, with and without dropout, on
+// cudnn_attention_bench: the varlen attention backends against LibTorch's FlashAttention-2
+// (at::_flash_attention_forward/backward, the kVarlenFlash path) on the same tensors: cuDNN's
+// fused attention (cuda::CudnnVarlenAttention, kVarlenCudnn; with and without dropout) and
+// FlashAttention-3 (cuda::Fa3VarlenAttention, kVarlenFa3; no dropout, also with ModernBERT's
+// 64-token window on each side: --window), each where this build has it; forward and backward, on
 // IMDB lengths (bench/report/imdb_lengths.txt, capped at 512, 64k tokens a batch), SST-2-like
 // lengths (5..45, mean 25) and 8192-token documents; 12 heads of 64, bf16, q/k/v the thirds of one
 // [T, 3, heads, 64] projection as in the layer. One JSON line per (shape, dropout, pass, kernel):
 // GPU milliseconds (CUDA events, median of --iters after 3 warm-up calls) and TFLOP/s (forward
 // 4 sum(L^2) heads 64 flops, backward 2.5 times that); cuDNN's lines also carry its speedup over
-// FA2 and, without dropout, its largest difference from FA2's output.
+// FA2 and, without dropout, its largest difference from FA2's output (FA3's backward lines: from
+// FA2's dq, dk, dv).
 //   cudnn_attention_bench [--iters N] [--imdb-lengths FILE] [--shapes imdb,sst2,doc8k]
+//                         [--window W]
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAStream.h>
@@ -15,16 +19,19 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "nlohmann/json.hpp"
 #include "padless/cuda/kernels/cudnn_attention.h"
+#include "padless/cuda/kernels/fa3_attention.h"
 
 namespace {
 
@@ -144,7 +151,57 @@ void Print(const Shape& s, const Inputs& in, double p, const char* pass, const c
   std::fflush(stdout);
 }
 
-void RunShape(const Shape& s, int iters) {
+double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+}
+
+// FA3 against FA2 without dropout, both with `window` tokens on each side (-1: global). The FLOP
+// counts are the full attention's, so windowed rows compare times, not TFLOP/s.
+void RunFa3(const Shape& s, const Inputs& in, int64_t window, int iters) {
+  const std::optional<int64_t> w = window >= 0 ? std::optional<int64_t>(window) : std::nullopt;
+  const auto fa2_forward = [&] {
+    return at::_flash_attention_forward(in.q, in.k, in.v, in.cu, in.cu, in.max_seqlen,
+                                        in.max_seqlen, 0.0, false, false, std::nullopt, w, w);
+  };
+  const auto flash = fa2_forward();
+  const auto fa2_backward = [&] {
+    return at::_flash_attention_backward(in.d_out, in.q, in.k, in.v, std::get<0>(flash),
+                                         std::get<1>(flash), in.cu, in.cu, in.max_seqlen,
+                                         in.max_seqlen, 0.0, false, std::get<2>(flash),
+                                         std::get<3>(flash), std::nullopt, w, w);
+  };
+  const auto fa2_grads = fa2_backward();
+  const padless::cuda::VarlenSequences seqs{in.cu, in.cu, in.max_seqlen, in.max_seqlen};
+  const padless::cuda::AttentionWindow aw{window, window};
+  const padless::cuda::Fa3Forward f = padless::cuda::Fa3VarlenAttention(in.q, in.k, in.v, seqs, aw);
+  const std::array<at::Tensor, 3> g =
+      padless::cuda::Fa3VarlenAttentionBackward(in.d_out, in.q, in.k, in.v, f, seqs, aw);
+  const double fa_fwd = MedianMs([&] { fa2_forward(); }, iters);
+  const double fa_bwd = MedianMs([&] { fa2_backward(); }, iters);
+  const double fa3_fwd =
+      MedianMs([&] { padless::cuda::Fa3VarlenAttention(in.q, in.k, in.v, seqs, aw); }, iters);
+  const double fa3_bwd = MedianMs(
+      [&] { padless::cuda::Fa3VarlenAttentionBackward(in.d_out, in.q, in.k, in.v, f, seqs, aw); },
+      iters);
+  const nlohmann::json win = {{"window", window}};
+  nlohmann::json fwd = {{"window", window},
+                        {"speedup_vs_fa2", fa_fwd / fa3_fwd},
+                        {"max_abs_diff_vs_fa2", MaxDiff(f.out, std::get<0>(flash))}};
+  nlohmann::json bwd = {{"window", window},
+                        {"speedup_vs_fa2", fa_bwd / fa3_bwd},
+                        {"max_abs_diff_dq_vs_fa2", MaxDiff(g[0], std::get<0>(fa2_grads))},
+                        {"max_abs_diff_dk_vs_fa2", MaxDiff(g[1], std::get<1>(fa2_grads))},
+                        {"max_abs_diff_dv_vs_fa2", MaxDiff(g[2], std::get<2>(fa2_grads))},
+                        {"max_abs_dq_fa2", std::get<0>(fa2_grads).abs().max().item<double>()}};
+  if (window >= 0) {  // the windowed FA2 rows, for the same-run ratio
+    Print(s, in, 0.0, "fwd", "fa2", fa_fwd, in.flops_fwd, win);
+    Print(s, in, 0.0, "bwd", "fa2", fa_bwd, 2.5 * in.flops_fwd, win);
+  }
+  Print(s, in, 0.0, "fwd", "fa3", fa3_fwd, in.flops_fwd, fwd);
+  Print(s, in, 0.0, "bwd", "fa3", fa3_bwd, 2.5 * in.flops_fwd, bwd);
+}
+
+void RunShape(const Shape& s, int iters, int64_t window) {
   const Inputs in = MakeInputs(s);
   const padless::cuda::VarlenSequences seqs{in.cu, in.cu, in.max_seqlen, in.max_seqlen};
   for (double p : {0.0, 0.1}) {
@@ -165,6 +222,11 @@ void RunShape(const Shape& s, int iters) {
         iters);
     Print(s, in, p, "fwd", "fa2", fa_fwd, in.flops_fwd);
     Print(s, in, p, "bwd", "fa2", fa_bwd, 2.5 * in.flops_fwd);
+    if (p == 0.0 && padless::cuda::Fa3AttentionBuilt()) {
+      RunFa3(s, in, -1, iters);
+      if (window >= 0) RunFa3(s, in, window, iters);
+    }
+    if (!padless::cuda::CudnnAttentionBuilt()) continue;
 
     const padless::cuda::CudnnAttentionForward f =
         padless::cuda::CudnnVarlenAttention(in.q, in.k, in.v, seqs, p, /*save_stats=*/true);
@@ -193,6 +255,7 @@ int main(int argc, char** argv) {
   int iters = 20;
   std::string imdb = std::string(PADLESS_SOURCE_DIR) + "/bench/report/imdb_lengths.txt";
   std::string shapes = "imdb,sst2,doc8k";
+  int64_t window = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--iters" && i + 1 < argc) {
@@ -201,9 +264,12 @@ int main(int argc, char** argv) {
       imdb = argv[++i];
     } else if (a == "--shapes" && i + 1 < argc) {
       shapes = argv[++i];
+    } else if (a == "--window" && i + 1 < argc) {
+      window = std::atoll(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--iters N] [--imdb-lengths FILE] [--shapes imdb,sst2,doc8k]\n",
+                   "usage: %s [--iters N] [--imdb-lengths FILE] [--shapes imdb,sst2,doc8k] "
+                   "[--window W]\n",
                    argv[0]);
       return 2;
     }
@@ -212,17 +278,19 @@ int main(int argc, char** argv) {
     std::printf("cudnn_attention_bench: no CUDA device; nothing to measure.\n");
     return 0;
   }
-  if (!padless::cuda::CudnnAttentionBuilt()) {
+  if (!padless::cuda::CudnnAttentionBuilt() && !padless::cuda::Fa3AttentionBuilt()) {
     std::printf(
-        "cudnn_attention_bench: built without cuDNN attention (PADLESS_CUDNN_ATTENTION).\n");
+        "cudnn_attention_bench: built without cuDNN and FA3 attention (PADLESS_CUDNN_ATTENTION, "
+        "PADLESS_FA3_ATTENTION).\n");
     return 0;
   }
   at::manual_seed(1234);
   std::printf("%s\n", nlohmann::json({{"bench", "cudnn_attention"},
                                       {"cudnn_version", padless::cuda::CudnnLibraryVersion()},
+                                      {"fa3", padless::cuda::Fa3AttentionBuilt()},
                                       {"device", at::cuda::getCurrentDeviceProperties()->name}})
                           .dump()
                           .c_str());
-  for (const Shape& s : Shapes(imdb, shapes)) RunShape(s, iters);
+  for (const Shape& s : Shapes(imdb, shapes)) RunShape(s, iters, window);
   return 0;
 }

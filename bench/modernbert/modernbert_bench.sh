@@ -24,7 +24,9 @@
 #   WARMUP, STEPS training steps (20, 40 / 2, 4); SERVE_LIMIT texts served (8000 / 48);
 #   LONG_DOCS, LONG_MIN, LONG_MAX (400, 4096, 8192 / 12, 512, 1024); MEM_LENS
 #   (1024,2048,4096,8192 / 256,512,1024); MEM_DOCS long documents for the memory runs (64 / 12);
-#   TASKS (check train serve memory); SERVE_SETS (imdb; "imdb long" serves the long documents too);
+#   ATTENTION padless train's --attention (flash; fa3 where built: FlashAttention-3);
+#   MEM_CHECKPOINT padless's --checkpoint modes of the memory runs ("none all": without activation
+#   checkpointing, then with every layer recomputed); TASKS (check train serve memory); SERVE_SETS (imdb; "imdb long" serves the long documents too);
 #   ENGINE_FLAGS more padless_bench_serve flags;
 #   TOTAL_S seconds for everything (560); WORK
 #   (/tmp/modernbert_bench_work; the checkpoint and data there are reused by a later call).
@@ -182,14 +184,16 @@ anchor() {  # NAME LIMIT_S SCRIPT MODE DATASET DATA [more flags]: one anchor run
     --json "$jsonl" "$@"
 }
 
-# padless_train NAME DATA MAX_LEN STEPS: `padless train` from the checkpoint; its metrics and
-# train_log.csv are kept in the logs, its output directory (a model, a token cache) removed.
+# padless_train NAME DATA MAX_LEN STEPS [CHECKPOINT]: `padless train` from the checkpoint (with
+# --checkpoint CHECKPOINT, default none); its metrics and train_log.csv are kept in the logs, its
+# output directory (a model, a token cache) removed.
 padless_train() {
-  local name=$1 data=$2 len=$3 n=$4 dir=$work/$1
+  local name=$1 data=$2 len=$3 n=$4 checkpoint=${5:-none} dir=$work/$1
   rm -rf "$dir"
   step "$name" 240 "$padless" train --data "$data" --out "$dir" --init-from "$model" \
     --batching packed_varlen --max-len "$len" --max-tokens "$budget" --max-steps "$n" \
-    --amp "$amp" --clip-norm 0 --checkpoint-every 1000000 --device "$device" --seed 1234 --quiet \
+    --amp "$amp" --clip-norm 0 --dropout 0 --attention "${ATTENTION:-flash}" \
+    --checkpoint "$checkpoint" --checkpoint-every 1000000 --device "$device" --seed 1234 --quiet \
     --metrics-json "$logs/$name.json"
   local rc=$?
   cp "$dir/train_log.csv" "$logs/$name.csv" 2>/dev/null
@@ -231,11 +235,15 @@ serve_set() {  # DATASET DATA
 }
 
 memory_runs() {  # peak memory per real token at each length: padless, then the anchors
-  local n
+  local n ck name
   [[ -f $mem_data ]] || return
-  for n in ${mem_lens//,/ }; do
-    padless_train "mem_padless_$n" "$mem_data" "$n" $((mem_steps + 1)) &&
-      padless_rows memory "mem_padless_$n" long --seq-len "$n"
+  for ck in ${MEM_CHECKPOINT:-none all}; do
+    for n in ${mem_lens//,/ }; do
+      name=mem_padless_$n
+      [[ $ck == none ]] || name=mem_padless_${ck//[^a-z0-9]/_}_$n
+      padless_train "$name" "$mem_data" "$n" $((mem_steps + 1)) "$ck" &&
+        padless_rows memory "$name" long --seq-len "$n" --checkpoint "$ck"
+    done
   done
   anchor mem_hf_anchor 240 hf_anchor.py memory long "$mem_data" --budget "$budget" \
     --lens "$mem_lens" --mem-steps "$mem_steps"

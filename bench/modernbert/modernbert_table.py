@@ -99,6 +99,9 @@ def serve_table(rows):
     print()
 
 
+MEM_STEPS_NOTE = "few steps, the first included, so a rough cost"
+
+
 def kib(r):
     if r is None or r.get("oom"):
         return "OOM" if r else "-"
@@ -111,17 +114,32 @@ def memory_table(rows):
         return print("## Memory: no rows\n")
     print("## Memory: peak allocated per real token of a training step (KiB; weights, gradients "
           "and AdamW state included)\n")
-    print("| seq len | rows / step | padless | torch_varlen | transformers (padded) "
-          "| transformers / padless |")
-    print("|---:|---:|---:|---:|---:|---:|")
     mem = by(rows, "memory")
+    recomputed = sorted({r["impl"] for r in mem if r["impl"].startswith("padless, ")})
+    print("| seq len | rows / step | padless | " + "".join(f"{c} | " for c in recomputed) +
+          "torch_varlen | transformers (padded) | transformers / padless | " +
+          "".join(f"transformers / {c} | " for c in recomputed))
+    print("|---:" * (6 + 2 * len(recomputed)) + "|")
     for n in sorted({r["seq_len"] for r in mem}):
         got = {r["impl"]: r for r in mem if r["seq_len"] == n}
-        x = ratio(got.get("transformers"), got.get("padless"), "peak_bytes_per_real_token")
+        theirs = got.get("transformers")
+        ratios = [ratio(theirs, got.get(c), "peak_bytes_per_real_token")
+                  for c in ["padless"] + recomputed]
         any_row = next(iter(got.values()))
-        print(f"| {n} | {any_row.get('rows', '-')} | {kib(got.get('padless'))} | "
-              f"{kib(got.get('torch_varlen'))} | {kib(got.get('transformers'))} | "
-              f"{fmt(x, '{:.2f}x')} |")
+        print(f"| {n} | {any_row.get('rows', '-')} | {kib(got.get('padless'))} | " +
+              "".join(f"{kib(got.get(c))} | " for c in recomputed) +
+              f"{kib(got.get('torch_varlen'))} | {kib(theirs)} | " +
+              "".join(f"{fmt(x, '{:.2f}x')}{target_note('memory', 'transformers', x)} | "
+                      for x in ratios))
+    for c in recomputed:
+        rates = {r["seq_len"]: r.get("whole_run_tokens_per_s") for r in mem if r["impl"] == c}
+        plain = {r["seq_len"]: r.get("whole_run_tokens_per_s") for r in mem
+                 if r["impl"] == "padless"}
+        costs = [f"{n}: {rates[n] / plain[n]:.2f}x" for n in sorted(rates)
+                 if rates[n] and plain.get(n)]
+        if costs:
+            print(f"\n{c}: its real tokens/s over padless's without, same lengths (these runs' "
+                  f"{MEM_STEPS_NOTE}): {', '.join(costs)}.")
     lens = sorted({r.get("max_len") for r in by(rows, "train") if r.get("max_len")})
     print(f"\nSame data, the training runs (--max-len {'/'.join(map(str, lens)) or '?'}, the "
           "training table's peaks; transformers' batches padded):\n")

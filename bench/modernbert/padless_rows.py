@@ -76,7 +76,10 @@ def memory_row(a):
     with open(a.metrics) as f:
         metrics = json.load(f)
     rows = read_log(a.log)
-    return {"table": "memory", **common_fields(a, metrics, rows), "seq_len": a.seq_len,
+    impl = "padless" if a.checkpoint == "none" else f"padless, checkpoint {a.checkpoint}"
+    return {"table": "memory", **common_fields(a, metrics, rows), "impl": impl,
+            "checkpoint": a.checkpoint, "seq_len": a.seq_len,
+            "whole_run_tokens_per_s": metrics.get("step_tokens_per_s"),
             "rows": a.budget // a.seq_len, "slots_per_step":
             sum(r["token_slots"] for r in rows) / max(len(rows), 1)}
 
@@ -100,6 +103,7 @@ def main():
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--seq-len", type=int, default=0)
     p.add_argument("--budget", type=int, default=16384)
+    p.add_argument("--checkpoint", default="none", help="padless's --checkpoint of the run")
     p.add_argument("--max-len", type=int, default=8192)
     p.add_argument("--device", default="")
     p.add_argument("--amp", default="bf16")

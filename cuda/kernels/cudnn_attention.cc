@@ -66,6 +66,46 @@ std::optional<std::array<int64_t, 3>> MirroredGradientOffsets(const std::array<i
   return relative;
 }
 
+namespace {
+
+// One gradient in the layout of its input t: [T, heads, head_dim] with t's token-row stride, at
+// `offset` elements into `buffer` (rows of that stride).
+at::Tensor GradientView(const at::Tensor& buffer, const at::Tensor& t, int64_t offset) {
+  return buffer.as_strided(t.sizes(), {t.stride(0), t.size(2), 1},
+                           buffer.storage_offset() + offset);
+}
+
+}  // namespace
+
+CudnnAttentionGrads AllocateMirroredGradients(const at::Tensor& q, const at::Tensor& k,
+                                              const at::Tensor& v) {
+  CudnnAttentionGrads g;
+  const auto own_buffer = [](const at::Tensor& t) {
+    if (t.size(0) == 0 || t.stride(0) == t.size(1) * t.size(2)) {
+      return at::empty(t.sizes(), t.options());
+    }
+    return GradientView(at::empty({t.size(0), t.stride(0)}, t.options()), t, 0);
+  };
+  const bool one_projection = q.size(0) == k.size(0) && q.size(0) > 0 &&
+                              q.stride(0) == k.stride(0) && q.is_alias_of(k) && q.is_alias_of(v);
+  const std::optional<std::array<int64_t, 3>> offsets =
+      one_projection
+          ? MirroredGradientOffsets({q.storage_offset(), k.storage_offset(), v.storage_offset()},
+                                    q.stride(0), q.size(1) * q.size(2))
+          : std::nullopt;
+  if (!offsets) {
+    g.dq = own_buffer(q);
+    g.dk = own_buffer(k);
+    g.dv = own_buffer(v);
+    return g;
+  }
+  const at::Tensor buffer = at::empty({q.size(0), q.stride(0)}, q.options());
+  g.dq = GradientView(buffer, q, (*offsets)[0]);
+  g.dk = GradientView(buffer, k, (*offsets)[1]);
+  g.dv = GradientView(buffer, v, (*offsets)[2]);
+  return g;
+}
+
 #ifdef PADLESS_HAVE_CUDNN_ATTENTION
 namespace {
 
@@ -151,45 +191,6 @@ internal::SdpaPointers CommonPointers(const at::Tensor& q, const at::Tensor& k, 
   return p;
 }
 
-// One gradient in the layout of its input t: [T, heads, head_dim] with t's token-row stride, at
-// `offset` elements into `buffer` (rows of that stride).
-at::Tensor GradientView(const at::Tensor& buffer, const at::Tensor& t, int64_t offset) {
-  return buffer.as_strided(t.sizes(), {t.stride(0), t.size(2), 1},
-                           buffer.storage_offset() + offset);
-}
-
-// dq, dk, dv (uninitialised) in q's, k's and v's layouts (cuDNN writes each gradient with its
-// input's strides and ragged offsets): the thirds of one buffer where q, k, v are the thirds of
-// one [T, 3, heads, head_dim] projection, else one buffer each.
-CudnnAttentionGrads AllocateGradients(const at::Tensor& q, const at::Tensor& k,
-                                      const at::Tensor& v) {
-  CudnnAttentionGrads g;
-  const auto own_buffer = [](const at::Tensor& t) {
-    if (t.size(0) == 0 || t.stride(0) == t.size(1) * t.size(2)) {
-      return at::empty(t.sizes(), t.options());
-    }
-    return GradientView(at::empty({t.size(0), t.stride(0)}, t.options()), t, 0);
-  };
-  const bool one_projection = q.size(0) == k.size(0) && q.size(0) > 0 &&
-                              q.stride(0) == k.stride(0) && q.is_alias_of(k) && q.is_alias_of(v);
-  const std::optional<std::array<int64_t, 3>> offsets =
-      one_projection
-          ? MirroredGradientOffsets({q.storage_offset(), k.storage_offset(), v.storage_offset()},
-                                    q.stride(0), q.size(1) * q.size(2))
-          : std::nullopt;
-  if (!offsets) {
-    g.dq = own_buffer(q);
-    g.dk = own_buffer(k);
-    g.dv = own_buffer(v);
-    return g;
-  }
-  const at::Tensor buffer = at::empty({q.size(0), q.stride(0)}, q.options());
-  g.dq = GradientView(buffer, q, (*offsets)[0]);
-  g.dk = GradientView(buffer, k, (*offsets)[1]);
-  g.dv = GradientView(buffer, v, (*offsets)[2]);
-  return g;
-}
-
 void CheckCall(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                const VarlenSequences& s, double dropout_p) {
   CheckTokens(q, "q", q);
@@ -270,7 +271,7 @@ CudnnAttentionGrads CudnnVarlenAttentionBackward(const at::Tensor& d_out, const 
               "cuDNN attention backward: dropout without the forward's seed and offset");
   TORCH_CHECK(d_out.sizes() == fwd.out.sizes(), "cuDNN attention backward: d_out is ",
               d_out.sizes(), ", the output ", fwd.out.sizes());
-  CudnnAttentionGrads g = AllocateGradients(q, k, v);
+  CudnnAttentionGrads g = AllocateMirroredGradients(q, k, v);
   if (q.size(0) == 0 || k.size(0) == 0 || seqs.cu_seqlens_q.numel() <= 1) {
     g.dq.zero_();
     g.dk.zero_();

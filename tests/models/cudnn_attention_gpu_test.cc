@@ -26,16 +26,25 @@
 #include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
+#include "varlen_attention_test_util.h"
 
 namespace padless::models {
 namespace {
 
-using testing::ChangeRuntime;
+using testing::AttentionResult;
+using testing::Context;
+using testing::CuSeqlens;
+using testing::ExpectFirstTokensMatchFullRows;
+using testing::ExpectTrainingStepMatchesFlash;
 using testing::GpuTestConfig;
 using testing::HasCuda;
-
-constexpr int64_t kHeads = 4;
-constexpr int64_t kHeadDim = 64;
+using testing::kHeadDim;
+using testing::kHeads;
+using testing::LargestDifference;
+using testing::RandomQkv;
+using testing::Reference;
+using testing::ThroughAttend;
+using testing::Total;
 
 bool CanRun() {
   return HasCuda() && cuda::CudnnAttentionBuilt() &&
@@ -43,83 +52,6 @@ bool CanRun() {
 }
 #define SKIP_UNLESS_CUDNN() \
   if (!CanRun()) GTEST_SKIP() << "no sm90 CUDA device or no cuDNN attention in this build"
-
-at::Tensor CuSeqlens(const std::vector<int64_t>& lengths) {
-  std::vector<int32_t> cu = {0};
-  for (int64_t l : lengths) cu.push_back(cu.back() + static_cast<int32_t>(l));
-  return at::tensor(cu, at::kInt).to(at::kCUDA);
-}
-
-AttentionContext Context(const std::vector<int64_t>& lengths, AttentionBackend backend) {
-  AttentionContext ctx;
-  ctx.backend = backend;
-  ctx.cu_seqlens = CuSeqlens(lengths);
-  ctx.max_seqlen = std::max<int64_t>(1, *std::max_element(lengths.begin(), lengths.end()));
-  return ctx;
-}
-
-int64_t Total(const std::vector<int64_t>& lengths) {
-  int64_t t = 0;
-  for (int64_t l : lengths) t += l;
-  return t;
-}
-
-// q, k, v as the layer has them: the thirds of one [T, 3, heads, head_dim] projection (rows 3 x
-// heads x head_dim apart), bf16.
-std::vector<at::Tensor> RandomQkv(int64_t tokens, uint64_t seed) {
-  at::manual_seed(seed);
-  const at::Tensor qkv = at::randn({tokens, 3, kHeads, kHeadDim}, at::kCUDA).to(at::kBFloat16);
-  return qkv.unbind(1);
-}
-
-struct AttentionResult {
-  at::Tensor out, dq, dk, dv;  // float64
-};
-
-AttentionResult WithGrads(const std::vector<at::Tensor>& qkv, const at::Tensor& d_out,
-                          const std::function<at::Tensor(const std::vector<at::Tensor>&)>& attend) {
-  std::vector<at::Tensor> in;
-  for (const at::Tensor& t : qkv) in.push_back(t.detach().requires_grad_(true));
-  const at::Tensor out = attend(in);
-  const std::vector<at::Tensor> g =
-      torch::autograd::grad({out}, in, {d_out.to(out.scalar_type()).view(out.sizes())});
-  return {out.detach().to(at::kDouble).view({-1, kHeads, kHeadDim}), g[0].to(at::kDouble),
-          g[1].to(at::kDouble), g[2].to(at::kDouble)};
-}
-
-// Float64 attention, one sequence at a time (empty sequences have no rows).
-AttentionResult Reference(const std::vector<at::Tensor>& qkv, const at::Tensor& d_out,
-                          const std::vector<int64_t>& lengths) {
-  std::vector<at::Tensor> q64;
-  for (const at::Tensor& t : qkv) q64.push_back(t.to(at::kDouble));
-  return WithGrads(q64, d_out.to(at::kDouble), [&](const std::vector<at::Tensor>& in) {
-    std::vector<at::Tensor> outs;
-    int64_t start = 0;
-    for (int64_t len : lengths) {
-      if (len == 0) continue;
-      const auto heads_first = [&](const at::Tensor& t) {
-        return t.narrow(0, start, len).transpose(0, 1).unsqueeze(0);
-      };
-      outs.push_back(at::scaled_dot_product_attention(heads_first(in[0]), heads_first(in[1]),
-                                                      heads_first(in[2]))
-                         .squeeze(0)
-                         .transpose(0, 1));
-      start += len;
-    }
-    return at::cat(outs, 0);
-  });
-}
-
-AttentionResult ThroughAttend(const std::vector<at::Tensor>& qkv, const at::Tensor& d_out,
-                              const AttentionContext& ctx) {
-  return WithGrads(qkv, d_out, [&](const std::vector<at::Tensor>& in) {
-    return Attend(in[0], in[1], in[2], ctx, /*dropout_p=*/0.0);
-  });
-}
-
-double LargestDifference(const at::Tensor& a, const at::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
 
 TEST(CudnnAttentionTest, ShapeBucketsAreOneOrOneAndAHalfPowersOfTwo) {
   const std::vector<int64_t> n = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17, 25, 33, 300, 512, 513};
@@ -175,21 +107,7 @@ TEST(CudnnAttentionTest, MatchesFlashAndFloat64OnMixedLengths) {
 
 TEST(CudnnAttentionTest, FirstTokensMatchTheFullAttentionRows) {
   SKIP_UNLESS_CUDNN();
-  const std::vector<int64_t> lengths = {3, 0, 77, 1, 200};
-  const std::vector<at::Tensor> qkv = RandomQkv(Total(lengths), 2);
-  const AttentionContext ctx = Context(lengths, AttentionBackend::kVarlenCudnn);
-  const at::Tensor full = Attend(qkv[0], qkv[1], qkv[2], ctx, 0.0);
-  const at::Tensor first_rows =
-      ctx.cu_seqlens.narrow(0, 0, 5).to(at::kLong).clamp_max(Total(lengths) - 1);
-  const at::Tensor first =
-      AttendFirstTokens(qkv[0].index_select(0, first_rows), qkv[1], qkv[2], ctx);
-  for (int64_t i : {0, 2, 3, 4}) {
-    EXPECT_LE(LargestDifference(first[i].to(at::kFloat),
-                                full[first_rows[i].item<int64_t>()].to(at::kFloat)),
-              1e-2)
-        << i;
-  }
-  EXPECT_EQ(first[1].abs().max().item<float>(), 0.f);  // the empty sequence
+  ExpectFirstTokensMatchFullRows(AttentionBackend::kVarlenCudnn);
 }
 
 // cuDNN writes each gradient in its input's layout: for the thirds of one projection, the thirds
@@ -307,32 +225,8 @@ TEST(CudnnAttentionTest, DropoutRateDeterminismAndTheSameMaskInBackward) {
 TEST(CudnnAttentionTest, EncoderMatchesFlash) {
   SKIP_UNLESS_CUDNN();
   for (bool fused : {true, false}) {
-    at::manual_seed(41);
-    EncoderClassifier model(GpuTestConfig(0.0));
-    model->to(at::Device(at::kCUDA));
-    model->train();
-    ChangeRuntime(model, [&](ModelRuntime& r) { r.fused_layers = fused; });
-    const batching::Batch b =
-        testing::ToDevice(testing::MakeVarlen(testing::RandomSequences(5, 24, 1, 300, 1000, 2)),
-                          at::Device(at::kCUDA));
-    AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
-    auto run = [&](AttentionBackend backend) {
-      ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = backend; });
-      model->zero_grad(/*set_to_none=*/true);
-      const at::Tensor logits = model->forward(b);
-      ClassificationLoss(logits, b.labels).backward();
-      std::vector<at::Tensor> r = {logits.detach().to(at::kFloat)};
-      for (const at::Tensor& p : model->parameters()) r.push_back(p.grad().to(at::kFloat));
-      return r;
-    };
-    const std::vector<at::Tensor> flash = run(AttentionBackend::kVarlenFlash);
-    const std::vector<at::Tensor> cudnn = run(AttentionBackend::kVarlenCudnn);
-    ASSERT_EQ(flash.size(), cudnn.size());
-    for (size_t i = 0; i < flash.size(); ++i) {
-      const double scale = std::max(1e-3, flash[i].abs().max().item<double>());
-      EXPECT_LE(LargestDifference(flash[i], cudnn[i]), 5e-2 * scale)
-          << "fused " << fused << ", tensor " << i;
-    }
+    ExpectTrainingStepMatchesFlash(GpuTestConfig(0.0), fused, AttentionBackend::kVarlenCudnn,
+                                   fused ? "fused" : "unfused");
   }
 }
 

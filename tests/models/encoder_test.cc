@@ -81,13 +81,15 @@ TEST(AttentionBackendTest, NamesRoundTripAndUnknownNamesAreListed) {
   for (AttentionBackend b :
        {AttentionBackend::kAuto, AttentionBackend::kDense, AttentionBackend::kVarlenFlash,
         AttentionBackend::kVarlenEfficient, AttentionBackend::kVarlenReference,
-        AttentionBackend::kVarlenGrouped}) {
+        AttentionBackend::kVarlenGrouped, AttentionBackend::kVarlenCudnn,
+        AttentionBackend::kVarlenFa3}) {
     absl::StatusOr<AttentionBackend> parsed = ParseAttentionBackend(AttentionBackendName(b));
     ASSERT_TRUE(parsed.ok()) << AttentionBackendName(b);
     EXPECT_EQ(*parsed, b);
   }
   EXPECT_TRUE(IsVarlen(AttentionBackend::kVarlenEfficient));
   EXPECT_TRUE(IsVarlen(AttentionBackend::kVarlenGrouped));
+  EXPECT_TRUE(IsVarlen(AttentionBackend::kVarlenFa3));
   EXPECT_FALSE(IsVarlen(AttentionBackend::kDense));
   const absl::StatusOr<AttentionBackend> bad = ParseAttentionBackend("fast");
   ASSERT_FALSE(bad.ok());

@@ -28,6 +28,19 @@ inline EncoderConfig GpuTestConfig(double dropout) {
       .attention_dropout(dropout);
 }
 
+// ModernBERT's layout at a GPU-test size: 4 layers of 4 heads of 64, a 16-token window (+-8).
+inline EncoderConfig GpuModernBertConfig() {
+  return EncoderConfig::ModernBertBase()
+      .vocab_size(1000)
+      .hidden(256)
+      .layers(4)
+      .heads(4)
+      .ffn(384)
+      .max_positions(512)
+      .num_labels(3)
+      .local_attention(16);
+}
+
 }  // namespace padless::models::testing
 
 #endif  // PADLESS_TESTS_MODELS_GPU_TEST_UTIL_H_

@@ -19,24 +19,13 @@ namespace padless::models::modernbert_gpu_test {
 namespace {
 
 using testing::ChangeRuntime;
+using testing::GpuModernBertConfig;
 using testing::HasCuda;
 using testing::MakePadded;
 using testing::MakeVarlen;
 using testing::RandomSequences;
 using testing::Sequences;
 using testing::ToDevice;
-
-EncoderConfig GpuModernBert() {
-  return EncoderConfig::ModernBertBase()
-      .vocab_size(1000)
-      .hidden(256)
-      .layers(4)
-      .heads(4)
-      .ffn(384)
-      .max_positions(512)
-      .num_labels(3)
-      .local_attention(16);
-}
 
 struct Step {
   at::Tensor logits;
@@ -72,14 +61,14 @@ void ExpectClose(const Step& got, const Step& want) {
 TEST(ModernBertGpuTest, FlashWindowsMatchTheCpuReference) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   at::manual_seed(45);
-  EncoderClassifier cpu(GpuModernBert());
+  EncoderClassifier cpu(GpuModernBertConfig());
   cpu->eval();
   const Sequences s = RandomSequences(45, 12, 1, 300, 1000, 3);
   ChangeRuntime(cpu, [](ModelRuntime& r) { r.attention = AttentionBackend::kVarlenReference; });
   const Step want = RunStep(cpu, MakeVarlen(s), /*autocast=*/false);
 
   at::manual_seed(45);
-  EncoderClassifier gpu(GpuModernBert());
+  EncoderClassifier gpu(GpuModernBertConfig());
   gpu->to(at::kCUDA);
   gpu->eval();
   const at::Device cuda(at::kCUDA);
@@ -100,9 +89,9 @@ TEST(ModernBertGpuTest, FlashWindowsMatchTheCpuReference) {
 TEST(ModernBertGpuTest, FlashWindowIsNotIgnored) {
   if (!HasCuda()) GTEST_SKIP() << "no CUDA device";
   at::manual_seed(46);
-  EncoderClassifier narrow(GpuModernBert());
+  EncoderClassifier narrow(GpuModernBertConfig());
   at::manual_seed(46);
-  EncoderClassifier wide(GpuModernBert().local_attention(4096));
+  EncoderClassifier wide(GpuModernBertConfig().local_attention(4096));
   for (EncoderClassifier* m : {&narrow, &wide}) {
     (*m)->to(at::kCUDA);
     (*m)->eval();

@@ -25,6 +25,7 @@ enum class AttentionBackend {
   kVarlenReference,  // the varlen semantics as one SDPA call per sequence; for tests
   kVarlenGrouped,    // one SDPA call per group of similar lengths (attention_groups.h); CPU
   kVarlenCudnn,      // cuDNN's fused attention (cuda/kernels' cudnn_attention.h); CUDA sm90, bf16
+  kVarlenFa3,        // FlashAttention-3 (models/fa3_attention.h) where built, else FA2; CUDA sm90
 };
 
 absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name);
@@ -69,7 +70,7 @@ at::Tensor Attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
 // layout: q [n, heads, head_dim] holds the n first tokens' queries (in cu_seqlens' order), k and v
 // [T, heads, head_dim] every token's. Result [n, heads * head_dim], equal to Attend's rows of the
 // first tokens. What a classifier's last layer needs under [CLS] pooling, whose other rows feed
-// nothing. kVarlenFlash and kVarlenCudnn (one query per sequence against cu_seqlens' keys),
+// nothing. kVarlenFlash, kVarlenCudnn and kVarlenFa3 (one query per sequence against cu_seqlens' keys),
 // kVarlenReference (ctx.host_offsets) or kVarlenGrouped (ctx.groups); empty sequences give zeros.
 at::Tensor AttendFirstTokens(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                              const AttentionContext& ctx);

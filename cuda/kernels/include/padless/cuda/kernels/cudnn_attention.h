@@ -75,6 +75,13 @@ CudnnAttentionGrads CudnnVarlenAttentionBackward(const at::Tensor& d_out, const 
                                                  const CudnnAttentionForward& fwd,
                                                  const VarlenSequences& seqs, double dropout_p);
 
+// dq, dk, dv (uninitialised) in q's, k's and v's layouts, as attention kernels that write each
+// gradient with its input's strides want them: for the q/k/v thirds of one [T, 3, heads,
+// head_dim] projection, the thirds of one such gradient (one buffer, so the projection's backward
+// reads one matrix); else one buffer each. Any device and dtype (q's).
+CudnnAttentionGrads AllocateMirroredGradients(const at::Tensor& q, const at::Tensor& k,
+                                              const at::Tensor& v);
+
 // The smallest bucket value (1 or 1.5 times a power of two: 1, 2, 3, 4, 6, 8, 12, ...) at least
 // n (n >= 1). How the graph cache rounds its shapes; public for the tests.
 int64_t CudnnShapeBucket(int64_t n);

@@ -1,0 +1,87 @@
+#include "fa3_attention.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "padless/cuda/kernels/fa3_attention.h"
+
+namespace padless::models::internal {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+at::Tensor InBf16(const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 ? t : t.to(at::kBFloat16);
+}
+
+cuda::AttentionWindow WindowOf(int64_t window) { return {window, window}; }
+
+cuda::VarlenSequences SelfSequences(const at::Tensor& cu_seqlens, int64_t max_seqlen) {
+  const at::Tensor cu = cu_seqlens.to(at::kInt).contiguous();
+  return {cu, cu, max_seqlen, max_seqlen};
+}
+
+// The forward keeps q, k, v (views: no copies), the output and the log-sum-exp; the backward
+// hands them back to FA3.
+class Fa3AttentionFunction : public torch::autograd::Function<Fa3AttentionFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* actx, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v, const at::Tensor& cu_seqlens, int64_t max_seqlen,
+                            int64_t window) {
+    const cuda::VarlenSequences s = SelfSequences(cu_seqlens, max_seqlen);
+    cuda::Fa3Forward f = cuda::Fa3VarlenAttention(q, k, v, s, WindowOf(window));
+    actx->save_for_backward({q, k, v, f.out, f.lse, s.cu_seqlens_q});
+    actx->saved_data["max_seqlen"] = max_seqlen;
+    actx->saved_data["window"] = window;
+    return f.out;
+  }
+
+  static variable_list backward(AutogradContext* actx, variable_list grad_out) {
+    const variable_list saved = actx->get_saved_variables();
+    const cuda::VarlenSequences s = SelfSequences(saved[5], actx->saved_data["max_seqlen"].toInt());
+    const std::array<at::Tensor, 3> d = cuda::Fa3VarlenAttentionBackward(
+        InBf16(grad_out[0]), saved[0], saved[1], saved[2], {saved[3], saved[4]}, s,
+        WindowOf(actx->saved_data["window"].toInt()));
+    return {d[0], d[1], d[2], at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool RunsFa3(const at::Tensor& q, double dropout_p) {
+  return cuda::Fa3AttentionBuilt() && dropout_p == 0.0 && q.is_cuda() && q.size(-1) == 64 &&
+         (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kFloat);
+}
+
+at::Tensor AttendFa3(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const AttentionContext& ctx, int64_t window) {
+  const at::Tensor q16 = InBf16(q), k16 = InBf16(k), v16 = InBf16(v);
+  const bool grad =
+      at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  const at::Tensor out =
+      grad ? Fa3AttentionFunction::apply(q16, k16, v16, ctx.cu_seqlens, ctx.max_seqlen, window)
+           : cuda::Fa3VarlenAttention(q16, k16, v16, SelfSequences(ctx.cu_seqlens, ctx.max_seqlen),
+                                      WindowOf(window))
+                 .out;
+  return out.to(q.scalar_type()).reshape({q.size(0), q.size(1) * q.size(2)});
+}
+
+at::Tensor FirstTokensFa3(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const AttentionContext& ctx) {
+  const int64_t n = q.size(0);
+  const at::Tensor cu_kv = ctx.cu_seqlens.to(at::kInt).contiguous();
+  // Sequence i's one query is row i: cu_seqlens_q = 0, 1, ..., n.
+  const cuda::VarlenSequences s{at::arange(n + 1, cu_kv.options()), cu_kv, /*max_seqlen_q=*/1,
+                                ctx.max_seqlen};
+  at::Tensor out =
+      cuda::Fa3VarlenAttention(InBf16(q).contiguous(), InBf16(k), InBf16(v), s, {}).out;
+  // A query without keys has no softmax: zeros, as the other backends give.
+  const at::Tensor lengths = cu_kv.narrow(0, 1, n) - cu_kv.narrow(0, 0, n);
+  out.masked_fill_((lengths == 0).view({n, 1, 1}), 0);
+  return out.to(q.scalar_type()).reshape({n, q.size(1) * q.size(2)});
+}
+
+}  // namespace padless::models::internal

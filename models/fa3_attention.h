@@ -1,0 +1,36 @@
+// Internal: AttentionBackend::kVarlenFa3, FlashAttention-3 (cuda/kernels' fa3_attention.h) over an
+// AttentionContext's packed sequences: the differentiable self-attention of Attend and
+// AttendWindowed (an autograd function whose backward is FA3's), the [CLS]-rows attention of
+// AttendFirstTokens, and the test the fused layer asks before calling the kernels itself.
+//
+// FA3 runs where it can: built (PADLESS_FA3_ATTENTION), no dropout (FA3 has none), head dim 64,
+// and bf16 or fp32 inputs (computed in bf16, as the FA2 path computes fp32). Every other call of
+// the backend runs FA2 (at::_flash_attention_forward), so `--attention fa3` trains with dropout,
+// runs in fp16 and runs on builds without FA3, with FA2's results there.
+#ifndef PADLESS_MODELS_FA3_ATTENTION_H_
+#define PADLESS_MODELS_FA3_ATTENTION_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "padless/models/attention.h"
+
+namespace padless::models::internal {
+
+// Whether a call on q [T, heads, head_dim] with this dropout runs FA3 (else FA2).
+bool RunsFa3(const at::Tensor& q, double dropout_p);
+
+// Attend's and AttendWindowed's kVarlenFa3 where RunsFa3: q, k, v [T, heads, 64] -> [T, heads *
+// 64] in q's dtype; `window` as AttendWindowed's (-1: global). Differentiable in q, k and v.
+at::Tensor AttendFa3(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     const AttentionContext& ctx, int64_t window);
+
+// AttendFirstTokens's kVarlenFa3 where RunsFa3: q [n, heads, 64], one query per sequence, against
+// the sequences' keys; empty sequences give zeros. No autograd (inference).
+at::Tensor FirstTokensFa3(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const AttentionContext& ctx);
+
+}  // namespace padless::models::internal
+
+#endif  // PADLESS_MODELS_FA3_ATTENTION_H_
