@@ -149,6 +149,26 @@ TEST(TrainingFlopsTest, PrunedLayersCountTheirOwnWidths) {
   EXPECT_DOUBLE_EQ(ForwardFlops(10, shape), 10.0 * (2.0 * shape.MatmulParams() + 4 * 10 * 1280));
 }
 
+TEST(TrainingFlopsTest, ModernBertCountsGegluAndWindows) {
+  // Layers 0 and 3 global, 1 and 2 with a +-2 window; GeGLU's in-projection is 2 x 16 rows.
+  const models::EncoderConfig c = models::EncoderConfig::ModernBertBase()
+                                      .hidden(32)
+                                      .heads(2)
+                                      .ffn(16)
+                                      .layers(4)
+                                      .local_attention(4);
+  const ModelShape shape = ModelShape::Of(c);
+  EXPECT_EQ(shape.MatmulParams(), 4 * (4 * 32 * 32 + 3 * 32 * 16));
+  EXPECT_EQ(shape.attention_width, 2 * 32);
+  EXPECT_EQ(shape.windowed_attention_width, 2 * 32);
+  EXPECT_EQ(shape.half_window, 2);
+  // A 6-token sequence: queries 0..5 see 3, 4, 5, 5, 4, 3 keys through the window (24), 6 each
+  // globally (36); a 2-token one sees every key either way.
+  EXPECT_DOUBLE_EQ(ForwardFlops(6, shape),
+                   6.0 * 2 * shape.MatmulParams() + 4.0 * 36 * 64 + 4.0 * 24 * 64);
+  EXPECT_DOUBLE_EQ(ForwardFlops(2, shape), 2.0 * 2 * shape.MatmulParams() + 4.0 * 4 * 128);
+}
+
 constexpr char kAnchorLine[] =
     R"({"impl": "plain_pytorch", "strategy": "packed_varlen", "checkpoint": false, )"
     R"("real_tokens_per_s": 488000.0, "padding_efficiency": 1.0, "step_ms": 30.5, )"

@@ -147,18 +147,46 @@ batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, in
 
 ModelShape ModelShape::Of(const models::EncoderConfig& c) {
   ModelShape shape;
+  const int64_t ffn_in = c.modernbert() ? 2 : 1;  // GeGLU: value and gate rows
   for (int64_t l = 0; l < c.layers(); ++l) {
     const int64_t a = c.heads_in_layer(l) * c.head_dim();
-    shape.matmul_params += 4 * c.hidden() * a + 2 * c.hidden() * c.ffn_in_layer(l);
-    shape.attention_width += a;
+    shape.matmul_params += 4 * c.hidden() * a + (ffn_in + 1) * c.hidden() * c.ffn_in_layer(l);
+    const int64_t window = c.attention_window(l);
+    if (window < 0) {
+      shape.attention_width += a;
+    } else {
+      shape.windowed_attention_width += a;
+      shape.half_window = window;
+    }
   }
   return shape;
 }
 
+namespace {
+
+// Keys summed over the queries of a `len`-token sequence under a +-w window: each query sees
+// itself and up to w keys on each side, clipped to the sequence.
+double WindowedKeys(int64_t len, int64_t w) {
+  // sum over i < len of min(i, w): the keys on one side; both sides are alike.
+  const int64_t n = len - 1;
+  const double one_side = n <= w ? 0.5 * static_cast<double>(n) * static_cast<double>(n + 1)
+                                 : 0.5 * static_cast<double>(w) * static_cast<double>(w + 1) +
+                                       static_cast<double>(w) * static_cast<double>(n - w);
+  return static_cast<double>(len) + 2.0 * one_side;
+}
+
+}  // namespace
+
 double ForwardFlops(int64_t len, const ModelShape& shape) {
   const double l = static_cast<double>(len);
+  const double windowed =
+      shape.windowed_attention_width > 0
+          ? 4.0 * WindowedKeys(len, shape.half_window) *
+                static_cast<double>(shape.windowed_attention_width)
+          : 0.0;
   return l * (2.0 * static_cast<double>(shape.MatmulParams()) +
-              4.0 * l * static_cast<double>(shape.attention_width));
+              4.0 * l * static_cast<double>(shape.attention_width)) +
+         windowed;
 }
 
 double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape) {

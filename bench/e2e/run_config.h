@@ -70,19 +70,25 @@ batching::PlannerOptions PlannerOptionsFor(Strategy strategy, int64_t budget, in
                                            uint64_t seed);
 
 // Training FLOPs of the real tokens of `specs`, counted as the issue defines MFU: 3 x forward,
-// forward = 2 x matmul parameters per token + 4 * L * (the layer's attention width) per layer per
-// token, L the sequence's own length. Padding contributes nothing. Pruned layers differ: each
-// counts its own heads and FFN neurons.
+// forward = 2 x matmul parameters per token + 4 x (keys the token attends to) x (the layer's
+// attention width) per layer per token: all L keys of its sequence in a global layer, at most
+// 2w + 1 in a layer with a +-w sliding window (ModernBERT). Padding contributes nothing. Pruned
+// layers differ: each counts its own heads and FFN neurons; a GeGLU FFN (ModernBERT) counts its
+// in-projection's value and gate halves.
 struct ModelShape {
-  // Sum over layers of 4 x hidden x a + 2 x hidden x f (QKV, output, FFN in and out), a the
-  // layer's attention width (heads x head_dim, hidden when unpruned), f its FFN width.
+  // Sum over layers of 4 x hidden x a + (2 or 3) x hidden x f (QKV, output, FFN in, with GeGLU's
+  // gate, and out), a the layer's attention width (heads x head_dim, hidden when unpruned), f its
+  // FFN width.
   int64_t matmul_params = 0;
-  int64_t attention_width = 0;  // sum over layers of a
+  int64_t attention_width = 0;  // sum of a over the global layers
+  // Sum of a over the windowed layers, which all share one half window (0 when there are none).
+  int64_t windowed_attention_width = 0;
+  int64_t half_window = 0;
   static ModelShape Of(const models::EncoderConfig& config);
   int64_t MatmulParams() const { return matmul_params; }
 };
 // Forward FLOPs of one sequence of `len` tokens: 2 x the matmul parameters per token, plus the
-// attention scores and their weighted sum (4 x len x a per token and layer).
+// attention scores and their weighted sum (4 x keys x a per token and layer).
 double ForwardFlops(int64_t len, const ModelShape& shape);
 // 3 x the forward FLOPs (forward and backward) of every sequence of `specs`.
 double TrainingFlops(const std::vector<batching::BatchSpec>& specs, const ModelShape& shape);
