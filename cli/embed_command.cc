@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "attention_flag.h"
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
@@ -88,6 +89,9 @@ absl::StatusOr<EmbedJob> JobFromFlags() {
   if (!precision.ok()) return UsageError(precision.status().message());
   job.engine.amp = precision->amp;
   job.engine.int8_weights = precision->int8_weights;
+  absl::StatusOr<models::AttentionBackend> attention = AttentionFlag();
+  if (!attention.ok()) return attention.status();
+  job.engine.attention = *attention;
   if (absl::Status s = CheckSizeFlags(kMaxLen | kMaxTokens); !s.ok()) return s;
   job.engine.max_len = absl::GetFlag(FLAGS_max_len);
   job.engine.max_batch_tokens = absl::GetFlag(FLAGS_max_tokens).value_or(0);  // 0: by device
@@ -337,7 +341,8 @@ const Subcommand kEmbedCommand = {
     "plain text, one text per line. Long texts keep their first\n--max-len tokens. Progress and a "
     "final line (texts, tokens, seconds, texts/s) go\nto stderr. A failed run leaves no FILE.npy.",
     {"model", "data", "out", "pooling", "normalize", "dimensions", "prompt_name", "batch",
-     "max_len", "max_tokens", "amp", "device", "format", "text_field", "label_field", "quiet"},
+     "max_len", "max_tokens", "amp", "device", "attention", "format", "text_field", "label_field",
+     "quiet"},
     RunEmbed};
 
 }  // namespace padless::cli

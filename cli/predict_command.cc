@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "attention_flag.h"
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
@@ -38,6 +39,9 @@ absl::StatusOr<serve::InferenceOptions> InferenceOptionsFromFlags(const c10::Dev
   if (!precision.ok()) return precision.status();
   options.amp = precision->amp;
   options.int8_weights = precision->int8_weights;
+  absl::StatusOr<models::AttentionBackend> attention = AttentionFlag();
+  if (!attention.ok()) return attention.status();
+  options.attention = *attention;
   options.max_len = absl::GetFlag(FLAGS_max_len);
   absl::StatusOr<serve::LongText> long_text = serve::ParseLongText(absl::GetFlag(FLAGS_long_text));
   if (!long_text.ok()) return long_text.status();
@@ -94,8 +98,8 @@ const Subcommand kPredictCommand = {
     "JSONL "
     "file (by its\nextension or --format) with or without a label column (labels are ignored), or "
     "any other file as\nplain text, one text per line.",
-    {"model", "data", "max_len", "max_tokens", "amp", "device", "long_text", "window_stride",
-     "format", "text_field", "label_field"},
+    {"model", "data", "max_len", "max_tokens", "amp", "device", "attention", "long_text",
+     "window_stride", "format", "text_field", "label_field"},
     RunPredict};
 
 }  // namespace padless::cli

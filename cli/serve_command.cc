@@ -14,6 +14,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "attention_flag.h"
 #include "cli_util.h"
 #include "common_flags.h"
 #include "data_flags.h"
@@ -123,10 +124,13 @@ absl::StatusOr<serve::EngineOptions> EngineOptionsFromFlags() {
   if (!device.ok()) return UsageError(device.status().message());
   absl::StatusOr<InferencePrecision> precision = InferencePrecisionFlag();
   if (!precision.ok()) return UsageError(precision.status().message());
+  absl::StatusOr<models::AttentionBackend> attention = AttentionFlag();
+  if (!attention.ok()) return attention.status();
   serve::EngineOptions options;
   options.device = *device;
   options.amp = precision->amp;
   options.int8_weights = precision->int8_weights;
+  options.attention = *attention;
   options.max_len = absl::GetFlag(FLAGS_max_len);
   options.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   options.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
@@ -205,13 +209,14 @@ void PrintStartupLine(const http::ServerInfo& info, const std::string& host, int
                       const serve::EngineOptions& o) {
   absl::FPrintF(stderr,
                 "padless serve: ready on http://%s:%d model=%s kind=%s device=%s precision=%s "
-                "labels=%d max_input_length=%d max_batch_tokens=%d max_batch_requests=%d "
-                "max_batch_delay_us=%d max_concurrent_requests=%d max_client_batch_size=%d "
-                "tokenizer_threads=%d cuda_graph_max_tokens=%d io_threads=%d max_connections=%d "
-                "body_limit=%d\n",
+                "attention=%s labels=%d max_input_length=%d max_batch_tokens=%d "
+                "max_batch_requests=%d max_batch_delay_us=%d max_concurrent_requests=%d "
+                "max_client_batch_size=%d tokenizer_threads=%d cuda_graph_max_tokens=%d "
+                "io_threads=%d max_connections=%d body_limit=%d\n",
                 host, port, info.model_id, info.kind, info.device, PrecisionName(o),
-                info.labels.size(), info.max_input_length, info.max_batch_tokens,
-                info.max_batch_requests, o.max_batch_delay.count(), info.max_concurrent_requests,
+                models::AttentionBackendName(o.attention), info.labels.size(),
+                info.max_input_length, info.max_batch_tokens, info.max_batch_requests,
+                o.max_batch_delay.count(), info.max_concurrent_requests,
                 info.max_client_batch_size, info.tokenization_workers, o.cuda_graph_max_tokens,
                 absl::GetFlag(FLAGS_io_threads), absl::GetFlag(FLAGS_max_connections),
                 absl::GetFlag(FLAGS_body_limit));
@@ -301,11 +306,11 @@ const Subcommand kServeCommand = {
     "429 queue full, 503 loading, draining or over --max-connections, 408 a request slower\n"
     "than its deadline. SIGTERM or SIGINT drains: new requests get 503, accepted ones finish,\n"
     "then the server exits 0. The startup line on stderr says the address (the chosen port\n"
-    "with --port 0), model, kind, device, precision and limits.",
+    "with --port 0), model, kind, device, precision, attention backend and limits.",
     {"model", "port", "host", "max_batch_tokens", "max_batch_requests", "max_concurrent_requests",
      "max_client_batch_size", "max_batch_delay_us", "device", "amp", "max_len", "tokenizer_threads",
      "log_level", "body_limit", "io_threads", "max_connections", "cuda_graph_max_tokens",
-     "pooling"},
+     "pooling", "attention"},
     RunServe};
 
 }  // namespace padless::cli

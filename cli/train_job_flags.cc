@@ -1,5 +1,6 @@
 // The flags of `padless train` (beside the shared ones of common_flags.h, data_flags.h,
-// device_flag.h and distributed_train.h) and their one mapping onto train::TrainJobOptions.
+// device_flag.h, attention_flag.h and distributed_train.h) and their one mapping onto
+// train::TrainJobOptions.
 #include "train_job_flags.h"
 
 #include <optional>
@@ -9,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "attention_flag.h"
 #include "common_flags.h"
 #include "data_flags.h"
 #include "device_flag.h"
@@ -62,11 +64,6 @@ ABSL_FLAG(bool, resume, false, "train: continue from the latest checkpoint in DI
 ABSL_FLAG(int64_t, checkpoint_every, 0,
           "train: optimizer steps between checkpoints (0: per epoch)");
 ABSL_FLAG(int64_t, keep_checkpoints, 2, "train: checkpoints to keep");
-ABSL_FLAG(std::string, attention, "auto",
-          "train: attention backend: auto (from the batch layout), dense, flash, efficient, "
-          "grouped (CPU varlen by length groups), reference, cudnn (cuDNN's fused attention, "
-          "sm90, where built) or fa3 (FlashAttention-3, sm90, where built; FA2 for the calls "
-          "with dropout)");
 ABSL_FLAG(std::string, layers, "fused",
           "train: encoder layer implementation for varlen batches: fused (one autograd function "
           "per layer with a hand-written backward; less memory, faster) or generic (per-op "
@@ -104,8 +101,7 @@ absl::StatusOr<int64_t> MemoryBudgetFromFlag() {
 // The model's runtime settings: --attention, --layers and --checkpoint; errors are usage errors.
 absl::StatusOr<models::ModelRuntime> RuntimeFromFlags() {
   models::ModelRuntime runtime;
-  absl::StatusOr<models::AttentionBackend> attention =
-      models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
+  absl::StatusOr<models::AttentionBackend> attention = AttentionFlag();
   if (!attention.ok()) return attention.status();
   runtime.attention = *attention;
   const std::string layers = absl::GetFlag(FLAGS_layers);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "padless/cuda/kernels/cudnn_attention.h"
 
 namespace padless::serve {
 
@@ -39,6 +40,38 @@ absl::Status Positive(const char* name, int64_t value) {
   return absl::InvalidArgumentError(absl::StrCat(name, ": must be > 0, got ", value));
 }
 
+// The backends whose kernels exist on CUDA only (attention.h).
+bool NeedsCuda(models::AttentionBackend b) {
+  using models::AttentionBackend;
+  return b == AttentionBackend::kVarlenFlash || b == AttentionBackend::kVarlenEfficient ||
+         b == AttentionBackend::kVarlenCudnn || b == AttentionBackend::kVarlenFa3;
+}
+
+// The backends that copy each batch's cu_seqlens to the host (PrepareHostPlan; dense runs the
+// reference on the engine's varlen batches): a CUDA graph cannot capture that copy, and its
+// replays would reuse the captured batch's offsets.
+bool PlansOnHost(models::AttentionBackend b) {
+  using models::AttentionBackend;
+  return b == AttentionBackend::kDense || b == AttentionBackend::kVarlenReference ||
+         b == AttentionBackend::kVarlenGrouped;
+}
+
+// A backend that could not run a batch on this device or build is refused now, not per batch.
+absl::Status CheckAttention(const EngineOptions& o) {
+  const std::string name = models::AttentionBackendName(o.attention);
+  if (NeedsCuda(o.attention) && !o.device.is_cuda()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attention ", name, ": runs on CUDA devices only, not on device ", o.device.str(),
+        " (which runs auto, dense, grouped or reference)"));
+  }
+  if (o.attention == models::AttentionBackend::kVarlenCudnn && !cuda::CudnnAttentionBuilt()) {
+    return absl::InvalidArgumentError(
+        "attention cudnn: this build has no cuDNN attention (PADLESS_CUDNN_ATTENTION with "
+        "PADLESS_CUDNN_FRONTEND_DIR: README's build options)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOptions* options) {
@@ -62,6 +95,7 @@ absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOpt
   if (o.int8_weights && (!o.device.is_cpu() || o.amp != models::AmpMode::kOff || config.pre_ln())) {
     return absl::InvalidArgumentError("int8 weights: CPU only, with amp off, for post-LN models");
   }
+  if (absl::Status s = CheckAttention(o); !s.ok()) return s;
   o.max_len = std::min(o.max_len, config.max_sequence_length());
   if (o.max_len < 3) {
     return absl::InvalidArgumentError(
@@ -89,9 +123,11 @@ absl::Status ResolveEngineOptions(const models::EncoderConfig& config, EngineOpt
         "cuda_graph_max_tokens: must be >= 0 (0: no CUDA graphs), got ", o.cuda_graph_max_tokens));
   }
   // Graphs capture the fused inference forward (post-LN, half precision on a GPU), the forward
-  // bench/serve/graph_probe.cc proved capturable; elsewhere they are off.
+  // bench/serve/graph_probe.cc proved capturable, with attention that stays on the device;
+  // elsewhere they are off.
   const bool half = o.amp != models::AmpMode::kOff;
-  if (!o.device.is_cuda() || !half || o.int8_weights || config.pre_ln()) {
+  if (!o.device.is_cuda() || !half || o.int8_weights || config.pre_ln() ||
+      PlansOnHost(o.attention)) {
     o.cuda_graph_max_tokens = 0;
   }
   if (o.tokenizer_threads == 0) {

@@ -1,5 +1,6 @@
 // Checking EngineOptions against a model, once, at Load/Create: every limit positive, max_len
-// clamped to what the model's positions allow, one sequence always fitting a batch.
+// clamped to what the model's positions allow, one sequence always fitting a batch, an attention
+// backend the device and build can run.
 #ifndef PADLESS_SERVE_ENGINE_OPTIONS_H_
 #define PADLESS_SERVE_ENGINE_OPTIONS_H_
 

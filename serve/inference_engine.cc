@@ -17,6 +17,8 @@
 #include "engine_counters.h"
 #include "engine_options.h"
 #include "graphed_forward.h"
+#include "padless/models/encoder.h"
+#include "padless/models/model_runtime.h"
 #include "pipeline.h"
 #include "request_state.h"
 #include "tokenizer_pool.h"
@@ -25,6 +27,20 @@
 namespace padless::serve {
 
 using internal::WorkQueue;
+
+namespace {
+
+// EngineOptions::attention onto the model's runtime, before any CUDA graph is captured: a graph
+// replays the kernels it captured. kAuto leaves the runtime as loaded (or as Create's caller set
+// it), today's per-batch choice.
+void ApplyAttention(models::AttentionBackend attention, models::EncoderClassifierImpl& model) {
+  if (attention == models::AttentionBackend::kAuto) return;
+  models::ModelRuntime runtime = model.runtime();
+  runtime.attention = attention;
+  model.set_runtime(runtime);
+}
+
+}  // namespace
 
 // The stages, their queues and the admission state. Stages are started in Start() and stopped
 // upstream first in Stop(), each draining what it was given before the next is closed.
@@ -166,6 +182,7 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> InferenceEngine::Build(
     model_files::LoadedModel model, EngineOptions options, ModelKind kind,
     std::optional<internal::EmbeddingHead> embedding) {
   if (absl::Status s = internal::ResolveEngineOptions(model.config, &options); !s.ok()) return s;
+  ApplyAttention(options.attention, *model.model);
   try {
     model.model->to(options.device);
     model.model->eval();

@@ -25,6 +25,7 @@
 #include "config_runner.h"
 #include "padless/base/npy_writer.h"
 #include "padless/corpus/corpus_reader.h"
+#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/serve/inference_engine.h"
 #include "run_config.h"
 
@@ -46,6 +47,10 @@ ABSL_FLAG(int64_t, submit_chunk, 64, "inputs per Submit call");
 ABSL_FLAG(int, tokenizer_threads, 0, "engine: tokenizer threads (0: auto)");
 ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096,
           "engine: CUDA graphs below this many tokens (0: off)");
+ABSL_FLAG(std::string, attention, "auto",
+          "engine: attention backend (auto, flash, fa3, cudnn, efficient, dense, grouped, "
+          "reference); fa3 runs FA3 only in a build with PADLESS_FA3_ATTENTION (\"fa3_built\" in "
+          "the JSON line), FA2 otherwise");
 ABSL_FLAG(int64_t, keep, 64, "outputs of the first inputs written to --vectors_out");
 ABSL_FLAG(std::string, vectors_out, "", "write the first --keep outputs here (.npy, float32)");
 ABSL_FLAG(std::string, label, "", "the 'name' field (default padless_embed / padless_rerank)");
@@ -175,6 +180,10 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> LoadEngine() {
   o.max_queued_requests = absl::GetFlag(FLAGS_max_queued);
   o.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   o.cuda_graph_max_tokens = absl::GetFlag(FLAGS_cuda_graph_max_tokens);
+  absl::StatusOr<models::AttentionBackend> attention =
+      models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
+  if (!attention.ok()) return attention.status();
+  o.attention = *attention;
   absl::StatusOr<std::unique_ptr<InferenceEngine>> engine =
       InferenceEngine::Load(absl::GetFlag(FLAGS_model), o);
   if (!engine.ok()) return engine.status();
@@ -206,15 +215,18 @@ void PrintOffline(const InferenceEngine& engine, const OfflineResult& r, double 
   std::string name = absl::GetFlag(FLAGS_label);
   if (name.empty()) name = embed ? "padless_embed" : "padless_rerank";
   const double tflops = r.flops / r.seconds / 1e12;
+  // fa3_built: without FA3 in the build, "fa3" runs FA2.
   std::printf(
       "{\"name\": \"%s\", \"task\": \"%s\", \"mode\": \"offline\", \"device\": \"%s\", "
-      "\"amp\": \"%s\", \"texts\": %lld, \"tokens\": %lld, \"seconds\": %.4f, "
-      "\"texts_per_s\": %.1f, \"real_tokens_per_s\": %.1f, \"tflops\": %.4f, "
-      "\"matmul_tflops\": %.1f, \"mfu\": %.4f, \"dimension\": %lld}\n",
+      "\"amp\": \"%s\", \"attention\": \"%s\", \"fa3_built\": %s, \"texts\": %lld, "
+      "\"tokens\": %lld, \"seconds\": %.4f, \"texts_per_s\": %.1f, \"real_tokens_per_s\": %.1f, "
+      "\"tflops\": %.4f, \"matmul_tflops\": %.1f, \"mfu\": %.4f, \"dimension\": %lld}\n",
       name.c_str(), embed ? "embed" : "rerank", device.c_str(), absl::GetFlag(FLAGS_amp).c_str(),
-      static_cast<long long>(r.inputs), static_cast<long long>(r.tokens), r.seconds,
-      r.inputs / r.seconds, r.tokens / r.seconds, tflops, matmul_tflops,
-      matmul_tflops > 0 ? tflops / matmul_tflops : 0.0, static_cast<long long>(r.width));
+      models::AttentionBackendName(engine.options().attention).c_str(),
+      cuda::Fa3AttentionBuilt() ? "true" : "false", static_cast<long long>(r.inputs),
+      static_cast<long long>(r.tokens), r.seconds, r.inputs / r.seconds, r.tokens / r.seconds,
+      tflops, matmul_tflops, matmul_tflops > 0 ? tflops / matmul_tflops : 0.0,
+      static_cast<long long>(r.width));
   std::fflush(stdout);
 }
 

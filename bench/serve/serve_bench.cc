@@ -30,6 +30,7 @@
 #include "config_runner.h"
 #include "padless/base/atomic_file_writer.h"
 #include "padless/corpus/corpus_reader.h"
+#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/model_files/model_io.h"
 #include "padless/serve/inference_engine.h"
 #include "run_config.h"
@@ -50,6 +51,10 @@ ABSL_FLAG(int64_t, submit_chunk, 64, "offline: texts per Submit call");
 ABSL_FLAG(int, tokenizer_threads, 0, "engine: tokenizer threads (0: auto)");
 ABSL_FLAG(int64_t, cuda_graph_max_tokens, 4096,
           "engine: CUDA graphs below this many tokens (0: off)");
+ABSL_FLAG(std::string, attention, "auto",
+          "engine: attention backend (auto, flash, fa3, cudnn, efficient, dense, grouped, "
+          "reference); fa3 runs FA3 only in a build with PADLESS_FA3_ATTENTION (\"fa3_built\" in "
+          "the JSON line), FA2 otherwise");
 ABSL_FLAG(bool, last_layer_all_rows, false,
           "compute every row of the last layer (ModelRuntime::last_layer_rows_only off), to "
           "measure what computing the [CLS] rows alone saves");
@@ -248,6 +253,10 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> MakeEngine() {
   o.max_queued_requests = absl::GetFlag(FLAGS_max_queued);
   o.tokenizer_threads = absl::GetFlag(FLAGS_tokenizer_threads);
   o.cuda_graph_max_tokens = absl::GetFlag(FLAGS_cuda_graph_max_tokens);
+  absl::StatusOr<models::AttentionBackend> attention =
+      models::ParseAttentionBackend(absl::GetFlag(FLAGS_attention));
+  if (!attention.ok()) return attention.status();
+  o.attention = *attention;
   absl::StatusOr<model_files::LoadedModel> loaded =
       model_files::LoadModelDir(absl::GetFlag(FLAGS_model), o.device);
   if (!loaded.ok()) return loaded.status();
@@ -257,27 +266,38 @@ absl::StatusOr<std::unique_ptr<InferenceEngine>> MakeEngine() {
   return InferenceEngine::Create(*std::move(loaded), o);
 }
 
-void PrintOffline(const OfflineResult& r, double matmul_tflops, const std::string& device) {
+// The attention backend the engine ran, and whether this build has FA3 at all (without it,
+// "fa3" runs FA2): two JSON fields.
+std::string AttentionFields(models::AttentionBackend attention) {
+  return absl::StrCat("\"attention\": \"", models::AttentionBackendName(attention),
+                      "\", \"fa3_built\": ", cuda::Fa3AttentionBuilt() ? "true" : "false");
+}
+
+void PrintOffline(const OfflineResult& r, double matmul_tflops, const std::string& device,
+                  models::AttentionBackend attention) {
   const double tflops = r.flops / r.seconds / 1e12;
   std::printf(
-      "{\"name\": \"%s\", \"mode\": \"offline\", \"device\": \"%s\", \"amp\": \"%s\", "
+      "{\"name\": \"%s\", \"mode\": \"offline\", \"device\": \"%s\", \"amp\": \"%s\", %s, "
       "\"texts\": %lld, \"seconds\": %.4f, \"texts_per_s\": %.1f, \"real_tokens_per_s\": %.1f, "
       "\"tflops\": %.4f, \"matmul_tflops\": %.1f, \"mfu\": %.4f}\n",
       absl::GetFlag(FLAGS_label).c_str(), device.c_str(), absl::GetFlag(FLAGS_amp).c_str(),
-      static_cast<long long>(r.texts), r.seconds, r.texts / r.seconds, r.tokens / r.seconds, tflops,
-      matmul_tflops, matmul_tflops > 0 ? tflops / matmul_tflops : 0.0);
+      AttentionFields(attention).c_str(), static_cast<long long>(r.texts), r.seconds,
+      r.texts / r.seconds, r.tokens / r.seconds, tflops, matmul_tflops,
+      matmul_tflops > 0 ? tflops / matmul_tflops : 0.0);
 }
 
-void PrintOnline(const OnlineResult& r, double offline_per_s, double full_batch_ms) {
+void PrintOnline(const OnlineResult& r, double offline_per_s, double full_batch_ms,
+                 models::AttentionBackend attention) {
   std::printf(
-      "{\"name\": \"%s\", \"mode\": \"online\", \"load\": %.2f, \"offered_per_s\": %.1f, "
-      "\"completed_per_s\": %.1f, \"vs_offline\": %.3f, \"refused\": %lld, \"p50_ms\": %.2f, "
-      "\"p90_ms\": %.2f, \"p99_ms\": %.2f, \"max_ms\": %.2f, \"full_batch_ms\": %.2f, "
-      "\"p99_over_full_batch\": %.2f, \"graphed_share\": %.3f}\n",
-      absl::GetFlag(FLAGS_label).c_str(), r.load, r.offered_per_s, r.completed_per_s,
-      r.completed_per_s / offline_per_s, static_cast<long long>(r.refused), r.p50_ms, r.p90_ms,
-      r.p99_ms, r.max_ms, full_batch_ms, full_batch_ms > 0 ? r.p99_ms / full_batch_ms : 0.0,
-      r.graphed_share);
+      "{\"name\": \"%s\", \"mode\": \"online\", %s, \"load\": %.2f, "
+      "\"offered_per_s\": %.1f, \"completed_per_s\": %.1f, \"vs_offline\": %.3f, "
+      "\"refused\": %lld, \"p50_ms\": %.2f, \"p90_ms\": %.2f, \"p99_ms\": %.2f, "
+      "\"max_ms\": %.2f, \"full_batch_ms\": %.2f, \"p99_over_full_batch\": %.2f, "
+      "\"graphed_share\": %.3f}\n",
+      absl::GetFlag(FLAGS_label).c_str(), AttentionFields(attention).c_str(), r.load,
+      r.offered_per_s, r.completed_per_s, r.completed_per_s / offline_per_s,
+      static_cast<long long>(r.refused), r.p50_ms, r.p90_ms, r.p99_ms, r.max_ms, full_batch_ms,
+      full_batch_ms > 0 ? r.p99_ms / full_batch_ms : 0.0, r.graphed_share);
 }
 
 absl::Status WriteLengths(const std::vector<int64_t>& lengths, const std::string& path) {
@@ -316,7 +336,8 @@ absl::Status Run() {
   if (!warmup.ok()) return warmup.status();
   absl::StatusOr<OfflineResult> offline = RunOffline(**engine, *requests);
   if (!offline.ok()) return offline.status();
-  PrintOffline(*offline, matmul.ok() ? *matmul : 0.0, e2e::DeviceName(device));
+  const models::AttentionBackend attention = (*engine)->options().attention;
+  PrintOffline(*offline, matmul.ok() ? *matmul : 0.0, e2e::DeviceName(device), attention);
   if (!absl::GetFlag(FLAGS_lengths_out).empty()) {
     if (absl::Status s = WriteLengths(offline->lengths, absl::GetFlag(FLAGS_lengths_out)); !s.ok())
       return s;
@@ -338,7 +359,7 @@ absl::Status Run() {
     r.load = load;
     r.graphed_share = static_cast<double>(after.graphed_batches - before.graphed_batches) /
                       std::max<int64_t>(1, after.batches - before.batches);
-    PrintOnline(r, offline_rate, batch_times.MeanMs());
+    PrintOnline(r, offline_rate, batch_times.MeanMs(), attention);
     std::fflush(stdout);
   }
   return absl::OkStatus();

@@ -1,10 +1,10 @@
 // `padless embed` (issue 44): the embeddings of a corpus into a .npy file. Checked against the
 // engine itself (InferenceEngine::Run + FinishEmbedding on the same texts), with normalization,
-// Matryoshka --dimensions, prompts, chunking (--batch) and every corpus format predict reads; and
-// the refusals: a classifier without --pooling, a non-.npy --out, missing flags and files, an
-// empty corpus, each leaving no .npy behind. The model directories are tiny random BERT models
-// exported here: a sentence-transformers directory (modules.json, mean pooling, Normalize,
-// prompts) and a classifier with its head.
+// Matryoshka --dimensions, prompts, chunking (--batch), every corpus format predict reads and
+// --attention; and the refusals: a classifier without --pooling, a non-.npy --out, missing flags
+// and files, an empty corpus, a CUDA-only attention backend on the CPU, each leaving no .npy
+// behind. The model directories are tiny random BERT models exported here: a sentence-transformers
+// directory (modules.json, mean pooling, Normalize, prompts) and a classifier with its head.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -336,6 +336,23 @@ TEST_F(EmbedCommandTest, BadFlagsAreUsageErrors) {
        {"--pooling", "--normalize", "--dimensions", "--prompt-name", "--batch"}) {
     EXPECT_THAT(r.out, HasSubstr(flag));
   }
+}
+
+// --attention: a CPU backend embeds as the default does; a CUDA-only one is refused on the CPU
+// (by the engine, at load: a failure) and writes nothing.
+TEST_F(EmbedCommandTest, AttentionBackends) {
+  const Npy grouped = Embed(st_dir_, {}, texts_);  // auto: length groups on the CPU
+  ASSERT_EQ(grouped.rows, 5);
+  WriteFile(out_, "poison");
+  const Npy reference = Embed(st_dir_, {"--attention", "reference"}, texts_);
+  ASSERT_EQ(reference.rows, 5);
+  ExpectNear(reference.values, grouped.values, 1e-5, "--attention reference");
+  WriteFile(out_, "poison");
+  ExpectRefused(RunPadless({"embed", "--model", st_dir_, "--data", texts_, "--out", out_,
+                            "--device", "cpu", "--attention", "fa3"}),
+                1, "attention fa3: runs on CUDA devices only, not on device cpu");
+  const CliResult help = RunPadless({"embed", "--help"});
+  EXPECT_THAT(help.out, HasSubstr("--attention"));
 }
 
 TEST_F(EmbedCommandTest, BadInputsFailAndWriteNothing) {

@@ -1,7 +1,7 @@
-// Issue 13.3: the size flags get the same range check, the same message and the same exit code (2)
-// in every subcommand that reads them, and every error of every subcommand has one format,
-// `padless <command>: error: <message>`, without status-code names such as NOT_FOUND. The paths
-// need not exist: usage errors are reported before any path is looked at.
+// Issue 13.3: the size flags (and --attention's names) get the same check, the same message and
+// the same exit code (2) in every subcommand that reads them, and every error of every subcommand
+// has one format, `padless <command>: error: <message>`, without status-code names such as
+// NOT_FOUND. The paths need not exist: usage errors are reported before any path is looked at.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -83,6 +83,22 @@ TEST(ValueChecksTest, SizeFlagsHaveTheSameBoundsAndMessageEverywhere) {
       }
     }
   }
+}
+
+// --attention has the same names and the same message, listing them, in every command that reads
+// it: train, and the three on the inference engine (embed and serve take their own arguments).
+TEST(ValueChecksTest, AttentionNamesHaveTheSameMessageEverywhere) {
+  const ValueCase bad_name = {{"--attention", "fa4"},
+                              "--attention: unknown attention backend 'fa4' (expected auto, dense, "
+                              "flash, efficient, reference, grouped, cudnn or fa3)",
+                              {}};
+  std::vector<Command> readers = {
+      {"embed", {"embed", "--model", "/nonexistent/m", "--out", "/nonexistent/x.npy"}},
+      {"serve", {"serve", "--model", "/nonexistent/m"}}};
+  for (const Command& c : Commands()) {
+    if (c.name == "train" || c.name == "predict") readers.push_back(c);
+  }
+  for (const Command& c : readers) ExpectUsageError(c, bad_name);
 }
 
 // Failures (exit 1) have the same prefix and show the message without the status code's name.

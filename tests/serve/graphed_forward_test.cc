@@ -4,8 +4,9 @@
 // a Dense module), its outputs poisoned before each checked replay; batches no bucket holds (too
 // many sequences, token types) are left to the eager forward; the engine counts graphed batches
 // and gives the same answers with graphs on and off (classifiers and embedding models, whose
-// token-vector requests run eagerly); options are checked. The replay cases need a GPU and skip
-// without one.
+// token-vector requests run eagerly); graphs capture the attention backend the options chose, and
+// those that plan on the host run without graphs; options are checked. The replay cases need a
+// GPU and skip without one.
 #include "graphed_forward.h"
 
 #include <ATen/ATen.h>
@@ -22,8 +23,11 @@
 
 #include "device_worker.h"
 #include "embedding_head.h"
+#include "engine_options.h"
 #include "padless/batching/collator.h"
+#include "padless/cuda/kernels/cudnn_attention.h"
 #include "padless/model_files/model_io.h"
+#include "padless/models/attention.h"
 #include "padless/models/sentence_pooling.h"
 #include "padless/serve/inference_engine.h"
 #include "serve_fixtures.h"
@@ -311,6 +315,71 @@ TEST(GraphedEngineTest, EmbeddingGraphsOnAndOffGiveTheSameVectors) {
     ASSERT_TRUE(t.ok()) << t.status();
     EXPECT_FALSE(t->token_embeddings.empty());
     EXPECT_EQ(graphed->stats().graphed_batches, before);  // token vectors: eager
+  }
+}
+
+// The chosen attention backend is on the model before the graphs are captured, so replays run
+// it: flash and fa3 (FA2 where FA3 is not built or the head dim is not 64) graphed give the
+// answers of the eager default.
+TEST(GraphedEngineTest, GraphsCaptureTheChosenAttention) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+  const std::string dir = testing::WriteSmallModelDir("graphed_attention");
+  EngineOptions off;
+  off.device = at::Device(at::kCUDA);
+  off.amp = models::AmpMode::kBf16;
+  off.cuda_graph_max_tokens = 0;
+  std::unique_ptr<InferenceEngine> eager = *InferenceEngine::Load(dir, off);
+  for (models::AttentionBackend backend :
+       {models::AttentionBackend::kVarlenFlash, models::AttentionBackend::kVarlenFa3}) {
+    const std::string name = models::AttentionBackendName(backend);
+    EngineOptions on = off;
+    on.cuda_graph_max_tokens = 4096;
+    on.attention = backend;
+    std::unique_ptr<InferenceEngine> graphed = *InferenceEngine::Load(dir, on);
+    EXPECT_EQ(graphed->model().model->runtime().attention, backend) << name;
+    EXPECT_EQ(graphed->options().cuda_graph_max_tokens, 4096) << name;
+    for (int k = 0; k < 6; ++k) {
+      EngineRequest r;
+      r.text = testing::Words(1 + 5 * k, k);
+      absl::StatusOr<EngineResult> g = ClassifyOne(*graphed, r);
+      absl::StatusOr<EngineResult> e = ClassifyOne(*eager, r);
+      ASSERT_TRUE(g.ok() && e.ok()) << name << ": " << g.status() << " " << e.status();
+      for (size_t j = 0; j < e->probabilities.size(); ++j) {
+        EXPECT_NEAR(g->probabilities[j], e->probabilities[j], 1e-2) << name << " text " << k;
+      }
+    }
+    EXPECT_EQ(graphed->stats().graphed_batches, graphed->stats().batches) << name;
+  }
+}
+
+// A graph replays what it captured, so the backends that read each batch's offsets on the host
+// (dense, grouped, reference) run without graphs; the others keep them; cudnn needs a build with
+// it. Options only: no device is touched.
+TEST(GraphedEngineTest, HostPlannedAttentionRunsWithoutGraphs) {
+  using models::AttentionBackend;
+  const models::EncoderConfig config = testing::SmallConfig(/*vocab=*/40, /*labels=*/3);
+  for (AttentionBackend backend :
+       {AttentionBackend::kAuto, AttentionBackend::kVarlenFlash, AttentionBackend::kVarlenFa3,
+        AttentionBackend::kVarlenEfficient, AttentionBackend::kDense,
+        AttentionBackend::kVarlenGrouped, AttentionBackend::kVarlenReference}) {
+    const std::string name = models::AttentionBackendName(backend);
+    EngineOptions o;
+    o.device = at::Device(at::kCUDA);
+    o.amp = models::AmpMode::kBf16;
+    o.attention = backend;
+    ASSERT_TRUE(internal::ResolveEngineOptions(config, &o).ok()) << name;
+    const bool on_host = backend == AttentionBackend::kDense ||
+                         backend == AttentionBackend::kVarlenGrouped ||
+                         backend == AttentionBackend::kVarlenReference;
+    EXPECT_EQ(o.cuda_graph_max_tokens, on_host ? 0 : 4096) << name;
+  }
+  EngineOptions cudnn;
+  cudnn.device = at::Device(at::kCUDA);
+  cudnn.attention = AttentionBackend::kVarlenCudnn;
+  const absl::Status s = internal::ResolveEngineOptions(config, &cudnn);
+  EXPECT_EQ(s.ok(), cuda::CudnnAttentionBuilt()) << s;
+  if (!s.ok()) {
+    EXPECT_NE(s.message().find("no cuDNN attention"), std::string::npos) << s;
   }
 }
 

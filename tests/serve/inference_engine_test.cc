@@ -2,7 +2,9 @@
 // model run one sequence at a time; windows average probabilities and logits; truncate=false;
 // cancellation (explicit and by dropping the handle) of work not yet on the device; a full queue
 // refuses whole submissions and loses nothing it accepted; Shutdown finishes work in flight and
-// then refuses; bad options fail at Create; FP8 weights (amp fp8) batch like one at a time.
+// then refuses; bad options fail at Create; FP8 weights (amp fp8) batch like one at a time; the
+// attention backend chosen in the options runs every batch, and CUDA-only ones are refused on the
+// CPU.
 #include "padless/serve/inference_engine.h"
 
 #include <ATen/ATen.h>
@@ -20,7 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "padless/model_files/model_io.h"
+#include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "serve_fixtures.h"
 
@@ -498,6 +502,49 @@ TEST_F(InferenceEngineTest, Fp8NeedsAPostLnModel) {
   ASSERT_FALSE(e.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
   EXPECT_NE(e.status().message().find("post-LN"), std::string::npos) << e.status();
+}
+
+// EngineOptions::attention reaches the model's runtime (kAuto leaves it as loaded), and the CPU
+// backends give the answers of the model run one sequence at a time.
+TEST_F(InferenceEngineTest, AttentionChoiceRunsEveryBatch) {
+  using models::AttentionBackend;
+  const std::vector<EngineRequest> pool = MixedRequests(12);
+  model_files::LoadedModel m = ReferenceModel();
+  for (AttentionBackend backend : {AttentionBackend::kAuto, AttentionBackend::kVarlenGrouped,
+                                   AttentionBackend::kVarlenReference, AttentionBackend::kDense}) {
+    const std::string name = models::AttentionBackendName(backend);
+    EngineOptions options;
+    options.attention = backend;
+    options.max_batch_tokens = 96;
+    std::unique_ptr<InferenceEngine> engine = Make(options);
+    ASSERT_NE(engine, nullptr) << name;
+    EXPECT_EQ(engine->model().model->runtime().attention, backend) << name;
+    absl::StatusOr<std::vector<absl::StatusOr<EngineResult>>> got = engine->Run(pool);
+    ASSERT_TRUE(got.ok()) << name << ": " << got.status();
+    for (size_t i = 0; i < pool.size(); ++i) {
+      ExpectSame((*got)[i], Reference(m, pool[i], engine->options()),
+                 name + " request " + std::to_string(i));
+    }
+  }
+}
+
+// The CUDA-only backends are refused at load on the CPU, naming the backend and the device.
+TEST_F(InferenceEngineTest, CudaOnlyAttentionIsRefusedOnTheCpu) {
+  using models::AttentionBackend;
+  for (AttentionBackend backend : {AttentionBackend::kVarlenFlash, AttentionBackend::kVarlenFa3,
+                                   AttentionBackend::kVarlenCudnn,
+                                   AttentionBackend::kVarlenEfficient}) {
+    EngineOptions options;
+    options.attention = backend;
+    absl::StatusOr<std::unique_ptr<InferenceEngine>> e = InferenceEngine::Load(*dir_, options);
+    ASSERT_FALSE(e.ok()) << models::AttentionBackendName(backend);
+    EXPECT_TRUE(absl::IsInvalidArgument(e.status())) << e.status();
+    EXPECT_NE(e.status().message().find(absl::StrCat(
+                  "attention ", models::AttentionBackendName(backend),
+                  ": runs on CUDA devices only, not on device cpu")),
+              std::string::npos)
+        << e.status();
+  }
 }
 
 // max_batch_tokens 0 (the default) resolves by device: 2048 on the CPU.

@@ -1,5 +1,6 @@
 // `padless serve`'s command line: bad values are usage errors (exit 2) with the flag named as
-// written, a bad model directory or a port in use a failure (exit 1), all before serving.
+// written, a bad model directory or a port in use a failure (exit 1), all before serving;
+// --attention picks the engine's backend.
 #include <httplib.h>
 
 #include <string>
@@ -8,6 +9,7 @@
 #include "cli_runner.h"
 #include "gtest/gtest.h"
 #include "serve_fixtures.h"
+#include "server_process.h"
 
 namespace padless::serve::testing {
 namespace {
@@ -81,11 +83,35 @@ TEST(ServeCliTest, BadModelDirectoryOrBusyPortIsAFailure) {
       << r.err;
 }
 
+// --attention: a CPU backend serves (the startup line names it); a CUDA-only one is refused on
+// the CPU by the engine at load, a failure as the engine's other option conflicts are.
+TEST(ServeCliTest, AttentionBackendOnTheCpu) {
+  const std::string model = WriteSmallModelDir("serve_cli_attention");
+  const CliResult refused = RunPadless(
+      {"serve", "--model", model, "--port", "0", "--device", "cpu", "--attention", "fa3"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.err;
+  EXPECT_NE(refused.err.find("padless serve: error: attention fa3: runs on CUDA devices only, not "
+                             "on device cpu"),
+            std::string::npos)
+      << refused.err;
+  ServerProcess server;
+  ASSERT_TRUE(server.Start({"--model", model, "--port", "0", "--device", "cpu", "--attention",
+                            "reference"}))
+      << server.log();
+  EXPECT_NE(server.log().find(" attention=reference "), std::string::npos) << server.log();
+  httplib::Client client("127.0.0.1", server.port());
+  const httplib::Result r =
+      client.Post("/predict", R"({"inputs": "a good film"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->body.find("\"label\""), std::string::npos) << r->body;
+}
+
 TEST(ServeCliTest, HelpListsTheFlags) {
   const CliResult r = RunPadless({"serve", "--help"});
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag : {"--max-batch-tokens", "--max-client-batch-size", "--log-level",
-                           "--body-limit", "--port", "--device", "--amp"}) {
+                           "--body-limit", "--port", "--device", "--amp", "--attention"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag << "\n" << r.out;
   }
 }

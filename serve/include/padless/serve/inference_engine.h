@@ -38,6 +38,7 @@
 #include "absl/types/span.h"
 #include "padless/model_files/model_io.h"
 #include "padless/model_files/sentence_transformers.h"
+#include "padless/models/attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/sentence_pooling.h"
 #include "padless/tokenize/truncation.h"
@@ -96,6 +97,14 @@ struct EngineOptions {
   // instead of launching ~2 ms of kernels for a few texts (graphed_forward.h). 0: off. Used
   // with amp bf16, fp16 or fp8 on a GPU, for post-LN models; ignored otherwise.
   int64_t cuda_graph_max_tokens = 4096;
+  // The attention kernels of every batch, the CUDA graphs' included (set on the model's runtime
+  // before they are captured). kAuto: the model's runtime as loaded or as Create's caller set it,
+  // which picks per batch (FA2 on a GPU in bf16, fp16 or fp8; length groups on the CPU). flash,
+  // efficient, cudnn and fa3 run on CUDA only, and cudnn needs a build with it (both refused
+  // with InvalidArgument at Load/Create); fa3 runs FA2 for the calls FA3 cannot
+  // (models/fa3_attention.h). dense, grouped and reference read each batch's offsets on the
+  // host, so they run without CUDA graphs.
+  models::AttentionBackend attention = models::AttentionBackend::kAuto;
   // Serve the directory as an embedding model with this pooling, whatever its head (TEI's
   // --pooling); for a sentence-transformers directory it replaces 1_Pooling's mode. Unset: the
   // kind and the pooling follow the directory (ModelKind).
