@@ -24,12 +24,12 @@
 #include "padless/models/checkpoint_policy.h"
 #include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
-#include "padless/train/grad_scaler.h"
 #include "padless/models/model_runtime.h"
+#include "padless/tokenize/special_tokens.h"
+#include "padless/train/grad_scaler.h"
 #include "padless/train/optimizer.h"
 #include "padless/train/train_config.h"
 #include "padless/train/train_step.h"
-#include "padless/tokenize/special_tokens.h"
 #include "step_trace.h"
 
 #ifdef PADLESS_TORCH_HAS_CUDA
@@ -103,6 +103,7 @@ absl::StatusOr<models::EncoderConfig> ModelConfigFor(const RunOptions& o) {
   absl::StatusOr<models::EncoderConfig> model_config = models::EncoderConfig::Preset(o.preset);
   if (!model_config.ok()) return model_config.status();
   model_config->vocab_size(o.vocab_size).num_labels(o.num_labels).max_positions(o.max_len);
+  if (o.attention_dropout >= 0) model_config->attention_dropout(o.attention_dropout);
   if (absl::Status s = model_config->Validate(); !s.ok()) return s;
   return model_config;
 }
@@ -118,14 +119,16 @@ absl::StatusOr<models::ModelRuntime> RuntimeFor(const RunConfig& config, const R
   runtime.dense_attention_cudnn = o.sdpa_cudnn;
   // Packed rows with a block-diagonal mask must stay on dense SDPA; the encoder's automatic
   // choice would gather them into the varlen layout on a GPU.
+  const bool varlen = config.strategy == Strategy::kPackedVarlen;
   runtime.attention = config.strategy == Strategy::kPackedDense ? models::AttentionBackend::kDense
+                      : varlen                                  ? o.varlen_attention
                                                                 : models::AttentionBackend::kAuto;
   return runtime;
 }
 
 train::TrainStepOptions StepOptionsFor(const RunConfig& config, const RunOptions& o) {
   train::TrainStepOptions step_options;
-  step_options.amp = config.precision == Precision::kFp8   ? models::AmpMode::kFp8
+  step_options.amp = config.precision == Precision::kFp8    ? models::AmpMode::kFp8
                      : config.precision == Precision::kBf16 ? models::AmpMode::kBf16
                                                             : models::AmpMode::kOff;
   step_options.clip_norm = o.clip_norm;
@@ -155,8 +158,7 @@ RunResult PlannedResult(const RunConfig& config, const RunOptions& o, double cli
                              clip_norm > 0 ? absl::StrCat(clip_norm) : "off",
                              ", through padless train's TrainStep");
   r.steps = o.steps;
-  r.flops = TrainingFlops(
-      timed, ModelShape::Of(model_config));
+  r.flops = TrainingFlops(timed, ModelShape::Of(model_config));
   r.distinct_shapes = batching::ComputePaddingStats(timed).distinct_shapes;
   for (const batching::BatchSpec& s : timed) {
     r.sequences += s.num_sequences();

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "padless/corpus/tokenized_corpus.h"
+#include "padless/models/attention.h"
 #include "run_config.h"
 
 namespace padless::bench::e2e {
@@ -34,6 +35,12 @@ struct RunOptions {
   // true lets dense SDPA use cuDNN attention (ModelRuntime::dense_attention_cudnn): cuDNN builds
   // a new plan for every new sequence length, which batches of varying length pay for.
   bool sdpa_cudnn = false;
+  // The attention backend of the varlen strategies (kAuto: FA2 under bf16 on a GPU; kVarlenFa3
+  // runs FlashAttention-3 where built, for the calls without attention dropout).
+  models::AttentionBackend varlen_attention = models::AttentionBackend::kAuto;
+  // The model's dropout on the attention probabilities; negative: the preset's (0.1 for BERT).
+  // The plain-PyTorch peer (bench/baselines/torch_packed.py) has none.
+  double attention_dropout = -1;
   uint64_t seed = 1234;
   c10::Device device = c10::Device(c10::kCPU);
   // Non-empty: after the timed steps, `trace_steps` more steps run under the PyTorch profiler and
@@ -60,7 +67,7 @@ struct RunResult {
   // the step before: the host led the GPU by less than a step there, so the GPU may have waited
   // for it. Near all of them: the host limits the run; near none: the GPU does.
   int64_t host_lead_under_a_step = 0;
-  double flops = 0;              // training FLOPs of the real tokens (TrainingFlops)
+  double flops = 0;                  // training FLOPs of the real tokens (TrainingFlops)
   int64_t peak_allocated_bytes = 0;  // since the reset after warmup
   int64_t peak_reserved_bytes = 0;
   // Weights + gradients + optimizer state, measured right before the first timed step.

@@ -68,6 +68,12 @@ ABSL_FLAG(bool, sdpa_cudnn, false,
           "let dense SDPA use cuDNN attention, which builds a new plan per batch shape (padless's "
           "default, ModelRuntime::dense_attention_cudnn, is false: flash or memory-efficient "
           "attention)");
+ABSL_FLAG(std::string, varlen_attention, "auto",
+          "attention backend of the packed_varlen configurations: auto (FA2 under bf16 on a GPU), "
+          "flash, fa3 (FlashAttention-3 where built) or cudnn");
+ABSL_FLAG(double, attention_dropout, -1,
+          "the model's attention-probability dropout (negative: the preset's, 0.1 for BERT; the "
+          "plain-PyTorch peer has none)");
 ABSL_FLAG(bool, anchors, true, "run the Python anchors (GPU only)");
 ABSL_FLAG(std::string, python, "python3", "interpreter for the anchors");
 ABSL_FLAG(std::string, baselines_dir, PADLESS_SOURCE_DIR "/bench/baselines",
@@ -207,6 +213,7 @@ Settings ReadFlags() {
   s.run.seed = absl::GetFlag(FLAGS_seed);
   s.run.clip_norm = absl::GetFlag(FLAGS_clip_norm);
   s.run.sdpa_cudnn = absl::GetFlag(FLAGS_sdpa_cudnn);
+  s.run.attention_dropout = absl::GetFlag(FLAGS_attention_dropout);
   s.run.trace_dir = absl::GetFlag(FLAGS_trace_dir);
   s.run.trace_steps = absl::GetFlag(FLAGS_trace_steps);
   s.run.trace_host = absl::GetFlag(FLAGS_trace_host);
@@ -260,8 +267,9 @@ std::optional<int> PrepareTracing(const RunOptions& run) {
     return 2;
   }
   if (!run.trace_host && (run.trace_dir.empty() || !run.device.is_cuda())) {
-    std::fprintf(stderr, "--notrace_host traces the GPU's work only: it needs --trace_dir and a "
-                         "CUDA device\n");
+    std::fprintf(stderr,
+                 "--notrace_host traces the GPU's work only: it needs --trace_dir and a "
+                 "CUDA device\n");
     return 2;
   }
   if (!run.trace_dir.empty()) {
@@ -448,6 +456,14 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Settings s = ReadFlags();
+  const absl::StatusOr<models::AttentionBackend> attention =
+      models::ParseAttentionBackend(absl::GetFlag(FLAGS_varlen_attention));
+  if (!attention.ok()) {
+    std::fprintf(stderr, "--varlen_attention: %s\n",
+                 std::string(attention.status().message()).c_str());
+    return 2;
+  }
+  s.run.varlen_attention = *attention;
   if (base::KindOfPath(s.data_path) == base::FileKind::kMissing) {
     std::fprintf(stderr, "data file not found: %s\n", s.data_path.c_str());
     return s.smoke ? kExitSkip : 1;

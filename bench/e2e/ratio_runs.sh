@@ -7,6 +7,9 @@
 # ratio of neighbours. Prints one line per round (with padless's MFU) and the median ratio.
 # STEPS (default 50) sets both sides' timed steps: longer runs measure the sustained clock.
 # PRECISION (default bf16) is padless's side: fp8 measures the FP8 GEMMs against the same peer.
+# ATTENTION (default auto) is padless's varlen attention backend (fa3: FlashAttention-3, in a build
+# with PADLESS_FA3_ATTENTION); ATTENTION_DROPOUT (default: BERT's 0.1) its attention dropout: FA3
+# has none, so ATTENTION=fa3 takes ATTENTION_DROPOUT=0, which is also the peer's.
 # usage (on the GPU machine, after .gpu/remote.sh built build-gpu/):
 #   [STEPS=200] bash bench/e2e/ratio_runs.sh DATA OUT_DIR [ROUNDS=3]
 set -euo pipefail
@@ -23,6 +26,7 @@ run_padless() {  # round
   "$b/bench/e2e/padless_bench_e2e" --data "$data" --out_dir "$out/report" \
     --results_md "$out/RESULTS_$1.md" --strategies packed_varlen --checkpoint none \
     --fp32_strategies "" --anchors=false --steps "$steps" --precisions "${PRECISION:-bf16}" \
+    --varlen_attention "${ATTENTION:-auto}" --attention_dropout "${ATTENTION_DROPOUT:--1}" \
     > "$log" 2>&1
   grep -o 'flash: [0-9.]*k real tok/s' "$log" | grep -o '[0-9.]*k' | tr -d k
 }
