@@ -4,8 +4,6 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "padless/cuda/kernels/fa3_attention.h"
-
 namespace padless::models::internal {
 
 namespace {
@@ -19,11 +17,6 @@ at::Tensor InBf16(const at::Tensor& t) {
 
 cuda::AttentionWindow WindowOf(int64_t window) { return {window, window}; }
 
-cuda::VarlenSequences SelfSequences(const at::Tensor& cu_seqlens, int64_t max_seqlen) {
-  const at::Tensor cu = cu_seqlens.to(at::kInt).contiguous();
-  return {cu, cu, max_seqlen, max_seqlen};
-}
-
 // The forward keeps q, k, v (views: no copies), the output and the log-sum-exp; the backward
 // hands them back to FA3.
 class Fa3AttentionFunction : public torch::autograd::Function<Fa3AttentionFunction> {
@@ -31,7 +24,7 @@ class Fa3AttentionFunction : public torch::autograd::Function<Fa3AttentionFuncti
   static at::Tensor forward(AutogradContext* actx, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, const at::Tensor& cu_seqlens, int64_t max_seqlen,
                             int64_t window) {
-    const cuda::VarlenSequences s = SelfSequences(cu_seqlens, max_seqlen);
+    const cuda::VarlenSequences s = Fa3Sequences(cu_seqlens, max_seqlen);
     cuda::Fa3Forward f = cuda::Fa3VarlenAttention(q, k, v, s, WindowOf(window));
     actx->save_for_backward({q, k, v, f.out, f.lse, s.cu_seqlens_q});
     actx->saved_data["max_seqlen"] = max_seqlen;
@@ -41,7 +34,7 @@ class Fa3AttentionFunction : public torch::autograd::Function<Fa3AttentionFuncti
 
   static variable_list backward(AutogradContext* actx, variable_list grad_out) {
     const variable_list saved = actx->get_saved_variables();
-    const cuda::VarlenSequences s = SelfSequences(saved[5], actx->saved_data["max_seqlen"].toInt());
+    const cuda::VarlenSequences s = Fa3Sequences(saved[5], actx->saved_data["max_seqlen"].toInt());
     const std::array<at::Tensor, 3> d = cuda::Fa3VarlenAttentionBackward(
         InBf16(grad_out[0]), saved[0], saved[1], saved[2], {saved[3], saved[4]}, s,
         WindowOf(actx->saved_data["window"].toInt()));
@@ -50,6 +43,11 @@ class Fa3AttentionFunction : public torch::autograd::Function<Fa3AttentionFuncti
 };
 
 }  // namespace
+
+cuda::VarlenSequences Fa3Sequences(const at::Tensor& cu_seqlens, int64_t max_seqlen) {
+  const at::Tensor cu = cu_seqlens.to(at::kInt).contiguous();
+  return {cu, cu, max_seqlen, max_seqlen};
+}
 
 bool RunsFa3(const at::Tensor& q, double dropout_p) {
   return cuda::Fa3AttentionBuilt() && dropout_p == 0.0 && q.is_cuda() && q.size(-1) == 64 &&
@@ -63,7 +61,7 @@ at::Tensor AttendFa3(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
       at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   const at::Tensor out =
       grad ? Fa3AttentionFunction::apply(q16, k16, v16, ctx.cu_seqlens, ctx.max_seqlen, window)
-           : cuda::Fa3VarlenAttention(q16, k16, v16, SelfSequences(ctx.cu_seqlens, ctx.max_seqlen),
+           : cuda::Fa3VarlenAttention(q16, k16, v16, Fa3Sequences(ctx.cu_seqlens, ctx.max_seqlen),
                                       WindowOf(window))
                  .out;
   return out.to(q.scalar_type()).reshape({q.size(0), q.size(1) * q.size(2)});

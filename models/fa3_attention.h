@@ -14,9 +14,14 @@
 
 #include <cstdint>
 
+#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/models/attention.h"
 
 namespace padless::models::internal {
+
+// A self-attention call's sequences as FA3 takes them: `cu_seqlens` (int32 as the kernels need it)
+// for both queries and keys, `max_seqlen` the longest.
+cuda::VarlenSequences Fa3Sequences(const at::Tensor& cu_seqlens, int64_t max_seqlen);
 
 // Whether a call on q [T, heads, head_dim] with this dropout runs FA3 (else FA2).
 bool RunsFa3(const at::Tensor& q, double dropout_p);

@@ -8,7 +8,6 @@
 
 #include "cudnn_attention.h"
 #include "fa3_attention.h"
-#include "padless/cuda/kernels/fa3_attention.h"
 
 namespace padless::models::internal {
 
@@ -19,18 +18,14 @@ bool Fa3Call(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx, do
   return ctx.backend == AttentionBackend::kVarlenFa3 && RunsFa3(qkv[0], dropout_p);
 }
 
-cuda::VarlenSequences Fa3Sequences(const AttentionContext& ctx) {
-  const at::Tensor cu = ctx.cu_seqlens.to(at::kInt).contiguous();
-  return {cu, cu, ctx.max_seqlen, ctx.max_seqlen};
-}
-
 }  // namespace
 
 KeptAttention FusedAttentionForward(const std::vector<at::Tensor>& qkv, const AttentionContext& ctx,
                                     double dropout_p) {
   KeptAttention k;
   if (Fa3Call(qkv, ctx, dropout_p)) {
-    cuda::Fa3Forward f = cuda::Fa3VarlenAttention(qkv[0], qkv[1], qkv[2], Fa3Sequences(ctx), {});
+    cuda::Fa3Forward f = cuda::Fa3VarlenAttention(qkv[0], qkv[1], qkv[2],
+                                                  Fa3Sequences(ctx.cu_seqlens, ctx.max_seqlen), {});
     k.attended = std::move(f.out);
     k.lse = std::move(f.lse);
     return k;
@@ -63,7 +58,7 @@ std::array<at::Tensor, 3> FusedAttentionBackward(const at::Tensor& grad,
   std::array<at::Tensor, 3> d;
   if (Fa3Call(qkv, ctx, dropout_p)) {
     d = cuda::Fa3VarlenAttentionBackward(grad, qkv[0], qkv[1], qkv[2], {kept.attended, kept.lse},
-                                         Fa3Sequences(ctx), {});
+                                         Fa3Sequences(ctx.cu_seqlens, ctx.max_seqlen), {});
   } else if (ctx.backend == AttentionBackend::kVarlenFlash ||
              ctx.backend == AttentionBackend::kVarlenFa3) {
     std::tie(d[0], d[1], d[2]) = at::_flash_attention_backward(

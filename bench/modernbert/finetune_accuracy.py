@@ -32,6 +32,7 @@ import time
 import torch
 
 import bench_util as bu
+import hf_anchor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -110,13 +111,9 @@ def linear_schedule(opt, total, warmup):
 
 
 def batch(ids, labels, rows, pad):
-    longest = max(len(ids[r]) for r in rows)
-    x = torch.full((len(rows), longest), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), longest), dtype=torch.long)
-    for i, r in enumerate(rows):
-        x[i, :len(ids[r])] = torch.tensor(ids[r])
-        mask[i, :len(ids[r])] = 1
-    return x, mask, torch.tensor([labels[r] for r in rows])
+    """hf_anchor's padded batch of the texts at `rows`: (input ids, attention mask, labels)."""
+    b = hf_anchor.padded_batch([ids[r] for r in rows], [labels[r] for r in rows], "cpu", pad)
+    return b["ids"], b["mask"], b["labels"]
 
 
 def accuracy(model, ids, labels, pad):
@@ -147,8 +144,7 @@ def run_transformers(a, model_dir, train_tsv, seed):
     total = per_epoch * a.epochs
     opt = adamw(model, a.lr)
     sched = linear_schedule(opt, total, max(1, round(0.06 * total)))
-    with open(os.path.join(model_dir, "config.json")) as f:
-        pad = json.load(f).get("pad_token_id") or 0
+    pad = hf_anchor.pad_id(model_dir)
     order = torch.Generator().manual_seed(seed)
     best = 0.0
     for _ in range(a.epochs):

@@ -35,6 +35,7 @@ using testing::AttentionResult;
 using testing::Context;
 using testing::CuSeqlens;
 using testing::ExpectFirstTokensMatchFullRows;
+using testing::ExpectMatchesFlashAndReference;
 using testing::ExpectTrainingStepMatchesFlash;
 using testing::GpuTestConfig;
 using testing::HasCuda;
@@ -90,19 +91,7 @@ TEST(CudnnAttentionTest, MatchesFlashAndFloat64OnMixedLengths) {
       ThroughAttend(qkv, d_out, Context(lengths, AttentionBackend::kVarlenFlash));
   const AttentionResult cudnn =
       ThroughAttend(qkv, d_out, Context(lengths, AttentionBackend::kVarlenCudnn));
-  const std::vector<std::pair<const char*, at::Tensor AttentionResult::*>> parts = {
-      {"out", &AttentionResult::out},
-      {"dq", &AttentionResult::dq},
-      {"dk", &AttentionResult::dk},
-      {"dv", &AttentionResult::dv}};
-  for (const auto& [name, part] : parts) {
-    const double scale = name == std::string("out") ? 1.0 : (ref.*part).abs().max().item<double>();
-    const double cudnn_err = LargestDifference(cudnn.*part, ref.*part);
-    const double flash_err = LargestDifference(flash.*part, ref.*part);
-    EXPECT_LE(cudnn_err, 3e-2 * scale) << name << " (FA2's error " << flash_err << ")";
-    EXPECT_LE(cudnn_err, 2 * flash_err + 8e-3 * scale) << name << " (FA2's " << flash_err << ")";
-    EXPECT_GT((cudnn.*part).abs().max().item<double>(), 0.1 * scale) << name << " vanished";
-  }
+  ExpectMatchesFlashAndReference(cudnn, flash, ref, "cudnn");
 }
 
 TEST(CudnnAttentionTest, FirstTokensMatchTheFullAttentionRows) {

@@ -30,6 +30,7 @@ using testing::AttentionResult;
 using testing::Context;
 using testing::CuSeqlens;
 using testing::ExpectFirstTokensMatchFullRows;
+using testing::ExpectMatchesFlashAndReference;
 using testing::ExpectTrainingStepMatchesFlash;
 using testing::GpuModernBertConfig;
 using testing::GpuTestConfig;
@@ -76,29 +77,6 @@ AttentionResult ThroughFlashWindowed(const std::vector<at::Tensor>& qkv, const a
   });
 }
 
-void ExpectCloseToReference(const AttentionResult& fa3, const AttentionResult& flash,
-                            const AttentionResult& ref, const std::string& what) {
-  const std::vector<std::pair<const char*, at::Tensor AttentionResult::*>> parts = {
-      {"out", &AttentionResult::out},
-      {"dq", &AttentionResult::dq},
-      {"dk", &AttentionResult::dk},
-      {"dv", &AttentionResult::dv}};
-  for (const auto& [name, part] : parts) {
-    const at::Tensor want = (ref.*part).reshape((fa3.*part).sizes());
-    // A window of 0 leaves one key per query: its softmax is 1 and dq, dk are exactly zero.
-    const double scale =
-        name == std::string("out") ? 1.0 : std::max(1e-3, want.abs().max().item<double>());
-    const double fa3_err = LargestDifference(fa3.*part, want);
-    const double flash_err = LargestDifference((flash.*part).reshape(want.sizes()), want);
-    EXPECT_LE(fa3_err, 3e-2 * scale) << what << " " << name << " (FA2's error " << flash_err << ")";
-    EXPECT_LE(fa3_err, 2 * flash_err + 8e-3 * scale) << what << " " << name;
-    if (want.abs().max().item<double>() > 1e-3) {
-      EXPECT_GT((fa3.*part).abs().max().item<double>(), 0.1 * scale)
-          << what << " " << name << " vanished";
-    }
-  }
-}
-
 TEST(Fa3AttentionTest, MatchesFlashAndFloat64OnMixedLengths) {
   SKIP_UNLESS_FA3();
   const std::vector<int64_t> lengths = {1, 0, 37, 128, 5, 0, 300, 64, 1, 250};
@@ -107,9 +85,10 @@ TEST(Fa3AttentionTest, MatchesFlashAndFloat64OnMixedLengths) {
   const AttentionResult ref = Reference(qkv, d_out, lengths);
   const AttentionResult flash =
       ThroughAttend(qkv, d_out, Context(lengths, AttentionBackend::kVarlenFlash));
-  ExpectCloseToReference(ThroughAttend(qkv, d_out, Context(lengths, AttentionBackend::kVarlenFa3)),
-                         flash, ref, "through Attend");
-  ExpectCloseToReference(ThroughFa3(qkv, d_out, lengths, -1), flash, ref, "kernels");
+  ExpectMatchesFlashAndReference(
+      ThroughAttend(qkv, d_out, Context(lengths, AttentionBackend::kVarlenFa3)), flash, ref,
+      "through Attend");
+  ExpectMatchesFlashAndReference(ThroughFa3(qkv, d_out, lengths, -1), flash, ref, "kernels");
 }
 
 // Windows that cut every long sequence, one wider than some sequences (those are global), and
@@ -122,8 +101,8 @@ TEST(Fa3AttentionTest, WindowedMatchesFlashAndFloat64) {
   for (int64_t window : {0, 8, 64}) {
     const AttentionResult ref = Reference(qkv, d_out, lengths, window);
     const AttentionResult flash = ThroughFlashWindowed(qkv, d_out, lengths, window);
-    ExpectCloseToReference(ThroughFa3(qkv, d_out, lengths, window), flash, ref,
-                           "window " + std::to_string(window));
+    ExpectMatchesFlashAndReference(ThroughFa3(qkv, d_out, lengths, window), flash, ref,
+                                   "window " + std::to_string(window));
   }
 }
 

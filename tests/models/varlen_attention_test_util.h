@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -110,6 +111,32 @@ inline AttentionResult ThroughAttend(const std::vector<at::Tensor>& qkv, const a
 
 inline double LargestDifference(const at::Tensor& a, const at::Tensor& b) {
   return (a - b).abs().max().item<double>();
+}
+
+// A backend's output and gradients (`got`) against the float64 reference: within 3e-2 of it
+// (gradients relative to the largest reference gradient) and no worse than twice FA2's own error
+// plus a bf16 step, so that a wrong kernel cannot pass while FA2 is accurate; and not vanished.
+inline void ExpectMatchesFlashAndReference(const AttentionResult& got, const AttentionResult& flash,
+                                           const AttentionResult& ref, const std::string& what) {
+  const std::vector<std::pair<const char*, at::Tensor AttentionResult::*>> parts = {
+      {"out", &AttentionResult::out},
+      {"dq", &AttentionResult::dq},
+      {"dk", &AttentionResult::dk},
+      {"dv", &AttentionResult::dv}};
+  for (const auto& [name, part] : parts) {
+    const at::Tensor want = (ref.*part).reshape((got.*part).sizes());
+    // A window of 0 leaves one key per query: its softmax is 1 and dq, dk are exactly zero.
+    const double scale =
+        name == std::string("out") ? 1.0 : std::max(1e-3, want.abs().max().item<double>());
+    const double got_err = LargestDifference(got.*part, want);
+    const double flash_err = LargestDifference((flash.*part).reshape(want.sizes()), want);
+    EXPECT_LE(got_err, 3e-2 * scale) << what << " " << name << " (FA2's error " << flash_err << ")";
+    EXPECT_LE(got_err, 2 * flash_err + 8e-3 * scale) << what << " " << name;
+    if (want.abs().max().item<double>() > 1e-3) {
+      EXPECT_GT((got.*part).abs().max().item<double>(), 0.1 * scale)
+          << what << " " << name << " vanished";
+    }
+  }
 }
 
 // AttendFirstTokens with `backend` (one [CLS] query per sequence, as the inference engine's last
