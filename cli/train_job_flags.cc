@@ -49,7 +49,8 @@ ABSL_FLAG(std::string, lr_schedule, "linear",
           "train: decay after warmup: linear, cosine, constant");
 ABSL_FLAG(int64_t, grad_accum, 1, "train: batches per optimizer step");
 ABSL_FLAG(double, clip_norm, 1.0, "train: gradient clipping by global norm (0: off)");
-ABSL_FLAG(double, dropout, 0.1, "train: dropout of a new model");
+ABSL_FLAG(std::optional<double>, dropout, std::nullopt,
+          "train: dropout and attention dropout; default: an imported model's own, else 0.1");
 ABSL_FLAG(int64_t, patience, 0,
           "train: evaluations without dev improvement before stopping (0: off)");
 ABSL_FLAG(int64_t, eval_every, 0, "train: optimizer steps between dev evaluations (0: per epoch)");

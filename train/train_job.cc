@@ -53,9 +53,17 @@ absl::StatusOr<models::EncoderConfig> BaseConfig(const TrainJobOptions& o) {
   if (!preset.ok()) return preset.status();
   // Learned position tables grow to max_len (a new model reads what it is trained on); a
   // preset's own limit (8192 for ModernBERT) is never cut to a shorter max_len.
+  const double dropout = o.dropout.value_or(kNewModelDropout);
   return preset->max_positions(std::max(preset->max_positions(), o.max_len))
-      .dropout(o.dropout)
-      .attention_dropout(o.dropout);
+      .dropout(dropout)
+      .attention_dropout(dropout);
+}
+
+// An init_from model's config with the options' dropout, when they give one; else the model's own
+// (ModernBERT's is 0, as transformers fine-tunes it).
+models::EncoderConfig WithJobsDropout(models::EncoderConfig config, const TrainJobOptions& o) {
+  if (!o.dropout) return config;
+  return config.dropout(*o.dropout).attention_dropout(*o.dropout);
 }
 
 absl::Status ValidateTrainingSettings(const TrainConfig& t) {
@@ -232,16 +240,15 @@ absl::StatusOr<models::EncoderConfig> InitFromConfig(const TrainJobOptions& o,
   return *init;
 }
 
-// The Hugging Face init_from model with the job's dropout and a head for `labels` (the
-// checkpoint's own when it has one of that size, else a new one from the job's seed).
+// The Hugging Face init_from model, with its own dropout unless the job gives one, and a head for
+// `labels` (the checkpoint's own when it has one of that size, else a new one from the job's seed).
 absl::StatusOr<models::EncoderClassifier> ImportForLabels(const TrainJobOptions& o,
                                                   const ResolvedTokenizer& tokenizer,
                                                   const corpus::LabelMap& labels) {
   at::manual_seed(o.train.seed());
   absl::StatusOr<model_files::ImportedModel> imported = model_files::ImportHuggingFace(o.init_from, labels.size());
   if (!imported.ok()) return imported.status();
-  const models::EncoderConfig config =
-      models::EncoderConfig(imported->hf.encoder).dropout(o.dropout).attention_dropout(o.dropout);
+  const models::EncoderConfig config = WithJobsDropout(imported->hf.encoder, o);
   if (tokenizer.tokenizer.vocab_size() > config.vocab_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--init-from ", o.init_from, ": the tokenizer has ", tokenizer.tokenizer.vocab_size(),
@@ -252,8 +259,10 @@ absl::StatusOr<models::EncoderClassifier> ImportForLabels(const TrainJobOptions&
   at::NoGradGuard no_grad;
   for (auto& p : model->named_parameters()) p.value().copy_(from[p.key()]);
   if (!o.quiet) {
-    absl::FPrintF(stderr, "init: Hugging Face %s (%s), %s head\n", o.init_from, Shape(config),
-                  imported->head_loaded ? "its classification" : "a new classification");
+    absl::FPrintF(stderr, "init: Hugging Face %s (%s), %s head; dropout %g, attention %g%s\n",
+                  o.init_from, Shape(config),
+                  imported->head_loaded ? "its classification" : "a new classification",
+                  config.dropout(), config.attention_dropout(), o.dropout ? "" : " (its own)");
   }
   return model;
 }
@@ -273,8 +282,9 @@ absl::StatusOr<models::EncoderClassifier> BuildModel(const TrainJobOptions& o,
   if (o.init_from.empty()) return model;
   absl::StatusOr<models::EncoderConfig> init = InitFromConfig(o, tokenizer);
   if (!init.ok()) return init.status();
-  // The architecture comes from the initial model; only the head follows the new labels.
-  config = init->num_labels(labels.size()).dropout(o.dropout).attention_dropout(o.dropout);
+  // The architecture and dropout come from the initial model (unless the job gives a dropout); only
+  // the head follows the new labels.
+  config = WithJobsDropout(init->num_labels(labels.size()), o);
   model = models::EncoderClassifier(config);
   absl::Status s = model_files::LoadWeights(*model, o.init_from + "/" + model_files::kWeightsFile,
                                /*skip_mismatched_head=*/true);

@@ -1,13 +1,14 @@
 // ModernBERT end to end on the command line (issue 45): a tiny random ModernBERT directory with
 // ModernBERT's kind of tokenizer.json (byte-level BPE, NFC, [CLS] $A [SEP]:
 // tests/tokenize/data/modernbert) goes through `padless train --init-from` (a few steps on a
-// small generated corpus with accents in NFC and NFD, on the CPU), `eval`, `predict` and
-// `export-hf`; the in-process engine (InferenceEngine::Load, eager) must give predict's
-// probabilities. With Python's transformers the directory is transformers' own (made from a fixed
-// seed by modernbert_cli_reference.py), and transformers loads padless's export and must give the
-// engine's logits within 1e-4; without it the directory is padless's export of a random
-// ModernBERT and the transformers steps are skipped. The script runs in one worker process
-// (tests/model_files/python_worker.h), which imports torch and transformers once.
+// small generated corpus with accents in NFC and NFD, on the CPU, keeping ModernBERT's dropout of
+// 0 unless --dropout is given), `eval`, `predict` and `export-hf`; the in-process engine
+// (InferenceEngine::Load, eager) must give predict's probabilities. With Python's transformers the
+// directory is transformers' own (made from a fixed seed by modernbert_cli_reference.py), and
+// transformers loads padless's export and must give the engine's logits within 1e-4; without it
+// the directory is padless's export of a random ModernBERT and the transformers steps are skipped.
+// The script runs in one worker process (tests/model_files/python_worker.h), which imports torch
+// and transformers once.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -122,6 +123,19 @@ TEST(ModernBertCliTest, TrainEvalPredictExportAndServe) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("tokenizer: " + init + "/tokenizer.json"));
   EXPECT_THAT(r.err, HasSubstr("init: Hugging Face " + init));
+  // Without --dropout the model keeps ModernBERT's own (none), as transformers fine-tunes it; a
+  // given --dropout sets both.
+  EXPECT_THAT(r.err, HasSubstr("dropout 0, attention 0 (its own)"));
+  nlohmann::json config = nlohmann::json::parse(ReadFile(out + "/config.json"));
+  EXPECT_EQ(config["dropout"].get<double>(), 0.0);
+  EXPECT_EQ(config["attention_dropout"].get<double>(), 0.0);
+  const std::string given = scratch + "/given_dropout";
+  r = RunPadless({"train", "--data", data, "--out", given, "--init-from", init, "--max-steps", "1",
+                  "--max-len", "64", "--device", "cpu", "--dropout", "0.25"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  config = nlohmann::json::parse(ReadFile(given + "/config.json"));
+  EXPECT_EQ(config["dropout"].get<double>(), 0.25);
+  EXPECT_EQ(config["attention_dropout"].get<double>(), 0.25);
   r = RunPadless({"eval", "--model", out, "--data", data, "--device", "cpu"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("(48 examples)"));

@@ -3,18 +3,27 @@
 // model directory, holds out a seeded dev share and evaluates on it; data problems name the file.
 #include "padless/train/train_job.h"
 
+#include <ATen/ATen.h>
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "padless/base/read_file.h"
+#include "padless/model_files/hf_config.h"
+#include "padless/model_files/hf_weights.h"
 #include "padless/model_files/model_io.h"
+#include "padless/models/encoder.h"
 #include "padless/models/encoder_config.h"
 #include "padless/train/training_defaults.h"
 #include "padless/tokenize/special_tokens.h"
@@ -239,6 +248,93 @@ TEST(TrainJobTest, MaxLenIsCheckedAgainstTheInitFromModelsPositions) {
     EXPECT_THAT(s.message(), HasSubstr("give --max-len 512 or less"));
     EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("not_read.tsv")));
   }
+}
+
+// A fresh directory under the test temp dir (an earlier run's model would be resumed).
+std::string FreshDir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  return dir;
+}
+
+// A tiny random Hugging Face model of `config` in `dir`, with ModernBERT's kind of tokenizer.json
+// (1240 ids), as transformers would save it.
+void WriteHfModel(models::EncoderConfig config, const std::string& dir) {
+  at::manual_seed(7);
+  models::EncoderClassifier model(config.vocab_size(1240).hidden(32).layers(2).heads(2).ffn(48));
+  const absl::Status s = model_files::ExportHuggingFace(model, {"neg", "pos"}, dir);
+  ASSERT_TRUE(s.ok()) << s;
+  absl::StatusOr<std::string> tokenizer = base::ReadFile(
+      std::string(PADLESS_SOURCE_DIR) + "/tests/tokenize/data/modernbert/tokenizer.json");
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  std::ofstream(dir + "/tokenizer.json") << *tokenizer;
+}
+
+using Dropouts = std::pair<double, double>;
+
+// The dropout and attention dropout of the model a job trained from `init_from` (empty: a new
+// model) with `dropout`; -1 for both when the job failed.
+Dropouts TrainedDropout(const std::string& data, const std::string& init_from,
+                        std::optional<double> dropout, const std::string& out) {
+  TrainJobOptions job = SmallJob(data, FreshDir(out));
+  job.init_from = init_from;
+  job.dropout = dropout;
+  job.train.max_steps(1);
+  absl::StatusOr<TrainJobResult> result = RunTrainJob(job);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return {-1, -1};
+  const std::string path = result->model_dir + "/" + model_files::kConfigFile;
+  absl::StatusOr<models::EncoderConfig> config =
+      models::EncoderConfig::FromJson(*base::ReadFile(path), path);
+  EXPECT_TRUE(config.ok()) << config.status();
+  if (!config.ok()) return {-1, -1};
+  return {config->dropout(), config->attention_dropout()};
+}
+
+// An imported model keeps its own dropout unless the job gives one: ModernBERT's config.json has
+// none (as transformers fine-tunes it), BERT's hidden_dropout_prob and
+// attention_probs_dropout_prob are read, and so is a padless model's own; a new model gets 0.1.
+TEST(TrainJobTest, InitFromKeepsTheModelsDropoutUnlessOneIsGiven) {
+  const std::string data = WriteData("train_job_dropout.tsv", 24);
+  const std::string modernbert = FreshDir("train_job_dropout_modernbert");
+  ASSERT_NO_FATAL_FAILURE(WriteHfModel(models::EncoderConfig::ModernBertBase()
+                                           .max_positions(128)
+                                           .local_attention(8)
+                                           .global_attn_every_n_layers(2)
+                                           .pooling(models::Pooling::kMean),
+                                       modernbert));
+  const std::string bert = FreshDir("train_job_dropout_bert");
+  ASSERT_NO_FATAL_FAILURE(WriteHfModel(
+      models::EncoderConfig().max_positions(64).classifier_hidden(models::ClassifierHidden::kTanh),
+      bert));
+  nlohmann::json config = nlohmann::json::parse(*base::ReadFile(bert + "/config.json"));
+  config["hidden_dropout_prob"] = 0.2;
+  config["attention_probs_dropout_prob"] = 0.15;
+  std::ofstream(bert + "/config.json") << config.dump();
+
+  EXPECT_EQ(TrainedDropout(data, modernbert, std::nullopt, "train_job_dropout_mb_own"),
+            Dropouts(0.0, 0.0));
+  EXPECT_EQ(TrainedDropout(data, modernbert, 0.25, "train_job_dropout_mb_given"),
+            Dropouts(0.25, 0.25));
+  // A ModernBERT config.json's mlp_dropout and attention_dropout are read.
+  config = nlohmann::json::parse(*base::ReadFile(modernbert + "/config.json"));
+  config["mlp_dropout"] = 0.05;
+  config["attention_dropout"] = 0.125;
+  absl::StatusOr<model_files::HfConfig> parsed = model_files::ParseHfConfig(config.dump(), "x");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(Dropouts(parsed->encoder.dropout(), parsed->encoder.attention_dropout()),
+            Dropouts(0.05, 0.125));
+  EXPECT_EQ(TrainedDropout(data, bert, std::nullopt, "train_job_dropout_bert_own"),
+            Dropouts(0.2, 0.15));
+  EXPECT_EQ(TrainedDropout(data, bert, 0.0, "train_job_dropout_bert_given"), Dropouts(0.0, 0.0));
+  // The padless model trained from BERT's, used as init_from in turn.
+  const std::string padless_model = ::testing::TempDir() + "/train_job_dropout_bert_own";
+  EXPECT_EQ(TrainedDropout(data, padless_model, std::nullopt, "train_job_dropout_padless_own"),
+            Dropouts(0.2, 0.15));
+  EXPECT_EQ(TrainedDropout(data, padless_model, 0.05, "train_job_dropout_padless_given"),
+            Dropouts(0.05, 0.05));
+  EXPECT_EQ(TrainedDropout(data, "", std::nullopt, "train_job_dropout_new"),
+            Dropouts(kNewModelDropout, kNewModelDropout));
 }
 
 }  // namespace

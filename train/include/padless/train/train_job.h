@@ -24,7 +24,8 @@
 // whole training file into memory.
 // init_from: the architecture comes from that model (a `preset` that differs is an error), its
 // vocabulary must match the tokenizer's (its own tokenizer may have fewer pieces: ModernBERT rounds
-// its vocabulary up), and only the classification head follows the new labels.
+// its vocabulary up), only the classification head follows the new labels, and the model keeps its
+// own dropout unless `dropout` is given.
 //
 // Errors. ValidateTrainJobOptions finds every problem of the options alone (InvalidArgument,
 // naming the option the way the padless CLI spells it, e.g. "--max-len must be >= 3"); RunTrainJob
@@ -75,7 +76,10 @@ struct TrainJobOptions {
   // Model.
   std::string preset;     // tiny, small, base, modernbert-base; empty: tiny, or init_from's
   std::string init_from;  // a trained model directory to continue from
-  double dropout = 0.1;   // dropout and attention dropout of the model trained
+  // Dropout and attention dropout of the model trained; empty: an init_from model keeps its own
+  // (a Hugging Face model's config.json, e.g. ModernBERT's 0, or a padless model's), a new model
+  // gets kNewModelDropout.
+  std::optional<double> dropout;
 
   // Batching: any name of padless/batching/strategy_registry.h.
   std::string batching = "packed";
@@ -102,6 +106,9 @@ struct TrainJobOptions {
   std::optional<c10::Device> device;  // empty: DefaultTrainingDevice()
   bool quiet = false;
 };
+
+// The dropout and attention dropout of a new model (no init_from) when the options give none.
+inline constexpr double kNewModelDropout = 0.1;
 
 // The token cache's file name in the model directory when TrainJobOptions::token_cache is empty.
 inline constexpr char kTokenCacheFile[] = "train_tokens.cache";
