@@ -52,6 +52,10 @@ export OMP_NUM_THREADS=1
 # a run under ASan): the sanitizers check padless's C++, and CI's first stage runs the live
 # comparison already.
 export PADLESS_NO_PYTHON=1
+# The CLI tests' SST-2 model trains on 2k rows for one epoch instead of 20k for two (about 60 s
+# under ASan), and its accuracy checks skip: the sanitizers check memory, the first stage accuracy
+# (tests/train/train_cli_test.cc).
+export PADLESS_TEST_QUICK_MODEL=1
 # halt_on_error / -fno-sanitize-recover: any finding fails the test. protect_shadow_gap=0 lets the
 # CUDA driver map its memory when the suite runs on a GPU machine.
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:\

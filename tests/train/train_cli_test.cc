@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -23,12 +24,18 @@ namespace {
 
 // `padless` runs as a child process (tests/cli/cli_runner.h).
 using cli::testing::CliResult;
+using cli::testing::ReadFile;
 using cli::testing::RunPadless;
 using cli::testing::ScratchDir;
-using cli::testing::ReadFile;
 using cli::testing::WriteFile;
 
 const std::string kData = PADLESS_SHARED_DATA;
+
+// PADLESS_TEST_QUICK_MODEL (set by scripts/sanitize.sh and CI's no-toolkit stage): the suite's
+// model is trained on a tenth of the rows for one epoch, and the checks of its accuracy skip. The
+// sanitizer builds check memory, not accuracy, and spent about 60 s on the full training under
+// ASan; every test that reads the model still runs.
+bool QuickModel() { return std::getenv("PADLESS_TEST_QUICK_MODEL") != nullptr; }
 
 bool HaveSst2() {
   std::FILE* f = std::fopen((kData + "/sst2_train.tsv").c_str(), "r");
@@ -44,22 +51,24 @@ class TrainCliTest : public ::testing::Test {
  protected:
   // The first 20k SST-2 training rows, 2 epochs, tiny preset, packed batches of 4096 tokens on the
   // CPU, dev evaluation every 20 steps keeping the best (about 35 s on two cores; 1.2 s on an
-  // H200).
+  // H200). QuickModel(): the first 2k rows, 1 epoch.
   static void SetUpTestSuite() {
     if (!HaveSst2()) return;
     struct stat st = {};
     ::stat(PADLESS_CLI_PATH, &st);
-    dir_ = new std::string(absl::StrCat(PADLESS_TRAIN_TEST_CACHE, "/sst2_tiny_",
-                                        static_cast<int64_t>(st.st_mtime), "_",
-                                        static_cast<int64_t>(st.st_size)));
+    dir_ = new std::string(
+        absl::StrCat(PADLESS_TRAIN_TEST_CACHE, "/sst2_tiny_", static_cast<int64_t>(st.st_mtime),
+                     "_", static_cast<int64_t>(st.st_size), QuickModel() ? "_quick" : ""));
     ASSERT_EQ(std::system(absl::StrCat("mkdir -p '", *dir_, "'").c_str()), 0);
     const int lock = ::open((*dir_ + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
     ASSERT_GE(lock, 0);
     ::flock(lock, LOCK_EX);
     if (ReadFile(*dir_ + "/exit_code") != "0") {
-      const std::string subset = *dir_ + "/sst2_20k.tsv";
+      const std::string subset = *dir_ + "/sst2_subset.tsv";
+      const int rows = QuickModel() ? 2000 : 20000;
       ASSERT_EQ(
-          std::system(absl::StrCat("head -20001 ", kData, "/sst2_train.tsv > ", subset).c_str()),
+          std::system(
+              absl::StrCat("head -", rows + 1, " ", kData, "/sst2_train.tsv > ", subset).c_str()),
           0);
       const CliResult r = RunPadless({"train",
                                       "--data",
@@ -71,7 +80,7 @@ class TrainCliTest : public ::testing::Test {
                                       "--preset",
                                       "tiny",
                                       "--epochs",
-                                      "2",
+                                      QuickModel() ? "1" : "2",
                                       "--max-len",
                                       "64",
                                       "--max-tokens",
@@ -106,6 +115,8 @@ class TrainCliTest : public ::testing::Test {
 std::string* TrainCliTest::dir_ = nullptr;
 
 TEST_F(TrainCliTest, TinyPresetLearnsSst2) {
+  if (QuickModel())
+    GTEST_SKIP() << "PADLESS_TEST_QUICK_MODEL: the model is not trained to its target";
   const nlohmann::json m = nlohmann::json::parse(ReadFile(*dir_ + "/metrics.json"));
   for (const char* key :
        {"accuracy", "macro_f1", "padding_efficiency", "real_tokens_per_s", "peak_allocated_bytes",
@@ -141,8 +152,10 @@ TEST_F(TrainCliTest, PredictWritesLabelAndProbability) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u) << r.out;
-  EXPECT_EQ(lines[0].substr(0, 2), "1\t") << lines[0];
-  EXPECT_EQ(lines[1].substr(0, 2), "0\t") << lines[1];
+  if (!QuickModel()) {  // the quick model's labels may be wrong; the output's form is the same
+    EXPECT_EQ(lines[0].substr(0, 2), "1\t") << lines[0];
+    EXPECT_EQ(lines[1].substr(0, 2), "0\t") << lines[1];
+  }
   for (const std::string& line : lines) {
     const std::vector<std::string> f = absl::StrSplit(line, '\t');
     ASSERT_EQ(f.size(), 2u) << line;
@@ -272,7 +285,9 @@ TEST_F(TrainCliTest, InitFromStartsFromTheGivenWeights) {
   }
   const nlohmann::json init = nlohmann::json::parse(ReadFile(Model() + ".eval.json"));
   const nlohmann::json again = nlohmann::json::parse(ReadFile(scratch + "/model.eval.json"));
-  EXPECT_GE(again["accuracy"].get<double>(), 0.78) << "a fresh model would be near 0.5";
+  if (!QuickModel()) {
+    EXPECT_GE(again["accuracy"].get<double>(), 0.78) << "a fresh model would be near 0.5";
+  }
   EXPECT_EQ(again["accuracy"].get<double>(), init["accuracy"].get<double>());
   EXPECT_EQ(again["loss"].get<double>(), init["loss"].get<double>());
   EXPECT_EQ(ReadFile(scratch + "/model/tokenizer.model"), ReadFile(Model() + "/tokenizer.model"));
