@@ -28,7 +28,8 @@ run_padless() {  # round
     --fp32_strategies "" --anchors=false --steps "$steps" --precisions "${PRECISION:-bf16}" \
     --varlen_attention "${ATTENTION:-auto}" --attention_dropout "${ATTENTION_DROPOUT:--1}" \
     > "$log" 2>&1
-  grep -o 'flash: [0-9.]*k real tok/s' "$log" | grep -o '[0-9.]*k' | tr -d k
+  # The rate line names the backend that ran (flash, fa3, ...), so match what follows it.
+  grep -oE ': [0-9.]+k real tok/s, padding' "$log" | head -1 | grep -oE '[0-9.]+k' | tr -d k
 }
 
 run_peer() {  # round; needs the lengths file the first padless run wrote

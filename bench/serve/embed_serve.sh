@@ -23,6 +23,8 @@
 #   HTTP, FLOOD    1 runs http_load.py / conn_flood.py (1 where BUILD_DIR/cli/padless exists)
 #   FLOOD_IDLE, FLOOD_SLOW  (10000, 500 / 2000, 100); HTTP_FLAGS, FLOOD_FLAGS: more flags
 #   ENGINE_FLAGS   more padless_bench_embed flags
+#   ATTENTIONS     the engine's attention backends, one row each (auto; e.g. "auto fa3": rows
+#                  padless_bf16 and padless_bf16_fa3, in a build with PADLESS_FA3_ATTENTION)
 # Time on an H200 at the defaults, estimated (not yet measured): about 5 minutes after the build
 # (padless, 4 runs: ~1 min; anchors: ~2.5 min; HTTP: ~40 s; flood: ~45-70 s).
 set -euo pipefail
@@ -44,6 +46,7 @@ else
   http_flags=${HTTP_FLAGS:-}
 fi
 rounds=${ROUNDS:-1} tasks=${TASKS:-embed rerank} first_amp=${amp%% *}
+attentions=${ATTENTIONS:-auto}
 padless=$build/cli/padless
 http=${HTTP:-$([[ -x $padless ]] && echo 1 || echo 0)}
 flood=${FLOOD:-$http}
@@ -80,12 +83,17 @@ for ((r = 1; r <= rounds; r++)); do
       model=$ce input=$pairs input_flag=--pairs task_anchors=$rerank_anchors
     fi
     for a in $amp; do
-      echo "== round $r: padless $task ($device, $a)" >&2
-      # shellcheck disable=SC2086
-      "$build/bench/serve/padless_bench_embed" --model "$model" --data "$input" --device "$device" \
-        --amp "$a" --max_batch_tokens "$batch_tokens" --label "padless_$a" \
-        --vectors_out "$vectors/${task}_padless_$a.npy" $engine_flags | tag "$r" |
-        tee -a "$jsonl" || warn "padless_bench_embed $task $a"
+      for att in $attentions; do
+        # The default backend keeps the plain label that http_load.py's --offline-name reads.
+        label=padless_$a${att:+_$att}
+        label=${label%_auto}
+        echo "== round $r: padless $task ($device, $a, attention $att)" >&2
+        # shellcheck disable=SC2086
+        "$build/bench/serve/padless_bench_embed" --model "$model" --data "$input" --device "$device" \
+          --amp "$a" --attention "$att" --max_batch_tokens "$batch_tokens" --label "$label" \
+          --vectors_out "$vectors/${task}_$label.npy" $engine_flags | tag "$r" |
+          tee -a "$jsonl" || warn "padless_bench_embed $task $a $att"
+      done
     done
     echo "== round $r: $task anchors ($task_anchors; sentence-transformers $st_amps)" >&2
     (cd "$root/bench/baselines" && python3 embed_anchors.py --task "$task" --model "$model" \

@@ -6,12 +6,14 @@
 # shared and noisy: compare within a round). JSON lines go to OUT/serve.jsonl; a table is printed.
 #   bench/serve/h200_serve.sh BUILD_DIR TOKENIZER_DIR DATA OUT [DEVICE]
 # Environment: ROUNDS (2), LIMIT (texts, 0 = all), AMP (bf16; a list such as "bf16 fp8" runs the
-# engine once per precision, rows after the first named padless_engine_<amp>), LOADS (0.75,1.0),
+# engine once per precision, rows after the first named padless_engine_<amp>), LOADS (0.75,1.0; empty: offline only),
 # SHAPE (base), ANCHORS (torch_varlen,hf_sorted,hf_arrival,hf_e2e on cuda; hf_sorted,hf_int8_cpu on cpu),
-# ENGINE_FLAGS (more padless_bench_serve flags).
+# ENGINE_FLAGS (more padless_bench_serve flags), ATTENTIONS (the engine's attention backends, one
+# row each: auto; "auto fa3" adds rows padless_engine_<amp>_fa3 in a build with FA3).
 set -euo pipefail
 build=$(realpath "$1") tokenizer_dir=$(realpath "$2") data=$(realpath "$3") out=$4 device=${5:-cuda}
-rounds=${ROUNDS:-2} limit=${LIMIT:-0} amp=${AMP:-bf16} loads=${LOADS:-0.75,1.0}
+rounds=${ROUNDS:-2} limit=${LIMIT:-0} amp=${AMP:-bf16} loads=${LOADS-0.75,1.0}
+attentions=${ATTENTIONS:-auto}
 if [[ $device == cpu ]]; then
   amp=${AMP:-off}  # off, or "off int8" for the engine's int8 weights beside fp32
   anchors=${ANCHORS:-hf_sorted,hf_int8_cpu}
@@ -27,14 +29,18 @@ model=${MODEL_DIR:-$out/hf_${SHAPE:-base}}  # MODEL_DIR: where the checkpoint is
     --shape "${SHAPE:-base}" >/dev/null
 for ((r = 1; r <= rounds; r++)); do
   for a in $amp; do
-    # The first precision is the engine row the anchors are read against; others are named.
-    label=padless_engine
-    [[ $a == "${amp%% *}" ]] || label=padless_engine_$a
-    echo "== round $r: padless engine ($device, $a)" >&2
-    "$build/bench/serve/padless_bench_serve" --model "$model" --data "$data" --limit "$limit" \
-      --device "$device" --amp "$a" --loads "$loads" --lengths_out "$out/lengths.txt" \
-      ${ENGINE_FLAGS:-} \
-      --label "$label" | sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
+    for att in $attentions; do
+      # The first precision on the default backend is the engine row the anchors are read
+      # against; the others are named by precision and backend.
+      label=padless_engine
+      [[ $a == "${amp%% *}" ]] || label=padless_engine_$a
+      [[ $att == auto ]] || label=padless_engine_${a}_$att
+      echo "== round $r: padless engine ($device, $a, attention $att)" >&2
+      "$build/bench/serve/padless_bench_serve" --model "$model" --data "$data" --limit "$limit" \
+        --device "$device" --amp "$a" --attention "$att" --loads "$loads" \
+        --lengths_out "$out/lengths.txt" ${ENGINE_FLAGS:-} \
+        --label "$label" | sed "s/^{/{\"round\": $r, /" | tee -a "$out/serve.jsonl"
+    done
   done
   echo "== round $r: anchors ($anchors)" >&2
   (cd "$root/bench/baselines" && python3 serve_anchors.py --lengths "$out/lengths.txt" \
