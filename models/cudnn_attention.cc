@@ -11,11 +11,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// cuDNN's graphs are bf16; other dtypes are computed in bf16 (as AttendFlash does for fp32).
-at::Tensor InBf16(const at::Tensor& t) {
-  return t.scalar_type() == at::kBFloat16 ? t : t.to(at::kBFloat16);
-}
-
 // The forward keeps q, k, v (views: no copies), the output, the softmax statistics and the
 // dropout's seed and offset; the backward hands them back to cuDNN.
 class CudnnAttentionFunction : public torch::autograd::Function<CudnnAttentionFunction> {
@@ -51,7 +46,8 @@ cuda::VarlenSequences SelfSequences(const AttentionContext& ctx) {
 
 at::Tensor AttendCudnn(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                        const AttentionContext& ctx, double dropout_p) {
-  const at::Tensor q16 = InBf16(q), k16 = InBf16(k), v16 = InBf16(v);
+  // cuDNN's graphs are bf16; other dtypes are computed in bf16 (as AttendFlash does for fp32).
+  const at::Tensor q16 = q.to(at::kBFloat16), k16 = k.to(at::kBFloat16), v16 = v.to(at::kBFloat16);
   const bool grad =
       at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   const at::Tensor out =
@@ -68,7 +64,8 @@ at::Tensor FirstTokensCudnn(const at::Tensor& q, const at::Tensor& k, const at::
   // Sequence i's one query is row i: cu_seqlens_q = 0, 1, ..., n.
   const cuda::VarlenSequences s{at::arange(n + 1, ctx.cu_seqlens.options()), ctx.cu_seqlens,
                                 /*max_seqlen_q=*/1, ctx.max_seqlen};
-  at::Tensor out = cuda::CudnnVarlenAttention(InBf16(q).contiguous(), InBf16(k), InBf16(v), s,
+  at::Tensor out = cuda::CudnnVarlenAttention(q.to(at::kBFloat16).contiguous(), k.to(at::kBFloat16),
+                                              v.to(at::kBFloat16), s,
                                               /*dropout_p=*/0.0, /*save_stats=*/false)
                        .out;
   // A query without keys has no softmax: zeros, as the other backends give.

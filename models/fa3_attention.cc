@@ -11,10 +11,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-at::Tensor InBf16(const at::Tensor& t) {
-  return t.scalar_type() == at::kBFloat16 ? t : t.to(at::kBFloat16);
-}
-
 cuda::AttentionWindow WindowOf(int64_t window) { return {window, window}; }
 
 // The forward keeps q, k, v (views: no copies), the output and the log-sum-exp; the backward
@@ -36,7 +32,7 @@ class Fa3AttentionFunction : public torch::autograd::Function<Fa3AttentionFuncti
     const variable_list saved = actx->get_saved_variables();
     const cuda::VarlenSequences s = Fa3Sequences(saved[5], actx->saved_data["max_seqlen"].toInt());
     const std::array<at::Tensor, 3> d = cuda::Fa3VarlenAttentionBackward(
-        InBf16(grad_out[0]), saved[0], saved[1], saved[2], {saved[3], saved[4]}, s,
+        grad_out[0].to(at::kBFloat16), saved[0], saved[1], saved[2], {saved[3], saved[4]}, s,
         WindowOf(actx->saved_data["window"].toInt()));
     return {d[0], d[1], d[2], at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -56,7 +52,7 @@ bool RunsFa3(const at::Tensor& q, double dropout_p) {
 
 at::Tensor AttendFa3(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                      const AttentionContext& ctx, int64_t window) {
-  const at::Tensor q16 = InBf16(q), k16 = InBf16(k), v16 = InBf16(v);
+  const at::Tensor q16 = q.to(at::kBFloat16), k16 = k.to(at::kBFloat16), v16 = v.to(at::kBFloat16);
   const bool grad =
       at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   const at::Tensor out =
@@ -74,8 +70,9 @@ at::Tensor FirstTokensFa3(const at::Tensor& q, const at::Tensor& k, const at::Te
   // Sequence i's one query is row i: cu_seqlens_q = 0, 1, ..., n.
   const cuda::VarlenSequences s{at::arange(n + 1, cu_kv.options()), cu_kv, /*max_seqlen_q=*/1,
                                 ctx.max_seqlen};
-  at::Tensor out =
-      cuda::Fa3VarlenAttention(InBf16(q).contiguous(), InBf16(k), InBf16(v), s, {}).out;
+  at::Tensor out = cuda::Fa3VarlenAttention(q.to(at::kBFloat16).contiguous(), k.to(at::kBFloat16),
+                                            v.to(at::kBFloat16), s, {})
+                       .out;
   // A query without keys has no softmax: zeros, as the other backends give.
   const at::Tensor lengths = cu_kv.narrow(0, 1, n) - cu_kv.narrow(0, 0, n);
   out.masked_fill_((lengths == 0).view({n, 1, 1}), 0);
