@@ -36,7 +36,8 @@ nvcc=$cuda/bin/nvcc
 root=$(cd "$(dirname "$0")/.." && pwd)
 sources=("$root/cuda/fa3/fwd_varlen_hdim64_bf16_sm90.cu" "$root/cuda/fa3/bwd_varlen_hdim64_bf16_sm90.cu"
          "$hopper/flash_prepare_scheduler.cu")
-info=$({ "$nvcc" --version | tail -n 1; cat "${sources[@]}" "$hopper"/*.h "$hopper"/*.hpp | sha256sum; })
+info=$({ "$nvcc" --version | tail -n 1
+  cat "${sources[@]}" "$root"/cuda/fa3/*.h "$hopper"/*.h "$hopper"/*.hpp | sha256sum; })
 if [[ -f $out/lib/libpadless_fa3.a && -f $out/BUILD_INFO && $(cat "$out/BUILD_INFO") == "$info" ]]; then
   echo "$out"; exit 0
 fi

@@ -2,6 +2,8 @@
 // non-causal, global or windowed. The tile configuration is run_mha_bwd_hdim64's for sm90 without
 // softcap; calling run_flash_bwd directly compiles only these two kernels (with their pre- and
 // post-processing). Built by scripts/build_fa3.sh, never by CMake.
+// First: FA3's CUDA checks throw instead of ending the process (cuda_check_throws.h).
+#include "cuda_check_throws.h"
 #include "flash_bwd_launch_template.h"
 
 namespace padless::cuda::fa3 {

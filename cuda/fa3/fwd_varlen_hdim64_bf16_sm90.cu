@@ -3,6 +3,8 @@
 // template directly (the arguments that its run_mha_fwd_ would pick for these settings), so that
 // only these two kernels are compiled, not FA3's whole switch of variants. Built by
 // scripts/build_fa3.sh (with FA3's hopper/ and CUTLASS on the include path), never by CMake.
+// First: FA3's CUDA checks throw instead of ending the process (cuda_check_throws.h).
+#include "cuda_check_throws.h"
 #include "flash_fwd_launch_template.h"
 
 namespace padless::cuda::fa3 {

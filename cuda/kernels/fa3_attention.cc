@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 
 #include "flash.h"  // FA3's Flash_fwd_params / Flash_bwd_params (PADLESS_FA3_DIR/include)
 
@@ -141,6 +142,17 @@ at::Tensor SchedulerMetadata(Flash_fwd_params& p, const at::Tensor& q) {
   return meta;
 }
 
+// FA3's launch code throws std::runtime_error on a CUDA or CUTLASS error (cuda/fa3/
+// cuda_check_throws.h, where FA3 itself would exit): reported as every other kernel failure is.
+template <typename Body>
+void LaunchFa3(const char* pass, Body launch) {
+  try {
+    launch();
+  } catch (const std::runtime_error& e) {
+    TORCH_CHECK(false, "FA3 attention ", pass, ": ", e.what());
+  }
+}
+
 }  // namespace
 
 Fa3Forward Fa3VarlenAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -159,7 +171,8 @@ Fa3Forward Fa3VarlenAttention(const at::Tensor& q, const at::Tensor& k, const at
   Flash_fwd_params p;
   FillForward(p, q, k, v, f.out, f.lse, seqs, window);
   const at::Tensor meta = SchedulerMetadata(p, q);
-  fa3::RunFwdVarlenHdim64Bf16(p, at::cuda::getCurrentCUDAStream().stream());
+  LaunchFa3("forward",
+            [&] { fa3::RunFwdVarlenHdim64Bf16(p, at::cuda::getCurrentCUDAStream().stream()); });
   return f;
 }
 
@@ -206,7 +219,8 @@ std::array<at::Tensor, 3> Fa3VarlenAttentionBackward(const at::Tensor& d_out, co
   p.dsoftmax_sum = softmax_d.data_ptr();
   p.softmax_lse_log2_ptr = lse_log2.data_ptr();
   p.dq_semaphore = dq_semaphore.data_ptr<int>();  // zeroed by the backward's preprocess kernel
-  fa3::RunBwdVarlenHdim64Bf16(p, at::cuda::getCurrentCUDAStream().stream());
+  LaunchFa3("backward",
+            [&] { fa3::RunBwdVarlenHdim64Bf16(p, at::cuda::getCurrentCUDAStream().stream()); });
   return {g.dq, g.dk, g.dv};
 }
 
