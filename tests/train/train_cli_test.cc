@@ -51,7 +51,7 @@ class TrainCliTest : public ::testing::Test {
  protected:
   // The first 20k SST-2 training rows, 2 epochs, tiny preset, packed batches of 4096 tokens on the
   // CPU, dev evaluation every 20 steps keeping the best (about 35 s on two cores; 1.2 s on an
-  // H200). QuickModel(): the first 2k rows, 1 epoch.
+  // H200). QuickModel(): the first 2k rows, 1 epoch (about 7 steps), dev evaluation every 2.
   static void SetUpTestSuite() {
     if (!HaveSst2()) return;
     struct stat st = {};
@@ -90,7 +90,7 @@ class TrainCliTest : public ::testing::Test {
                                       "--lr",
                                       "1e-3",
                                       "--eval-every",
-                                      "20",
+                                      QuickModel() ? "2" : "20",
                                       "--device",
                                       "cpu",
                                       "--quiet",
