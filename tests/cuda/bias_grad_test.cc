@@ -64,6 +64,32 @@ TEST(BiasGradTest, StackReferenceIsTheUnfusedOps) {
   EXPECT_TRUE(at::allclose(sb.bias_grad, sb.grad.to(at::kFloat).sum(0), 1e-6, 1e-6));
 }
 
+// FA3 and cuDNN write dq, dk, dv as the thirds of one [T, 3H] buffer: the result is that buffer
+// (no copy), with the same values and bias gradient as stacking separate tensors.
+TEST(BiasGradTest, ThirdsOfOneBufferAreTheStackItself) {
+  at::manual_seed(3);
+  const at::Tensor buffer = at::randn({11, 3 * 8}, at::kFloat);
+  const std::vector<at::Tensor> thirds = buffer.split(8, 1);
+  const GradWithBiasGrad s = StackWithBiasGrad(thirds[0], thirds[1], thirds[2], true);
+  EXPECT_TRUE(s.grad.is_alias_of(buffer));
+  EXPECT_EQ(s.grad.data_ptr(), buffer.data_ptr());
+  EXPECT_TRUE(s.grad.is_contiguous());
+  const GradWithBiasGrad want = reference::StackWithBiasGrad(
+      thirds[0].contiguous(), thirds[1].contiguous(), thirds[2].contiguous(), true);
+  EXPECT_FALSE(want.grad.is_alias_of(buffer));
+  EXPECT_TRUE(at::equal(s.grad, want.grad));
+  EXPECT_TRUE(at::allclose(s.bias_grad, want.bias_grad, 1e-6, 1e-6));
+  EXPECT_FALSE(StackWithBiasGrad(thirds[0], thirds[1], thirds[2], false).bias_grad.defined());
+  // Thirds in another order, or of two buffers, are stacked by copying.
+  const GradWithBiasGrad swapped = StackWithBiasGrad(thirds[1], thirds[0], thirds[2], true);
+  EXPECT_FALSE(swapped.grad.is_alias_of(buffer));
+  EXPECT_TRUE(at::equal(swapped.grad, at::cat({thirds[1], thirds[0], thirds[2]}, 1)));
+  const at::Tensor other = at::randn({11, 3 * 8}, at::kFloat);
+  const GradWithBiasGrad mixed =
+      StackWithBiasGrad(thirds[0], other.split(8, 1)[1], thirds[2], false);
+  EXPECT_TRUE(at::equal(mixed.grad, at::cat({thirds[0], other.split(8, 1)[1], thirds[2]}, 1)));
+}
+
 TEST(BiasGradTest, BrokenInputThrowsAClearError) {
   const at::Tensor a = at::randn({4, 8});
   ExpectC10Error(

@@ -49,7 +49,9 @@ GradWithBiasGrad GeluTanhBackwardWithBiasGrad(const at::Tensor& dy, const at::Te
                                               bool need_bias_grad,
                                               const Fp8GradOutput* fp8 = nullptr);
 
-// dq, dk, dv: [T, H] each, one floating dtype and device; the result is [T, 3H].
+// dq, dk, dv: [T, H] each, one floating dtype and device; the result is [T, 3H]. Without fp8, when
+// dq, dk, dv are the column thirds of one [T, 3H] buffer (as FA3 and cuDNN write them), the result
+// is that buffer, not a copy.
 GradWithBiasGrad StackWithBiasGrad(const at::Tensor& dq, const at::Tensor& dk, const at::Tensor& dv,
                                    bool need_bias_grad, const Fp8GradOutput* fp8 = nullptr);
 
