@@ -6,7 +6,8 @@
 #include "flag_spelling.h"
 
 ABSL_FLAG(std::string, attention, "auto",
-          "Attention backend: auto (from the batch layout, device and precision), dense, flash, "
+          "Attention backend: auto (from the batch layout, device and precision; on an sm90 GPU "
+          "FA3 where built for batches averaging 128 tokens a sequence or more), dense, flash, "
           "efficient, grouped (CPU varlen by length groups), reference, cudnn (cuDNN's fused "
           "attention, sm90, where built) or fa3 (FlashAttention-3, sm90, where built; FA2 for the "
           "calls it cannot run, such as those with dropout). flash, efficient, cudnn and fa3 need "

@@ -43,6 +43,17 @@ std::string AttentionBackendName(AttentionBackend b) {
   return std::string(base::EnumToName(b, kAttentionBackends));
 }
 
+// kFa3MinMeanTokens is one full FA3 query tile. Measured on an H100 (bench/cuda/results/
+// README.md, session 7 of 2026-12-07): on IMDB's lengths (mean ~270) FA3 ran attention's forward
+// 1.36x and backward 1.52x FA2's, trained BERT-base 1.06x faster and served 1.31x the plain-PyTorch
+// anchor against FA2's 1.28x; on SST-2's (5-45 tokens, mean 25) its forward ran 0.68x and it
+// served 8-21% slower than FA2.
+AttentionBackend AutoHalfPrecisionVarlenBackend(bool fa3_runs, int64_t real_tokens,
+                                                int64_t sequences) {
+  const bool long_enough = sequences > 0 && real_tokens >= kFa3MinMeanTokens * sequences;
+  return fa3_runs && long_enough ? AttentionBackend::kVarlenFa3 : AttentionBackend::kVarlenFlash;
+}
+
 bool IsVarlen(AttentionBackend b) {
   return b == AttentionBackend::kVarlenFlash || b == AttentionBackend::kVarlenEfficient ||
          b == AttentionBackend::kVarlenReference || b == AttentionBackend::kVarlenGrouped ||

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/models/embedding_norm.h"
 #include "padless/models/fused_layer.h"
 #include "modernbert_layer.h"
@@ -108,6 +109,21 @@ absl::Status EncoderClassifierImpl::CheckBatch(const Batch& b) const {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The batch's real tokens and sequences, for the kAuto rule; batches built without the counts
+// (tests, callers' own) are counted from their tensors.
+AttentionBackend AutoHalfPrecisionBackend(const Batch& b) {
+  const int64_t sequences =
+      b.num_sequences > 0 ? b.num_sequences
+                          : (b.cu_seqlens.defined() ? b.cu_seqlens.numel() - 1 : int64_t{0});
+  const int64_t tokens = b.real_tokens > 0 ? b.real_tokens : b.input_ids.numel();
+  return AutoHalfPrecisionVarlenBackend(cuda::Fa3AttentionRunsOn(b.input_ids.device()), tokens,
+                                        sequences);
+}
+
+}  // namespace
+
 AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
   if (runtime_.attention != AttentionBackend::kAuto) {
     // A varlen-only layout cannot use a dense mask.
@@ -125,7 +141,9 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
                             word_embeddings_.scalar_type() == at::kBFloat16;
   const bool half_autocast = at::autocast::is_autocast_enabled(at::kCUDA) &&
                              at::autocast::get_autocast_dtype(at::kCUDA) != at::kFloat;
-  if (cuda && (half_weights || half_autocast)) return AttentionBackend::kVarlenFlash;
+  if (cuda && (half_weights || half_autocast)) {
+    return AutoHalfPrecisionBackend(b);
+  }
   // Sliding windows have no memory-efficient varlen kernel (windowed_attention.h).
   if (cuda && b.layout == Layout::kVarlen) {
     return config_.modernbert() ? AttentionBackend::kVarlenGrouped

@@ -46,7 +46,7 @@ cuda::VarlenSequences Fa3Sequences(const at::Tensor& cu_seqlens, int64_t max_seq
 }
 
 bool RunsFa3(const at::Tensor& q, double dropout_p) {
-  return cuda::Fa3AttentionBuilt() && dropout_p == 0.0 && q.is_cuda() && q.size(-1) == 64 &&
+  return dropout_p == 0.0 && cuda::Fa3AttentionRunsOn(q.device()) && q.size(-1) == 64 &&
          (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kFloat);
 }
 

@@ -3,10 +3,11 @@
 // AttendWindowed (an autograd function whose backward is FA3's), the [CLS]-rows attention of
 // AttendFirstTokens, and the test the fused layer asks before calling the kernels itself.
 //
-// FA3 runs where it can: built (PADLESS_FA3_ATTENTION), no dropout (FA3 has none), head dim 64,
-// and bf16 or fp32 inputs (computed in bf16, as the FA2 path computes fp32). Every other call of
-// the backend runs FA2 (at::_flash_attention_forward), so `--attention fa3` trains with dropout,
-// runs in fp16 and runs on builds without FA3, with FA2's results there.
+// FA3 runs where it can: built (PADLESS_FA3_ATTENTION), on an sm90 device, no dropout (FA3 has
+// none), head dim 64, and bf16 or fp32 inputs (computed in bf16, as the FA2 path computes fp32).
+// Every other call of the backend runs FA2 (at::_flash_attention_forward), so `--attention fa3`
+// trains with dropout, runs in fp16, on other GPUs and on builds without FA3, with FA2's results
+// there.
 #ifndef PADLESS_MODELS_FA3_ATTENTION_H_
 #define PADLESS_MODELS_FA3_ATTENTION_H_
 

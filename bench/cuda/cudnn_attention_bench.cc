@@ -10,7 +10,7 @@
 // 4 sum(L^2) heads 64 flops, backward 2.5 times that); cuDNN's lines also carry its speedup over
 // FA2 and, without dropout, its largest difference from FA2's output (FA3's backward lines: from
 // FA2's dq, dk, dv).
-//   cudnn_attention_bench [--iters N] [--imdb-lengths FILE] [--shapes imdb,sst2,doc8k]
+//   cudnn_attention_bench [--iters N] [--imdb-lengths FILE] [--shapes imdb,sst2,doc8k,meanN]
 //                         [--window W]
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -26,6 +26,7 @@
 #include <functional>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,16 @@ std::vector<Shape> Shapes(const std::string& imdb_path, const std::string& which
     all.push_back({"sst2", FillBatch(pool, 2)});
   }
   if (which.find("doc8k") != std::string::npos) all.push_back({"doc8k", FillBatch({8192}, 3)});
+  // meanN (e.g. mean64): lengths N/2 to 3N/2, to find where FA3 starts to beat FA2 (kAuto's rule).
+  std::istringstream names(which);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name.rfind("mean", 0) != 0) continue;
+    const int64_t mean = std::atoll(name.c_str() + 4);
+    if (mean < 2 || mean > 8192) continue;
+    std::vector<int64_t> pool;
+    for (int64_t len = mean / 2; len <= mean + mean / 2; ++len) pool.push_back(len);
+    all.push_back({name, FillBatch(pool, 4)});
+  }
   return all;
 }
 
@@ -268,7 +279,7 @@ int main(int argc, char** argv) {
       window = std::atoll(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--iters N] [--imdb-lengths FILE] [--shapes imdb,sst2,doc8k] "
+                   "usage: %s [--iters N] [--imdb-lengths FILE] [--shapes imdb,sst2,doc8k,meanN] "
                    "[--window W]\n",
                    argv[0]);
       return 2;

@@ -31,6 +31,18 @@ bool Fa3AttentionBuilt() {
 #endif
 }
 
+bool Fa3AttentionRunsOn(const c10::Device& device) {
+#ifdef PADLESS_HAVE_FA3_ATTENTION
+  if (!device.is_cuda()) return false;
+  const cudaDeviceProp* p = at::cuda::getDeviceProperties(
+      device.has_index() ? device.index() : at::cuda::current_device());
+  return p->major == 9 && p->minor == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 #ifdef PADLESS_HAVE_FA3_ATTENTION
 namespace {
 

@@ -260,14 +260,22 @@ TEST_F(BiasGradCudaTest, WithoutBiasGradAndOnViews) {
   EXPECT_TRUE(LastBiasGradRanKernel());
   EXPECT_FALSE(g.bias_grad.defined());
   EXPECT_TRUE(at::equal(g.grad, at::cat({q, q, q}, 1)));
-  // Strided views (flash's gradients of q/k/v views) are copied first.
-  const at::Tensor qkv = Randn({64, 3, 128}, at::kBFloat16);
-  const std::vector<at::Tensor> parts = qkv.unbind(1);
+  // Strided views that are not the thirds of one [T, 3N] buffer (here every row has a fourth
+  // part) are copied first; the thirds themselves are the stack already (the CPU test
+  // ThirdsOfOneBufferAreTheStackItself).
+  const at::Tensor qkvx = Randn({64, 4, 128}, at::kBFloat16);
+  const std::vector<at::Tensor> parts = qkvx.unbind(1);
   ASSERT_FALSE(parts[0].is_contiguous());
   const GradWithBiasGrad s = StackWithBiasGrad(parts[0], parts[1], parts[2], true);
   EXPECT_TRUE(LastBiasGradRanKernel());
-  EXPECT_TRUE(at::equal(s.grad, qkv.view({64, 384})));
+  EXPECT_TRUE(at::equal(s.grad, qkvx.narrow(1, 0, 3).reshape({64, 384})));
   ExpectBiasGrad(s.bias_grad, s.grad, "views");
+  const at::Tensor qkv = Randn({64, 3, 128}, at::kBFloat16);
+  const std::vector<at::Tensor> thirds = qkv.unbind(1);
+  const GradWithBiasGrad w = StackWithBiasGrad(thirds[0], thirds[1], thirds[2], true);
+  EXPECT_FALSE(LastBiasGradRanKernel());
+  EXPECT_TRUE(w.grad.is_alias_of(qkv));
+  ExpectBiasGrad(w.bias_grad, qkv.view({64, 384}), "thirds of one buffer");
 }
 
 // --- The gradient written in FP8 (Fp8GradOutput): the bytes Fp8Quantize gives the gradient as

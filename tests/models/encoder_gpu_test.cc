@@ -13,6 +13,7 @@
 
 #include "batch_factory.h"
 #include "gpu_test_util.h"
+#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
@@ -39,7 +40,10 @@ TEST(EncoderGpuTest, VarlenFlashMatchesDenseMaskInBf16) {
   const batching::Batch packed = ToDevice(MakePacked(s, 512), at::Device(at::kCUDA));
   const batching::Batch varlen = ToDevice(MakeVarlen(s), at::Device(at::kCUDA));
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
-  ASSERT_EQ(model->ResolveBackend(packed), AttentionBackend::kVarlenFlash);
+  // Flash, or FA3 where it runs (the sequences average more than kFa3MinMeanTokens).
+  ASSERT_EQ(model->ResolveBackend(packed),
+            AutoHalfPrecisionVarlenBackend(cuda::Fa3AttentionRunsOn(packed.input_ids.device()),
+                                           packed.real_tokens, packed.num_sequences));
 
   ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kDense; });
   const at::Tensor dense = model->forward(packed).to(at::kFloat);

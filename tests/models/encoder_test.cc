@@ -96,6 +96,20 @@ TEST(AttentionBackendTest, NamesRoundTripAndUnknownNamesAreListed) {
   EXPECT_NE(bad.status().message().find("efficient"), std::string::npos) << bad.status();
 }
 
+// kAuto on a GPU in half precision: FA3 from a mean of kFa3MinMeanTokens real tokens a sequence
+// where it runs, FA2 below it, where it does not run, and for a batch without sequences.
+TEST(EncoderTest, AutoPicksFa3ForLongEnoughSequencesWhereItRuns) {
+  constexpr int64_t kMin = kFa3MinMeanTokens;
+  EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, kMin * 10, 10), AttentionBackend::kVarlenFa3);
+  EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, 65536, 120), AttentionBackend::kVarlenFa3);
+  EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, kMin * 10 - 1, 10),
+            AttentionBackend::kVarlenFlash);
+  EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, 25 * 1000, 1000), AttentionBackend::kVarlenFlash);
+  EXPECT_EQ(AutoHalfPrecisionVarlenBackend(false, 65536, 120), AttentionBackend::kVarlenFlash);
+  EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, 0, 0), AttentionBackend::kVarlenFlash);
+  EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, 4096, 0), AttentionBackend::kVarlenFlash);
+}
+
 TEST(EncoderTest, PaddingTokensDoNotChangeLogits) {
   for (Pooling pooling : {Pooling::kCls, Pooling::kMean}) {
     at::manual_seed(3);

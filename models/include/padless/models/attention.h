@@ -18,7 +18,7 @@
 namespace padless::models {
 
 enum class AttentionBackend {
-  kAuto,             // chosen from the batch layout, device and dtype (see ChooseBackend)
+  kAuto,             // chosen per batch (EncoderClassifierImpl::ResolveBackend)
   kDense,            // at::scaled_dot_product_attention with a bool mask; any device and dtype
   kVarlenFlash,      // at::_flash_attention_forward with cu_seqlens; CUDA, bf16/fp16
   kVarlenEfficient,  // memory-efficient attention with cu_seqlens; CUDA, fp32 too (no autocast)
@@ -32,6 +32,16 @@ absl::StatusOr<AttentionBackend> ParseAttentionBackend(const std::string& name);
 std::string AttentionBackendName(AttentionBackend b);
 // Whether the backend attends over packed tokens [T, H] delimited by cu_seqlens.
 bool IsVarlen(AttentionBackend b);
+
+// kAuto's choice for packed and varlen rows on a CUDA device in bf16 or fp16: FA3 where its
+// kernels run on the device (`fa3_runs`: cuda::Fa3AttentionRunsOn) and the batch's sequences
+// average at least kFa3MinMeanTokens real tokens, LibTorch's FA2 otherwise. FA3 starts a
+// 128-query tile per (sequence, head) with more set-up than FA2's, so short sequences, which
+// leave most of the tile empty, run faster on FA2 (the figures: attention.cc). Where FA3 cannot
+// run a call (attention dropout, head dims other than 64, fp16), kVarlenFa3 runs FA2 itself.
+inline constexpr int64_t kFa3MinMeanTokens = 128;
+AttentionBackend AutoHalfPrecisionVarlenBackend(bool fa3_runs, int64_t real_tokens,
+                                                int64_t sequences);
 
 // What one attention call needs besides q, k and v. Built once per batch, shared by all layers.
 struct AttentionContext {

@@ -99,7 +99,8 @@ struct EngineOptions {
   int64_t cuda_graph_max_tokens = 4096;
   // The attention kernels of every batch, the CUDA graphs' included (set on the model's runtime
   // before they are captured). kAuto: the model's runtime as loaded or as Create's caller set it,
-  // which picks per batch (FA2 on a GPU in bf16, fp16 or fp8; length groups on the CPU). flash,
+  // which picks per batch (on a GPU in bf16, fp16 or fp8: FA3 where it runs and the sequences
+  // average at least kFa3MinMeanTokens, FA2 otherwise; length groups on the CPU). flash,
   // efficient, cudnn and fa3 run on CUDA only, and cudnn needs a build with it (both refused
   // with InvalidArgument at Load/Create); fa3 runs FA2 for the calls FA3 cannot
   // (models/fa3_attention.h). dense, grouped and reference read each batch's offsets on the

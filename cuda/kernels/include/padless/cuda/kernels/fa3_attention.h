@@ -13,6 +13,7 @@
 #define PADLESS_CUDA_KERNELS_FA3_ATTENTION_H_
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <array>
 #include <cstdint>
@@ -23,6 +24,10 @@ namespace padless::cuda {
 
 // Whether this build has FA3 attention.
 bool Fa3AttentionBuilt();
+
+// Whether FA3's kernels run on `device`: built, and a CUDA device of compute capability 9.0 (the
+// kernels are sm90a: they do not run on Ada, nor on Blackwell). Cached per device; no sync.
+bool Fa3AttentionRunsOn(const c10::Device& device);
 
 // Keys seen by a query at position i of its sequence: [i - left, i + right], -1 for no bound on
 // that side (both -1: global attention). Clipped to the sequence.
