@@ -113,16 +113,24 @@ namespace {
 
 // The batch's real tokens and sequences, for the kAuto rule; batches built without the counts
 // (tests, callers' own) are counted from their tensors.
-AttentionBackend AutoHalfPrecisionBackend(const Batch& b) {
-  const int64_t sequences =
-      b.num_sequences > 0 ? b.num_sequences
-                          : (b.cu_seqlens.defined() ? b.cu_seqlens.numel() - 1 : int64_t{0});
-  const int64_t tokens = b.real_tokens > 0 ? b.real_tokens : b.input_ids.numel();
-  return AutoHalfPrecisionVarlenBackend(cuda::Fa3AttentionRunsOn(b.input_ids.device()), tokens,
-                                        sequences);
+int64_t Sequences(const Batch& b) {
+  if (b.num_sequences > 0) return b.num_sequences;
+  return b.cu_seqlens.defined() ? b.cu_seqlens.numel() - 1 : 0;
+}
+int64_t RealTokens(const Batch& b) {
+  return b.real_tokens > 0 ? b.real_tokens : b.input_ids.numel();
 }
 
 }  // namespace
+
+// Whether FA3 would run this model's attention calls on `device` in `compute` dtype: the
+// conditions of RunsFa3 (fa3_attention.h), so that `auto` never names FA3 for calls that FA2 runs
+// (a BERT training with attention dropout, fp16, head dims other than 64).
+bool EncoderClassifierImpl::Fa3RunsCalls(const at::Device& device, at::ScalarType compute) const {
+  const double attention_dropout = is_training() ? config_.attention_dropout() : 0.0;
+  return attention_dropout == 0.0 && compute == at::kBFloat16 && config_.head_dim() == 64 &&
+         cuda::Fa3AttentionRunsOn(device);
+}
 
 AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
   if (runtime_.attention != AttentionBackend::kAuto) {
@@ -142,7 +150,10 @@ AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {
   const bool half_autocast = at::autocast::is_autocast_enabled(at::kCUDA) &&
                              at::autocast::get_autocast_dtype(at::kCUDA) != at::kFloat;
   if (cuda && (half_weights || half_autocast)) {
-    return AutoHalfPrecisionBackend(b);
+    const at::ScalarType compute = half_autocast ? at::autocast::get_autocast_dtype(at::kCUDA)
+                                                 : word_embeddings_.scalar_type();
+    return AutoHalfPrecisionVarlenBackend(Fa3RunsCalls(b.input_ids.device(), compute),
+                                          RealTokens(b), Sequences(b));
   }
   // Sliding windows have no memory-efficient varlen kernel (windowed_attention.h).
   if (cuda && b.layout == Layout::kVarlen) {

@@ -13,7 +13,6 @@
 
 #include "batch_factory.h"
 #include "gpu_test_util.h"
-#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/cuda/memory/memory_meter.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
@@ -42,7 +41,8 @@ TEST(EncoderGpuTest, VarlenFlashMatchesDenseMaskInBf16) {
   AutocastGuard autocast(at::kCUDA, AmpMode::kBf16);
   // Flash, or FA3 where it runs (the sequences average more than kFa3MinMeanTokens).
   ASSERT_EQ(model->ResolveBackend(packed),
-            AutoHalfPrecisionVarlenBackend(cuda::Fa3AttentionRunsOn(packed.input_ids.device()),
+            AutoHalfPrecisionVarlenBackend(model->Fa3RunsCalls(packed.input_ids.device(),
+                                                               at::kBFloat16),
                                            packed.real_tokens, packed.num_sequences));
 
   ChangeRuntime(model, [&](ModelRuntime& r) { r.attention = AttentionBackend::kDense; });

@@ -108,6 +108,10 @@ TEST(EncoderTest, AutoPicksFa3ForLongEnoughSequencesWhereItRuns) {
   EXPECT_EQ(AutoHalfPrecisionVarlenBackend(false, 65536, 120), AttentionBackend::kVarlenFlash);
   EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, 0, 0), AttentionBackend::kVarlenFlash);
   EXPECT_EQ(AutoHalfPrecisionVarlenBackend(true, 4096, 0), AttentionBackend::kVarlenFlash);
+  // Never on the CPU, whatever the model.
+  EncoderClassifier model(EncoderConfig::Tiny());
+  model->eval();
+  EXPECT_FALSE(model->Fa3RunsCalls(at::Device(at::kCPU), at::kBFloat16));
 }
 
 TEST(EncoderTest, PaddingTokensDoNotChangeLogits) {

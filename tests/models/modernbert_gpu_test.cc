@@ -12,7 +12,6 @@
 
 #include "batch_factory.h"
 #include "gpu_test_util.h"
-#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/models/autocast.h"
 #include "padless/models/encoder.h"
 
@@ -77,8 +76,8 @@ TEST(ModernBertGpuTest, FlashWindowsMatchTheCpuReference) {
   {
     AutocastGuard guard(c10::DeviceType::CUDA, at::kBFloat16);
     EXPECT_EQ(gpu->ResolveBackend(varlen),
-              AutoHalfPrecisionVarlenBackend(cuda::Fa3AttentionRunsOn(cuda), varlen.real_tokens,
-                                             varlen.num_sequences));
+              AutoHalfPrecisionVarlenBackend(gpu->Fa3RunsCalls(cuda, at::kBFloat16),
+                                             varlen.real_tokens, varlen.num_sequences));
   }
   ExpectClose(RunStep(gpu, varlen, /*autocast=*/true), want);
   // Padded rows on the dense backend (SDPA with the band and padding mask) under autocast.

@@ -33,12 +33,12 @@ std::string AttentionBackendName(AttentionBackend b);
 // Whether the backend attends over packed tokens [T, H] delimited by cu_seqlens.
 bool IsVarlen(AttentionBackend b);
 
-// kAuto's choice for packed and varlen rows on a CUDA device in bf16 or fp16: FA3 where its
-// kernels run on the device (`fa3_runs`: cuda::Fa3AttentionRunsOn) and the batch's sequences
-// average at least kFa3MinMeanTokens real tokens, LibTorch's FA2 otherwise. FA3 starts a
-// 128-query tile per (sequence, head) with more set-up than FA2's, so short sequences, which
-// leave most of the tile empty, run faster on FA2 (the figures: attention.cc). Where FA3 cannot
-// run a call (attention dropout, head dims other than 64, fp16), kVarlenFa3 runs FA2 itself.
+// kAuto's choice for packed and varlen rows on a CUDA device in bf16 or fp16: FA3 where it would
+// run the model's calls (`fa3_runs`: EncoderClassifierImpl::Fa3RunsCalls: built, an sm90 device,
+// bf16, head dim 64, no attention dropout) and the batch's sequences average at least
+// kFa3MinMeanTokens real tokens, LibTorch's FA2 otherwise. FA3 starts a 128-query tile per
+// (sequence, head) with more set-up than FA2's, so short sequences, which leave most of the tile
+// empty, run faster on FA2 (the figures: attention.cc).
 inline constexpr int64_t kFa3MinMeanTokens = 128;
 AttentionBackend AutoHalfPrecisionVarlenBackend(bool fa3_runs, int64_t real_tokens,
                                                 int64_t sequences);

@@ -44,6 +44,10 @@ class EncoderClassifierImpl : public torch::nn::Module {
   absl::Status CheckBatch(const batching::Batch& batch) const;
   // The backend that forward() will use for `batch` on the current device and autocast state.
   AttentionBackend ResolveBackend(const batching::Batch& batch) const;
+  // Whether FA3 would run this model's attention calls on `device` in `compute` dtype, as it is
+  // now (train or eval): built, an sm90 device, bf16, head dim 64, no attention dropout. kAuto
+  // picks FA3 only where this holds (AutoHalfPrecisionVarlenBackend).
+  bool Fa3RunsCalls(const at::Device& device, at::ScalarType compute) const;
 
   // How the model runs (attention backend, fused layers, activation memory, checkpointing); see
   // model_runtime.h. Set it before the steps it is meant for, not during one.
