@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "padless/cuda/kernels/fa3_attention.h"
 #include "padless/models/embedding_norm.h"
 #include "padless/models/fused_layer.h"
+#include "fa3_attention.h"
 #include "modernbert_layer.h"
 #include "padless/models/recompute.h"
 
@@ -123,13 +123,11 @@ int64_t RealTokens(const Batch& b) {
 
 }  // namespace
 
-// Whether FA3 would run this model's attention calls on `device` in `compute` dtype: the
-// conditions of RunsFa3 (fa3_attention.h), so that `auto` never names FA3 for calls that FA2 runs
-// (a BERT training with attention dropout, fp16, head dims other than 64).
+// The layers' calls ask internal::RunsFa3 the same question, so `auto` never names FA3 for calls
+// that FA2 runs (a BERT training with attention dropout, fp16, head dims other than 64).
 bool EncoderClassifierImpl::Fa3RunsCalls(const at::Device& device, at::ScalarType compute) const {
   const double attention_dropout = is_training() ? config_.attention_dropout() : 0.0;
-  return attention_dropout == 0.0 && compute == at::kBFloat16 && config_.head_dim() == 64 &&
-         cuda::Fa3AttentionRunsOn(device);
+  return internal::Fa3RunsCall(device, compute, config_.head_dim(), attention_dropout);
 }
 
 AttentionBackend EncoderClassifierImpl::ResolveBackend(const Batch& b) const {

@@ -45,9 +45,14 @@ cuda::VarlenSequences Fa3Sequences(const at::Tensor& cu_seqlens, int64_t max_seq
   return {cu, cu, max_seqlen, max_seqlen};
 }
 
+bool Fa3RunsCall(const c10::Device& device, at::ScalarType dtype, int64_t head_dim,
+                 double dropout_p) {
+  return dropout_p == 0.0 && head_dim == 64 &&
+         (dtype == at::kBFloat16 || dtype == at::kFloat) && cuda::Fa3AttentionRunsOn(device);
+}
+
 bool RunsFa3(const at::Tensor& q, double dropout_p) {
-  return dropout_p == 0.0 && cuda::Fa3AttentionRunsOn(q.device()) && q.size(-1) == 64 &&
-         (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kFloat);
+  return Fa3RunsCall(q.device(), q.scalar_type(), q.size(-1), dropout_p);
 }
 
 at::Tensor AttendFa3(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

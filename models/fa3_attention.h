@@ -24,7 +24,13 @@ namespace padless::models::internal {
 // for both queries and keys, `max_seqlen` the longest.
 cuda::VarlenSequences Fa3Sequences(const at::Tensor& cu_seqlens, int64_t max_seqlen);
 
-// Whether a call on q [T, heads, head_dim] with this dropout runs FA3 (else FA2).
+// Whether FA3 runs a call on `device` with q, k, v of `dtype` and `head_dim`, dropping attention
+// probabilities with `dropout_p` (else FA2 runs it). The one statement of the conditions above:
+// the calls ask it through RunsFa3, kAuto's rule through EncoderClassifierImpl::Fa3RunsCalls.
+bool Fa3RunsCall(const c10::Device& device, at::ScalarType dtype, int64_t head_dim,
+                 double dropout_p);
+
+// Fa3RunsCall for a call on q [T, heads, head_dim].
 bool RunsFa3(const at::Tensor& q, double dropout_p);
 
 // Attend's and AttendWindowed's kVarlenFa3 where RunsFa3: q, k, v [T, heads, 64] -> [T, heads *

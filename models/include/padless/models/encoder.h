@@ -45,8 +45,8 @@ class EncoderClassifierImpl : public torch::nn::Module {
   // The backend that forward() will use for `batch` on the current device and autocast state.
   AttentionBackend ResolveBackend(const batching::Batch& batch) const;
   // Whether FA3 would run this model's attention calls on `device` in `compute` dtype, as it is
-  // now (train or eval): built, an sm90 device, bf16, head dim 64, no attention dropout. kAuto
-  // picks FA3 only where this holds (AutoHalfPrecisionVarlenBackend).
+  // now (train or eval): built, an sm90 device, bf16 (or fp32, computed in bf16), head dim 64, no
+  // attention dropout. kAuto picks FA3 only where this holds (AutoHalfPrecisionVarlenBackend).
   bool Fa3RunsCalls(const at::Device& device, at::ScalarType compute) const;
 
   // How the model runs (attention backend, fused layers, activation memory, checkpointing); see
